@@ -1,0 +1,90 @@
+//! The one error type of the test kit.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong while starting, driving or stopping the kit's
+/// servers and proxies.
+///
+/// A test that needs ZooKeeper must fail loudly when the kit cannot give it
+/// one: every variant says what was attempted and, where it helps, how to fix
+/// the machine.
+#[derive(Debug, thiserror::Error)]
+pub enum KitError {
+    /// A file or socket operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What the kit was doing.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The ZooKeeper jars are not installed where the kit looks for them.
+    #[error(
+        "ZooKeeper is not installed: {missing} does not exist. Install it with \
+         `apt-get install -y zookeeper` (scripts/test does this for you), or set \
+         HOLDFAST_ZK_CLASSPATH to a classpath holding zookeeper.jar and slf4j-simple.jar"
+    )]
+    ZooKeeperMissing {
+        /// The path that was expected.
+        missing: PathBuf,
+    },
+    /// A ZooKeeper server did not start serving in time.
+    #[error(
+        "ZooKeeper server {member} did not serve on {addr} within {waited:?}; \
+         the last lines of its log:\n{log_tail}"
+    )]
+    ServerNotReady {
+        /// The member's id (1-based).
+        member: u32,
+        /// Its client address.
+        addr: SocketAddr,
+        /// How long the kit waited.
+        waited: Duration,
+        /// The tail of the server's log, to see why.
+        log_tail: String,
+    },
+    /// A ZooKeeper server process exited while the kit expected it to run.
+    #[error("ZooKeeper server {member} exited unexpectedly ({status}); its log:\n{log_tail}")]
+    ServerExited {
+        /// The member's id (1-based).
+        member: u32,
+        /// How it exited.
+        status: String,
+        /// The tail of the server's log.
+        log_tail: String,
+    },
+    /// A condition the kit waits for did not come true in time.
+    #[error("timed out after {waited:?} waiting for {what}")]
+    Timeout {
+        /// What the kit waited for.
+        what: String,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// A request named something that does not exist, or is in the wrong state.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// Sending a signal to a server process failed.
+    #[error("could not signal ZooKeeper server {member}: {source}")]
+    Signal {
+        /// The member's id (1-based).
+        member: u32,
+        /// The errno.
+        #[source]
+        source: nix::Error,
+    },
+}
+
+impl KitError {
+    /// Wraps an I/O error with what the kit was doing.
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> KitError {
+        let what = what.into();
+        move |source| KitError::Io { what, source }
+    }
+}
+
+/// The kit's result type.
+pub type Result<T, E = KitError> = std::result::Result<T, E>;
