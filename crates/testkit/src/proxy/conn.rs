@@ -11,6 +11,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -19,7 +20,7 @@ use tokio::time::{Instant, sleep, timeout};
 use super::options::{CONNECT_ATTEMPT_TIMEOUT, CONNECT_RETRY_INTERVAL};
 use super::pump::pump;
 use super::rewrite::FirstMessage;
-use super::route::RouteShared;
+use super::shared::RouteShared;
 
 /// How a connection ended.
 enum End {
@@ -37,7 +38,7 @@ enum End {
 
 /// Serves one accepted connection until it ends; unregisters it on the way
 /// out, even when the proxy's runtime drops this task.
-pub(crate) async fn serve(
+pub(super) async fn serve(
     route: Arc<RouteShared>,
     id: u64,
     mut downstream: TcpStream,
@@ -53,7 +54,7 @@ pub(crate) async fn serve(
         () = reset.notified() => End::Reset,
         end = run(&route, &mut downstream, &mut upstream) => end,
     };
-    let name = route.name();
+    let name = route.name.as_str();
     let abort_both = match end {
         End::Closed => {
             tracing::debug!(route = name, id, "connection closed");
@@ -65,7 +66,7 @@ pub(crate) async fn serve(
             true
         }
         End::UpstreamUnreachable(e) => {
-            route.count_upstream_failure();
+            route.upstream_failures.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(route = name, id, error = %e, "upstream unreachable; resetting client");
             true
         }
@@ -89,11 +90,11 @@ async fn run(
     downstream: &mut TcpStream,
     upstream: &mut Option<TcpStream>,
 ) -> End {
-    let mut mode = route.subscribe();
+    let mut mode = route.mode.subscribe();
     if mode.wait_for(|m| !m.is_stalled()).await.is_err() {
         return End::Shutdown;
     }
-    let up = match connect(route.upstream(), route.connect_retry()).await {
+    let up = match connect(route.upstream, route.connect_retry).await {
         Ok(s) => upstream.insert(s),
         Err(e) => return End::UpstreamUnreachable(e),
     };
@@ -105,7 +106,7 @@ async fn run(
         down_r,
         up_w,
         mode.clone(),
-        FirstMessage::new(route.rewrite()),
+        FirstMessage::new(route.rewrite.clone()),
     );
     let to_downstream = pump(up_r, down_w, mode, FirstMessage::new(None));
     match tokio::try_join!(to_upstream, to_downstream) {
@@ -132,7 +133,7 @@ async fn connect(addr: SocketAddr, retry_for: std::time::Duration) -> io::Result
 }
 
 /// Makes the coming close of `stream` a reset: `SO_LINGER` 0 sends `RST`.
-pub(crate) fn abort(stream: &TcpStream) {
+pub(super) fn abort(stream: &TcpStream) {
     if let Err(e) = stream.set_zero_linger() {
         tracing::debug!(error = %e, "could not set SO_LINGER 0; the close will be clean");
     }

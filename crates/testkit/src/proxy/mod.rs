@@ -32,6 +32,7 @@ mod options;
 mod pump;
 mod rewrite;
 mod route;
+mod shared;
 
 pub use fault_proxy::FaultProxy;
 pub use mode::Mode;

@@ -1,19 +1,15 @@
 //! One listening address of the proxy and the handle tests drive it with.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, watch};
+use tokio::net::TcpListener;
 
-use super::conn;
 use super::mode::Mode;
 use super::options::RouteOptions;
-use super::rewrite::FirstMessageRewrite;
+use super::shared::{RouteShared, accept_loop};
 
 /// A cheap handle on one route: a listening address on 127.0.0.1 whose
 /// connections are forwarded to an upstream address in the current [`Mode`].
@@ -104,30 +100,14 @@ impl Route {
 
     /// Starts a route on `listener`, which must be registered with the
     /// proxy's runtime; runs its accept loop there.
-    pub(crate) fn spawn(
+    pub(super) fn spawn(
         runtime: &tokio::runtime::Handle,
         listener: TcpListener,
         listen: SocketAddr,
         upstream: SocketAddr,
         options: RouteOptions,
     ) -> Route {
-        let name = match options.name {
-            n if n.is_empty() => format!("{listen}->{upstream}"),
-            n => n,
-        };
-        let shared = Arc::new(RouteShared {
-            name,
-            listen,
-            upstream,
-            connect_retry: options.connect_retry,
-            rewrite: options.first_message_rewrite,
-            mode: watch::Sender::new(Mode::Pass),
-            conns: Mutex::default(),
-            next_id: AtomicU64::new(0),
-            accepted: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            upstream_failures: AtomicU64::new(0),
-        });
+        let shared = Arc::new(RouteShared::new(listen, upstream, options));
         tracing::debug!(route = %shared.name, %listen, %upstream, "route listening");
         runtime.spawn(accept_loop(shared.clone(), listener));
         Route { shared }
@@ -142,86 +122,5 @@ impl fmt::Debug for Route {
             .field("upstream", &self.shared.upstream)
             .field("mode", &self.mode())
             .finish()
-    }
-}
-
-/// The state a route shares between its handles and its tasks.
-pub(crate) struct RouteShared {
-    name: String,
-    listen: SocketAddr,
-    upstream: SocketAddr,
-    connect_retry: Duration,
-    rewrite: Option<Arc<dyn FirstMessageRewrite>>,
-    mode: watch::Sender<Mode>,
-    /// Open connections, each with the signal that resets it.
-    conns: Mutex<HashMap<u64, Arc<Notify>>>,
-    next_id: AtomicU64,
-    accepted: AtomicU64,
-    refused: AtomicU64,
-    upstream_failures: AtomicU64,
-}
-
-impl RouteShared {
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub(crate) fn upstream(&self) -> SocketAddr {
-        self.upstream
-    }
-
-    pub(crate) fn connect_retry(&self) -> Duration {
-        self.connect_retry
-    }
-
-    pub(crate) fn rewrite(&self) -> Option<Arc<dyn FirstMessageRewrite>> {
-        self.rewrite.clone()
-    }
-
-    pub(crate) fn subscribe(&self) -> watch::Receiver<Mode> {
-        self.mode.subscribe()
-    }
-
-    pub(crate) fn count_upstream_failure(&self) {
-        self.upstream_failures.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn unregister(&self, id: u64) {
-        self.conns().remove(&id);
-    }
-
-    fn conns(&self) -> MutexGuard<'_, HashMap<u64, Arc<Notify>>> {
-        // The table stays consistent even if a holder panicked.
-        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Refuses or starts serving one accepted connection.
-    fn on_accept(self: &Arc<Self>, stream: TcpStream, peer: SocketAddr) {
-        self.accepted.fetch_add(1, Ordering::Relaxed);
-        if *self.mode.borrow() == Mode::Refuse {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(route = %self.name, %peer, "refusing connection");
-            conn::abort(&stream);
-            return;
-        }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let reset = Arc::new(Notify::new());
-        self.conns().insert(id, reset.clone());
-        tracing::debug!(route = %self.name, %peer, id, "connection accepted");
-        tokio::spawn(conn::serve(self.clone(), id, stream, reset));
-    }
-}
-
-/// Accepts connections until the proxy's runtime shuts down.
-async fn accept_loop(route: Arc<RouteShared>, listener: TcpListener) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, peer)) => route.on_accept(stream, peer),
-            Err(e) => {
-                // E.g. out of file descriptors: back off instead of spinning.
-                tracing::debug!(route = %route.name, error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
     }
 }

@@ -1,0 +1,31 @@
+//! HA configuration with Flink's key names, so a Flink operator's
+//! `high-availability.*` settings carry over.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `high-availability.type` (alias `high-availability`) | `embedded` | `embedded` (in-process, one machine) or `zookeeper` |
+//! | `high-availability.zookeeper.quorum` | — (required for `zookeeper`) | `host:port,host:port,…` |
+//! | `high-availability.zookeeper.path.root` | `/holdfast` | root of all holdfast nodes |
+//! | `high-availability.cluster-id` | `default` | one cluster's nodes live under `<root>/<cluster-id>` |
+//! | `high-availability.zookeeper.client.session-timeout` | `60000` ms | requested session timeout (the server may lower it) |
+//! | `high-availability.zookeeper.client.connection-timeout` | `15000` ms | how long one connection attempt may take |
+//! | `high-availability.zookeeper.client.retry-wait` | `5000` ms | wait between attempts to re-establish a session |
+//! | `high-availability.zookeeper.client.max-retry-attempts` | `3` | attempts of one request before it fails |
+//! | `high-availability.zookeeper.client.tolerate-suspended-connections` | unset | Flink's flag: `false` → `standard`, `true` → `lease` |
+//! | `high-availability.zookeeper.client.error-policy` | `lease` | `standard`, `session` or `lease`; overrides the flag above |
+//! | `high-availability.zookeeper.client.acl` | `creator` | `creator` (only our credentials may change our nodes) or `open` |
+//! | `high-availability.zookeeper.client.digest-credentials-file` | unset | file holding `user:password` for ZooKeeper's digest scheme (never logged) |
+//! | `high-availability.lease.clock-drift` | `0.01` | bound on relative clock-rate difference ρ |
+//! | `high-availability.lease.safety-margin` | `0.1` | lease margin, fraction of the session timeout |
+//! | `high-availability.lease.probe-fraction` | `0.2` | probe interval, fraction of the session timeout |
+//!
+//! Durations are milliseconds when given as a bare number, or a number with
+//! a unit: `ms`, `s`, `min`, `h` (`"60 s"`, `"60000"`, `"1min"`).
+
+mod duration;
+mod keys;
+mod parse;
+
+pub use duration::parse_duration;
+pub use keys::*;
+pub use parse::{AclMode, BackendKind, ConfigError, HaConfig};

@@ -1,0 +1,311 @@
+//! [`HaConfig`]: plain values with defaults, read from key/value pairs and
+//! validated rule by rule.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::duration::parse_duration;
+use super::keys::*;
+use crate::connection::{ConnectionOptions, LeaseConfig, LeaseConfigError};
+use crate::policy::ErrorPolicy;
+
+/// Which backend holds the HA state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// In-process (one machine).
+    #[default]
+    Embedded,
+    /// A ZooKeeper ensemble.
+    ZooKeeper,
+}
+
+/// Who may change holdfast's ZooKeeper nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AclMode {
+    /// Only the credentials that created a node (ZooKeeper's `CREATOR_ALL_ACL`
+    /// with the digest scheme); others may read.
+    #[default]
+    Creator,
+    /// Anyone may do anything (`OPEN_ACL_UNSAFE`): only for trusted networks.
+    Open,
+}
+
+/// A broken configuration rule, naming the key and the bad value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A value that cannot be parsed.
+    #[error("{key}: {value:?} is not valid: {reason}")]
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A key that must be set is missing.
+    #[error("{key} must be set: {why}")]
+    Missing {
+        /// The key.
+        key: &'static str,
+        /// Why it is needed.
+        why: &'static str,
+    },
+    /// The lease settings break a rule.
+    #[error("high-availability.lease.*: {0}")]
+    Lease(#[from] LeaseConfigError),
+    /// Durations that contradict each other.
+    #[error("{key}: {reason}")]
+    Inconsistent {
+        /// The key to change.
+        key: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The HA layer's configuration. See the [module docs](super) for keys and
+/// defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HaConfig {
+    /// Which backend.
+    pub backend: BackendKind,
+    /// ZooKeeper connect string (required for [`BackendKind::ZooKeeper`]).
+    pub quorum: Option<String>,
+    /// Root path, e.g. `/holdfast`.
+    pub path_root: String,
+    /// Cluster id, e.g. `default`.
+    pub cluster_id: String,
+    /// Requested session timeout.
+    pub session_timeout: Duration,
+    /// One connection attempt's timeout.
+    pub connection_timeout: Duration,
+    /// Wait between session attempts.
+    pub retry_wait: Duration,
+    /// Attempts of one request.
+    pub max_retry_attempts: u32,
+    /// The error policy.
+    pub policy: ErrorPolicy,
+    /// Node ACLs.
+    pub acl: AclMode,
+    /// File with digest credentials.
+    pub digest_credentials_file: Option<PathBuf>,
+    /// Lease parameters.
+    pub lease: LeaseConfig,
+}
+
+impl Default for HaConfig {
+    fn default() -> Self {
+        HaConfig {
+            backend: BackendKind::Embedded,
+            quorum: None,
+            path_root: "/holdfast".into(),
+            cluster_id: "default".into(),
+            session_timeout: Duration::from_secs(60),
+            connection_timeout: Duration::from_secs(15),
+            retry_wait: Duration::from_secs(5),
+            max_retry_attempts: 3,
+            policy: ErrorPolicy::Lease,
+            acl: AclMode::Creator,
+            digest_credentials_file: None,
+            lease: LeaseConfig::default(),
+        }
+    }
+}
+
+impl HaConfig {
+    /// Reads the keys of [`ALL_KEYS`] from `pairs` (others are ignored: the
+    /// caller reports keys nobody knows), then validates.
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<HaConfig, ConfigError> {
+        let mut config = HaConfig::default();
+        let mut tolerate = None;
+        let mut explicit_policy = None;
+        for (key, value) in pairs {
+            let invalid = |key: &'static str, reason: String| ConfigError::InvalidValue {
+                key,
+                value: value.to_owned(),
+                reason,
+            };
+            let duration = |key| parse_duration(value).map_err(|reason| invalid(key, reason));
+            let fraction = |key| {
+                value
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|error| invalid(key, error.to_string()))
+            };
+            match key {
+                HA_TYPE | HA_TYPE_ALIAS => {
+                    config.backend = match value.trim().to_ascii_lowercase().as_str() {
+                        "embedded" | "none" | "" => BackendKind::Embedded,
+                        "zookeeper" => BackendKind::ZooKeeper,
+                        _ => return Err(invalid(HA_TYPE, "expected embedded or zookeeper".into())),
+                    }
+                }
+                QUORUM => {
+                    config.quorum =
+                        Some(value.trim().to_owned()).filter(|quorum| !quorum.is_empty())
+                }
+                PATH_ROOT => config.path_root = value.trim().to_owned(),
+                CLUSTER_ID => config.cluster_id = value.trim().trim_matches('/').to_owned(),
+                SESSION_TIMEOUT => config.session_timeout = duration(SESSION_TIMEOUT)?,
+                CONNECTION_TIMEOUT => config.connection_timeout = duration(CONNECTION_TIMEOUT)?,
+                RETRY_WAIT => config.retry_wait = duration(RETRY_WAIT)?,
+                MAX_RETRY_ATTEMPTS => {
+                    config.max_retry_attempts = value.trim().parse().map_err(|_| {
+                        invalid(MAX_RETRY_ATTEMPTS, "expected a whole number".into())
+                    })?
+                }
+                TOLERATE_SUSPENDED => {
+                    tolerate = Some(match value.trim().to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(invalid(
+                                TOLERATE_SUSPENDED,
+                                "expected true or false".into(),
+                            ));
+                        }
+                    })
+                }
+                ERROR_POLICY => {
+                    explicit_policy = Some(value.parse().map_err(
+                        |error: crate::policy::UnknownPolicy| {
+                            invalid(ERROR_POLICY, error.to_string())
+                        },
+                    )?)
+                }
+                ACL => {
+                    config.acl = match value.trim().to_ascii_lowercase().as_str() {
+                        "creator" => AclMode::Creator,
+                        "open" => AclMode::Open,
+                        _ => return Err(invalid(ACL, "expected creator or open".into())),
+                    }
+                }
+                DIGEST_FILE => config.digest_credentials_file = Some(PathBuf::from(value.trim())),
+                LEASE_CLOCK_DRIFT => config.lease.clock_drift = fraction(LEASE_CLOCK_DRIFT)?,
+                LEASE_SAFETY_MARGIN => config.lease.safety_margin = fraction(LEASE_SAFETY_MARGIN)?,
+                LEASE_PROBE_FRACTION => {
+                    config.lease.probe_fraction = fraction(LEASE_PROBE_FRACTION)?
+                }
+                _ => {}
+            }
+        }
+        config.policy = explicit_policy
+            .or(tolerate.map(ErrorPolicy::from_tolerate_suspended))
+            .unwrap_or(ErrorPolicy::Lease);
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every rule; returns the first broken one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.backend == BackendKind::ZooKeeper && self.quorum.is_none() {
+            return Err(ConfigError::Missing {
+                key: QUORUM,
+                why: "high-availability.type is zookeeper",
+            });
+        }
+        if !self.path_root.starts_with('/')
+            || self.path_root.ends_with('/') && self.path_root.len() > 1
+        {
+            return Err(ConfigError::InvalidValue {
+                key: PATH_ROOT,
+                value: self.path_root.clone(),
+                reason: "must start with '/' and not end with one".into(),
+            });
+        }
+        if self.cluster_id.is_empty() || self.cluster_id.contains("//") {
+            return Err(ConfigError::InvalidValue {
+                key: CLUSTER_ID,
+                value: self.cluster_id.clone(),
+                reason: "must be a non-empty path segment".into(),
+            });
+        }
+        if self.session_timeout < Duration::from_millis(100) {
+            return Err(ConfigError::Inconsistent {
+                key: SESSION_TIMEOUT,
+                reason: format!("{:?} is too short to keep a session", self.session_timeout),
+            });
+        }
+        if self.connection_timeout.is_zero() {
+            return Err(ConfigError::Inconsistent {
+                key: CONNECTION_TIMEOUT,
+                reason: "must be more than 0".into(),
+            });
+        }
+        self.lease.validate()?;
+        Ok(())
+    }
+
+    /// Where this cluster's nodes live: `<path.root>/<cluster-id>`.
+    pub fn base_path(&self) -> String {
+        let root = self.path_root.trim_end_matches('/');
+        format!("{root}/{}", self.cluster_id)
+    }
+
+    /// Options for a [`Connection`](crate::Connection).
+    pub fn connection_options(&self) -> ConnectionOptions {
+        ConnectionOptions {
+            policy: self.policy,
+            lease: self.lease,
+            retry_wait: self.retry_wait,
+            ..ConnectionOptions::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flink_defaults_and_keys() {
+        let config = HaConfig::from_pairs([]).unwrap();
+        assert_eq!(config, HaConfig::default());
+        assert_eq!(config.base_path(), "/holdfast/default");
+        let config = HaConfig::from_pairs([
+            ("high-availability", "zookeeper"),
+            (QUORUM, "zk1:2181,zk2:2181"),
+            (PATH_ROOT, "/flink"),
+            (CLUSTER_ID, "/prod"),
+            (SESSION_TIMEOUT, "40 s"),
+            (TOLERATE_SUSPENDED, "false"),
+            ("unrelated.key", "x"),
+        ])
+        .unwrap();
+        assert_eq!(config.backend, BackendKind::ZooKeeper);
+        assert_eq!(config.base_path(), "/flink/prod");
+        assert_eq!(config.session_timeout, Duration::from_secs(40));
+        assert_eq!(config.policy, ErrorPolicy::Standard);
+    }
+
+    #[test]
+    fn the_explicit_policy_overrides_flinks_flag() {
+        let config =
+            HaConfig::from_pairs([(TOLERATE_SUSPENDED, "false"), (ERROR_POLICY, "session")])
+                .unwrap();
+        assert_eq!(config.policy, ErrorPolicy::Session);
+        let config = HaConfig::from_pairs([(TOLERATE_SUSPENDED, "true")]).unwrap();
+        assert_eq!(config.policy, ErrorPolicy::Lease);
+    }
+
+    #[test]
+    fn every_error_names_the_key_and_the_value() {
+        let error = |pairs: &[(&str, &str)]| {
+            HaConfig::from_pairs(pairs.iter().copied())
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(error(&[(SESSION_TIMEOUT, "soon")]).contains(SESSION_TIMEOUT));
+        assert!(error(&[(SESSION_TIMEOUT, "soon")]).contains("\"soon\""));
+        assert!(error(&[(TOLERATE_SUSPENDED, "maybe")]).contains("expected true or false"));
+        assert!(error(&[(ERROR_POLICY, "yolo")]).contains("yolo"));
+        assert!(error(&[(HA_TYPE, "zookeeper")]).contains(QUORUM));
+        assert!(error(&[(PATH_ROOT, "holdfast")]).contains(PATH_ROOT));
+        assert!(error(&[(LEASE_SAFETY_MARGIN, "0.9")]).contains("safety margin"));
+        assert!(error(&[(MAX_RETRY_ATTEMPTS, "-1")]).contains(MAX_RETRY_ATTEMPTS));
+        assert!(error(&[(ACL, "world")]).contains("creator or open"));
+    }
+}

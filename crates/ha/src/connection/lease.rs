@@ -1,0 +1,125 @@
+//! How long a session is known to live.
+
+use std::time::Duration;
+
+/// The client-side lease: how long after the *send* time of the last
+/// acknowledged request a session is known to be alive, and how often the
+/// connection layer probes to keep that fresh.
+///
+/// The server expires a session no earlier than `T` after it last heard from
+/// the client, so an answer to a request sent at `t_send` proves the session
+/// lives until at least `t_send + T`. The lease ends earlier, at
+/// `t_send + T·(1 − clock_drift) − T·safety_margin`, to allow for the two
+/// clocks running at different rates and for the time it takes to act on a
+/// revocation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeaseConfig {
+    /// Bound `ρ` on the relative rate difference of the client's and the
+    /// servers' clocks. Default 0.01.
+    pub clock_drift: f64,
+    /// Safety margin, as a fraction of `T`. Default 0.1.
+    pub safety_margin: f64,
+    /// Probe interval, as a fraction of `T`. Default 0.2 (`T/5`).
+    pub probe_fraction: f64,
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        LeaseConfig {
+            clock_drift: 0.01,
+            safety_margin: 0.1,
+            probe_fraction: 0.2,
+        }
+    }
+}
+
+/// A broken rule of [`LeaseConfig`].
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LeaseConfigError {
+    /// `clock_drift` outside `[0, 0.2]`.
+    #[error("lease clock drift must be between 0 and 0.2, got {0}")]
+    ClockDrift(f64),
+    /// `safety_margin` outside `[0, 0.5]`.
+    #[error("lease safety margin must be between 0 and 0.5 of the session timeout, got {0}")]
+    SafetyMargin(f64),
+    /// `probe_fraction` outside `(0, 0.5]` or not shorter than the lease.
+    #[error(
+        "lease probe interval must be more than 0 and at most half the lease \
+         ({max:.3} of the session timeout), got {got}"
+    )]
+    ProbeFraction {
+        /// The configured fraction.
+        got: f64,
+        /// The largest allowed.
+        max: f64,
+    },
+}
+
+impl LeaseConfig {
+    /// The lease length for a negotiated session timeout `t`.
+    pub fn lease_length(&self, t: Duration) -> Duration {
+        t.mul_f64((1.0 - self.clock_drift - self.safety_margin).max(0.0))
+    }
+
+    /// How often to probe for a negotiated session timeout `t`.
+    pub fn probe_interval(&self, t: Duration) -> Duration {
+        t.mul_f64(self.probe_fraction)
+    }
+
+    /// Checks every rule; returns the first broken one.
+    pub fn validate(&self) -> Result<(), LeaseConfigError> {
+        if !(0.0..=0.2).contains(&self.clock_drift) {
+            return Err(LeaseConfigError::ClockDrift(self.clock_drift));
+        }
+        if !(0.0..=0.5).contains(&self.safety_margin) {
+            return Err(LeaseConfigError::SafetyMargin(self.safety_margin));
+        }
+        let max = ((1.0 - self.clock_drift - self.safety_margin) / 2.0).min(0.5);
+        if !(self.probe_fraction > 0.0 && self.probe_fraction <= max) {
+            return Err(LeaseConfigError::ProbeFraction {
+                got: self.probe_fraction,
+                max,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_lease_is_89_percent_of_the_session_and_probes_five_times() {
+        let config = LeaseConfig::default();
+        config.validate().unwrap();
+        let t = Duration::from_secs(40);
+        assert_eq!(config.lease_length(t), Duration::from_secs_f64(35.6));
+        assert_eq!(config.probe_interval(t), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn each_broken_rule_is_named() {
+        let bad = |f: fn(&mut LeaseConfig)| {
+            let mut config = LeaseConfig::default();
+            f(&mut config);
+            config.validate().unwrap_err()
+        };
+        assert_eq!(
+            bad(|c| c.clock_drift = 0.5),
+            LeaseConfigError::ClockDrift(0.5)
+        );
+        assert_eq!(
+            bad(|c| c.safety_margin = -0.1),
+            LeaseConfigError::SafetyMargin(-0.1)
+        );
+        assert!(matches!(
+            bad(|c| c.probe_fraction = 0.0),
+            LeaseConfigError::ProbeFraction { .. }
+        ));
+        assert!(matches!(
+            bad(|c| c.probe_fraction = 0.46),
+            LeaseConfigError::ProbeFraction { .. }
+        ));
+    }
+}

@@ -1,0 +1,146 @@
+//! The one seam for time and randomness.
+//!
+//! State machines never read a clock: every event carries a [`MonoTime`].
+//! The async shells get `now`, sleeps and random numbers from a [`Runtime`].
+//! [`TokioRuntime`] reads tokio's clock, so a test that pauses tokio's time
+//! (`#[tokio::test(start_paused = true)]`) runs the shells on virtual time;
+//! its random numbers come from a seed when one is given.
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+
+/// A point on a monotonic clock, in nanoseconds since the clock's origin.
+/// Only differences between two `MonoTime`s of one clock mean anything.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MonoTime(pub u64);
+
+impl MonoTime {
+    /// The clock's origin.
+    pub const ZERO: MonoTime = MonoTime(0);
+
+    /// `self + duration`, saturating.
+    pub fn plus(self, duration: Duration) -> MonoTime {
+        MonoTime(
+            self.0
+                .saturating_add(duration.as_nanos().min(u128::from(u64::MAX)) as u64),
+        )
+    }
+
+    /// `self - duration`, saturating at the origin.
+    pub fn minus(self, duration: Duration) -> MonoTime {
+        MonoTime(
+            self.0
+                .saturating_sub(duration.as_nanos().min(u128::from(u64::MAX)) as u64),
+        )
+    }
+
+    /// How long after `earlier` this is (zero if it is not after).
+    pub fn since(self, earlier: MonoTime) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+
+    /// Builds a time from a duration since the origin (for tests and
+    /// simulations).
+    pub fn from_duration(since_origin: Duration) -> MonoTime {
+        MonoTime::ZERO.plus(since_origin)
+    }
+}
+
+impl fmt::Display for MonoTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.3}s", Duration::from_nanos(self.0).as_secs_f64())
+    }
+}
+
+/// Time and randomness for the async shells.
+pub trait Runtime: Send + Sync + fmt::Debug + 'static {
+    /// Now, on a monotonic clock.
+    fn now(&self) -> MonoTime;
+    /// Sleeps until `deadline` (returns at once if it has passed).
+    fn sleep_until(&self, deadline: MonoTime) -> tokio::time::Sleep;
+    /// A random 64-bit number.
+    fn random_u64(&self) -> u64;
+}
+
+/// Tokio's clock (virtual under a paused test runtime) and a seedable random
+/// generator.
+#[derive(Debug)]
+pub struct TokioRuntime {
+    origin: tokio::time::Instant,
+    random: Mutex<SmallRng>,
+}
+
+impl TokioRuntime {
+    /// A runtime whose random numbers come from the operating system.
+    pub fn new() -> TokioRuntime {
+        TokioRuntime::from_rng(SmallRng::from_os_rng())
+    }
+
+    /// A runtime whose random numbers are reproducible from `seed`.
+    pub fn seeded(seed: u64) -> TokioRuntime {
+        TokioRuntime::from_rng(SmallRng::seed_from_u64(seed))
+    }
+
+    fn from_rng(rng: SmallRng) -> TokioRuntime {
+        TokioRuntime {
+            origin: tokio::time::Instant::now(),
+            random: Mutex::new(rng),
+        }
+    }
+}
+
+impl Default for TokioRuntime {
+    fn default() -> Self {
+        TokioRuntime::new()
+    }
+}
+
+impl Runtime for TokioRuntime {
+    fn now(&self) -> MonoTime {
+        MonoTime::from_duration(tokio::time::Instant::now().duration_since(self.origin))
+    }
+
+    fn sleep_until(&self, deadline: MonoTime) -> tokio::time::Sleep {
+        tokio::time::sleep_until(self.origin + Duration::from_nanos(deadline.0))
+    }
+
+    fn random_u64(&self) -> u64 {
+        self.random
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .next_u64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_saturates() {
+        let t = MonoTime::from_duration(Duration::from_secs(2));
+        assert_eq!(
+            t.plus(Duration::from_secs(1)).since(t),
+            Duration::from_secs(1)
+        );
+        assert_eq!(t.minus(Duration::from_secs(5)), MonoTime::ZERO);
+        assert_eq!(t.since(t.plus(Duration::from_secs(1))), Duration::ZERO);
+        assert_eq!(t.to_string(), "2.000s");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokio_runtime_follows_paused_time_and_seeds_repeat() {
+        let runtime = TokioRuntime::seeded(7);
+        let start = runtime.now();
+        runtime
+            .sleep_until(start.plus(Duration::from_secs(30)))
+            .await;
+        assert_eq!(runtime.now().since(start), Duration::from_secs(30));
+        let again = TokioRuntime::seeded(7);
+        assert_eq!(runtime.random_u64(), again.random_u64());
+    }
+}

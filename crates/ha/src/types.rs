@@ -1,0 +1,146 @@
+//! Tokens of the HA layer: ordered newtypes, never bare integers.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A fencing token: strictly increasing per leadership *grant*.
+///
+/// Enforced by the backend's transaction order: an epoch is the id of the
+/// conditional write that published the grant (ZooKeeper: the zxid of the
+/// `connection_info` multi-op; embedded: the store's transaction counter), so
+/// a later grant always carries a larger epoch, even when the same contender
+/// is granted again on the same latch node. Receivers keep the highest epoch
+/// they have seen and reject anything older.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Epoch(pub u64);
+
+impl fmt::Display for Epoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A coordination session's id, as the backend assigned it (ZooKeeper's
+/// 64-bit session id). Shown in hexadecimal, as ZooKeeper does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SessionId(pub u64);
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// Who contends for leadership: a process-chosen, human-readable id (for a
+/// JobManager, its address or name). Written as the latch node's data.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ContenderId(pub String);
+
+impl fmt::Display for ContenderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a leader writes into `connection_info`. The epoch is not part of
+/// it: it is the transaction id that created the node, which the leader
+/// cannot know before writing and nobody can forge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderRecord {
+    /// Where followers reach the leader (e.g. `host:port` of its RPC server).
+    pub address: String,
+    /// The leader's coordination session.
+    pub session: SessionId,
+    /// The leader's contender id.
+    pub contender: ContenderId,
+}
+
+/// A leader as retrieval reports it: the published record and the epoch of
+/// the grant that published it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderInfo {
+    /// Where followers reach the leader.
+    pub address: String,
+    /// The grant's fencing token.
+    pub epoch: Epoch,
+    /// The leader's coordination session.
+    pub session: SessionId,
+    /// The leader's contender id.
+    pub contender: ContenderId,
+}
+
+/// Why `connection_info` could not be understood.
+#[derive(Debug, thiserror::Error)]
+#[error("connection_info holds {len} bytes that are not a holdfast leader record: {source}")]
+pub struct BadLeaderInfo {
+    /// How many bytes the node held.
+    pub len: usize,
+    /// The decoding error.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+impl LeaderRecord {
+    /// Encodes for storage (JSON, so that operators can read it with any
+    /// ZooKeeper client).
+    pub fn encode(&self) -> Vec<u8> {
+        // A struct of strings and integers always serializes.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Decodes what [`encode`](Self::encode) wrote; anything else is an error
+    /// that says so, never a panic.
+    pub fn decode(bytes: &[u8]) -> Result<LeaderRecord, BadLeaderInfo> {
+        serde_json::from_slice(bytes).map_err(|source| BadLeaderInfo {
+            len: bytes.len(),
+            source,
+        })
+    }
+
+    /// The leader this record describes, granted at `epoch`.
+    pub fn at_epoch(self, epoch: Epoch) -> LeaderInfo {
+        LeaderInfo {
+            address: self.address,
+            epoch,
+            session: self.session,
+            contender: self.contender,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record() -> LeaderRecord {
+        LeaderRecord {
+            address: "10.0.0.1:6123".into(),
+            session: SessionId(0x1234),
+            contender: ContenderId("jm-a".into()),
+        }
+    }
+
+    #[test]
+    fn leader_record_round_trips_and_garbage_is_an_error() {
+        assert_eq!(LeaderRecord::decode(&record().encode()).unwrap(), record());
+        assert_eq!(record().at_epoch(Epoch(42)).epoch, Epoch(42));
+        let error = LeaderRecord::decode(b"\xff\x00garbage").unwrap_err();
+        assert_eq!(error.len, 9);
+        assert!(error.to_string().contains("not a holdfast leader record"));
+    }
+
+    #[test]
+    fn tokens_order_and_print_as_operators_expect() {
+        assert!(Epoch(2) > Epoch(1));
+        assert_eq!(SessionId(255).to_string(), "0xff");
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = LeaderRecord::decode(&bytes);
+        }
+    }
+}

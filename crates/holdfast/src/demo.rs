@@ -1,0 +1,341 @@
+//! `holdfast demo`: the incident, replayed under each error policy on the
+//! embedded backend with a virtual clock.
+//!
+//! Two JobManagers contend for leadership; a TaskManager follows the leader.
+//! Three faults follow, with the incident's timing (`T` = 40 s):
+//! 1. the TaskManager stalls for 30 s (the daily cache load);
+//! 2. the leading JobManager's connection stalls for 30 s;
+//! 3. the leading JobManager is cut off for 60 s (its session really expires).
+//!
+//! The `standard` policy (Curator's and Flink's default) loses the leader on
+//! the TaskManager in fault 1 — the incident — and revokes in fault 2.
+//! `lease` rides out both, and in fault 3 revokes the old leader *before*
+//! the server expires its session and a standby is granted.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use holdfast_ha::connection::{Connection, ConnectionOptions};
+use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
+use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
+use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
+use holdfast_ha::{Epoch, ErrorPolicy, MonoTime, Runtime, TokioRuntime};
+
+const BASE: &str = "/holdfast/demo";
+
+/// Arguments of `holdfast demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Which policy to replay: standard, session, lease, or all.
+    #[arg(long, default_value = "all")]
+    policy: String,
+    /// The negotiated session timeout T, in seconds.
+    #[arg(long, default_value_t = 40)]
+    session_timeout: u64,
+}
+
+/// What one replay counted.
+#[derive(Debug, Default)]
+struct Tally {
+    revocations: usize,
+    /// Times the TaskManager failed every task of the job (`ha-semantics.md`
+    /// §6: on a leader with a higher epoch; under `standard` also when it
+    /// forgets the leader).
+    restarts: usize,
+    overlap: bool,
+}
+
+pub fn run(args: DemoArgs) -> Result<()> {
+    let policies = match args.policy.as_str() {
+        "all" => vec![
+            ErrorPolicy::Standard,
+            ErrorPolicy::Session,
+            ErrorPolicy::Lease,
+        ],
+        name => vec![name.parse().context("--policy")?],
+    };
+    if args.session_timeout == 0 {
+        bail!("--session-timeout must be at least 1 second");
+    }
+    let timeout = Duration::from_secs(args.session_timeout);
+    let mut summary = String::new();
+    for policy in policies {
+        // A fresh single-threaded runtime on a paused clock per replay:
+        // virtual time, deterministic order.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()?;
+        let tally = runtime.block_on(replay(policy, timeout))?;
+        writeln!(
+            summary,
+            "  {:<8}  job restarts: {} (1 needed)   revocations: {}   two leaders at once: {}",
+            policy.name(),
+            tally.restarts,
+            tally.revocations,
+            if tally.overlap { "YES" } else { "no" }
+        )?;
+    }
+    println!(
+        "\nSummary (only fault 3 is a real leader loss, so one restart is needed):\n{summary}"
+    );
+    Ok(())
+}
+
+struct Process {
+    name: &'static str,
+    connection: Connection<EmbeddedBackend>,
+}
+
+async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<Tally> {
+    println!(
+        "\n=== policy: {policy} (T = {} s; times are virtual seconds) ===",
+        timeout.as_secs()
+    );
+    let runtime: Arc<TokioRuntime> = Arc::new(TokioRuntime::seeded(1));
+    let cluster = EmbeddedCluster::new(runtime.clone());
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let leading = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let start = |name: &'static str| Process {
+        name,
+        connection: Connection::start(
+            cluster.backend_on(
+                name,
+                EmbeddedOptions {
+                    session_timeout: timeout,
+                    ..EmbeddedOptions::default()
+                },
+            ),
+            runtime.clone(),
+            ConnectionOptions {
+                policy,
+                retry_wait: Duration::from_secs(1),
+                ..ConnectionOptions::default()
+            },
+        ),
+    };
+    let jm1 = start("jm-1");
+    let election1 = contend(&jm1, &runtime, &tally, &leading);
+    wait_until(&runtime, || election1.is_leader()).await?;
+    let jm2 = start("jm-2");
+    let _election2 = contend(&jm2, &runtime, &tally, &leading);
+    let tm = start("tm-1");
+    let retrieval = follow(&tm, policy, &runtime, &tally);
+    wait_until(&runtime, || retrieval.known().leader.is_some()).await?;
+
+    say(
+        &runtime,
+        "--",
+        "fault 1: the TaskManager stalls for 30 s (the daily cache load)",
+    );
+    stall(&cluster, &runtime, &tm, Duration::from_secs(30)).await?;
+    say(
+        &runtime,
+        "--",
+        "fault 2: the leader's connection stalls for 30 s",
+    );
+    stall(&cluster, &runtime, &jm1, Duration::from_secs(30)).await?;
+    say(
+        &runtime,
+        "--",
+        "fault 3: the leader is cut off for 60 s (its session expires)",
+    );
+    stall(&cluster, &runtime, &jm1, Duration::from_secs(60)).await?;
+    let settle = runtime.now().plus(timeout);
+    runtime.sleep_until(settle).await;
+    let tally = std::mem::take(
+        &mut *tally
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    Ok(tally)
+}
+
+fn contend(
+    process: &Process,
+    runtime: &Arc<TokioRuntime>,
+    tally: &Arc<Mutex<Tally>>,
+    leading: &Arc<Mutex<Vec<&'static str>>>,
+) -> LeaderElection<EmbeddedBackend> {
+    watch_connection(process, runtime);
+    let election = LeaderElection::start(
+        process.connection.clone(),
+        ElectionOptions::under(BASE, process.name, format!("{}:6123", process.name)),
+    );
+    let mut events = election.subscribe();
+    let (name, runtime, tally, leading) = (
+        process.name,
+        runtime.clone(),
+        tally.clone(),
+        leading.clone(),
+    );
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let mut leading = leading
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match event {
+                LeadershipEvent::Granted { epoch, .. } => {
+                    leading.push(name);
+                    let overlap = leading.len() > 1;
+                    if overlap {
+                        tally.lock().unwrap_or_else(|p| p.into_inner()).overlap = true;
+                    }
+                    let note = if overlap {
+                        "   <-- TWO LEADERS AT ONCE"
+                    } else {
+                        ""
+                    };
+                    say(
+                        &runtime,
+                        name,
+                        &format!("granted leadership, epoch {epoch}{note}"),
+                    );
+                }
+                LeadershipEvent::Revoked { epoch, reason, .. } => {
+                    leading.retain(|other| *other != name);
+                    tally.lock().unwrap_or_else(|p| p.into_inner()).revocations += 1;
+                    say(
+                        &runtime,
+                        name,
+                        &format!("leadership (epoch {epoch}) revoked: {reason}"),
+                    );
+                }
+            }
+        }
+    });
+    election
+}
+
+/// A TaskManager that follows the leader and fails its tasks as
+/// `ha-semantics.md` §6 says: on a leader with a higher epoch than the one
+/// its tasks run for, and — only under `standard`, as in the incident — when
+/// it forgets the leader.
+fn follow(
+    process: &Process,
+    policy: ErrorPolicy,
+    runtime: &Arc<TokioRuntime>,
+    tally: &Arc<Mutex<Tally>>,
+) -> LeaderRetrieval {
+    watch_connection(process, runtime);
+    let retrieval = LeaderRetrieval::start(
+        process.connection.clone(),
+        &format!("{BASE}/leader/connection_info"),
+    );
+    let mut events = retrieval.subscribe();
+    let (name, runtime, tally) = (process.name, runtime.clone(), tally.clone());
+    tokio::spawn(async move {
+        let mut tasks_run_for: Option<Epoch> = None;
+        let restart = |why: &str| {
+            tally.lock().unwrap_or_else(|p| p.into_inner()).restarts += 1;
+            say(
+                &runtime,
+                name,
+                &format!("{why}: fails every task; the job restarts"),
+            );
+        };
+        while let Some(event) = events.recv().await {
+            match event {
+                RetrievalEvent::Leader(leader) => {
+                    say(
+                        &runtime,
+                        name,
+                        &format!(
+                            "follows leader {} at epoch {}",
+                            leader.contender, leader.epoch
+                        ),
+                    );
+                    if tasks_run_for.is_some_and(|epoch| leader.epoch > epoch) {
+                        restart("a leader with a higher epoch took over");
+                    }
+                    tasks_run_for = Some(leader.epoch);
+                }
+                RetrievalEvent::NoLeader if policy == ErrorPolicy::Standard => {
+                    say(
+                        &runtime,
+                        name,
+                        "forgot the leader (JobManager \"lost leadership\")",
+                    );
+                    if tasks_run_for.take().is_some() {
+                        restart("the job's leader is gone");
+                    }
+                }
+                RetrievalEvent::NoLeader => say(
+                    &runtime,
+                    name,
+                    "no leader published; tasks keep running, waiting for one",
+                ),
+                RetrievalEvent::Malformed(error) => say(
+                    &runtime,
+                    name,
+                    &format!("unreadable leader record: {error}"),
+                ),
+            }
+        }
+    });
+    retrieval
+}
+
+fn watch_connection(process: &Process, runtime: &Arc<TokioRuntime>) {
+    let (_, mut events) = process.connection.subscribe();
+    let (name, runtime) = (process.name, runtime.clone());
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let lease = match event.lease_deadline {
+                Some(deadline) => format!(
+                    " (lease {:.1} s left)",
+                    deadline.since(event.at).as_secs_f64()
+                ),
+                None => String::new(),
+            };
+            say(
+                &runtime,
+                name,
+                &format!(
+                    "connection {} [session {}]{lease}",
+                    event.state, event.session
+                ),
+            );
+        }
+    });
+}
+
+async fn stall(
+    cluster: &EmbeddedCluster,
+    runtime: &Arc<TokioRuntime>,
+    process: &Process,
+    length: Duration,
+) -> Result<()> {
+    cluster.cut_link(process.name);
+    runtime.sleep_until(runtime.now().plus(length)).await;
+    cluster.heal_link(process.name);
+    say(runtime, process.name, "link healed");
+    // Let the healing play out before the next fault.
+    let settle = runtime.now().plus(Duration::from_secs(20));
+    runtime.sleep_until(settle).await;
+    Ok(())
+}
+
+async fn wait_until(runtime: &Arc<TokioRuntime>, condition: impl Fn() -> bool) -> Result<()> {
+    let limit = runtime.now().plus(Duration::from_secs(600));
+    while !condition() {
+        if runtime.now() > limit {
+            bail!("the demo's cluster did not settle within 600 virtual seconds");
+        }
+        runtime
+            .sleep_until(runtime.now().plus(Duration::from_millis(10)))
+            .await;
+    }
+    Ok(())
+}
+
+fn say(runtime: &Arc<TokioRuntime>, who: &str, what: &str) {
+    let at: MonoTime = runtime.now();
+    println!(
+        "[{:>7.1}s] {who:<5} {what}",
+        Duration::from_nanos(at.0).as_secs_f64()
+    );
+}
