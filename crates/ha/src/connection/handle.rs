@@ -68,11 +68,7 @@ impl<B: Backend> SessionHandle<B> {
     }
 
     /// See [`Session::get`].
-    pub async fn get(
-        &self,
-        path: &str,
-        watch: bool,
-    ) -> Result<ReadResult, CoordError> {
+    pub async fn get(&self, path: &str, watch: bool) -> Result<ReadResult, CoordError> {
         self.timed(self.session.get(path, watch)).await
     }
 
