@@ -28,12 +28,16 @@ pub mod conformance;
 pub mod connection;
 pub mod election;
 pub mod embedded;
+pub mod isolation;
 pub mod policy;
 pub mod retrieval;
+pub mod stores;
 pub mod time;
 pub mod types;
 
 pub use connection::Connection;
 pub use policy::ErrorPolicy;
 pub use time::{MonoTime, Runtime, TokioRuntime};
-pub use types::{ContenderId, Epoch, LeaderInfo, LeaderRecord, SessionId};
+pub use types::{
+    CheckpointId, ContenderId, Epoch, LeaderInfo, LeaderRecord, LeaderToken, SessionId,
+};

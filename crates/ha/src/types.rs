@@ -32,6 +32,18 @@ impl fmt::Display for SessionId {
     }
 }
 
+/// A checkpoint's id: strictly increasing per job, handed out by the
+/// leader-guarded [`CheckpointIdCounter`](crate::stores::CheckpointIdCounter),
+/// so no two leaders ever hand out the same one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CheckpointId(pub u64);
+
+impl fmt::Display for CheckpointId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// Who contends for leadership: a process-chosen, human-readable id (for a
 /// JobManager, its address or name). Written as the latch node's data.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -41,6 +53,21 @@ impl fmt::Display for ContenderId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Proof that a contender holds a grant: what leader-guarded writes are
+/// conditional on. Obtained from
+/// [`LeaderElection::token`](crate::election::LeaderElection::token) only
+/// while the contender leads; a write with it fails once the latch node is
+/// gone, so a deposed leader cannot write even with an old token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderToken {
+    /// The grant's epoch.
+    pub epoch: Epoch,
+    /// The session holding the latch node.
+    pub session: SessionId,
+    /// The latch node's full path.
+    pub latch_node: String,
 }
 
 /// What a leader writes into `connection_info`. The epoch is not part of

@@ -354,3 +354,101 @@ pub async fn retrieval_survives_its_own_session_loss_without_a_spurious_change<F
     ensure!(a.is_leader(), "a lost leadership");
     Ok(())
 }
+
+/// Leader-guarded stores take writes from the current leader only: a
+/// deposed leader's token fails, even over a live session; checkpoint ids
+/// keep increasing across the hand-over; garbage in a counter is reported.
+pub async fn stores_take_writes_from_the_current_leader_only<F: Fixture>(fixture: &F) -> Verdict {
+    use crate::stores::{CheckpointIdCounter, LeaderStore, StoreError};
+    use crate::types::CheckpointId;
+
+    let a_connection = connect(fixture, "a", ErrorPolicy::Lease);
+    let a = contend(&a_connection, "a");
+    wait_for(fixture, "a to lead", || a.is_leader()).await?;
+    let b_connection = connect(fixture, "b", ErrorPolicy::Lease);
+    let b = contend(&b_connection, "b");
+    let root = format!("{BASE}/stores");
+    let a_store = LeaderStore::new(a_connection.clone(), &root);
+    let a_token = a.token().ok_or("a leads but has no token")?;
+    a_store
+        .put(&a_token, "job", b"v1")
+        .await
+        .map_err(|error| format!("a's put failed: {error}"))?;
+    let a_counter = CheckpointIdCounter::new(
+        LeaderStore::new(a_connection.clone(), &root),
+        "checkpoint-id",
+    );
+    for expected in 1..=2 {
+        let id = a_counter
+            .next(&a_token)
+            .await
+            .map_err(|error| error.to_string())?;
+        ensure!(
+            id == CheckpointId(expected),
+            "a got checkpoint id {id}, expected {expected}"
+        );
+    }
+    ensure!(
+        matches!(
+            a_store.put(&a_token, "bad/key", b"x").await,
+            Err(StoreError::BadKey { .. })
+        ),
+        "a key with '/' was accepted"
+    );
+
+    a.close().await;
+    wait_for(fixture, "b to lead", || b.is_leader()).await?;
+    let stale = a_store.put(&a_token, "job", b"stale").await;
+    ensure!(
+        matches!(stale, Err(StoreError::NotLeader { .. })),
+        "a deposed leader's put returned {stale:?}"
+    );
+    let stale = a_counter.next(&a_token).await;
+    ensure!(
+        matches!(stale, Err(StoreError::NotLeader { .. })),
+        "a deposed leader's counter returned {stale:?}"
+    );
+
+    let b_token = b.token().ok_or("b leads but has no token")?;
+    let b_store = LeaderStore::new(b_connection.clone(), &root);
+    let job = b_store
+        .get("job")
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or("job vanished")?;
+    ensure!(
+        job.value == b"v1",
+        "the stale write landed: {:?}",
+        job.value
+    );
+    b_store
+        .put(&b_token, "job", b"v2")
+        .await
+        .map_err(|error| error.to_string())?;
+    let b_counter = CheckpointIdCounter::new(
+        LeaderStore::new(b_connection.clone(), &root),
+        "checkpoint-id",
+    );
+    let id = b_counter
+        .next(&b_token)
+        .await
+        .map_err(|error| error.to_string())?;
+    ensure!(
+        id == CheckpointId(3),
+        "after the hand-over the counter gave {id}, expected 3"
+    );
+    ensure!(
+        b_store.keys().await.map_err(|error| error.to_string())? == ["checkpoint-id", "job"],
+        "unexpected keys"
+    );
+
+    fixture
+        .write_raw(&format!("{root}/checkpoint-id"), b"\xffgarbage")
+        .await;
+    let corrupt = b_counter.current().await;
+    ensure!(
+        matches!(corrupt, Err(StoreError::Corrupt { .. })),
+        "garbage in the counter gave {corrupt:?}"
+    );
+    Ok(())
+}

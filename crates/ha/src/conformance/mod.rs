@@ -76,6 +76,7 @@ macro_rules! conformance_suite {
             a_cut_off_leader_is_revoked_before_a_standby_is_granted,
             garbage_in_connection_info_is_reported_not_fatal,
             retrieval_survives_its_own_session_loss_without_a_spurious_change,
+            stores_take_writes_from_the_current_leader_only,
         );
     };
     (@each #[$attr:meta], $fixture:expr, $($check:ident),* $(,)?) => {

@@ -11,7 +11,7 @@ use super::perform::{Perform, perform};
 use crate::backend::Backend;
 use crate::connection::Connection;
 use crate::time::MonoTime;
-use crate::types::{ContenderId, Epoch, SessionId};
+use crate::types::{ContenderId, Epoch, LeaderToken, SessionId};
 
 /// Where and as whom to contend.
 #[derive(Clone, Debug)]
@@ -83,6 +83,8 @@ pub enum Leadership {
 
 pub(super) struct Shared {
     pub(super) leadership: Leadership,
+    /// The full path of the latch node the current grant holds.
+    pub(super) latch_node: Option<String>,
     pub(super) subscribers: Vec<mpsc::UnboundedSender<LeadershipEvent>>,
 }
 
@@ -127,6 +129,7 @@ impl<B: Backend> LeaderElection<B> {
         let core = LatchCore::new(connection.policy(), &protect_id, options.retry);
         let shared = Arc::new(Mutex::new(Shared {
             leadership: Leadership::Follower,
+            latch_node: None,
             subscribers: Vec::new(),
         }));
         let (watch_tx, watch_rx) = watch::channel(Leadership::Follower);
@@ -163,6 +166,21 @@ impl<B: Backend> LeaderElection<B> {
             }
             _ => None,
         }
+    }
+
+    /// Proof of the current grant for leader-guarded writes
+    /// ([`crate::stores`]), if [`is_leader`](Self::is_leader).
+    pub fn token(&self) -> Option<LeaderToken> {
+        let epoch = self.leader_epoch()?;
+        let shared = self.lock();
+        let Leadership::Leader { session, .. } = shared.leadership else {
+            return None;
+        };
+        Some(LeaderToken {
+            epoch,
+            session,
+            latch_node: shared.latch_node.clone()?,
+        })
     }
 
     /// Every grant and revocation from now on, in order.
@@ -225,6 +243,10 @@ async fn drive<B: Backend>(
             match command {
                 LatchCommand::Granted { epoch, session } => {
                     let at = perform_with.connection.runtime().now();
+                    let node = core
+                        .node()
+                        .map(|node| format!("{}/{node}", perform_with.options.latch_path));
+                    lock(&shared).latch_node = node;
                     tracing::info!(
                         %epoch, %session, latch = %perform_with.options.latch_path,
                         contender = %perform_with.options.contender,
@@ -262,6 +284,12 @@ async fn drive<B: Backend>(
             return;
         }
     }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn report(

@@ -1,0 +1,61 @@
+//! Stores behind leadership (`ha-semantics.md` §7): state the runtime
+//! keeps in the HA backend — job graphs, completed-checkpoint pointers,
+//! checkpoint-id counters — where every mutating write is one multi-op that
+//! also checks the writer's latch node still exists. A deposed leader's
+//! write fails with [`StoreError::NotLeader`], even if it still holds an old
+//! [`LeaderToken`](crate::LeaderToken); reads are open to everyone.
+
+mod counter;
+mod kv;
+
+pub use counter::CheckpointIdCounter;
+pub use kv::{LeaderStore, Versioned};
+
+use crate::backend::CoordError;
+
+/// Why a store operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The writer no longer holds the latch (or its session is gone): the
+    /// write was not applied. Stop acting as leader.
+    #[error(
+        "not the leader any more (latch node {latch_node} is gone or its session changed); nothing was written"
+    )]
+    NotLeader {
+        /// The latch node the token named.
+        latch_node: String,
+    },
+    /// The value changed since it was read (a compare-and-set lost).
+    #[error("{key} changed concurrently")]
+    Conflict {
+        /// The key.
+        key: String,
+    },
+    /// A key that cannot be a node name.
+    #[error("invalid key {key:?}: keys are non-empty and contain no '/'")]
+    BadKey {
+        /// The key.
+        key: String,
+    },
+    /// Stored bytes that are not what the store wrote.
+    #[error("{path} holds something that is not a holdfast value: {reason}")]
+    Corrupt {
+        /// The node.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The backend failed (connection loss: the outcome of a write is
+    /// unknown; read back before retrying).
+    #[error("the HA backend failed: {0}")]
+    Backend(#[from] CoordError),
+}
+
+fn check_key(key: &str) -> Result<(), StoreError> {
+    if key.is_empty() || key.contains('/') || key == "." || key == ".." {
+        return Err(StoreError::BadKey {
+            key: key.to_owned(),
+        });
+    }
+    Ok(())
+}
