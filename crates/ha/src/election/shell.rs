@@ -261,10 +261,15 @@ async fn drive<B: Backend>(
                 }
                 LatchCommand::Revoked { epoch, reason } => {
                     let at = perform_with.connection.runtime().now();
+                    let next = if reason == RevokeReason::Closed {
+                        "leaving the election"
+                    } else {
+                        "contending again"
+                    };
                     tracing::warn!(
                         %epoch, %reason, contender = %perform_with.options.contender,
                         "leadership revoked: {reason}; stopped acting as leader now; anything fenced with \
-                         epoch {epoch} will be rejected once a new leader acts; contending again"
+                         epoch {epoch} will be rejected once a new leader acts; {next}"
                     );
                     report(
                         &shared,
