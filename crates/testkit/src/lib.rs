@@ -26,8 +26,8 @@
 //! ```no_run
 //! use holdfast_testkit::{Mode, ZkCluster, ZkClusterConfig};
 //!
-//! # fn main() -> holdfast_testkit::Result<()> {
-//! let cluster = ZkCluster::start(ZkClusterConfig::standalone())?;
+//! # async fn demo() -> holdfast_testkit::Result<()> {
+//! let cluster = ZkCluster::start(ZkClusterConfig::standalone()).await?;
 //! let clients_connect_here = cluster.connect_string();
 //! // Stop forwarding on member 1's client link without closing it:
 //! cluster.client_route(1)?.set_mode(Mode::Stall);
