@@ -20,6 +20,8 @@
 //! * [`backend`]: the one trait set every backend implements.
 //! * [`embedded`]: the in-process backend (the default on one machine, and
 //!   the simulation substrate of the tests).
+//! * [`metrics`]: Prometheus metrics of connections, elections and
+//!   retrievals, passed in when wiring them.
 #![warn(missing_docs)]
 
 pub mod backend;
@@ -29,6 +31,7 @@ pub mod connection;
 pub mod election;
 pub mod embedded;
 pub mod isolation;
+pub mod metrics;
 pub mod policy;
 pub mod retrieval;
 pub mod stores;

@@ -2,7 +2,7 @@
 //! feeds the [`SessionTracker`] and fans its events out to every listener.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
@@ -11,8 +11,10 @@ use super::handle::SessionHandle;
 use super::log::log_transition;
 use super::{ConnectionEvent, ConnectionState, LeaseConfig, LostReason, SessionTracker};
 use crate::backend::{Backend, RawEvent, Session};
+use crate::metrics::{ConnectionMetrics, LeaseView};
 use crate::policy::ErrorPolicy;
 use crate::time::{MonoTime, Runtime};
+use crate::types::SessionId;
 
 /// How a [`Connection`] behaves.
 #[derive(Clone, Debug)]
@@ -26,6 +28,9 @@ pub struct ConnectionOptions {
     pub retry_wait: Duration,
     /// How long a lost session's background close may take. Default 10 s.
     pub close_timeout: Duration,
+    /// Where to count transitions and read the lease at scrape time
+    /// ([`crate::metrics`]). Default `None`: no metrics.
+    pub metrics: Option<ConnectionMetrics>,
 }
 
 impl Default for ConnectionOptions {
@@ -35,6 +40,7 @@ impl Default for ConnectionOptions {
             lease: LeaseConfig::default(),
             retry_wait: Duration::from_secs(5),
             close_timeout: Duration::from_secs(10),
+            metrics: None,
         }
     }
 }
@@ -100,6 +106,9 @@ impl<B: Backend> Connection<B> {
             closed: AtomicBool::new(false),
             stopped: Notify::new(),
         });
+        if let Some(metrics) = &inner.options.metrics {
+            metrics.observe_lease(Arc::downgrade(&inner) as Weak<dyn LeaseView>);
+        }
         tokio::spawn(drive(inner.clone()));
         Connection { inner }
     }
@@ -133,6 +142,14 @@ impl<B: Backend> Connection<B> {
         self.inner.lock().tracker.lease_deadline()
     }
 
+    /// Whether a grant made in `session` may still be acted on now: the
+    /// session is the current one and not lost, and — when the policy
+    /// enforces the lease — its lease holds. A grant from an older session
+    /// fails this at once, even before its revocation has been processed.
+    pub fn session_holds(&self, session: SessionId) -> bool {
+        self.inner.session_holds(session)
+    }
+
     /// Whether the lease holds now.
     pub fn lease_valid(&self) -> bool {
         let now = self.inner.runtime.now();
@@ -150,6 +167,12 @@ impl<B: Backend> Connection<B> {
         }
         let session = shared.session.clone()?;
         Some(SessionHandle::new(self.inner.clone(), session))
+    }
+
+    /// The lease as of whenever it is asked, without keeping the
+    /// connection alive (for metrics read at scrape time).
+    pub(crate) fn lease_view(&self) -> Weak<dyn LeaseView> {
+        Arc::downgrade(&self.inner) as Weak<dyn LeaseView>
     }
 
     /// The error policy.
@@ -187,6 +210,17 @@ impl<B: Backend> Inner<B> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn session_holds(&self, session: SessionId) -> bool {
+        let now = self.runtime.now();
+        let shared = self.lock();
+        let live = !matches!(
+            shared.tracker.state(),
+            Some(ConnectionState::Lost(_)) | None
+        );
+        live && shared.tracker.session() == Some(session)
+            && (!self.options.policy.enforces_lease() || shared.tracker.lease_valid(now))
+    }
+
     fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
@@ -214,12 +248,27 @@ impl<B: Backend> Inner<B> {
                 &self.backend.describe(),
                 self.options.retry_wait,
             );
+            if let Some(metrics) = &self.options.metrics {
+                metrics.record(&event);
+            }
             shared
                 .subscribers
                 .retain(|subscriber| subscriber.send(event).is_ok());
             shared.last = Some(event);
         }
         shared.tracker.state()
+    }
+}
+
+impl<B: Backend> LeaseView for Inner<B> {
+    fn lease_remaining(&self) -> Option<Duration> {
+        let now = self.runtime.now();
+        let deadline = self.lock().tracker.lease_deadline()?;
+        Some(deadline.since(now))
+    }
+
+    fn session_holds(&self, session: SessionId) -> bool {
+        Inner::session_holds(self, session)
     }
 }
 

@@ -10,6 +10,7 @@ use super::latch::{LatchCommand, LatchCore, LatchInput, RevokeReason};
 use super::perform::{Perform, perform};
 use crate::backend::Backend;
 use crate::connection::Connection;
+use crate::metrics::ElectionMetrics;
 use crate::time::MonoTime;
 use crate::types::{ContenderId, Epoch, LeaderToken, SessionId};
 
@@ -27,6 +28,9 @@ pub struct ElectionOptions {
     pub address: String,
     /// How long to wait before retrying a failed request. Default 200 ms.
     pub retry: Duration,
+    /// Where to count grants and revocations and read `is_leader` at scrape
+    /// time ([`crate::metrics`]). Default `None`: no metrics.
+    pub metrics: Option<ElectionMetrics>,
 }
 
 impl ElectionOptions {
@@ -40,6 +44,7 @@ impl ElectionOptions {
             contender: ContenderId(contender.into()),
             address: address.into(),
             retry: Duration::from_millis(200),
+            metrics: None,
         }
     }
 }
@@ -132,6 +137,18 @@ impl<B: Backend> LeaderElection<B> {
             latch_node: None,
             subscribers: Vec::new(),
         }));
+        if let Some(metrics) = &options.metrics {
+            let (shared, lease) = (Arc::downgrade(&shared), connection.lease_view());
+            metrics.observe_leadership(move || {
+                let shared = shared.upgrade()?;
+                let leadership = lock(&shared).leadership;
+                lease_checked(leadership, |session| {
+                    lease
+                        .upgrade()
+                        .is_some_and(|lease| lease.session_holds(session))
+                })
+            });
+        }
         let (watch_tx, watch_rx) = watch::channel(Leadership::Follower);
         let (inputs, inputs_rx) = mpsc::unbounded_channel();
         let perform = Perform {
@@ -149,8 +166,9 @@ impl<B: Backend> LeaderElection<B> {
         }
     }
 
-    /// Whether this contender leads *now*: granted, not revoked, and (under
-    /// the `lease` policy) the session's lease has not run out.
+    /// Whether this contender leads *now*: granted, not revoked, the grant's
+    /// session still the connection's current one, and (under the `lease`
+    /// policy) its lease not run out.
     pub fn is_leader(&self) -> bool {
         self.leader_epoch().is_some()
     }
@@ -158,14 +176,7 @@ impl<B: Backend> LeaderElection<B> {
     /// The epoch to fence actions with, if [`is_leader`](Self::is_leader).
     pub fn leader_epoch(&self) -> Option<Epoch> {
         let leadership = self.lock().leadership;
-        match leadership {
-            Leadership::Leader { epoch, .. }
-                if !self.connection.policy().enforces_lease() || self.connection.lease_valid() =>
-            {
-                Some(epoch)
-            }
-            _ => None,
-        }
+        lease_checked(leadership, |session| self.connection.session_holds(session))
     }
 
     /// Proof of the current grant for leader-guarded writes
@@ -255,6 +266,7 @@ async fn drive<B: Backend>(
                     report(
                         &shared,
                         &watch,
+                        perform_with.options.metrics.as_ref(),
                         Leadership::Leader { epoch, session },
                         LeadershipEvent::Granted { epoch, session, at },
                     );
@@ -274,6 +286,7 @@ async fn drive<B: Backend>(
                     report(
                         &shared,
                         &watch,
+                        perform_with.options.metrics.as_ref(),
                         Leadership::Follower,
                         LeadershipEvent::Revoked { epoch, reason, at },
                     );
@@ -297,12 +310,27 @@ fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The epoch a contender may act with: its grant's, unless the lease it
+/// depends on (when the policy enforces one) has run out.
+/// The grant's epoch if the grant may still be acted on: its session is
+/// the connection's current one and (under `lease`) the lease holds.
+fn lease_checked(leadership: Leadership, holds: impl FnOnce(SessionId) -> bool) -> Option<Epoch> {
+    match leadership {
+        Leadership::Leader { epoch, session } if holds(session) => Some(epoch),
+        _ => None,
+    }
+}
+
 fn report(
     shared: &Arc<Mutex<Shared>>,
     watch: &watch::Sender<Leadership>,
+    metrics: Option<&ElectionMetrics>,
     leadership: Leadership,
     event: LeadershipEvent,
 ) {
+    if let Some(metrics) = metrics {
+        metrics.record(&event);
+    }
     let mut shared = shared
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use super::core::{RetrievalCommand, RetrievalCore, RetrievalEvent, RetrievalInput};
 use crate::backend::{Backend, CoordError};
 use crate::connection::Connection;
+use crate::metrics::RetrievalMetrics;
 use crate::types::LeaderInfo;
 
 /// The leader as retrieval currently knows it.
@@ -50,6 +51,24 @@ impl LeaderRetrieval {
         connection: Connection<B>,
         connection_info_path: &str,
     ) -> LeaderRetrieval {
+        LeaderRetrieval::start_inner(connection, connection_info_path, None)
+    }
+
+    /// [`start`](Self::start), counting leader changes in `metrics`
+    /// ([`crate::metrics`]).
+    pub fn start_with_metrics<B: Backend>(
+        connection: Connection<B>,
+        connection_info_path: &str,
+        metrics: RetrievalMetrics,
+    ) -> LeaderRetrieval {
+        LeaderRetrieval::start_inner(connection, connection_info_path, Some(metrics))
+    }
+
+    fn start_inner<B: Backend>(
+        connection: Connection<B>,
+        connection_info_path: &str,
+        metrics: Option<RetrievalMetrics>,
+    ) -> LeaderRetrieval {
         let core = RetrievalCore::new(connection.policy(), Duration::from_millis(200));
         let shared = Arc::new(Mutex::new(Shared {
             known: KnownLeader::default(),
@@ -60,6 +79,7 @@ impl LeaderRetrieval {
             connection,
             connection_info_path.to_owned(),
             shared.clone(),
+            metrics,
         ));
         LeaderRetrieval { shared, task }
     }
@@ -99,6 +119,7 @@ async fn drive<B: Backend>(
     connection: Connection<B>,
     path: String,
     shared: Arc<Mutex<Shared>>,
+    metrics: Option<RetrievalMetrics>,
 ) {
     let (inputs_tx, mut inputs) = mpsc::unbounded_channel();
     let (last, mut events) = connection.subscribe();
@@ -128,6 +149,9 @@ async fn drive<B: Backend>(
                             %path, %error, "cannot read the published leader; keeping the last known one \
                              and waiting for a valid record"
                         ),
+                    }
+                    if let Some(metrics) = &metrics {
+                        metrics.record(&event);
                     }
                     let mut shared = shared
                         .lock()
@@ -180,6 +204,9 @@ async fn drive<B: Backend>(
             leader: leader.cloned(),
             confirmed,
         };
+        if let Some(metrics) = &metrics {
+            metrics.known(&known);
+        }
         shared
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
