@@ -11,8 +11,9 @@ use holdfast_ha::connection::Connection;
 use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::isolation::CoordinationRuntime;
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
-use holdfast_ha::{Runtime, TokioRuntime};
+use holdfast_ha::{MonoTime, Runtime, TokioRuntime};
 use holdfast_ha_zookeeper::ZkBackend;
+use nix::time::{ClockId, clock_gettime};
 use serde_json::json;
 
 use crate::config_args::ConfigArgs;
@@ -47,7 +48,13 @@ struct ElectArgs {
     /// Observe the leader instead of contending.
     #[arg(long)]
     listen: bool,
-    /// One JSON object per line.
+    /// One JSON object per line. Every line has `event` (granted, revoked,
+    /// closed; with --listen: leader, no-leader, malformed), `election` and
+    /// `time` (wall clock, RFC 3339); grants and revocations add `epoch`,
+    /// `session` (grants), `reason` (revocations) and `monotonic_ns`: when the
+    /// grant or revocation happened, in nanoseconds of the system-wide
+    /// CLOCK_MONOTONIC, so lines of different processes on one machine can be
+    /// ordered by it.
     #[arg(long)]
     json: bool,
 }
@@ -140,6 +147,10 @@ async fn elect_or_listen(
         tokio::time::timeout(Duration::from_secs(10), close)
             .await
             .ok();
+        // Closing revokes a grant it ends: report that before `closed`.
+        while let Ok(event) = events.try_recv() {
+            printer.leadership(&event, &*runtime);
+        }
         printer.closed();
     }
     let closing = connection.clone();
@@ -179,12 +190,12 @@ struct Printer {
 
 impl Printer {
     fn leadership(&self, event: &LeadershipEvent, runtime: &dyn Runtime) {
-        let (kind, epoch, detail) = match event {
-            LeadershipEvent::Granted { epoch, session, .. } => {
-                ("granted", *epoch, format!("session {session}"))
-            }
-            LeadershipEvent::Revoked { epoch, reason, .. } => {
-                ("revoked", *epoch, reason.to_string())
+        let (kind, epoch, at, detail) = match event {
+            LeadershipEvent::Granted {
+                epoch, session, at, ..
+            } => ("granted", *epoch, *at, format!("session {session}")),
+            LeadershipEvent::Revoked { epoch, reason, at } => {
+                ("revoked", *epoch, *at, reason.to_string())
             }
         };
         let session = match event {
@@ -197,7 +208,7 @@ impl Printer {
         };
         self.print(
             json!({"event": kind, "election": self.name, "epoch": epoch.0, "session": session,
-                   "reason": reason, "time": now(), "monotonic_ns": runtime.now().0}),
+                   "reason": reason, "time": now(), "monotonic_ns": system_monotonic_ns(at, runtime)}),
             format!("{} {kind} epoch {epoch} ({detail})", now()),
         );
     }
@@ -238,4 +249,15 @@ impl Printer {
 
 fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// `at` (a reading of `runtime`'s clock, which starts with the process) on
+/// the system-wide CLOCK_MONOTONIC, in nanoseconds: comparable across
+/// processes on one machine.
+fn system_monotonic_ns(at: MonoTime, runtime: &dyn Runtime) -> u64 {
+    let age = runtime.now().since(at);
+    let now = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("Linux always has CLOCK_MONOTONIC");
+    let now_ns = u64::try_from(now.tv_sec()).unwrap_or(0) * 1_000_000_000
+        + u64::try_from(now.tv_nsec()).unwrap_or(0);
+    now_ns.saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -1,6 +1,9 @@
 //! Helpers shared by the real-ZooKeeper tests of the backend.
 #![allow(dead_code)]
 
+pub mod leadership;
+pub mod routed;
+
 use std::future::Future;
 use std::time::Duration;
 
