@@ -17,12 +17,14 @@ use holdfast_ha::connection::ConnectionState;
 use support::leadership::{Samples, Scene};
 use support::routed::RoutedFixture;
 
-/// The session timeout `T`, as in the standalone conformance tests.
-const T: Duration = Duration::from_secs(4);
+/// The session timeout `T`: longer than the standalone tests' 4 s, because
+/// an ensemble's lease also gives up the followers' staleness
+/// (`(syncLimit + 1) · tickTime` = 1.2 s with the kit's timing).
+const T: Duration = Duration::from_secs(6);
 
-/// The lease a session timeout of `T` gives with the default lease settings
-/// (`T·(1 − 0.01 − 0.1)`).
-const LEASE: Duration = Duration::from_millis(3560);
+/// The lease a session timeout of `T` gives with the fixture's lease
+/// settings: `T·(1 − 0.01 − 0.1) − 1.2 s`.
+const LEASE: Duration = Duration::from_millis(4140);
 
 async fn fixture() -> RoutedFixture {
     RoutedFixture::start(3, T)
@@ -182,16 +184,14 @@ fn ensure_not_lost(scene: &Scene, since: Instant) -> Result<()> {
 /// leader must stop believing it leads before the standby, on the majority
 /// side, is granted once the ensemble expires the leader's session.
 ///
-/// FAILS today (two leaders at once for 20–800 ms in every run): a follower
-/// cut off from its peers keeps answering reads for up to
-/// `syncLimit·tickTime` (1 s here) before it notices, while the session
-/// touches it collects no longer reach the ensemble's leader, which expires
-/// the session on time. The lease counts those answers (the connection's own
-/// probe) as proof that the session lives until `t_send + T`, so it outlives
-/// the session by up to that 1 s, more than the lease's margin. A read by
-/// the leader 0.7 s after the cut makes the overlap certain. Bug in
-/// `holdfast-ha`'s lease; un-ignore once fixed.
-#[ignore = "exposes a lease bug in holdfast-ha: a partitioned follower's answers stretch the lease past the session's expiry"]
+/// The trap: a follower cut off from its peers keeps answering reads for up
+/// to `syncLimit·tickTime` before it notices, while the session touches it
+/// collects no longer reach the ensemble's leader, which expires the
+/// session on time. A lease that counted those answers as proof that the
+/// session lives until `t_send + T` outlived the session (two leaders at
+/// once for 20–800 ms in every run, before `LeaseConfig::server_staleness`
+/// existed). A read by the leader 0.7 s after the cut makes such an overlap
+/// certain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_cut_off_with_its_member_is_revoked_before_a_standby_is_granted() -> Result<()> {
     use holdfast_ha::election::{ElectionOptions, LeaderElection};

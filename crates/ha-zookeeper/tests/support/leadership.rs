@@ -101,6 +101,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub fn connect(fixture: &RoutedFixture, name: &str) -> Connection<ZkBackend> {
     let options = ConnectionOptions {
         policy: ErrorPolicy::Lease,
+        lease: fixture.lease(),
         retry_wait: Duration::from_millis(200),
         ..ConnectionOptions::default()
     };

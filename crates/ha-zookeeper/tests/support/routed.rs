@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use holdfast_ha::conformance::Fixture;
+use holdfast_ha::connection::LeaseConfig;
 use holdfast_ha::{Runtime, SessionId, TokioRuntime};
 use holdfast_ha_zookeeper::{ZkBackend, ZkOptions};
 use holdfast_testkit::{Mode, Route, RouteOptions, ZkCluster, ZkClusterConfig};
@@ -185,5 +186,23 @@ impl Fixture for RoutedFixture {
 
     fn session_timeout(&self) -> Duration {
         self.session_timeout
+    }
+
+    /// An ensemble's followers may answer for `(syncLimit + 1) · tickTime`
+    /// after losing their leader: the lease must not count on those answers.
+    /// Probes every `T/10` leave room for a suspension to be noticed and
+    /// healed within the shorter lease.
+    fn lease(&self) -> LeaseConfig {
+        let config = self.zk.config();
+        let staleness = if config.members > 1 {
+            config.tick_time * (config.sync_limit + 1)
+        } else {
+            Duration::ZERO
+        };
+        LeaseConfig {
+            server_staleness: staleness,
+            probe_fraction: 0.1,
+            ..LeaseConfig::default()
+        }
     }
 }

@@ -33,6 +33,8 @@ pub const LEASE_CLOCK_DRIFT: &str = "high-availability.lease.clock-drift";
 pub const LEASE_SAFETY_MARGIN: &str = "high-availability.lease.safety-margin";
 /// Lease: probe interval fraction.
 pub const LEASE_PROBE_FRACTION: &str = "high-availability.lease.probe-fraction";
+/// Lease: how long a partitioned ZooKeeper server may keep answering.
+pub const LEASE_SERVER_STALENESS: &str = "high-availability.lease.server-staleness";
 
 /// Every key this module reads.
 pub const ALL_KEYS: &[&str] = &[
@@ -52,4 +54,5 @@ pub const ALL_KEYS: &[&str] = &[
     LEASE_CLOCK_DRIFT,
     LEASE_SAFETY_MARGIN,
     LEASE_PROBE_FRACTION,
+    LEASE_SERVER_STALENESS,
 ];

@@ -18,6 +18,7 @@
 //! | `high-availability.lease.clock-drift` | `0.01` | bound on relative clock-rate difference ρ |
 //! | `high-availability.lease.safety-margin` | `0.1` | lease margin, fraction of the session timeout |
 //! | `high-availability.lease.probe-fraction` | `0.2` | probe interval, fraction of the session timeout |
+//! | `high-availability.lease.server-staleness` | `12 s` for a quorum of several servers, else `0` | how long a partitioned ZooKeeper follower may keep answering: `(syncLimit + 1) · tickTime` of the ensemble (ZooKeeper's sample configuration: 2 s · 6); subtracted from the lease |
 //!
 //! Durations are milliseconds when given as a bare number, or a number with
 //! a unit: `ms`, `s`, `min`, `h` (`"60 s"`, `"60000"`, `"1min"`).

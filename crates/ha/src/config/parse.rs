@@ -64,6 +64,20 @@ pub enum ConfigError {
     },
 }
 
+/// ZooKeeper's sample configuration: `tickTime` 2 s, `syncLimit` 5, so a
+/// partitioned follower may answer for `(5 + 1) · 2 s` after losing its
+/// leader. Zero where there are no followers.
+fn default_staleness(config: &HaConfig) -> Duration {
+    let servers = config.quorum.as_deref().map_or(0, |quorum| {
+        quorum.split(',').filter(|s| !s.trim().is_empty()).count()
+    });
+    if config.backend == BackendKind::ZooKeeper && servers > 1 {
+        Duration::from_secs(12)
+    } else {
+        Duration::ZERO
+    }
+}
+
 /// The HA layer's configuration. See the [module docs](super) for keys and
 /// defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,6 +135,7 @@ impl HaConfig {
     ) -> Result<HaConfig, ConfigError> {
         let mut config = HaConfig::default();
         let mut tolerate = None;
+        let mut staleness = None;
         let mut explicit_policy = None;
         for (key, value) in pairs {
             let invalid = |key: &'static str, reason: String| ConfigError::InvalidValue {
@@ -186,12 +201,14 @@ impl HaConfig {
                 DIGEST_FILE => config.digest_credentials_file = Some(PathBuf::from(value.trim())),
                 LEASE_CLOCK_DRIFT => config.lease.clock_drift = fraction(LEASE_CLOCK_DRIFT)?,
                 LEASE_SAFETY_MARGIN => config.lease.safety_margin = fraction(LEASE_SAFETY_MARGIN)?,
+                LEASE_SERVER_STALENESS => staleness = Some(duration(LEASE_SERVER_STALENESS)?),
                 LEASE_PROBE_FRACTION => {
                     config.lease.probe_fraction = fraction(LEASE_PROBE_FRACTION)?
                 }
                 _ => {}
             }
         }
+        config.lease.server_staleness = staleness.unwrap_or_else(|| default_staleness(&config));
         config.policy = explicit_policy
             .or(tolerate.map(ErrorPolicy::from_tolerate_suspended))
             .unwrap_or(ErrorPolicy::Lease);
@@ -236,6 +253,9 @@ impl HaConfig {
             });
         }
         self.lease.validate()?;
+        if self.policy.enforces_lease() {
+            self.lease.validate_for(self.session_timeout)?;
+        }
         Ok(())
     }
 
@@ -279,6 +299,25 @@ mod tests {
         assert_eq!(config.base_path(), "/flink/prod");
         assert_eq!(config.session_timeout, Duration::from_secs(40));
         assert_eq!(config.policy, ErrorPolicy::Standard);
+    }
+
+    #[test]
+    fn an_ensemble_gets_a_server_staleness_and_a_lease_it_leaves_room_for() {
+        let ensemble = [(HA_TYPE, "zookeeper"), (QUORUM, "a:2181,b:2181,c:2181")];
+        let config = HaConfig::from_pairs(ensemble).unwrap();
+        assert_eq!(config.lease.server_staleness, Duration::from_secs(12));
+        let single = HaConfig::from_pairs([(HA_TYPE, "zookeeper"), (QUORUM, "a:2181")]).unwrap();
+        assert_eq!(single.lease.server_staleness, Duration::ZERO);
+        let tuned = HaConfig::from_pairs(
+            ensemble
+                .into_iter()
+                .chain([(LEASE_SERVER_STALENESS, "1200ms")]),
+        )
+        .unwrap();
+        assert_eq!(tuned.lease.server_staleness, Duration::from_millis(1200));
+        let error = HaConfig::from_pairs(ensemble.into_iter().chain([(SESSION_TIMEOUT, "10 s")]))
+            .unwrap_err();
+        assert!(error.to_string().contains("server staleness"), "{error}");
     }
 
     #[test]

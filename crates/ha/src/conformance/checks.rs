@@ -29,6 +29,7 @@ macro_rules! ensure {
 fn connect<F: Fixture>(fixture: &F, name: &str, policy: ErrorPolicy) -> Connection<F::Backend> {
     let options = ConnectionOptions {
         policy,
+        lease: fixture.lease(),
         retry_wait: Duration::from_millis(200),
         ..ConnectionOptions::default()
     };

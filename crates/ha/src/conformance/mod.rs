@@ -53,6 +53,13 @@ pub trait Fixture: Send + Sync + 'static {
     /// The negotiated session timeout of the processes' sessions.
     fn session_timeout(&self) -> Duration;
 
+    /// The lease settings the checks' connections use (a ZooKeeper
+    /// ensemble needs a server staleness: see
+    /// [`LeaseConfig`](crate::connection::LeaseConfig)).
+    fn lease(&self) -> crate::connection::LeaseConfig {
+        crate::connection::LeaseConfig::default()
+    }
+
     /// A bound on how long the slowest expected step may take (a generous
     /// multiple of the session timeout); checks fail after it.
     fn patience(&self) -> Duration {

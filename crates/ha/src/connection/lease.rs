@@ -9,9 +9,18 @@ use std::time::Duration;
 /// The server expires a session no earlier than `T` after it last heard from
 /// the client, so an answer to a request sent at `t_send` proves the session
 /// lives until at least `t_send + T`. The lease ends earlier, at
-/// `t_send + T·(1 − clock_drift) − T·safety_margin`, to allow for the two
-/// clocks running at different rates and for the time it takes to act on a
-/// revocation.
+/// `t_send + T·(1 − clock_drift) − T·safety_margin − server_staleness`, to
+/// allow for the two clocks running at different rates, for the time it
+/// takes to act on a revocation, and for one more thing ZooKeeper does:
+///
+/// **A partitioned follower keeps answering.** A ZooKeeper follower cut off
+/// from its leader goes on serving reads (and answering probes) until it
+/// notices, up to `syncLimit · tickTime` later; the session touches it
+/// collects meanwhile never reach the leader, which expires the session on
+/// time. An answer from such a follower proves less than it seems, by up to
+/// that long. `server_staleness` bounds it: `(syncLimit + 1) · tickTime` of
+/// the ensemble (12 s for ZooKeeper's sample configuration), zero for a
+/// standalone server or the embedded backend.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeaseConfig {
     /// Bound `ρ` on the relative rate difference of the client's and the
@@ -21,6 +30,9 @@ pub struct LeaseConfig {
     pub safety_margin: f64,
     /// Probe interval, as a fraction of `T`. Default 0.2 (`T/5`).
     pub probe_fraction: f64,
+    /// How long a partitioned server may go on answering after it lost its
+    /// quorum (see above). Default zero; `HaConfig` sets it for ensembles.
+    pub server_staleness: Duration,
 }
 
 impl Default for LeaseConfig {
@@ -29,6 +41,7 @@ impl Default for LeaseConfig {
             clock_drift: 0.01,
             safety_margin: 0.1,
             probe_fraction: 0.2,
+            server_staleness: Duration::ZERO,
         }
     }
 }
@@ -53,12 +66,45 @@ pub enum LeaseConfigError {
         /// The largest allowed.
         max: f64,
     },
+    /// The server staleness leaves no room for a lease of at least two probe
+    /// intervals at this session timeout.
+    #[error(
+        "a server staleness of {staleness:?} leaves a lease of {lease:?} at a session timeout of \
+         {session_timeout:?}: at least two probe intervals ({probe:?} each) are needed; raise the \
+         session timeout or lower the staleness (syncLimit · tickTime of the ensemble)"
+    )]
+    ServerStaleness {
+        /// The configured staleness.
+        staleness: Duration,
+        /// The session timeout it was checked against.
+        session_timeout: Duration,
+        /// The lease that leaves.
+        lease: Duration,
+        /// The probe interval at that timeout.
+        probe: Duration,
+    },
 }
 
 impl LeaseConfig {
     /// The lease length for a negotiated session timeout `t`.
     pub fn lease_length(&self, t: Duration) -> Duration {
         t.mul_f64((1.0 - self.clock_drift - self.safety_margin).max(0.0))
+            .saturating_sub(self.server_staleness)
+    }
+
+    /// Checks that a session timeout of `t` leaves a usable lease (at least
+    /// two probe intervals).
+    pub fn validate_for(&self, t: Duration) -> Result<(), LeaseConfigError> {
+        let (lease, probe) = (self.lease_length(t), self.probe_interval(t));
+        if lease < probe * 2 {
+            return Err(LeaseConfigError::ServerStaleness {
+                staleness: self.server_staleness,
+                session_timeout: t,
+                lease,
+                probe,
+            });
+        }
+        Ok(())
     }
 
     /// How often to probe for a negotiated session timeout `t`.
@@ -96,6 +142,22 @@ mod tests {
         let t = Duration::from_secs(40);
         assert_eq!(config.lease_length(t), Duration::from_secs_f64(35.6));
         assert_eq!(config.probe_interval(t), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn server_staleness_shortens_the_lease_and_must_leave_room() {
+        let config = LeaseConfig {
+            server_staleness: Duration::from_secs(12),
+            ..LeaseConfig::default()
+        };
+        assert_eq!(
+            config.lease_length(Duration::from_secs(40)),
+            Duration::from_secs_f64(23.6)
+        );
+        config.validate_for(Duration::from_secs(40)).unwrap();
+        let error = config.validate_for(Duration::from_secs(15)).unwrap_err();
+        assert!(error.to_string().contains("session timeout"), "{error}");
+        assert_eq!(config.lease_length(Duration::from_secs(10)), Duration::ZERO);
     }
 
     #[test]

@@ -300,6 +300,13 @@ async fn drive<B: Backend>(inner: Arc<Inner<B>>) {
             continue;
         };
         let (id, timeout) = (session.id(), session.timeout());
+        if let Err(error) = inner.options.lease.validate_for(timeout) {
+            tracing::error!(
+                %error, session = %id,
+                "the negotiated session timeout leaves no usable lease: under the lease policy \
+                 leadership will be revoked as soon as it is granted; fix the configuration"
+            );
+        }
         inner.lock().session = Some(session.clone());
         inner.step(|tracker, now| tracker.connected(id, timeout, asked_at, now));
         let reason = run_session(&inner, &session, raw).await;
