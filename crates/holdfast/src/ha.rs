@@ -10,6 +10,7 @@ use holdfast_ha::config::{BackendKind, HaConfig};
 use holdfast_ha::connection::Connection;
 use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::isolation::CoordinationRuntime;
+use holdfast_ha::metrics::HaMetrics;
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
 use holdfast_ha::{MonoTime, Runtime, TokioRuntime};
 use holdfast_ha_zookeeper::ZkBackend;
@@ -18,6 +19,7 @@ use serde_json::json;
 
 use crate::config_args::ConfigArgs;
 use crate::inspect;
+use crate::metrics_server;
 
 /// `holdfast ha`.
 #[derive(Debug, Args)]
@@ -48,6 +50,10 @@ struct ElectArgs {
     /// Observe the leader instead of contending.
     #[arg(long)]
     listen: bool,
+    /// Serve Prometheus metrics (connection state, lease remaining, grants,
+    /// revocations, leader changes) at `http://ADDR/metrics`.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
     /// One JSON object per line. Every line has `event` (granted, revoked,
     /// closed; with --listen: leader, no-leader, malformed), `election` and
     /// `time` (wall clock, RFC 3339); grants and revocations add `epoch`,
@@ -104,8 +110,16 @@ async fn elect_or_listen(
 ) -> Result<()> {
     let backend = ZkBackend::from_config(config).context("configuring ZooKeeper")?;
     let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
-    let connection = coordination
-        .run(|| Connection::start(backend, runtime.clone(), config.connection_options()));
+    let (metrics, registry) = HaMetrics::standalone();
+    if let Some(addr) = args.metrics_addr {
+        let bound = metrics_server::serve(addr, Arc::new(registry)).await?;
+        tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
+    }
+    let component = if args.listen { "listen" } else { "elect" };
+    let mut connection_options = config.connection_options();
+    connection_options.metrics = Some(metrics.connection(component));
+    let connection =
+        coordination.run(|| Connection::start(backend, runtime.clone(), connection_options));
     let base = election_base(config, Some(&args.name));
     let printer = Printer {
         json: args.json,
@@ -114,9 +128,10 @@ async fn elect_or_listen(
     let mut stop = Signals::new()?;
     if args.listen {
         let retrieval = coordination.run(|| {
-            LeaderRetrieval::start(
+            LeaderRetrieval::start_with_metrics(
                 connection.clone(),
                 &format!("{base}/leader/connection_info"),
+                metrics.retrieval(component),
             )
         });
         let mut changes = retrieval.subscribe();
@@ -131,7 +146,8 @@ async fn elect_or_listen(
         }
     } else {
         let proposal = args.proposal.clone().unwrap_or_default();
-        let options = ElectionOptions::under(&base, proposal.clone(), proposal);
+        let mut options = ElectionOptions::under(&base, proposal.clone(), proposal);
+        options.metrics = Some(metrics.election(component));
         let election = coordination.run(|| LeaderElection::start(connection.clone(), options));
         let mut events = election.subscribe();
         loop {

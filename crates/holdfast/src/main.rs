@@ -10,6 +10,7 @@ mod config_args;
 mod demo;
 mod ha;
 mod inspect;
+mod metrics_server;
 
 use clap::{Parser, Subcommand};
 

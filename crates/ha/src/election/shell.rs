@@ -273,16 +273,18 @@ async fn drive<B: Backend>(
                 }
                 LatchCommand::Revoked { epoch, reason } => {
                     let at = perform_with.connection.runtime().now();
-                    let next = if reason == RevokeReason::Closed {
-                        "leaving the election"
+                    if reason == RevokeReason::Closed {
+                        tracing::info!(
+                            %epoch, contender = %perform_with.options.contender,
+                            "left the election: leadership (epoch {epoch}) handed over at once"
+                        );
                     } else {
-                        "contending again"
-                    };
-                    tracing::warn!(
-                        %epoch, %reason, contender = %perform_with.options.contender,
-                        "leadership revoked: {reason}; stopped acting as leader now; anything fenced with \
-                         epoch {epoch} will be rejected once a new leader acts; {next}"
-                    );
+                        tracing::warn!(
+                            %epoch, %reason, contender = %perform_with.options.contender,
+                            "leadership revoked: {reason}; stopped acting as leader now; anything fenced \
+                             with epoch {epoch} will be rejected once a new leader acts; contending again"
+                        );
+                    }
                     report(
                         &shared,
                         &watch,

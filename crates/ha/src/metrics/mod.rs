@@ -72,7 +72,7 @@ mod scrape;
 
 use std::sync::Arc;
 
-use prometheus_client::registry::Registry;
+pub use prometheus_client::registry::Registry;
 
 pub use self::connection::ConnectionMetrics;
 pub use self::election::ElectionMetrics;
