@@ -41,6 +41,11 @@ pub struct ZkClusterConfig {
     /// Log level of the servers' own logs (`server.log` in each member's
     /// directory). Default `warn`.
     pub log_level: String,
+    /// `maxClientCnxns`: concurrent connections one client IP may hold per
+    /// member. Default 0, unlimited: ZooKeeper's own default of 60 would
+    /// refuse the 61st session from this host (every test client and
+    /// benchmark session comes from 127.0.0.1).
+    pub max_client_connections: u32,
 }
 
 impl ZkClusterConfig {
@@ -68,6 +73,7 @@ impl ZkClusterConfig {
                 "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar".to_owned()
             }),
             log_level: "warn".to_owned(),
+            max_client_connections: 0,
         }
     }
 
@@ -112,13 +118,14 @@ pub(crate) fn render_zoo_cfg(
         "tickTime={}\ninitLimit={}\nsyncLimit={}\ndataDir={}\n\
          clientPortAddress=127.0.0.1\nclientPort={client_port}\n\
          admin.enableServer=false\n4lw.commands.whitelist=*\n\
-         minSessionTimeout={}\nmaxSessionTimeout={}\n",
+         minSessionTimeout={}\nmaxSessionTimeout={}\nmaxClientCnxns={}\n",
         ms(config.tick_time),
         config.init_limit,
         config.sync_limit,
         data_dir.display(),
         ms(config.min_session_timeout),
         ms(config.max_session_timeout),
+        config.max_client_connections,
     );
     if peers.len() > 1 {
         for (index, (quorum, election)) in peers.iter().enumerate() {
@@ -148,6 +155,7 @@ mod tests {
         assert!(cfg.contains("minSessionTimeout=400\n"));
         assert!(cfg.contains("maxSessionTimeout=60000\n"));
         assert!(cfg.contains("admin.enableServer=false\n"));
+        assert!(cfg.contains("maxClientCnxns=0\n"));
         assert!(!cfg.contains("server.1"));
     }
 

@@ -1,0 +1,164 @@
+//! `holdfast-bench`: benchmarks of holdfast's HA layer against a real
+//! ZooKeeper (started by the test kit for each scenario).
+//!
+//! ```text
+//! cargo run --release -p holdfast-bench -- notify [--observers 1,100,1000]
+//! cargo run --release -p holdfast-bench -- ops-per-election
+//! cargo run --release -p holdfast-bench -- failover [--session-timeout 4,30] [--tick-ms 2000]
+//! cargo run --release -p holdfast-bench -- probe-under-load [--seconds 10]
+//! cargo run --release -p holdfast-bench -- all
+//! ```
+//!
+//! These are measurements, not tests: nothing is asserted about speed. Each
+//! scenario prints a table (or, with `--json`, one JSON document) and its
+//! progress on standard error. `docs/BENCHMARKS.md` has the numbers of a run
+//! and what they mean.
+
+mod child;
+mod clock;
+mod contender;
+mod counting;
+mod cpu;
+mod output;
+mod scenario;
+mod stats;
+mod zk;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::output::Report;
+use crate::scenario::{failover, notify, ops, probe};
+
+/// Benchmarks of holdfast's HA layer against a real ZooKeeper.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Print one JSON document instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    /// ZooKeeper's tickTime, in milliseconds (the test kit's default is
+    /// 200; production-like is 2000).
+    #[arg(long, global = true, default_value_t = 200)]
+    tick_ms: u64,
+    #[command(subcommand)]
+    scenario: Scenario,
+}
+
+#[derive(Debug, Subcommand)]
+enum Scenario {
+    /// Leader change → N observers (each its own session) notified.
+    Notify(notify::NotifyArgs),
+    /// Requests per grant, standby and hand-over; probes per minute.
+    OpsPerElection(ops::OpsArgs),
+    /// Graceful and crash (kill -9 of a `holdfast` process) failover.
+    Failover(failover::FailoverArgs),
+    /// Lease probe round trip under full CPU load, isolated or not.
+    ProbeUnderLoad(probe::ProbeArgs),
+    /// Every scenario with its defaults.
+    All,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("bench-main")
+        .build()?;
+    let tick = Duration::from_millis(cli.tick_ms);
+    let load_at_start = cpu::load_average();
+    let reports = runtime.block_on(run(&cli.scenario, tick))?;
+    if cli.json {
+        let documents: Vec<Value> = reports.into_iter().map(|report| report.json).collect();
+        let machine = machine(load_at_start.as_deref());
+        let out = match documents.as_slice() {
+            [one] => json!({"machine": machine, "result": one}),
+            _ => json!({"machine": machine, "results": documents}),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("{}", describe_machine(load_at_start.as_deref()));
+        for report in &reports {
+            print!("{}", report.render());
+        }
+    }
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    Ok(())
+}
+
+async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
+    Ok(match scenario {
+        Scenario::Notify(args) => vec![notify::run(args, tick).await?],
+        Scenario::OpsPerElection(args) => vec![ops::run(args, tick).await?],
+        Scenario::Failover(args) => vec![failover::run(args, tick).await?],
+        Scenario::ProbeUnderLoad(args) => vec![probe::run(args, tick).await?],
+        Scenario::All => vec![
+            notify::run(&defaults(), tick).await?,
+            ops::run(&defaults(), tick).await?,
+            failover::run(&defaults(), tick).await?,
+            probe::run(&defaults(), tick).await?,
+        ],
+    })
+}
+
+/// A scenario's options alone, to parse its defaults.
+#[derive(Debug, Parser)]
+struct Only<T: Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+/// A scenario's default options (parsed from an empty command line).
+fn defaults<T: Args>() -> T {
+    Only::<T>::parse_from(["defaults"]).args
+}
+
+/// What the numbers were measured on.
+fn machine(load_at_start: Option<&str>) -> Value {
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .map(|value| value.trim().to_owned())
+        });
+    json!({
+        "available_parallelism": cores,
+        "memory": memory,
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": cpu::load_average(),
+    })
+}
+
+/// [`machine`] as one line.
+fn describe_machine(load_at_start: Option<&str>) -> String {
+    let machine = machine(load_at_start);
+    format!(
+        "machine: {} cores, {} memory; load average (1/5/15 min) {} at the start, {} at the end",
+        machine["available_parallelism"],
+        machine["memory"].as_str().unwrap_or("?"),
+        load_at_start.unwrap_or("?"),
+        machine["load_average_at_end"].as_str().unwrap_or("?"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_has_defaults() {
+        assert_eq!(defaults::<notify::NotifyArgs>().observers, [1, 100, 1000]);
+        assert_eq!(
+            defaults::<failover::FailoverArgs>().session_timeout,
+            [4.0, 30.0]
+        );
+        assert_eq!(defaults::<ops::OpsArgs>().session_timeout, 10.0);
+        assert_eq!(defaults::<probe::ProbeArgs>().interval_ms, 100);
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}

@@ -1,0 +1,26 @@
+//! One module per benchmark scenario; each runs against its own ZooKeeper
+//! and returns a [`Report`](crate::output::Report).
+
+pub mod failover;
+pub mod notify;
+pub mod ops;
+pub mod probe;
+
+use std::time::Duration;
+
+/// Where a scenario's election lives: `holdfast ha elect NAME` uses
+/// `<root>/<cluster-id>/elections/NAME`, with the defaults `/holdfast` and
+/// `default`.
+pub fn election_base(name: &str) -> String {
+    format!("/holdfast/default/elections/{name}")
+}
+
+/// The latch path under an election base.
+pub fn latch_path(base: &str) -> String {
+    format!("{base}/leader/latch")
+}
+
+/// Seconds as a [`Duration`] (for command-line values).
+pub fn secs(seconds: f64) -> Duration {
+    Duration::from_secs_f64(seconds)
+}
