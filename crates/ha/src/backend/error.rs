@@ -51,6 +51,9 @@ impl CoordError {
     /// but connection loss, session loss and connect failures. An answered
     /// request also proves the session was alive when it was sent.
     pub fn is_answer(&self) -> bool {
+        if let CoordError::MultiFailed { source, .. } = self {
+            return source.is_answer();
+        }
         !matches!(
             self,
             CoordError::ConnectionLoss

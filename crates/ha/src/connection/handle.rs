@@ -47,6 +47,11 @@ impl<B: Backend> SessionHandle<B> {
         &self,
         request: impl Future<Output = Result<T, CoordError>>,
     ) -> Result<T, CoordError> {
+        if !self.inner.session_live(self.session.id()) {
+            // Declared lost (a lease that ran out counts): nothing more may
+            // go through it, even if the client library would still send.
+            return Err(CoordError::SessionExpired);
+        }
         let sent_at = self.inner.runtime.now();
         let result = request.await;
         if result.as_ref().map_or_else(CoordError::is_answer, |_| true) {

@@ -95,7 +95,7 @@ impl LeaseConfig {
     /// Checks that a session timeout of `t` leaves a usable lease (at least
     /// two probe intervals).
     pub fn validate_for(&self, t: Duration) -> Result<(), LeaseConfigError> {
-        let (lease, probe) = (self.lease_length(t), self.probe_interval(t));
+        let (lease, probe) = (self.lease_length(t), t.mul_f64(self.probe_fraction));
         if lease < probe * 2 {
             return Err(LeaseConfigError::ServerStaleness {
                 staleness: self.server_staleness,
@@ -107,9 +107,13 @@ impl LeaseConfig {
         Ok(())
     }
 
-    /// How often to probe for a negotiated session timeout `t`.
+    /// How often to probe for a negotiated session timeout `t`: the
+    /// configured fraction of `t`, but at most half the lease (a server may
+    /// negotiate a shorter `t` than validated), and at least 10 ms.
     pub fn probe_interval(&self, t: Duration) -> Duration {
         t.mul_f64(self.probe_fraction)
+            .min(self.lease_length(t) / 2)
+            .max(Duration::from_millis(10))
     }
 
     /// Checks every rule; returns the first broken one.

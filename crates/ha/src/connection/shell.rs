@@ -210,6 +210,16 @@ impl<B: Backend> Inner<B> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether `session` is the current session and not lost.
+    pub(super) fn session_live(&self, session: SessionId) -> bool {
+        let shared = self.lock();
+        shared.tracker.session() == Some(session)
+            && !matches!(
+                shared.tracker.state(),
+                Some(ConnectionState::Lost(_)) | None
+            )
+    }
+
     fn session_holds(&self, session: SessionId) -> bool {
         let now = self.runtime.now();
         let shared = self.lock();
@@ -312,18 +322,33 @@ async fn drive<B: Backend>(inner: Arc<Inner<B>>) {
         let reason = run_session(&inner, &session, raw).await;
         inner.lock().session = None;
         if inner.is_closed() {
-            session.close().await;
+            // Lost first: from this moment nothing granted in the session may
+            // be acted on, though the close itself may take a while.
             inner.step(|tracker, now| tracker.ended(LostReason::Closed, now));
+            session.close().await;
             break;
         }
         if reason == LostReason::LeaseExpired {
             // The server may still keep the session (and its latch node):
             // close it as soon as the link allows, so a standby need not wait
             // for the server to expire it.
-            let timeout = inner.options.close_timeout;
+            let (runtime, timeout) = (inner.runtime.clone(), inner.options.close_timeout);
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(timeout, session.close()).await;
+                let deadline = runtime.now().plus(timeout);
+                tokio::select! {
+                    () = session.close() => {}
+                    () = runtime.sleep_until(deadline) => {}
+                }
             });
+            // A lease that ran out is no reason to hammer the service with
+            // new sessions (a negotiated timeout too short for the lease would
+            // otherwise loop without pause).
+            let retry_at = inner.runtime.now().plus(inner.options.retry_wait);
+            tokio::select! {
+                biased;
+                _ = inner.shutdown.notified() => break,
+                () = inner.runtime.sleep_until(retry_at) => {}
+            }
         }
     }
     let mut shared = inner.lock();

@@ -60,7 +60,9 @@ impl SessionTracker {
         handshake_sent: MonoTime,
         now: MonoTime,
     ) -> Vec<ConnectionEvent> {
-        let mut events = Vec::new();
+        // A lease that ran out before the reconnection counts first: the
+        // session is lost even if the link came back.
+        let mut events = self.tick(now);
         if let Some(current) = &mut self.current {
             if current.session == session && !matches!(current.state, ConnectionState::Lost(_)) {
                 current.last_ack_sent = current.last_ack_sent.max(handshake_sent);
@@ -307,6 +309,18 @@ mod tests {
         assert_eq!(
             states(tracker.connected(SessionId(2), T, at(9.0), at(9.1))),
             [Connected]
+        );
+    }
+
+    #[test]
+    fn a_reconnection_after_the_lease_ran_out_is_a_loss_not_a_reconnection() {
+        let mut tracker = connected_tracker();
+        tracker.disconnected(at(3.0));
+        // The tick at the deadline was missed (the shell was busy): the
+        // reconnection must not resurrect the session.
+        assert_eq!(
+            states(tracker.connected(SessionId(1), T, MonoTime::ZERO, at(12.0))),
+            [Lost(LostReason::LeaseExpired)]
         );
     }
 

@@ -133,12 +133,16 @@ pub enum LatchCommand {
         /// Our node's name.
         node: String,
     },
-    /// Delete our node (best effort, on close).
+    /// Leave: delete our node, and any node of ours a create still in
+    /// flight may have made (found by `prefix` and owner), retrying until
+    /// they are gone or the session ends.
     Delete {
         /// In this session.
         session: SessionId,
-        /// Our node's name.
-        node: String,
+        /// Our node's name, if known.
+        node: Option<String>,
+        /// Our nodes' name prefix.
+        prefix: String,
     },
     /// Ask for [`LatchInput::Retry`] after `after`.
     RetryAfter {
@@ -237,8 +241,13 @@ impl LatchCore {
             LatchInput::Connection(event) => self.on_connection(event, &mut out),
             LatchInput::Close => {
                 self.revoke(RevokeReason::Closed, &mut out);
-                if let (Some(session), Some(node)) = (self.session, self.node.take()) {
-                    out.push(LatchCommand::Delete { session, node });
+                if let Some(session) = self.session {
+                    let node = self.node.take();
+                    out.push(LatchCommand::Delete {
+                        session,
+                        node,
+                        prefix: self.prefix.clone(),
+                    });
                 }
                 self.pending = None;
                 self.phase = Phase::Closed;
@@ -416,7 +425,18 @@ impl LatchCore {
             self.create(out);
             return;
         }
-        tracing::debug!(?op, %error, "latch request failed; retrying in {:?}", self.retry);
+        if error.is_answer() || matches!(error, CoordError::Other(_)) {
+            // Not a passing connection problem (an ACL refusal, say): it will
+            // not go away by itself, and until it does this contender cannot lead.
+            tracing::warn!(
+                ?op, %error,
+                "a latch request was refused; retrying every {:?}, but this contender cannot lead \
+                 until the cause is fixed (check the ACL and credentials settings)",
+                self.retry
+            );
+        } else {
+            tracing::debug!(?op, %error, "latch request failed; retrying in {:?}", self.retry);
+        }
         let retry = self.op();
         out.push(LatchCommand::RetryAfter {
             op: retry,

@@ -294,6 +294,26 @@ fn a_publish_that_finds_our_node_gone_creates_a_new_one() {
 }
 
 #[test]
+fn closing_while_our_create_is_in_flight_still_asks_to_delete_by_prefix() {
+    let mut latch = LatchCore::new(ErrorPolicy::Lease, "me", RETRY);
+    latch.handle(event(ConnectionState::Connected, S1));
+    let out = latch.handle(LatchInput::Close);
+    assert_eq!(
+        out,
+        [LatchCommand::Delete {
+            session: S1,
+            node: None,
+            prefix: "_c_me-latch-".into()
+        }]
+    );
+    assert_eq!(
+        latch.handle(LatchInput::Created(OpId(1), ours(3))),
+        [],
+        "a late answer changes nothing"
+    );
+}
+
+#[test]
 fn closing_revokes_and_deletes_our_node_then_ignores_everything() {
     let mut latch = leader(ErrorPolicy::Lease);
     let out = latch.handle(LatchInput::Close);
@@ -306,7 +326,8 @@ fn closing_revokes_and_deletes_our_node_then_ignores_everything() {
             },
             LatchCommand::Delete {
                 session: S1,
-                node: ours(5)
+                node: Some(ours(5)),
+                prefix: "_c_me-latch-".into()
             },
         ]
     );

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{RwLock, mpsc};
 
 use super::latch::{LatchCommand, LatchInput, OpId};
 use super::shell::ElectionOptions;
@@ -22,6 +22,10 @@ pub(super) struct Perform<B: Backend> {
     pub(super) connection: Connection<B>,
     pub(super) options: Arc<ElectionOptions>,
     pub(super) inputs: mpsc::UnboundedSender<LatchInput>,
+    /// `true` once leaving: creates hold the read side until they are
+    /// answered, so leaving (the write side) waits for every create in
+    /// flight, and none starts after — the node search then sees them all.
+    pub(super) gate: Arc<RwLock<bool>>,
 }
 
 impl<B: Backend> Clone for Perform<B> {
@@ -30,6 +34,7 @@ impl<B: Backend> Clone for Perform<B> {
             connection: self.connection.clone(),
             options: self.options.clone(),
             inputs: self.inputs.clone(),
+            gate: self.gate.clone(),
         }
     }
 }
@@ -47,21 +52,90 @@ impl<B: Backend> Perform<B> {
         format!("{}/{node}", self.options.latch_path)
     }
 
-    pub(super) async fn delete(&self, session: SessionId, node: &str) {
-        let Ok(handle) = self.session(session) else {
-            return;
-        };
-        let path = self.path(node);
-        match tokio::time::timeout(DELETE_TIMEOUT, handle.delete(&path, None)).await {
-            Ok(Ok(())) | Ok(Err(CoordError::NoNode(_))) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%path, %error, "could not delete our latch node; it goes when the session ends")
-            }
-            Err(_) => {
-                tracing::warn!(%path, "deleting our latch node timed out; it goes when the session ends")
+    /// Leaves the election: deletes our node(s), waiting up to
+    /// [`DELETE_TIMEOUT`], then keeps trying in the background until they are
+    /// gone or the session has ended (taking them with it).
+    pub(super) async fn leave(&self, session: SessionId, node: Option<String>, prefix: String) {
+        let this = self.clone();
+        let mut deleting = tokio::spawn(async move {
+            *this.gate.write().await = true;
+            this.delete_ours(session, node, &prefix).await;
+        });
+        let runtime = self.connection.runtime().clone();
+        let deadline = runtime.now().plus(DELETE_TIMEOUT);
+        tokio::select! {
+            _ = &mut deleting => {}
+            () = runtime.sleep_until(deadline) => tracing::warn!(
+                latch = %self.options.latch_path,
+                "deleting our latch node takes longer than {DELETE_TIMEOUT:?}; still trying in the \
+                 background until it is gone or our session ends"
+            ),
+        }
+    }
+
+    async fn delete_ours(&self, session: SessionId, node: Option<String>, prefix: &str) {
+        loop {
+            let Ok(handle) = self.session(session) else {
+                return; // the session ended: its ephemeral nodes went with it
+            };
+            match self.try_delete_ours(&handle, node.as_deref(), prefix).await {
+                Ok(()) => return,
+                Err(error) => {
+                    tracing::debug!(%error, "deleting our latch node failed; retrying");
+                    let runtime = self.connection.runtime();
+                    runtime
+                        .sleep_until(runtime.now().plus(self.options.retry))
+                        .await;
+                }
             }
         }
     }
+
+    async fn try_delete_ours(
+        &self,
+        handle: &SessionHandle<B>,
+        node: Option<&str>,
+        prefix: &str,
+    ) -> Result<(), CoordError> {
+        let mut ours: Vec<String> = node.map(str::to_owned).into_iter().collect();
+        for name in owned_with_prefix(self, handle, prefix).await? {
+            if !ours.contains(&name) {
+                ours.push(name);
+            }
+        }
+        for name in ours {
+            match handle.delete(&self.path(&name), None).await {
+                Ok(()) | Err(CoordError::NoNode(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The latch nodes named with `prefix` that `handle`'s session owns, lowest
+/// sequence first (a node of an older session of ours may share the prefix).
+async fn owned_with_prefix<B: Backend>(
+    with: &Perform<B>,
+    handle: &SessionHandle<B>,
+    prefix: &str,
+) -> Result<Vec<String>, CoordError> {
+    let mut owned = Vec::new();
+    let names = match handle.children(&with.options.latch_path).await {
+        Err(CoordError::NoNode(_)) => Vec::new(),
+        other => other?,
+    };
+    for name in super::naming::sorted_latch_nodes(&names) {
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        if let (Some((_, stat)), _) = handle.get(&with.path(&name), false).await? {
+            if stat.ephemeral_owner == handle.id().0 {
+                owned.push(name);
+            }
+        }
+    }
+    Ok(owned)
 }
 
 /// Starts one command; its answer arrives later as an input.
@@ -111,6 +185,10 @@ async fn create<B: Backend>(
     session: SessionId,
     prefix: &str,
 ) -> Answer {
+    let gate = with.gate.read().await;
+    if *gate {
+        return Err(CoordError::Closed); // leaving: no new node
+    }
     let handle = with.session(session)?;
     let data = with.options.contender.0.as_bytes();
     let (path, _) = handle
@@ -125,11 +203,12 @@ async fn create<B: Backend>(
 }
 
 async fn find<B: Backend>(with: &Perform<B>, op: OpId, session: SessionId, prefix: &str) -> Answer {
-    let children = children(with, session).await?;
-    Ok(LatchInput::Found(
-        op,
-        children.into_iter().find(|name| name.starts_with(prefix)),
-    ))
+    let handle = with.session(session)?;
+    let found = owned_with_prefix(with, &handle, prefix)
+        .await?
+        .into_iter()
+        .next();
+    Ok(LatchInput::Found(op, found))
 }
 
 async fn list<B: Backend>(with: &Perform<B>, op: OpId, session: SessionId) -> Answer {

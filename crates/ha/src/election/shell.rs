@@ -155,6 +155,7 @@ impl<B: Backend> LeaderElection<B> {
             connection: connection.clone(),
             options: Arc::new(options),
             inputs: inputs.clone(),
+            gate: Arc::default(),
         };
         let task = tokio::spawn(drive(core, perform, inputs_rx, shared.clone(), watch_tx));
         LeaderElection {
@@ -293,9 +294,14 @@ async fn drive<B: Backend>(
                         LeadershipEvent::Revoked { epoch, reason, at },
                     );
                 }
-                LatchCommand::Delete { session, node } => {
-                    // Awaited: close() returns only once the node is gone.
-                    perform_with.delete(session, &node).await;
+                LatchCommand::Delete {
+                    session,
+                    node,
+                    prefix,
+                } => {
+                    // Awaited: close() returns once the node is gone (or
+                    // after a bound, with the deletion going on).
+                    perform_with.leave(session, node, prefix).await;
                 }
                 other => perform(&perform_with, other),
             }

@@ -41,7 +41,7 @@ impl<B: Backend> CheckpointIdCounter<B> {
             let bytes = next.to_string().into_bytes();
             let result = match version {
                 Some(version) => self.store.replace(token, &self.key, &bytes, version).await,
-                None => self.store.put(token, &self.key, &bytes).await,
+                None => self.store.create(token, &self.key, &bytes).await,
             };
             match result {
                 Ok(()) => return Ok(CheckpointId(next)),

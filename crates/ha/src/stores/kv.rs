@@ -94,6 +94,30 @@ impl<B: Backend> LeaderStore<B> {
         self.write(token, key, value, None).await
     }
 
+    /// Creates `key` only if it does not exist yet ([`StoreError::Conflict`]
+    /// otherwise), and only if `token`'s grant still holds.
+    pub async fn create(
+        &self,
+        token: &LeaderToken,
+        key: &str,
+        value: &[u8],
+    ) -> Result<(), StoreError> {
+        let path = self.path(key)?;
+        let session = self.leader_session(token)?;
+        ensure_root(&session, &self.root).await?;
+        let create = Op::Create {
+            path,
+            data: value.to_vec(),
+            mode: CreateMode::Persistent,
+        };
+        match guarded(&session, token, create, key).await {
+            Err(StoreError::Backend(CoordError::NodeExists(_))) => Err(StoreError::Conflict {
+                key: key.to_owned(),
+            }),
+            other => other,
+        }
+    }
+
     /// Writes `key` only if it is still at `version` (compare-and-set), and
     /// only if `token`'s grant still holds.
     pub async fn replace(

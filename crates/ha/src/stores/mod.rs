@@ -32,7 +32,7 @@ pub enum StoreError {
         key: String,
     },
     /// A key that cannot be a node name.
-    #[error("invalid key {key:?}: keys are non-empty and contain no '/'")]
+    #[error("invalid key {key:?}: keys are non-empty node names without '/' or control characters")]
     BadKey {
         /// The key.
         key: String,
@@ -51,8 +51,17 @@ pub enum StoreError {
     Backend(#[from] CoordError),
 }
 
+/// Keys are node names: not empty, no `/`, not `.` or `..`, and none of the
+/// characters ZooKeeper refuses in paths (controls, surrogates and the
+/// private-use and specials ranges).
 fn check_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() || key.contains('/') || key == "." || key == ".." {
+    let refused = |c: char| {
+        c.is_control()
+            || ('\u{E000}'..='\u{F8FF}').contains(&c)
+            || ('\u{FFF0}'..='\u{FFFF}').contains(&c)
+    };
+    if key.is_empty() || key.contains('/') || key == "." || key == ".." || key.chars().any(refused)
+    {
         return Err(StoreError::BadKey {
             key: key.to_owned(),
         });
