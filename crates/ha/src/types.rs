@@ -68,6 +68,11 @@ pub struct LeaderToken {
     pub session: SessionId,
     /// The latch node's full path.
     pub latch_node: String,
+    /// The grant node every grant rewrites.
+    pub grant_node: String,
+    /// Its version as this grant left it: a later grant (of anyone) changes
+    /// it, which fails writes with this token.
+    pub grant_version: i32,
 }
 
 /// What a leader writes into `connection_info`. The epoch is not part of

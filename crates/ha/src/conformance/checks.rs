@@ -186,6 +186,7 @@ async fn suspend_and_heal<F: Fixture>(fixture: &F, policy: ErrorPolicy) -> Verdi
     recorder.election("a", &a);
     wait_for(fixture, "a to lead", || a.is_leader()).await?;
     let epoch = a.leader_epoch().ok_or("a stopped leading")?;
+    let first_token = a.token().ok_or("a leads but has no token")?;
     let b = contend(&connect(fixture, "b", policy), "b");
     recorder.election("b", &b);
     let observer = connect(fixture, "observer", policy);
@@ -236,6 +237,20 @@ async fn suspend_and_heal<F: Fixture>(fixture: &F, policy: ErrorPolicy) -> Verdi
                 observed.contains(&RetrievalEvent::NoLeader),
                 "the observer kept the leader: {observed:?}"
             );
+            // The re-grant is on the same latch node, but the first grant's
+            // token must no longer write.
+            let store =
+                crate::stores::LeaderStore::new(a_connection.clone(), &format!("{BASE}/stores"));
+            let stale = store.put(&first_token, "k", b"stale").await;
+            ensure!(
+                matches!(stale, Err(crate::stores::StoreError::NotLeader { .. })),
+                "a token of the revoked grant wrote: {stale:?}"
+            );
+            let token = a.token().ok_or("a leads again but has no token")?;
+            store
+                .put(&token, "k", b"fresh")
+                .await
+                .map_err(|error| format!("the new grant's write failed: {error}"))?;
         }
         _ => {
             ensure!(revocations.is_empty(), "a was revoked: {revocations:?}");

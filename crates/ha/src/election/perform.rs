@@ -26,6 +26,8 @@ pub(super) struct Perform<B: Backend> {
     /// answered, so leaving (the write side) waits for every create in
     /// flight, and none starts after — the node search then sees them all.
     pub(super) gate: Arc<RwLock<bool>>,
+    /// Where a publication records the grant node's version.
+    pub(super) shared: Arc<std::sync::Mutex<super::shell::Shared>>,
 }
 
 impl<B: Backend> Clone for Perform<B> {
@@ -35,6 +37,7 @@ impl<B: Backend> Clone for Perform<B> {
             options: self.options.clone(),
             inputs: self.inputs.clone(),
             gate: self.gate.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -265,9 +268,11 @@ async fn publish<B: Backend>(
         session,
         contender: with.options.contender.clone(),
     };
+    let grant_path = with.options.grant_path.clone();
     let mut last_error = CoordError::Other("publishing connection_info never ran".into());
     for _ in 0..PUBLISH_ATTEMPTS {
         let (existing, _) = handle.get(&info_path, false).await?;
+        let (grant, _) = handle.get(&grant_path, false).await?;
         let mut ops = vec![Op::Check {
             path: with.path(node),
             version: None,
@@ -283,19 +288,48 @@ async fn publish<B: Backend>(
             data: record.encode(),
             mode: CreateMode::Ephemeral,
         });
+        ops.push(match grant {
+            Some((_, stat)) => Op::SetData {
+                path: grant_path.clone(),
+                data: record.encode(),
+                version: Some(stat.version),
+            },
+            None => Op::Create {
+                path: grant_path.clone(),
+                data: record.encode(),
+                mode: CreateMode::Persistent,
+            },
+        });
         match handle.multi(ops).await {
             Ok(results) => {
-                return match results.last() {
-                    Some(OpResult::Created { stat, .. }) if stat.czxid > 0 => {
-                        Ok(LatchInput::Published(op, Epoch(stat.czxid)))
+                let epoch = results.iter().find_map(|result| match result {
+                    OpResult::Created { path, stat } if *path == info_path && stat.czxid > 0 => {
+                        Some(stat.czxid)
                     }
-                    other => Err(CoordError::Other(format!(
-                        "publishing connection_info returned {other:?}"
+                    _ => None,
+                });
+                let version = match results.last() {
+                    Some(OpResult::Set { stat }) => Some(stat.version),
+                    Some(OpResult::Created { .. }) => Some(0),
+                    _ => None,
+                };
+                return match (epoch, version) {
+                    (Some(epoch), Some(version)) => {
+                        let epoch = Epoch(epoch);
+                        with.shared
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .grant_version = Some((epoch, version));
+                        Ok(LatchInput::Published(op, epoch))
+                    }
+                    _ => Err(CoordError::Other(format!(
+                        "publishing connection_info returned {results:?}"
                     ))),
                 };
             }
-            // Someone changed connection_info between our read and write:
-            // read again. A failed check on our own node is final.
+            // Someone changed connection_info or the grant node between our
+            // reads and the write: read again. A failed check on our own
+            // node is final.
             Err(CoordError::MultiFailed { index, source }) if index > 0 => {
                 last_error = CoordError::MultiFailed { index, source };
             }

@@ -22,6 +22,12 @@ pub struct ElectionOptions {
     /// Where the leader publishes itself, e.g.
     /// `/holdfast/default/leader/connection_info`.
     pub connection_info_path: String,
+    /// A persistent node every grant rewrites in the same multi-op that
+    /// publishes `connection_info`: its version counts grants, so a
+    /// [`LeaderToken`] of an earlier grant — even of this contender, on the
+    /// same latch node — no longer passes the stores' check. E.g.
+    /// `/holdfast/default/leader/grant`.
+    pub grant_path: String,
     /// Who contends (the latch node's data).
     pub contender: ContenderId,
     /// Where followers reach this contender once it leads.
@@ -35,12 +41,13 @@ pub struct ElectionOptions {
 
 impl ElectionOptions {
     /// Options for the latch under `base` (`<base>/leader/latch`,
-    /// `<base>/leader/connection_info`).
+    /// `<base>/leader/connection_info`, `<base>/leader/grant`).
     pub fn under(base: &str, contender: impl Into<String>, address: impl Into<String>) -> Self {
         let base = base.trim_end_matches('/');
         ElectionOptions {
             latch_path: format!("{base}/leader/latch"),
             connection_info_path: format!("{base}/leader/connection_info"),
+            grant_path: format!("{base}/leader/grant"),
             contender: ContenderId(contender.into()),
             address: address.into(),
             retry: Duration::from_millis(200),
@@ -90,6 +97,8 @@ pub(super) struct Shared {
     pub(super) leadership: Leadership,
     /// The full path of the latch node the current grant holds.
     pub(super) latch_node: Option<String>,
+    /// `(epoch, version of the grant node)` of the grants published last.
+    pub(super) grant_version: Option<(Epoch, i32)>,
     pub(super) subscribers: Vec<mpsc::UnboundedSender<LeadershipEvent>>,
 }
 
@@ -118,6 +127,7 @@ pub(super) struct Shared {
 /// ```
 pub struct LeaderElection<B: Backend> {
     connection: Connection<B>,
+    grant_path: String,
     shared: Arc<Mutex<Shared>>,
     inputs: mpsc::UnboundedSender<LatchInput>,
     watch: watch::Receiver<Leadership>,
@@ -135,6 +145,7 @@ impl<B: Backend> LeaderElection<B> {
         let shared = Arc::new(Mutex::new(Shared {
             leadership: Leadership::Follower,
             latch_node: None,
+            grant_version: None,
             subscribers: Vec::new(),
         }));
         if let Some(metrics) = &options.metrics {
@@ -151,15 +162,18 @@ impl<B: Backend> LeaderElection<B> {
         }
         let (watch_tx, watch_rx) = watch::channel(Leadership::Follower);
         let (inputs, inputs_rx) = mpsc::unbounded_channel();
+        let grant_path = options.grant_path.clone();
         let perform = Perform {
             connection: connection.clone(),
             options: Arc::new(options),
             inputs: inputs.clone(),
             gate: Arc::default(),
+            shared: shared.clone(),
         };
         let task = tokio::spawn(drive(core, perform, inputs_rx, shared.clone(), watch_tx));
         LeaderElection {
             connection,
+            grant_path,
             shared,
             inputs,
             watch: watch_rx,
@@ -188,10 +202,16 @@ impl<B: Backend> LeaderElection<B> {
         let Leadership::Leader { session, .. } = shared.leadership else {
             return None;
         };
+        let (granted, grant_version) = shared.grant_version?;
+        if granted != epoch {
+            return None;
+        }
         Some(LeaderToken {
             epoch,
             session,
             latch_node: shared.latch_node.clone()?,
+            grant_node: self.grant_path.clone(),
+            grant_version,
         })
     }
 

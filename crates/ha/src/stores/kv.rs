@@ -209,20 +209,25 @@ async fn ensure_root<B: Backend>(session: &SessionHandle<B>, root: &str) -> Resu
     Ok(())
 }
 
-/// Runs `op` in a multi-op with a check that the token's latch node exists.
+/// Runs `op` in a multi-op with checks that the token's latch node exists
+/// and that no grant came after the token's (the grant node's version).
 pub(super) async fn guarded<B: Backend>(
     session: &SessionHandle<B>,
     token: &LeaderToken,
     op: Op,
     key: &str,
 ) -> Result<(), StoreError> {
-    let check = Op::Check {
+    let latch = Op::Check {
         path: token.latch_node.clone(),
         version: None,
     };
-    match session.multi(vec![check, op]).await {
+    let grant = Op::Check {
+        path: token.grant_node.clone(),
+        version: Some(token.grant_version),
+    };
+    match session.multi(vec![latch, grant, op]).await {
         Ok(_) => Ok(()),
-        Err(CoordError::MultiFailed { index: 0, .. }) => Err(StoreError::NotLeader {
+        Err(CoordError::MultiFailed { index: 0 | 1, .. }) => Err(StoreError::NotLeader {
             latch_node: token.latch_node.clone(),
         }),
         Err(CoordError::MultiFailed { source, .. }) => match *source {

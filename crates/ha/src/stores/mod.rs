@@ -1,9 +1,12 @@
 //! Stores behind leadership (`ha-semantics.md` §7): state the runtime
 //! keeps in the HA backend — job graphs, completed-checkpoint pointers,
 //! checkpoint-id counters — where every mutating write is one multi-op that
-//! also checks the writer's latch node still exists. A deposed leader's
-//! write fails with [`StoreError::NotLeader`], even if it still holds an old
-//! [`LeaderToken`](crate::LeaderToken); reads are open to everyone.
+//! also checks the writer's latch node still exists and that no later grant
+//! happened (the grant node's version). A deposed leader's write fails with
+//! [`StoreError::NotLeader`], even if it still holds an old
+//! [`LeaderToken`](crate::LeaderToken) — also a token of this very
+//! contender's earlier grant, revoked on a suspension under `standard` and
+//! re-granted on the same latch node; reads are open to everyone.
 
 mod counter;
 mod kv;
