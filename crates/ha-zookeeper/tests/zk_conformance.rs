@@ -15,7 +15,9 @@ use support::routed::RoutedFixture;
 const T: Duration = Duration::from_secs(4);
 
 async fn fixture() -> RoutedFixture {
-    RoutedFixture::start(1, T).await.unwrap_or_else(|error| panic!("{error:#}"))
+    RoutedFixture::start(1, T)
+        .await
+        .unwrap_or_else(|error| panic!("{error:#}"))
 }
 
 holdfast_ha::conformance_suite!(
