@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Args;
+use holdfast_config::ConfigSource;
 use holdfast_ha::config::{self, HaConfig};
 
 /// Where the HA configuration comes from.
@@ -44,20 +45,7 @@ pub struct ConfigArgs {
 impl ConfigArgs {
     /// Every key/value pair, from all sources.
     pub fn pairs(&self) -> Result<BTreeMap<String, String>> {
-        let mut pairs = BTreeMap::new();
-        if let Some(file) = &self.config {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let yaml: serde_norway::Value = serde_norway::from_str(&text)
-                .with_context(|| format!("{} is not valid YAML", file.display()))?;
-            flatten("", &yaml, &mut pairs).with_context(|| format!("in {}", file.display()))?;
-        }
-        for define in &self.define {
-            let Some((key, value)) = define.split_once('=') else {
-                bail!("-D {define:?}: expected KEY=VALUE");
-            };
-            pairs.insert(key.trim().to_owned(), value.trim().to_owned());
-        }
+        let mut pairs = ConfigSource::load(self.config.as_deref(), &self.define)?.pairs();
         let flags = [
             (config::QUORUM, self.quorum.clone()),
             (config::PATH_ROOT, self.path_root.clone()),
@@ -99,67 +87,5 @@ impl ConfigArgs {
                 .iter()
                 .map(|(key, value)| (key.as_str(), value.as_str())),
         )?)
-    }
-}
-
-/// Flattens nested YAML maps into dotted keys (Flink 2 accepts both forms).
-fn flatten(
-    prefix: &str,
-    value: &serde_norway::Value,
-    out: &mut BTreeMap<String, String>,
-) -> Result<()> {
-    use serde_norway::Value;
-    match value {
-        Value::Mapping(map) => {
-            for (key, value) in map {
-                let key = match key {
-                    Value::String(key) => key.clone(),
-                    other => bail!("a key that is not a string: {other:?}"),
-                };
-                let full = if prefix.is_empty() {
-                    key
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                flatten(&full, value, out)?;
-            }
-        }
-        Value::Null if prefix.is_empty() => {}
-        Value::String(text) => {
-            out.insert(prefix.to_owned(), text.clone());
-        }
-        Value::Bool(flag) => {
-            out.insert(prefix.to_owned(), flag.to_string());
-        }
-        Value::Number(number) => {
-            out.insert(prefix.to_owned(), number.to_string());
-        }
-        other => bail!("{prefix}: unsupported value {other:?}"),
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nested_and_flat_yaml_give_the_same_keys() {
-        let flat: serde_norway::Value = serde_norway::from_str(
-            "high-availability.type: zookeeper\nhigh-availability.zookeeper.client.session-timeout: 40000\n",
-        )
-        .unwrap();
-        let nested: serde_norway::Value = serde_norway::from_str(
-            "high-availability:\n  type: zookeeper\n  zookeeper:\n    client:\n      session-timeout: 40000\n",
-        )
-        .unwrap();
-        let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
-        flatten("", &flat, &mut a).unwrap();
-        flatten("", &nested, &mut b).unwrap();
-        assert_eq!(a, b);
-        assert_eq!(
-            a["high-availability.zookeeper.client.session-timeout"],
-            "40000"
-        );
     }
 }

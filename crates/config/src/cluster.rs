@@ -1,0 +1,145 @@
+//! [`ClusterConfig`]: the whole configuration of a holdfast process, as
+//! plain values with Flink's defaults, and its [`validate`](ClusterConfig::validate)
+//! rules. Parsing lives in `parse.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use holdfast_ha::config::HaConfig;
+
+use crate::error::ConfigError;
+use crate::keys::*;
+use crate::restart::RestartStrategyConfig;
+
+/// Everything a JobManager, TaskManager or client reads. Defaults are
+/// Flink's; see `docs/CONFIGURATION.md` for every key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterConfig {
+    /// `heartbeat.interval` (default 10 s).
+    pub heartbeat_interval: Duration,
+    /// `heartbeat.timeout` (default 50 s); exceeds the interval.
+    pub heartbeat_timeout: Duration,
+    /// `pekko.ask.timeout`, alias `akka.ask.timeout` (default 10 s).
+    pub ask_timeout: Duration,
+    /// `restart-strategy.*`.
+    pub restart: RestartStrategyConfig,
+    /// `taskmanager.numberOfTaskSlots` (default 1).
+    pub task_slots: u32,
+    /// `jobmanager.rpc.address` (default `localhost`).
+    pub jobmanager_rpc_address: String,
+    /// `jobmanager.rpc.port` (default 6123).
+    pub jobmanager_rpc_port: u16,
+    /// `taskmanager.rpc.port` (default 0 = any free port).
+    pub taskmanager_rpc_port: u16,
+    /// `rest.address` (default `localhost`).
+    pub rest_address: String,
+    /// `rest.bind-address` (default `localhost`).
+    pub rest_bind_address: String,
+    /// `rest.port` (default 8081).
+    pub rest_port: u16,
+    /// `parallelism.default` (default 1).
+    pub parallelism_default: u32,
+    /// `cluster.secret-file`: the shared secret for authenticated RPC
+    /// (default unset).
+    pub cluster_secret_file: Option<PathBuf>,
+    /// `high-availability.*`, read by [`HaConfig::from_pairs`].
+    pub ha: HaConfig,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            heartbeat_interval: Duration::from_secs(10),
+            heartbeat_timeout: Duration::from_secs(50),
+            ask_timeout: Duration::from_secs(10),
+            restart: RestartStrategyConfig::default(),
+            task_slots: 1,
+            jobmanager_rpc_address: "localhost".into(),
+            jobmanager_rpc_port: 6123,
+            taskmanager_rpc_port: 0,
+            rest_address: "localhost".into(),
+            rest_bind_address: "localhost".into(),
+            rest_port: 8081,
+            parallelism_default: 1,
+            cluster_secret_file: None,
+            ha: HaConfig::default(),
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Checks every rule; returns the first broken one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            (HEARTBEAT_INTERVAL, self.heartbeat_interval),
+            (ASK_TIMEOUT, self.ask_timeout),
+            (RATE_INTERVAL, self.restart.failure_rate.interval),
+            (EXP_INITIAL, self.restart.exponential_delay.initial_backoff),
+        ];
+        for (key, value) in positive {
+            if value.is_zero() {
+                return Err(ConfigError::ZeroDuration { key, value });
+            }
+        }
+        if self.heartbeat_timeout <= self.heartbeat_interval {
+            return Err(ConfigError::HeartbeatTimeoutNotAboveInterval {
+                interval: self.heartbeat_interval,
+                timeout: self.heartbeat_timeout,
+            });
+        }
+        let counts = [
+            (TASK_SLOTS, self.task_slots),
+            (PARALLELISM, self.parallelism_default),
+            (
+                RATE_MAX_FAILURES,
+                self.restart.failure_rate.max_failures_per_interval,
+            ),
+        ];
+        for (key, value) in counts {
+            if value == 0 {
+                return Err(ConfigError::ZeroCount { key, value });
+            }
+        }
+        for (key, value) in [
+            (JM_PORT, self.jobmanager_rpc_port),
+            (REST_PORT, self.rest_port),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::ZeroPort { key, value });
+            }
+        }
+        let addresses = [
+            (JM_ADDRESS, &self.jobmanager_rpc_address),
+            (REST_ADDRESS, &self.rest_address),
+            (REST_BIND_ADDRESS, &self.rest_bind_address),
+        ];
+        for (key, value) in addresses {
+            if value.trim().is_empty() {
+                return Err(ConfigError::EmptyAddress {
+                    key,
+                    value: value.clone(),
+                });
+            }
+        }
+        let exponential = &self.restart.exponential_delay;
+        let multiplier = exponential.backoff_multiplier;
+        if !(multiplier.is_finite() && multiplier >= 1.0) {
+            return Err(ConfigError::BackoffMultiplierBelowOne { value: multiplier });
+        }
+        if !(0.0..=1.0).contains(&exponential.jitter_factor) {
+            return Err(ConfigError::JitterOutOfRange {
+                value: exponential.jitter_factor,
+            });
+        }
+        if exponential.max_backoff < exponential.initial_backoff {
+            return Err(ConfigError::MaxBackoffBelowInitial {
+                initial: exponential.initial_backoff,
+                max: exponential.max_backoff,
+            });
+        }
+        self.ha.validate().map_err(|source| ConfigError::Ha {
+            origin: None,
+            source,
+        })
+    }
+}

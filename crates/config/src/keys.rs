@@ -1,0 +1,468 @@
+//! The one registry of configuration keys: name, aliases, default (as
+//! documented), unit and meaning. The parser takes "known keys" from here,
+//! and a test checks that `docs/CONFIGURATION.md` documents every key with
+//! its default, so code and docs cannot drift apart.
+
+use holdfast_ha::config as ha;
+
+/// Where a key is documented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// `high-availability.*` (read by `holdfast_ha::config::HaConfig`).
+    HighAvailability,
+    /// `heartbeat.*` and RPC timeouts.
+    HeartbeatsAndRpc,
+    /// `restart-strategy.*`.
+    RestartStrategies,
+    /// Addresses, ports, slots, parallelism, secrets.
+    Cluster,
+    /// `rest.*`.
+    Rest,
+}
+
+/// One documented configuration key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec {
+    /// The key, e.g. `heartbeat.timeout`.
+    pub name: &'static str,
+    /// Other accepted names (Flink's older names).
+    pub aliases: &'static [&'static str],
+    /// The default exactly as documented, e.g. `50 s`; `unset` if none.
+    pub default: &'static str,
+    /// What kind of value: `duration`, `count`, `ratio`, `port`, `host`,
+    /// `path`, `string` or `enum`.
+    pub unit: &'static str,
+    /// Where it is documented.
+    pub section: Section,
+    /// What it means.
+    pub description: &'static str,
+}
+
+/// `heartbeat.interval`.
+pub const HEARTBEAT_INTERVAL: &str = "heartbeat.interval";
+/// `heartbeat.timeout`.
+pub const HEARTBEAT_TIMEOUT: &str = "heartbeat.timeout";
+/// `pekko.ask.timeout`.
+pub const ASK_TIMEOUT: &str = "pekko.ask.timeout";
+/// `akka.ask.timeout`: Flink's older name of [`ASK_TIMEOUT`].
+pub const ASK_TIMEOUT_ALIAS: &str = "akka.ask.timeout";
+/// `restart-strategy.type`.
+pub const RESTART_TYPE: &str = "restart-strategy.type";
+/// `restart-strategy.fixed-delay.attempts`.
+pub const FIXED_ATTEMPTS: &str = "restart-strategy.fixed-delay.attempts";
+/// `restart-strategy.fixed-delay.delay`.
+pub const FIXED_DELAY: &str = "restart-strategy.fixed-delay.delay";
+/// `restart-strategy.failure-rate.max-failures-per-interval`.
+pub const RATE_MAX_FAILURES: &str = "restart-strategy.failure-rate.max-failures-per-interval";
+/// `restart-strategy.failure-rate.failure-rate-interval`.
+pub const RATE_INTERVAL: &str = "restart-strategy.failure-rate.failure-rate-interval";
+/// `restart-strategy.failure-rate.delay`.
+pub const RATE_DELAY: &str = "restart-strategy.failure-rate.delay";
+/// `restart-strategy.exponential-delay.initial-backoff`.
+pub const EXP_INITIAL: &str = "restart-strategy.exponential-delay.initial-backoff";
+/// `restart-strategy.exponential-delay.max-backoff`.
+pub const EXP_MAX: &str = "restart-strategy.exponential-delay.max-backoff";
+/// `restart-strategy.exponential-delay.backoff-multiplier`.
+pub const EXP_MULTIPLIER: &str = "restart-strategy.exponential-delay.backoff-multiplier";
+/// `restart-strategy.exponential-delay.reset-backoff-threshold`.
+pub const EXP_RESET_THRESHOLD: &str = "restart-strategy.exponential-delay.reset-backoff-threshold";
+/// `restart-strategy.exponential-delay.jitter-factor`.
+pub const EXP_JITTER: &str = "restart-strategy.exponential-delay.jitter-factor";
+/// `restart-strategy.exponential-delay.attempts-before-reset-backoff`.
+pub const EXP_ATTEMPTS: &str = "restart-strategy.exponential-delay.attempts-before-reset-backoff";
+/// `taskmanager.numberOfTaskSlots`.
+pub const TASK_SLOTS: &str = "taskmanager.numberOfTaskSlots";
+/// `jobmanager.rpc.address`.
+pub const JM_ADDRESS: &str = "jobmanager.rpc.address";
+/// `jobmanager.rpc.port`.
+pub const JM_PORT: &str = "jobmanager.rpc.port";
+/// `taskmanager.rpc.port`.
+pub const TM_PORT: &str = "taskmanager.rpc.port";
+/// `parallelism.default`.
+pub const PARALLELISM: &str = "parallelism.default";
+/// `cluster.secret-file` (holdfast's own key).
+pub const SECRET_FILE: &str = "cluster.secret-file";
+/// `rest.address`.
+pub const REST_ADDRESS: &str = "rest.address";
+/// `rest.bind-address`.
+pub const REST_BIND_ADDRESS: &str = "rest.bind-address";
+/// `rest.port`.
+pub const REST_PORT: &str = "rest.port";
+
+const fn key(
+    name: &'static str,
+    default: &'static str,
+    unit: &'static str,
+    section: Section,
+    description: &'static str,
+) -> KeySpec {
+    KeySpec {
+        name,
+        aliases: &[],
+        default,
+        unit,
+        section,
+        description,
+    }
+}
+
+use Section::*;
+
+/// Every key holdfast reads, in documentation order.
+pub const KEYS: &[KeySpec] = &[
+    KeySpec {
+        aliases: &[ha::HA_TYPE_ALIAS],
+        ..key(
+            ha::HA_TYPE,
+            "embedded",
+            "enum",
+            HighAvailability,
+            "`embedded` (in-process, one machine) or `zookeeper`",
+        )
+    },
+    key(
+        ha::QUORUM,
+        "unset",
+        "string",
+        HighAvailability,
+        "ZooKeeper connect string `host:port,host:port,…`; required for `zookeeper`",
+    ),
+    key(
+        ha::PATH_ROOT,
+        "/holdfast",
+        "path",
+        HighAvailability,
+        "root of all holdfast nodes",
+    ),
+    key(
+        ha::CLUSTER_ID,
+        "default",
+        "string",
+        HighAvailability,
+        "one cluster's nodes live under `<root>/<cluster-id>`",
+    ),
+    key(
+        ha::SESSION_TIMEOUT,
+        "60 s",
+        "duration",
+        HighAvailability,
+        "requested ZooKeeper session timeout (the server may lower it)",
+    ),
+    key(
+        ha::CONNECTION_TIMEOUT,
+        "15 s",
+        "duration",
+        HighAvailability,
+        "how long one connection attempt may take",
+    ),
+    key(
+        ha::RETRY_WAIT,
+        "5 s",
+        "duration",
+        HighAvailability,
+        "wait between attempts to re-establish a session",
+    ),
+    key(
+        ha::MAX_RETRY_ATTEMPTS,
+        "3",
+        "count",
+        HighAvailability,
+        "attempts of one request before it fails",
+    ),
+    key(
+        ha::TOLERATE_SUSPENDED,
+        "unset",
+        "boolean",
+        HighAvailability,
+        "Flink's flag: `false` → `standard`, `true` → `lease` error policy",
+    ),
+    key(
+        ha::ERROR_POLICY,
+        "lease",
+        "enum",
+        HighAvailability,
+        "`standard`, `session` or `lease`; overrides the flag above",
+    ),
+    key(
+        ha::ACL,
+        "creator",
+        "enum",
+        HighAvailability,
+        "`creator` (only our credentials may change our nodes) or `open`",
+    ),
+    key(
+        ha::DIGEST_FILE,
+        "unset",
+        "path",
+        HighAvailability,
+        "file holding `user:password` for ZooKeeper's digest scheme (never logged)",
+    ),
+    key(
+        ha::LEASE_CLOCK_DRIFT,
+        "0.01",
+        "ratio",
+        HighAvailability,
+        "bound on the relative clock-rate difference ρ",
+    ),
+    key(
+        ha::LEASE_SAFETY_MARGIN,
+        "0.1",
+        "ratio",
+        HighAvailability,
+        "lease margin, fraction of the session timeout",
+    ),
+    key(
+        ha::LEASE_PROBE_FRACTION,
+        "0.2",
+        "ratio",
+        HighAvailability,
+        "probe interval, fraction of the session timeout",
+    ),
+    key(
+        ha::LEASE_SERVER_STALENESS,
+        "12 s for a quorum of several servers, else 0",
+        "duration",
+        HighAvailability,
+        "how long a partitioned ZooKeeper follower may keep answering \
+         (`(syncLimit + 1) · tickTime`); subtracted from the lease",
+    ),
+    key(
+        HEARTBEAT_INTERVAL,
+        "10 s",
+        "duration",
+        HeartbeatsAndRpc,
+        "how often JobManager and TaskManagers send heartbeats",
+    ),
+    key(
+        HEARTBEAT_TIMEOUT,
+        "50 s",
+        "duration",
+        HeartbeatsAndRpc,
+        "silence after which a peer is considered dead; must exceed `heartbeat.interval`",
+    ),
+    KeySpec {
+        aliases: &[ASK_TIMEOUT_ALIAS],
+        ..key(
+            ASK_TIMEOUT,
+            "10 s",
+            "duration",
+            HeartbeatsAndRpc,
+            "timeout of one RPC request; `akka.ask.timeout` is accepted as an alias \
+             (setting both to different values is an error)",
+        )
+    },
+    key(
+        RESTART_TYPE,
+        "exponential-delay",
+        "enum",
+        RestartStrategies,
+        "`none` (or `disable`, `off`), `fixed-delay`, `failure-rate` or `exponential-delay`; \
+         the default is Flink's (1.19+) with checkpointing enabled",
+    ),
+    key(
+        FIXED_ATTEMPTS,
+        "1",
+        "count",
+        RestartStrategies,
+        "fixed-delay: restarts before the job fails",
+    ),
+    key(
+        FIXED_DELAY,
+        "1 s",
+        "duration",
+        RestartStrategies,
+        "fixed-delay: wait before each restart",
+    ),
+    key(
+        RATE_MAX_FAILURES,
+        "1",
+        "count",
+        RestartStrategies,
+        "failure-rate: failures allowed per interval before the job fails",
+    ),
+    key(
+        RATE_INTERVAL,
+        "1 min",
+        "duration",
+        RestartStrategies,
+        "failure-rate: the interval failures are counted over",
+    ),
+    key(
+        RATE_DELAY,
+        "1 s",
+        "duration",
+        RestartStrategies,
+        "failure-rate: wait before each restart",
+    ),
+    key(
+        EXP_INITIAL,
+        "1 s",
+        "duration",
+        RestartStrategies,
+        "exponential-delay: the first backoff",
+    ),
+    key(
+        EXP_MAX,
+        "1 min",
+        "duration",
+        RestartStrategies,
+        "exponential-delay: the largest backoff; at least the initial backoff",
+    ),
+    key(
+        EXP_MULTIPLIER,
+        "1.5",
+        "ratio",
+        RestartStrategies,
+        "exponential-delay: backoff growth per failure; at least 1",
+    ),
+    key(
+        EXP_RESET_THRESHOLD,
+        "1 h",
+        "duration",
+        RestartStrategies,
+        "exponential-delay: a job running this long without failure resets the backoff",
+    ),
+    key(
+        EXP_JITTER,
+        "0.1",
+        "ratio",
+        RestartStrategies,
+        "exponential-delay: random spread of each backoff, in [0, 1]",
+    ),
+    key(
+        EXP_ATTEMPTS,
+        "infinite",
+        "count",
+        RestartStrategies,
+        "exponential-delay: restarts before the job fails while the backoff has not been reset",
+    ),
+    key(
+        TASK_SLOTS,
+        "1",
+        "count",
+        Cluster,
+        "slots each TaskManager offers; at least 1",
+    ),
+    key(
+        JM_ADDRESS,
+        "localhost",
+        "host",
+        Cluster,
+        "where TaskManagers and clients reach the JobManager",
+    ),
+    key(
+        JM_PORT,
+        "6123",
+        "port",
+        Cluster,
+        "the JobManager's RPC port (1–65535)",
+    ),
+    key(
+        TM_PORT,
+        "0",
+        "port",
+        Cluster,
+        "a TaskManager's RPC port; `0` picks any free port",
+    ),
+    key(
+        PARALLELISM,
+        "1",
+        "count",
+        Cluster,
+        "parallelism of jobs that do not set one; at least 1",
+    ),
+    key(
+        SECRET_FILE,
+        "unset",
+        "path",
+        Cluster,
+        "holdfast's own key: file holding the shared cluster secret for authenticated RPC",
+    ),
+    key(
+        REST_ADDRESS,
+        "localhost",
+        "host",
+        Rest,
+        "the address clients use to reach the REST endpoint",
+    ),
+    key(
+        REST_BIND_ADDRESS,
+        "localhost",
+        "host",
+        Rest,
+        "the address the REST server binds to",
+    ),
+    key(
+        REST_PORT,
+        "8081",
+        "port",
+        Rest,
+        "the REST server's port (1–65535)",
+    ),
+];
+
+/// The spec of `name` (or of the key `name` is an alias of).
+pub fn spec(name: &str) -> Option<&'static KeySpec> {
+    KEYS.iter()
+        .find(|spec| spec.name == name || spec.aliases.contains(&name))
+}
+
+/// Whether anyone reads `name`: a registered key, an alias, or an HA key.
+pub fn is_known(name: &str) -> bool {
+    spec(name).is_some() || ha::ALL_KEYS.contains(&name)
+}
+
+/// Every accepted name (keys and aliases).
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    KEYS.iter()
+        .flat_map(|spec| std::iter::once(spec.name).chain(spec.aliases.iter().copied()))
+        .chain(ha::ALL_KEYS.iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ha_key_is_registered_and_names_are_unique() {
+        for key in ha::ALL_KEYS {
+            assert!(spec(key).is_some(), "{key} is not in KEYS");
+        }
+        let mut names: Vec<_> = KEYS
+            .iter()
+            .flat_map(|spec| std::iter::once(spec.name).chain(spec.aliases.iter().copied()))
+            .collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "a key is registered twice");
+    }
+
+    /// `docs/CONFIGURATION.md` has a table row per key, naming its aliases
+    /// and its default in backticks.
+    #[test]
+    fn the_docs_document_every_key_with_its_default() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/CONFIGURATION.md");
+        let doc = std::fs::read_to_string(path).expect("docs/CONFIGURATION.md");
+        let mut missing = Vec::new();
+        for spec in KEYS {
+            let start = format!("| `{}`", spec.name);
+            let Some(row) = doc.lines().find(|line| line.starts_with(&start)) else {
+                missing.push(format!("{}: no table row", spec.name));
+                continue;
+            };
+            if !row.contains(&format!("`{}`", spec.default)) {
+                missing.push(format!(
+                    "{}: default `{}` not in its row",
+                    spec.name, spec.default
+                ));
+            }
+            for alias in spec.aliases {
+                if !row.contains(&format!("`{alias}`")) {
+                    missing.push(format!("{}: alias `{alias}` not in its row", spec.name));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "docs/CONFIGURATION.md: {missing:#?}");
+    }
+}

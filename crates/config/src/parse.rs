@@ -1,0 +1,240 @@
+//! [`ClusterConfig::from_source`]: reads every known key from a
+//! [`ConfigSource`], naming key, value and origin in every error, and
+//! reports unknown keys as [`Warning`]s.
+
+use std::path::PathBuf;
+
+use holdfast_ha::config::{self as ha, HaConfig, parse_duration};
+
+use crate::cluster::ClusterConfig;
+use crate::error::ConfigError;
+use crate::keys::{self, *};
+use crate::restart::RestartStrategyKind;
+use crate::source::{ConfigSource, Entry};
+use crate::warning::{Warning, suggest};
+
+/// Parses the keys of one source, keeping where each value came from.
+struct Reader<'a> {
+    source: &'a ConfigSource,
+}
+
+impl Reader<'_> {
+    /// Parses `key` into `field` if it is set.
+    fn set<T>(
+        &self,
+        field: &mut T,
+        key: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<(), ConfigError> {
+        if let Some(value) = self.get(key, parse)? {
+            *field = value;
+        }
+        Ok(())
+    }
+
+    /// Parses `key` if it is set.
+    fn get<T>(
+        &self,
+        key: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, ConfigError> {
+        let Some(entry) = self.source.get(key) else {
+            return Ok(None);
+        };
+        parse(&entry.value)
+            .map(Some)
+            .map_err(|reason| invalid(key, entry, reason))
+    }
+}
+
+fn invalid(key: &'static str, entry: &Entry, reason: String) -> ConfigError {
+    ConfigError::InvalidValue {
+        key,
+        value: entry.value.clone(),
+        origin: entry.origin.clone(),
+        reason,
+    }
+}
+
+fn count(text: &str) -> Result<u32, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected a whole number from 0 to 4294967295".into())
+}
+
+fn port(text: &str) -> Result<u16, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected a port number from 0 to 65535".into())
+}
+
+fn ratio(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected a number such as 1.5".into())
+}
+
+fn host(text: &str) -> Result<String, String> {
+    Ok(text.trim().to_owned())
+}
+
+fn path(text: &str) -> Result<Option<PathBuf>, String> {
+    let text = text.trim();
+    Ok((!text.is_empty()).then(|| PathBuf::from(text)))
+}
+
+fn attempts(text: &str) -> Result<Option<u32>, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "infinite" | "inf" | "unlimited" => Ok(None),
+        _ => count(text)
+            .map(Some)
+            .map_err(|_| "expected a whole number or infinite".into()),
+    }
+}
+
+fn kind(text: &str) -> Result<RestartStrategyKind, String> {
+    text.parse().map_err(|error| format!("{error}"))
+}
+
+/// Both a key and its alias set to values that `same` says differ.
+fn alias_conflict(
+    source: &ConfigSource,
+    key: &'static str,
+    alias: &'static str,
+    same: impl Fn(&str, &str) -> bool,
+) -> Result<(), ConfigError> {
+    match (source.get(key), source.get(alias)) {
+        (Some(main), Some(other)) if !same(&main.value, &other.value) => {
+            Err(ConfigError::AliasConflict {
+                key,
+                value: Box::new(main.clone()),
+                alias,
+                alias_value: Box::new(other.clone()),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+impl ClusterConfig {
+    /// Reads every known key from `source` (unset keys keep Flink's
+    /// defaults), validates, and returns the configuration with warnings
+    /// about keys nobody reads. Never panics, whatever the input.
+    pub fn from_source(
+        source: &ConfigSource,
+    ) -> Result<(ClusterConfig, Vec<Warning>), ConfigError> {
+        let reader = Reader { source };
+        let mut config = ClusterConfig::default();
+
+        let same_duration = |a: &str, b: &str| match (parse_duration(a), parse_duration(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => a.trim() == b.trim(),
+        };
+        alias_conflict(source, ASK_TIMEOUT, ASK_TIMEOUT_ALIAS, same_duration)?;
+        alias_conflict(source, ha::HA_TYPE, ha::HA_TYPE_ALIAS, |a, b| {
+            a.trim().eq_ignore_ascii_case(b.trim())
+        })?;
+
+        let duration = |text: &str| parse_duration(text);
+        reader.set(&mut config.heartbeat_interval, HEARTBEAT_INTERVAL, duration)?;
+        reader.set(&mut config.heartbeat_timeout, HEARTBEAT_TIMEOUT, duration)?;
+        reader.set(&mut config.ask_timeout, ASK_TIMEOUT_ALIAS, duration)?;
+        reader.set(&mut config.ask_timeout, ASK_TIMEOUT, duration)?;
+
+        let restart = &mut config.restart;
+        reader.set(&mut restart.kind, RESTART_TYPE, kind)?;
+        reader.set(&mut restart.fixed_delay.attempts, FIXED_ATTEMPTS, count)?;
+        reader.set(&mut restart.fixed_delay.delay, FIXED_DELAY, duration)?;
+        let rate = &mut restart.failure_rate;
+        reader.set(
+            &mut rate.max_failures_per_interval,
+            RATE_MAX_FAILURES,
+            count,
+        )?;
+        reader.set(&mut rate.interval, RATE_INTERVAL, duration)?;
+        reader.set(&mut rate.delay, RATE_DELAY, duration)?;
+        let exp = &mut restart.exponential_delay;
+        reader.set(&mut exp.initial_backoff, EXP_INITIAL, duration)?;
+        reader.set(&mut exp.max_backoff, EXP_MAX, duration)?;
+        reader.set(&mut exp.backoff_multiplier, EXP_MULTIPLIER, ratio)?;
+        reader.set(
+            &mut exp.reset_backoff_threshold,
+            EXP_RESET_THRESHOLD,
+            duration,
+        )?;
+        reader.set(&mut exp.jitter_factor, EXP_JITTER, ratio)?;
+        reader.set(
+            &mut exp.attempts_before_reset_backoff,
+            EXP_ATTEMPTS,
+            attempts,
+        )?;
+
+        reader.set(&mut config.task_slots, TASK_SLOTS, count)?;
+        reader.set(&mut config.jobmanager_rpc_address, JM_ADDRESS, host)?;
+        reader.set(&mut config.jobmanager_rpc_port, JM_PORT, port)?;
+        reader.set(&mut config.taskmanager_rpc_port, TM_PORT, port)?;
+        reader.set(&mut config.rest_address, REST_ADDRESS, host)?;
+        reader.set(&mut config.rest_bind_address, REST_BIND_ADDRESS, host)?;
+        reader.set(&mut config.rest_port, REST_PORT, port)?;
+        reader.set(&mut config.parallelism_default, PARALLELISM, count)?;
+        reader.set(&mut config.cluster_secret_file, SECRET_FILE, path)?;
+
+        config.ha = read_ha(source)?;
+        config.validate()?;
+        Ok((config, unknown_keys(source)))
+    }
+}
+
+/// Delegates `high-availability.*` to [`HaConfig::from_pairs`], adding the
+/// origin of the key its error names.
+fn read_ha(source: &ConfigSource) -> Result<HaConfig, ConfigError> {
+    HaConfig::from_pairs(
+        source
+            .iter()
+            .map(|(key, entry)| (key, entry.value.as_str())),
+    )
+    .map_err(|error| {
+        let key = match &error {
+            ha::ConfigError::InvalidValue { key, .. }
+            | ha::ConfigError::Inconsistent { key, .. } => Some(*key),
+            _ => None,
+        };
+        let origin = key.and_then(|key| {
+            let alias = (key == ha::HA_TYPE).then_some(ha::HA_TYPE_ALIAS);
+            source
+                .get(key)
+                .or_else(|| alias.and_then(|alias| source.get(alias)))
+                .map(|entry| entry.origin.clone())
+        });
+        ConfigError::Ha {
+            origin,
+            source: error,
+        }
+    })
+}
+
+/// A warning per key nobody reads, with a suggestion when one is close.
+fn unknown_keys(source: &ConfigSource) -> Vec<Warning> {
+    source
+        .iter()
+        .filter(|(key, _)| !keys::is_known(key))
+        .map(|(key, entry)| Warning::UnknownKey {
+            key: key.to_owned(),
+            origin: entry.origin.clone(),
+            suggestion: suggest(key),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_accepts_infinite_and_numbers() {
+        assert_eq!(attempts("infinite"), Ok(None));
+        assert_eq!(attempts(" 7 "), Ok(Some(7)));
+        assert!(attempts("-1").is_err());
+        assert_eq!(path("  "), Ok(None));
+    }
+}

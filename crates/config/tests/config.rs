@@ -1,0 +1,374 @@
+//! `ConfigSource` and `ClusterConfig::from_source` end to end.
+
+use std::io::Write;
+use std::time::Duration;
+
+use holdfast_config::keys::{self, KEYS};
+use holdfast_config::{
+    ClusterConfig, ConfigError, ConfigSource, Origin, RestartStrategyKind, Warning,
+};
+use proptest::prelude::*;
+
+fn with(pairs: &[(&str, &str)]) -> Result<(ClusterConfig, Vec<Warning>), ConfigError> {
+    let mut source = ConfigSource::new();
+    for (key, value) in pairs {
+        source.set(*key, *value, Origin::Define);
+    }
+    ClusterConfig::from_source(&source)
+}
+
+fn error(pairs: &[(&str, &str)]) -> String {
+    with(pairs).unwrap_err().to_string()
+}
+
+#[test]
+fn flat_and_nested_yaml_give_the_same_keys() {
+    let origin = || Origin::File("conf.yaml".into());
+    let flat = ConfigSource::from_yaml_str(
+        "heartbeat.timeout: 60 s\nrestart-strategy.fixed-delay.attempts: 3\n\
+         high-availability.type: zookeeper\n",
+        origin(),
+    )
+    .unwrap();
+    let nested = ConfigSource::from_yaml_str(
+        "heartbeat:\n  timeout: 60 s\nrestart-strategy:\n  fixed-delay:\n    attempts: 3\n\
+         high-availability:\n  type: zookeeper\n",
+        origin(),
+    )
+    .unwrap();
+    assert_eq!(flat, nested);
+    assert_eq!(flat.pairs()["restart-strategy.fixed-delay.attempts"], "3");
+    assert!(
+        ConfigSource::from_yaml_str("", origin())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(ConfigSource::from_yaml_str("- a\n- b\n", origin()).is_err());
+    assert!(ConfigSource::from_yaml_str("a: [1, 2]\n", origin()).is_err());
+}
+
+#[test]
+fn defines_override_the_file_and_origins_are_kept() {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "rest.port: 9000\nheartbeat.interval: 5 s").unwrap();
+    let source = ConfigSource::load(
+        Some(file.path()),
+        &[
+            "rest.port = 9001".to_owned(),
+            "parallelism.default=4".to_owned(),
+        ],
+    )
+    .unwrap();
+    let rest = source.get("rest.port").unwrap();
+    assert_eq!(
+        (rest.value.as_str(), &rest.origin),
+        ("9001", &Origin::Define)
+    );
+    assert_eq!(
+        source.get("heartbeat.interval").unwrap().origin,
+        Origin::File(file.path().to_owned())
+    );
+    let (config, warnings) = ClusterConfig::from_source(&source).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(config.rest_port, 9001);
+    assert_eq!(config.parallelism_default, 4);
+    assert_eq!(config.heartbeat_interval, Duration::from_secs(5));
+
+    let mut bad = tempfile::NamedTempFile::new().unwrap();
+    writeln!(bad, "heartbeat.interval: soon").unwrap();
+    let source = ConfigSource::load(Some(bad.path()), &[]).unwrap();
+    let message = ClusterConfig::from_source(&source).unwrap_err().to_string();
+    assert!(message.contains("heartbeat.interval"), "{message}");
+    assert!(message.contains("\"soon\""), "{message}");
+    assert!(
+        message.contains(&bad.path().display().to_string()),
+        "{message}"
+    );
+    assert!(ConfigSource::load(None, &["no-equals".to_owned()]).is_err());
+    assert!(ConfigSource::load(None, &["=value".to_owned()]).is_err());
+}
+
+#[test]
+fn defaults_are_flinks() {
+    let (config, warnings) = with(&[]).unwrap();
+    assert!(warnings.is_empty());
+    assert_eq!(config, ClusterConfig::default());
+    assert_eq!(config.heartbeat_interval, Duration::from_secs(10));
+    assert_eq!(config.heartbeat_timeout, Duration::from_secs(50));
+    assert_eq!(config.ask_timeout, Duration::from_secs(10));
+    assert_eq!(config.restart.kind, RestartStrategyKind::ExponentialDelay);
+    assert_eq!(config.restart.fixed_delay.attempts, 1);
+    assert_eq!(config.restart.fixed_delay.delay, Duration::from_secs(1));
+    let rate = config.restart.failure_rate;
+    assert_eq!(rate.max_failures_per_interval, 1);
+    assert_eq!(rate.interval, Duration::from_secs(60));
+    assert_eq!(rate.delay, Duration::from_secs(1));
+    let exp = config.restart.exponential_delay;
+    assert_eq!(exp.initial_backoff, Duration::from_secs(1));
+    assert_eq!(exp.max_backoff, Duration::from_secs(60));
+    assert_eq!(exp.backoff_multiplier, 1.5);
+    assert_eq!(exp.reset_backoff_threshold, Duration::from_secs(3600));
+    assert_eq!(exp.jitter_factor, 0.1);
+    assert_eq!(exp.attempts_before_reset_backoff, None);
+    assert_eq!(config.task_slots, 1);
+    assert_eq!(config.jobmanager_rpc_address, "localhost");
+    assert_eq!(config.jobmanager_rpc_port, 6123);
+    assert_eq!(config.taskmanager_rpc_port, 0);
+    assert_eq!(config.rest_address, "localhost");
+    assert_eq!(config.rest_bind_address, "localhost");
+    assert_eq!(config.rest_port, 8081);
+    assert_eq!(config.parallelism_default, 1);
+    assert_eq!(config.cluster_secret_file, None);
+}
+
+/// Setting every non-HA key to its documented default changes nothing.
+#[test]
+fn documented_defaults_parse_to_the_defaults() {
+    let pairs: Vec<(&str, &str)> = KEYS
+        .iter()
+        .filter(|spec| !spec.name.starts_with("high-availability") && spec.default != "unset")
+        .map(|spec| (spec.name, spec.default))
+        .collect();
+    let (config, warnings) = with(&pairs).unwrap();
+    assert!(warnings.is_empty());
+    assert_eq!(config, ClusterConfig::default());
+}
+
+#[test]
+fn every_key_is_read() {
+    let (config, _) = with(&[
+        ("restart-strategy.type", "fixed-delay"),
+        ("restart-strategy.fixed-delay.attempts", "5"),
+        (
+            "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+            "7",
+        ),
+        ("taskmanager.numberOfTaskSlots", "8"),
+        ("taskmanager.rpc.port", "7000"),
+        ("cluster.secret-file", "/etc/holdfast/secret"),
+        ("high-availability", "zookeeper"),
+        ("high-availability.zookeeper.quorum", "zk:2181"),
+    ])
+    .unwrap();
+    assert_eq!(config.restart.kind, RestartStrategyKind::FixedDelay);
+    assert_eq!(config.restart.fixed_delay.attempts, 5);
+    assert_eq!(
+        config
+            .restart
+            .exponential_delay
+            .attempts_before_reset_backoff,
+        Some(7)
+    );
+    assert_eq!(config.task_slots, 8);
+    assert_eq!(config.taskmanager_rpc_port, 7000);
+    assert_eq!(
+        config.cluster_secret_file.as_deref(),
+        Some(std::path::Path::new("/etc/holdfast/secret"))
+    );
+    assert_eq!(config.ha.quorum.as_deref(), Some("zk:2181"));
+    for (name, kind) in [
+        ("disable", RestartStrategyKind::None),
+        ("none", RestartStrategyKind::None),
+        ("failurerate", RestartStrategyKind::FailureRate),
+        ("Exponential-Delay", RestartStrategyKind::ExponentialDelay),
+    ] {
+        let (config, _) = with(&[("restart-strategy.type", name)]).unwrap();
+        assert_eq!(config.restart.kind, kind, "{name}");
+    }
+}
+
+#[test]
+fn the_ask_timeout_alias() {
+    let (config, _) = with(&[("akka.ask.timeout", "20 s")]).unwrap();
+    assert_eq!(config.ask_timeout, Duration::from_secs(20));
+    let (config, _) = with(&[("pekko.ask.timeout", "30 s")]).unwrap();
+    assert_eq!(config.ask_timeout, Duration::from_secs(30));
+    let (config, warnings) =
+        with(&[("pekko.ask.timeout", "20000"), ("akka.ask.timeout", "20 s")]).unwrap();
+    assert_eq!(config.ask_timeout, Duration::from_secs(20));
+    assert!(warnings.is_empty());
+    let message = error(&[("pekko.ask.timeout", "20 s"), ("akka.ask.timeout", "30 s")]);
+    assert!(
+        message.contains("pekko.ask.timeout = \"20 s\""),
+        "{message}"
+    );
+    assert!(message.contains("akka.ask.timeout = \"30 s\""), "{message}");
+    let message = error(&[
+        ("high-availability", "zookeeper"),
+        ("high-availability.type", "embedded"),
+    ]);
+    assert!(message.contains("high-availability.type"), "{message}");
+}
+
+#[test]
+fn unknown_keys_are_warnings_with_suggestions() {
+    let (_, warnings) = with(&[
+        ("heartbeat.timeuot", "60 s"),
+        ("completely.unrelated", "x"),
+        ("high-availability.zookeeper.client.session-timeout", "40 s"),
+    ])
+    .unwrap();
+    let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 2, "{text:?}");
+    assert!(text[0].contains("completely.unrelated"), "{text:?}");
+    assert!(!text[0].contains("did you mean"), "{text:?}");
+    assert!(
+        text[1].contains("heartbeat.timeuot")
+            && text[1].contains("did you mean heartbeat.timeout?"),
+        "{text:?}"
+    );
+    assert!(text[1].contains("(from -D)"), "{text:?}");
+    assert!(keys::is_known("akka.ask.timeout"));
+}
+
+/// Key/value pairs, and what the error message must contain.
+type Case = (
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
+#[test]
+fn every_rule_names_the_key_and_the_value() {
+    let cases: &[Case] = &[
+        (
+            &[("heartbeat.interval", "soon")],
+            &["heartbeat.interval", "\"soon\"", "-D"],
+        ),
+        (
+            &[("heartbeat.timeout", "10 s")],
+            &["heartbeat.timeout = 10s", "heartbeat.interval = 10s"],
+        ),
+        (
+            &[("heartbeat.interval", "0")],
+            &["heartbeat.interval = 0ns", "more than 0"],
+        ),
+        (
+            &[("pekko.ask.timeout", "0 s")],
+            &["pekko.ask.timeout", "more than 0"],
+        ),
+        (
+            &[("taskmanager.numberOfTaskSlots", "0")],
+            &["taskmanager.numberOfTaskSlots = 0"],
+        ),
+        (
+            &[("taskmanager.numberOfTaskSlots", "-2")],
+            &["taskmanager.numberOfTaskSlots", "\"-2\""],
+        ),
+        (
+            &[("parallelism.default", "0")],
+            &["parallelism.default = 0"],
+        ),
+        (
+            &[("rest.port", "70000")],
+            &["rest.port", "\"70000\"", "0 to 65535"],
+        ),
+        (&[("rest.port", "0")], &["rest.port = 0"]),
+        (
+            &[("jobmanager.rpc.port", "0")],
+            &["jobmanager.rpc.port = 0"],
+        ),
+        (
+            &[("jobmanager.rpc.address", " ")],
+            &["jobmanager.rpc.address", "host name"],
+        ),
+        (
+            &[(
+                "restart-strategy.exponential-delay.backoff-multiplier",
+                "0.5",
+            )],
+            &["backoff-multiplier = 0.5", "at least 1"],
+        ),
+        (
+            &[(
+                "restart-strategy.exponential-delay.backoff-multiplier",
+                "inf",
+            )],
+            &["backoff-multiplier = inf"],
+        ),
+        (
+            &[("restart-strategy.exponential-delay.jitter-factor", "1.5")],
+            &["jitter-factor = 1.5", "[0, 1]"],
+        ),
+        (
+            &[("restart-strategy.exponential-delay.jitter-factor", "NaN")],
+            &["jitter-factor = NaN"],
+        ),
+        (
+            &[("restart-strategy.exponential-delay.max-backoff", "500 ms")],
+            &["max-backoff = 500ms", "initial-backoff = 1s"],
+        ),
+        (
+            &[(
+                "restart-strategy.failure-rate.max-failures-per-interval",
+                "0",
+            )],
+            &["max-failures-per-interval = 0"],
+        ),
+        (
+            &[("restart-strategy.type", "sometimes")],
+            &["restart-strategy.type", "\"sometimes\"", "fixed-delay"],
+        ),
+        (
+            &[(
+                "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+                "lots",
+            )],
+            &["attempts-before-reset-backoff", "\"lots\"", "infinite"],
+        ),
+        (
+            &[("high-availability.zookeeper.client.session-timeout", "soon")],
+            &[
+                "high-availability.zookeeper.client.session-timeout",
+                "\"soon\"",
+                "(from -D)",
+            ],
+        ),
+        (
+            &[("high-availability.type", "zookeeper")],
+            &["high-availability.zookeeper.quorum"],
+        ),
+    ];
+    for (pairs, needles) in cases {
+        let message = error(pairs);
+        for needle in *needles {
+            assert!(
+                message.contains(needle),
+                "{pairs:?}: {message:?} lacks {needle:?}"
+            );
+        }
+    }
+}
+
+fn key() -> impl Strategy<Value = String> {
+    let known: Vec<String> = keys::all_names().map(str::to_owned).collect();
+    prop_oneof![proptest::sample::select(known), "[a-z.A-Z-]{0,40}"]
+}
+
+fn value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[0-9]{0,12}(\\.[0-9]{0,4})? ?(ms|s|min|h|d|)",
+        "(-|\\+)?[0-9eE.]{0,30}",
+        "(none|fixed-delay|zookeeper|embedded|true|false|lease|NaN|inf|infinite|localhost| |/x|)",
+        "\\PC{0,30}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+    #[test]
+    fn from_source_never_panics(pairs in proptest::collection::vec((key(), value()), 0..12)) {
+        let mut source = ConfigSource::new();
+        for (key, value) in &pairs {
+            source.set(key.clone(), value.clone(), Origin::Define);
+        }
+        match ClusterConfig::from_source(&source) {
+            Ok((config, _)) => prop_assert!(config.validate().is_ok()),
+            Err(error) => prop_assert!(!error.to_string().is_empty()),
+        }
+    }
+
+    #[test]
+    fn yaml_loading_never_panics(text in "\\PC{0,200}") {
+        let _ = ConfigSource::from_yaml_str(&text, Origin::Define);
+    }
+}

@@ -1,0 +1,24 @@
+//! The cluster runtime's pure core (issue #4): everything here is a sans-IO
+//! state machine or a value. Events come in with a [`MonoTime`] `now`,
+//! commands or decisions come out; nothing reads a clock, draws random
+//! numbers or performs I/O. The async shells (RPC, deployment) come later and
+//! only feed events in and carry commands out.
+//!
+//! - [`ids`]: ordered newtypes for job, task, attempt, TaskManager, slot and
+//!   resource ids, with parsing that reports what is wrong.
+//! - [`lifecycle`]: job and task states, each with one transition function.
+//! - [`restart`]: restart strategies as values and a [`RestartTracker`] that
+//!   decides, per failure, whether and when to restart.
+//! - [`heartbeat`]: a per-peer heartbeat monitor.
+//! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
+//!
+//! [`MonoTime`]: holdfast_ha::time::MonoTime
+//! [`RestartTracker`]: restart::RestartTracker
+//! [`EpochFence`]: fencing::EpochFence
+#![warn(missing_docs)]
+
+pub mod fencing;
+pub mod heartbeat;
+pub mod ids;
+pub mod lifecycle;
+pub mod restart;

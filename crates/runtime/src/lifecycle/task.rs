@@ -1,0 +1,195 @@
+//! A task attempt's lifecycle, as the JobManager tracks it.
+//!
+//! ```text
+//!            Deploy              Started             Finished
+//! Scheduled ───────► Deploying ─────────► Running ──────────► Finished
+//!    │                   │                   │
+//!    │ Cancel            │ Cancel            │ Cancel
+//!    ▼                   └──────► Canceling ◄┘ ──CancelAcknowledged──► Canceled
+//! Canceled
+//!   Fail from Scheduled, Deploying, Running or Canceling ──► Failed
+//! ```
+
+use super::IllegalTransition;
+
+/// Where a task attempt is in its lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskState {
+    /// Waiting for a slot.
+    Scheduled,
+    /// Sent to a TaskManager, not yet reported running.
+    Deploying,
+    /// The TaskManager reports it running.
+    Running,
+    /// Terminal: the task completed its input.
+    Finished,
+    /// A cancel was sent; waiting for the TaskManager to confirm.
+    Canceling,
+    /// Terminal: canceled.
+    Canceled,
+    /// Terminal: failed (including failed by a heartbeat timeout or a newer
+    /// leader, per the HA semantics §6).
+    Failed,
+}
+
+impl TaskState {
+    /// Every state, for tables and tests.
+    pub const ALL: [TaskState; 7] = [
+        TaskState::Scheduled,
+        TaskState::Deploying,
+        TaskState::Running,
+        TaskState::Finished,
+        TaskState::Canceling,
+        TaskState::Canceled,
+        TaskState::Failed,
+    ];
+
+    /// Whether the task attempt can never change state again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Finished | TaskState::Canceled | TaskState::Failed
+        )
+    }
+}
+
+/// What can happen to a task attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskEvent {
+    /// A slot was assigned and the deployment sent.
+    Deploy,
+    /// The TaskManager reported the task running.
+    Started,
+    /// The TaskManager reported the task finished.
+    Finished,
+    /// The task must be canceled.
+    Cancel,
+    /// The TaskManager confirmed the cancel.
+    CancelAcknowledged,
+    /// The task failed (reported, or failed by the JobManager).
+    Fail,
+}
+
+impl TaskEvent {
+    /// Every event, for tables and tests.
+    pub const ALL: [TaskEvent; 6] = [
+        TaskEvent::Deploy,
+        TaskEvent::Started,
+        TaskEvent::Finished,
+        TaskEvent::Cancel,
+        TaskEvent::CancelAcknowledged,
+        TaskEvent::Fail,
+    ];
+}
+
+/// The one place a task attempt changes state: the state after `event`, or
+/// [`IllegalTransition`] if the event is not allowed in `state`.
+pub fn transition(
+    state: TaskState,
+    event: TaskEvent,
+) -> Result<TaskState, IllegalTransition<TaskState, TaskEvent>> {
+    use TaskEvent as E;
+    use TaskState as S;
+    let next = match (state, event) {
+        (S::Scheduled, E::Deploy) => S::Deploying,
+        (S::Deploying, E::Started) => S::Running,
+        (S::Running, E::Finished) => S::Finished,
+        // Not deployed anywhere, so nobody has to confirm.
+        (S::Scheduled, E::Cancel) => S::Canceled,
+        (S::Deploying | S::Running, E::Cancel) => S::Canceling,
+        (S::Canceling, E::CancelAcknowledged) => S::Canceled,
+        (S::Scheduled | S::Deploying | S::Running | S::Canceling, E::Fail) => S::Failed,
+        (from, event) => return Err(IllegalTransition { from, event }),
+    };
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every legal transition; anything not listed must be rejected.
+    const LEGAL: &[(TaskState, TaskEvent, TaskState)] = &[
+        (
+            TaskState::Scheduled,
+            TaskEvent::Deploy,
+            TaskState::Deploying,
+        ),
+        (TaskState::Scheduled, TaskEvent::Cancel, TaskState::Canceled),
+        (TaskState::Scheduled, TaskEvent::Fail, TaskState::Failed),
+        (TaskState::Deploying, TaskEvent::Started, TaskState::Running),
+        (
+            TaskState::Deploying,
+            TaskEvent::Cancel,
+            TaskState::Canceling,
+        ),
+        (TaskState::Deploying, TaskEvent::Fail, TaskState::Failed),
+        (TaskState::Running, TaskEvent::Finished, TaskState::Finished),
+        (TaskState::Running, TaskEvent::Cancel, TaskState::Canceling),
+        (TaskState::Running, TaskEvent::Fail, TaskState::Failed),
+        (
+            TaskState::Canceling,
+            TaskEvent::CancelAcknowledged,
+            TaskState::Canceled,
+        ),
+        (TaskState::Canceling, TaskEvent::Fail, TaskState::Failed),
+    ];
+
+    #[test]
+    fn every_pair_matches_the_table() {
+        for state in TaskState::ALL {
+            for event in TaskEvent::ALL {
+                let expected = LEGAL
+                    .iter()
+                    .find(|(s, e, _)| *s == state && *e == event)
+                    .map(|(_, _, next)| *next);
+                match expected {
+                    Some(next) => assert_eq!(transition(state, event), Ok(next)),
+                    None => assert_eq!(
+                        transition(state, event),
+                        Err(IllegalTransition { from: state, event }),
+                        "{event:?} in {state:?} must be rejected"
+                    ),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn terminal_states_accept_nothing() {
+        let terminal: Vec<_> = TaskState::ALL
+            .into_iter()
+            .filter(|s| s.is_terminal())
+            .collect();
+        assert_eq!(
+            terminal,
+            [TaskState::Finished, TaskState::Canceled, TaskState::Failed]
+        );
+        for state in terminal {
+            for event in TaskEvent::ALL {
+                assert!(transition(state, event).is_err());
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_sequence_leaves_a_terminal_state(
+            events in proptest::collection::vec(proptest::sample::select(TaskEvent::ALL.to_vec()), 0..64)
+        ) {
+            let mut state = TaskState::Scheduled;
+            let mut reached_terminal = None;
+            for event in events {
+                if let Ok(next) = transition(state, event) {
+                    state = next;
+                }
+                if let Some(terminal) = reached_terminal {
+                    prop_assert_eq!(state, terminal);
+                } else if state.is_terminal() {
+                    reached_terminal = Some(state);
+                }
+            }
+        }
+    }
+}
