@@ -121,3 +121,62 @@ pub struct RestartStrategyConfig {
     /// `restart-strategy.exponential-delay.*`.
     pub exponential_delay: ExponentialDelay,
 }
+
+impl RestartStrategyConfig {
+    /// The chosen strategy with its parameters, as the runtime's restart
+    /// tracker takes it (the settings of the strategies not chosen are
+    /// dropped, as Flink ignores them).
+    pub fn strategy(&self) -> holdfast_runtime::restart::RestartStrategy {
+        use holdfast_runtime::restart::RestartStrategy;
+        match self.kind {
+            RestartStrategyKind::None => RestartStrategy::None,
+            RestartStrategyKind::FixedDelay => RestartStrategy::FixedDelay {
+                attempts: self.fixed_delay.attempts,
+                delay: self.fixed_delay.delay,
+            },
+            RestartStrategyKind::FailureRate => RestartStrategy::FailureRate {
+                max_failures_per_interval: self.failure_rate.max_failures_per_interval,
+                interval: self.failure_rate.interval,
+                delay: self.failure_rate.delay,
+            },
+            RestartStrategyKind::ExponentialDelay => {
+                let exponential = &self.exponential_delay;
+                RestartStrategy::ExponentialDelay {
+                    initial_backoff: exponential.initial_backoff,
+                    max_backoff: exponential.max_backoff,
+                    multiplier: exponential.backoff_multiplier,
+                    reset_backoff_threshold: exponential.reset_backoff_threshold,
+                    jitter_factor: exponential.jitter_factor,
+                    attempts_before_reset: exponential
+                        .attempts_before_reset_backoff
+                        .unwrap_or(u32::MAX),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use holdfast_runtime::restart::RestartStrategy;
+
+    #[test]
+    fn the_chosen_strategy_reaches_the_runtime_with_flinks_defaults() {
+        let mut config = RestartStrategyConfig::default();
+        assert!(matches!(
+            config.strategy(),
+            RestartStrategy::ExponentialDelay { multiplier, attempts_before_reset: u32::MAX, .. } if multiplier == 1.5
+        ));
+        config.kind = RestartStrategyKind::FixedDelay;
+        assert_eq!(config.strategy(), RestartStrategy::fixed_delay());
+        config.kind = RestartStrategyKind::FailureRate;
+        assert_eq!(config.strategy(), RestartStrategy::failure_rate());
+        config.kind = RestartStrategyKind::None;
+        assert_eq!(config.strategy(), RestartStrategy::None);
+        assert_eq!(
+            RestartStrategyConfig::default().strategy(),
+            RestartStrategy::exponential_delay()
+        );
+    }
+}
