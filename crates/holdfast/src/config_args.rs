@@ -2,12 +2,11 @@
 //! (`--config`), `-D key=value` overrides, and flags for the common keys.
 //! Later sources win: file, then `-D`, then flags.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use holdfast_config::ConfigSource;
+use holdfast_config::{ClusterConfig, ConfigSource, Origin};
 use holdfast_ha::config::{self, HaConfig};
 
 /// Where the HA configuration comes from.
@@ -43,49 +42,51 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// Every key/value pair, from all sources.
-    pub fn pairs(&self) -> Result<BTreeMap<String, String>> {
-        let mut pairs = ConfigSource::load(self.config.as_deref(), &self.define)?.pairs();
+    /// Every setting from all sources, each with where it came from.
+    pub fn source(&self) -> Result<ConfigSource> {
+        let mut source = ConfigSource::load(self.config.as_deref(), &self.define)?;
         let flags = [
-            (config::QUORUM, self.quorum.clone()),
-            (config::PATH_ROOT, self.path_root.clone()),
-            (config::CLUSTER_ID, self.cluster_id.clone()),
-            (config::SESSION_TIMEOUT, self.session_timeout.clone()),
-            (config::ERROR_POLICY, self.policy.clone()),
-            (config::ACL, self.acl.clone()),
+            (config::QUORUM, "--quorum", self.quorum.clone()),
+            (config::PATH_ROOT, "--path-root", self.path_root.clone()),
+            (config::CLUSTER_ID, "--cluster-id", self.cluster_id.clone()),
+            (
+                config::SESSION_TIMEOUT,
+                "--session-timeout",
+                self.session_timeout.clone(),
+            ),
+            (config::ERROR_POLICY, "--policy", self.policy.clone()),
+            (config::ACL, "--acl", self.acl.clone()),
             (
                 config::DIGEST_FILE,
+                "--digest-file",
                 self.digest_file
                     .as_ref()
                     .map(|path| path.display().to_string()),
             ),
         ];
-        for (key, value) in flags {
+        for (key, flag, value) in flags {
             if let Some(value) = value {
-                pairs.insert(key.to_owned(), value);
+                source.set(key, value, Origin::Program(flag.to_owned()));
             }
         }
         if self.quorum.is_some() {
-            pairs.insert(config::HA_TYPE.to_owned(), "zookeeper".to_owned());
+            source.set(
+                config::HA_TYPE,
+                "zookeeper",
+                Origin::Program("--quorum".to_owned()),
+            );
         }
-        Ok(pairs)
+        Ok(source)
     }
 
-    /// The HA configuration; warns about `high-availability.*` keys nobody reads.
+    /// The HA configuration, read as part of the whole cluster
+    /// configuration: bad values fail naming key, value and origin; keys
+    /// nobody reads are warned about (with a suggestion when one is close).
     pub fn ha_config(&self) -> Result<HaConfig> {
-        let pairs = self.pairs()?;
-        for key in pairs.keys() {
-            if key.starts_with("high-availability") && !config::ALL_KEYS.contains(&key.as_str()) {
-                tracing::warn!(
-                    key,
-                    "unknown configuration key; it is ignored (check its spelling)"
-                );
-            }
+        let (cluster, warnings) = ClusterConfig::from_source(&self.source()?)?;
+        for warning in warnings {
+            tracing::warn!("{warning}");
         }
-        Ok(HaConfig::from_pairs(
-            pairs
-                .iter()
-                .map(|(key, value)| (key.as_str(), value.as_str())),
-        )?)
+        Ok(cluster.ha)
     }
 }
