@@ -57,18 +57,7 @@ async fn killing_the_zookeeper_leader_changes_nothing_under_lease() -> Result<()
     let successor = zk.leader().await?;
     let quorum_formed = killed_at.elapsed();
     ensure!(successor != doomed, "member {doomed} still leads");
-    let suspended = scene
-        .a_states
-        .wait_for("a suspension of a", |state| {
-            state == ConnectionState::Suspended
-        })
-        .await?;
-    let reconnected = scene
-        .a_states
-        .wait_for("a reconnection of a", |state| {
-            state == ConnectionState::Reconnected
-        })
-        .await?;
+    let (suspended, reconnected) = scene.suspension_and_reconnection().await?;
     let moved_to = fixture.members_serving(scene.session).await?;
     watch_until(killed_at + T + T / 2).await;
     let samples = sampler.finish().await?;
@@ -110,18 +99,7 @@ async fn partitioning_the_member_of_the_leaders_session_changes_nothing_under_le
     let sampler = scene.sample_leadership();
     let partitioned_at = Instant::now();
     zk.partition(member)?;
-    let suspended = scene
-        .a_states
-        .wait_for("a suspension of a", |state| {
-            state == ConnectionState::Suspended
-        })
-        .await?;
-    let reconnected = scene
-        .a_states
-        .wait_for("a reconnection of a", |state| {
-            state == ConnectionState::Reconnected
-        })
-        .await?;
+    let (suspended, reconnected) = scene.suspension_and_reconnection().await?;
     let moved_to = fixture.members_serving(scene.session).await?;
     watch_until(partitioned_at + T + T / 2).await;
     let samples = sampler.finish().await?;

@@ -128,6 +128,24 @@ pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) -> Resu
 }
 
 impl Scene {
+    /// Waits for `a` to be suspended and then reconnected; returns when
+    /// each happened.
+    pub async fn suspension_and_reconnection(&self) -> Result<(Instant, Instant)> {
+        let suspended = self
+            .a_states
+            .wait_for("a suspension of a", |state| {
+                state == ConnectionState::Suspended
+            })
+            .await?;
+        let reconnected = self
+            .a_states
+            .wait_for("a reconnection of a", |state| {
+                state == ConnectionState::Reconnected
+            })
+            .await?;
+        Ok((suspended, reconnected))
+    }
+
     /// `a` leads with a session on member `member` (its other routes refuse
     /// until then; afterwards it may reach every member again), `b` stands
     /// by, and the observer knows `a`.
