@@ -10,6 +10,7 @@
 //! - [`restart`]: restart strategies as values and a [`RestartTracker`] that
 //!   decides, per failure, whether and when to restart.
 //! - [`heartbeat`]: a per-peer heartbeat monitor.
+//! - [`graph`]: the job graph a client submits, with validation.
 //! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
 //!
 //! [`MonoTime`]: holdfast_ha::time::MonoTime
@@ -18,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod fencing;
+pub mod graph;
 pub mod heartbeat;
 pub mod ids;
 pub mod lifecycle;

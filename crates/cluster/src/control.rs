@@ -1,0 +1,69 @@
+//! [`ClusterControl`]: what the REST API asks of a JobManager. The JobManager
+//! implements it; the REST layer (and its tests) only see this trait.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
+
+use crate::view::{
+    ConfigEntry, HaView, JobDetails, JobExceptions, JobsOverview, Overview, TaskManagers,
+};
+
+/// A boxed future, so the trait stays object-safe.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a control call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// A mutating call reached a JobManager that does not lead.
+    #[error("this JobManager does not lead; {}", match .leader_rest {
+        Some(leader) => format!("the leader is at {leader}"),
+        None => "no leader is known right now; retry shortly".to_owned(),
+    })]
+    NotLeader {
+        /// The leader's REST address, if known.
+        leader_rest: Option<String>,
+    },
+    /// No such job.
+    #[error("job {0} not found")]
+    NotFound(JobId),
+    /// The request is malformed (the message names what is wrong).
+    #[error("{0}")]
+    Invalid(String),
+    /// The job is already in a terminal state.
+    #[error("job {job} is already {state}")]
+    Terminal {
+        /// The job.
+        job: JobId,
+        /// Its state.
+        state: String,
+    },
+    /// The JobManager could not complete the call now (e.g. the HA store is
+    /// unreachable); retrying may help.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// What the REST API needs from a JobManager.
+pub trait ClusterControl: Send + Sync + 'static {
+    /// `GET /overview`.
+    fn overview(&self) -> Overview;
+    /// `GET /jobs/overview`.
+    fn jobs(&self) -> JobsOverview;
+    /// `GET /jobs/{id}`.
+    fn job(&self, id: JobId) -> Result<JobDetails, ControlError>;
+    /// `GET /jobs/{id}/exceptions`.
+    fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError>;
+    /// `GET /taskmanagers`.
+    fn taskmanagers(&self) -> TaskManagers;
+    /// `GET /config`: the effective configuration, secrets masked.
+    fn config(&self) -> Vec<ConfigEntry>;
+    /// `GET /ha`.
+    fn ha(&self) -> HaView;
+    /// `POST /jobs`: submit a job (only the leader accepts).
+    fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>>;
+    /// `PATCH /jobs/{id}?mode=cancel`: cancel a job (only the leader accepts).
+    fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>>;
+}

@@ -1,0 +1,9 @@
+//! The cluster's processes: JobManager (leader and standbys), TaskManager,
+//! the REST API and the client. The pure decisions live in
+//! `holdfast-runtime`; this crate is their async shell over RPC
+//! (`holdfast-rpc`), the HA layer (`holdfast-ha`) and task threads
+//! (`holdfast-executor`).
+#![warn(missing_docs)]
+
+pub mod control;
+pub mod view;

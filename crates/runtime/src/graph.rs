@@ -1,0 +1,237 @@
+//! The job graph: what a client submits and the scheduler deploys. A job is a
+//! list of vertices, each a task kind (a built-in task now, an operator chain
+//! of the dataflow later) run by `parallelism` subtasks, plus edges that say
+//! which vertex feeds which.
+//!
+//! The graph is plain data (serde) so it can be submitted over REST and kept
+//! in the HA job store; [`JobGraph::validate`] is the one place that decides
+//! whether a graph can run, and names what is wrong when it cannot.
+
+use serde::{Deserialize, Serialize};
+
+/// The most subtasks one vertex may have.
+pub const MAX_PARALLELISM: u32 = 1024;
+/// The most vertices one job may have.
+pub const MAX_VERTICES: usize = 256;
+
+/// A submitted job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobGraph {
+    /// A human-readable name (shown by `list`, `status` and the REST API).
+    pub name: String,
+    /// The vertices, in order: a vertex's index is its id.
+    pub vertices: Vec<Vertex>,
+    /// Which vertex feeds which (by index); empty for independent vertices.
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+}
+
+/// One vertex: a task kind run by `parallelism` subtasks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vertex {
+    /// The vertex's name.
+    pub name: String,
+    /// What each subtask runs (a name the TaskManager's task registry knows).
+    pub task: String,
+    /// The task's arguments (checked by the task registry at deployment).
+    #[serde(default)]
+    pub args: serde_json::Value,
+    /// How many subtasks run it, from 1 to [`MAX_PARALLELISM`].
+    pub parallelism: u32,
+}
+
+/// Vertex `from` feeds vertex `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Edge {
+    /// The producing vertex's index.
+    pub from: u32,
+    /// The consuming vertex's index.
+    pub to: u32,
+}
+
+/// Why a job graph cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    /// The job has no vertices.
+    #[error("the job graph has no vertices: a job needs at least one")]
+    NoVertices,
+    /// Too many vertices.
+    #[error("the job graph has {0} vertices; at most {MAX_VERTICES} are allowed")]
+    TooManyVertices(usize),
+    /// A name is empty or too long.
+    #[error("{what} name {name:?} must be 1 to 200 characters")]
+    BadName {
+        /// Which name (job or vertex N).
+        what: String,
+        /// The name as given.
+        name: String,
+    },
+    /// A vertex's parallelism is out of range.
+    #[error("vertex {vertex} ({name}) has parallelism {parallelism}; it must be 1 to {MAX_PARALLELISM}")]
+    BadParallelism {
+        /// The vertex's index.
+        vertex: u32,
+        /// The vertex's name.
+        name: String,
+        /// The parallelism as given.
+        parallelism: u32,
+    },
+    /// An edge names a vertex that does not exist.
+    #[error("edge {from} -> {to} names a vertex that does not exist (the graph has {count})")]
+    DanglingEdge {
+        /// The edge's source.
+        from: u32,
+        /// The edge's target.
+        to: u32,
+        /// How many vertices the graph has.
+        count: usize,
+    },
+    /// The edges form a cycle.
+    #[error("the edges form a cycle through vertex {0}")]
+    Cycle(u32),
+}
+
+impl JobGraph {
+    /// A graph of one vertex: `parallelism` subtasks of `task` with `args`.
+    pub fn single(name: &str, task: &str, args: serde_json::Value, parallelism: u32) -> JobGraph {
+        JobGraph {
+            name: name.to_owned(),
+            vertices: vec![Vertex {
+                name: task.to_owned(),
+                task: task.to_owned(),
+                args,
+                parallelism,
+            }],
+            edges: Vec::new(),
+        }
+    }
+
+    /// Checks that the graph can run.
+    pub fn validate(&self) -> Result<(), GraphError> {
+        check_name("job", &self.name)?;
+        if self.vertices.is_empty() {
+            return Err(GraphError::NoVertices);
+        }
+        if self.vertices.len() > MAX_VERTICES {
+            return Err(GraphError::TooManyVertices(self.vertices.len()));
+        }
+        for (index, vertex) in self.vertices.iter().enumerate() {
+            check_name(&format!("vertex {index}"), &vertex.name)?;
+            check_name(&format!("vertex {index}'s task"), &vertex.task)?;
+            if vertex.parallelism == 0 || vertex.parallelism > MAX_PARALLELISM {
+                return Err(GraphError::BadParallelism {
+                    vertex: index as u32,
+                    name: vertex.name.clone(),
+                    parallelism: vertex.parallelism,
+                });
+            }
+        }
+        let count = self.vertices.len();
+        for edge in &self.edges {
+            if edge.from as usize >= count || edge.to as usize >= count {
+                return Err(GraphError::DanglingEdge {
+                    from: edge.from,
+                    to: edge.to,
+                    count,
+                });
+            }
+        }
+        self.check_acyclic()
+    }
+
+    /// How many subtasks the whole job has (= slots it needs).
+    pub fn total_subtasks(&self) -> u32 {
+        self.vertices.iter().map(|v| v.parallelism).sum()
+    }
+
+    fn check_acyclic(&self) -> Result<(), GraphError> {
+        // Kahn's algorithm: whatever is left with an incoming edge is on a cycle.
+        let count = self.vertices.len();
+        let mut incoming = vec![0usize; count];
+        for edge in &self.edges {
+            incoming[edge.to as usize] += 1;
+        }
+        let mut ready: Vec<usize> = (0..count).filter(|&v| incoming[v] == 0).collect();
+        let mut seen = 0;
+        while let Some(v) = ready.pop() {
+            seen += 1;
+            for edge in self.edges.iter().filter(|e| e.from as usize == v) {
+                incoming[edge.to as usize] -= 1;
+                if incoming[edge.to as usize] == 0 {
+                    ready.push(edge.to as usize);
+                }
+            }
+        }
+        if seen == count {
+            return Ok(());
+        }
+        let on_cycle = (0..count).find(|&v| incoming[v] > 0).unwrap_or(0);
+        Err(GraphError::Cycle(on_cycle as u32))
+    }
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), GraphError> {
+    if name.trim().is_empty() || name.chars().count() > 200 {
+        return Err(GraphError::BadName {
+            what: what.to_owned(),
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn two() -> JobGraph {
+        let mut graph = JobGraph::single("job", "source", json!({}), 2);
+        graph.vertices.push(Vertex {
+            name: "sink".into(),
+            task: "sink".into(),
+            args: json!(null),
+            parallelism: 1,
+        });
+        graph.edges.push(Edge { from: 0, to: 1 });
+        graph
+    }
+
+    #[test]
+    fn a_valid_graph_passes_and_counts_its_subtasks() {
+        let graph = two();
+        assert_eq!(graph.validate(), Ok(()));
+        assert_eq!(graph.total_subtasks(), 3);
+    }
+
+    #[test]
+    fn each_defect_is_named() {
+        let mut graph = two();
+        graph.vertices[1].parallelism = 0;
+        assert!(matches!(graph.validate(), Err(GraphError::BadParallelism { vertex: 1, .. })));
+        let mut graph = two();
+        graph.edges.push(Edge { from: 1, to: 7 });
+        assert!(matches!(graph.validate(), Err(GraphError::DanglingEdge { to: 7, .. })));
+        let mut graph = two();
+        graph.edges.push(Edge { from: 1, to: 0 });
+        assert!(matches!(graph.validate(), Err(GraphError::Cycle(_))));
+        let mut graph = two();
+        graph.name = " ".into();
+        assert!(matches!(graph.validate(), Err(GraphError::BadName { .. })));
+        let mut graph = two();
+        graph.vertices.clear();
+        assert_eq!(graph.validate(), Err(GraphError::NoVertices));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        let error = serde_json::from_str::<JobGraph>(
+            r#"{"name":"j","vertices":[{"name":"v","task":"t","parallelism":1,"paralelism":2}]}"#,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("paralelism"), "{error}");
+    }
+}
