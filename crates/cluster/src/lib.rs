@@ -5,5 +5,12 @@
 //! (`holdfast-executor`).
 #![warn(missing_docs)]
 
+pub mod address;
+pub mod client;
 pub mod control;
+pub mod job_store;
+pub mod jobmanager;
+pub mod metrics;
+pub mod rest;
+pub mod taskmanager;
 pub mod view;

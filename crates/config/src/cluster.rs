@@ -25,6 +25,10 @@ pub struct ClusterConfig {
     pub restart: RestartStrategyConfig,
     /// `taskmanager.numberOfTaskSlots` (default 1).
     pub task_slots: u32,
+    /// `taskmanager.resource-id` (default unset: generated).
+    pub taskmanager_resource_id: Option<String>,
+    /// `taskmanager.host` (default unset: the bound address).
+    pub taskmanager_host: Option<String>,
     /// `jobmanager.rpc.address` (default `localhost`).
     pub jobmanager_rpc_address: String,
     /// `jobmanager.rpc.port` (default 6123).
@@ -54,6 +58,8 @@ impl Default for ClusterConfig {
             ask_timeout: Duration::from_secs(10),
             restart: RestartStrategyConfig::default(),
             task_slots: 1,
+            taskmanager_resource_id: None,
+            taskmanager_host: None,
             jobmanager_rpc_address: "localhost".into(),
             jobmanager_rpc_port: 6123,
             taskmanager_rpc_port: 0,
@@ -104,7 +110,10 @@ impl ClusterConfig {
             (JM_PORT, self.jobmanager_rpc_port),
             (REST_PORT, self.rest_port),
         ] {
-            if value == 0 {
+            // With ZooKeeper HA the leader publishes its addresses there,
+            // so any free port will do; otherwise others must know it.
+            let published = self.ha.backend == holdfast_ha::config::BackendKind::ZooKeeper;
+            if value == 0 && !published {
                 return Err(ConfigError::ZeroPort { key, value });
             }
         }

@@ -78,6 +78,10 @@ pub const JM_ADDRESS: &str = "jobmanager.rpc.address";
 pub const JM_PORT: &str = "jobmanager.rpc.port";
 /// `taskmanager.rpc.port`.
 pub const TM_PORT: &str = "taskmanager.rpc.port";
+/// `taskmanager.resource-id`.
+pub const TM_RESOURCE_ID: &str = "taskmanager.resource-id";
+/// `taskmanager.host`.
+pub const TM_HOST: &str = "taskmanager.host";
 /// `parallelism.default`.
 pub const PARALLELISM: &str = "parallelism.default";
 /// `cluster.secret-file` (holdfast's own key).
@@ -344,6 +348,20 @@ pub const KEYS: &[KeySpec] = &[
         "slots each TaskManager offers; at least 1",
     ),
     key(
+        TM_RESOURCE_ID,
+        "unset",
+        "id",
+        Cluster,
+        "a TaskManager's id (letters, digits, `-`, `_`, `.`); unset: `tm-<host>-<pid>-<random>`",
+    ),
+    key(
+        TM_HOST,
+        "unset",
+        "host",
+        Cluster,
+        "the address a TaskManager advertises for RPC; unset: the address it binds",
+    ),
+    key(
         JM_ADDRESS,
         "localhost",
         "host",
@@ -355,7 +373,7 @@ pub const KEYS: &[KeySpec] = &[
         "6123",
         "port",
         Cluster,
-        "the JobManager's RPC port (1–65535)",
+        "the JobManager's RPC port (1–65535; `0` = any free port, only with ZooKeeper HA)",
     ),
     key(
         TM_PORT,
@@ -397,7 +415,7 @@ pub const KEYS: &[KeySpec] = &[
         "8081",
         "port",
         Rest,
-        "the REST server's port (1–65535)",
+        "the REST server's port (1–65535; `0` = any free port, only with ZooKeeper HA)",
     ),
 ];
 

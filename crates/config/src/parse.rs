@@ -78,6 +78,21 @@ fn host(text: &str) -> Result<String, String> {
     Ok(text.trim().to_owned())
 }
 
+fn optional_host(text: &str) -> Result<Option<String>, String> {
+    let text = text.trim();
+    Ok((!text.is_empty()).then(|| text.to_owned()))
+}
+
+fn resource_id(text: &str) -> Result<Option<String>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse::<holdfast_runtime::ids::ResourceId>()
+        .map(|_| Some(text.to_owned()))
+        .map_err(|e| e.to_string())
+}
+
 fn path(text: &str) -> Result<Option<PathBuf>, String> {
     let text = text.trim();
     Ok((!text.is_empty()).then(|| PathBuf::from(text)))
@@ -170,6 +185,8 @@ impl ClusterConfig {
         )?;
 
         reader.set(&mut config.task_slots, TASK_SLOTS, count)?;
+        reader.set(&mut config.taskmanager_resource_id, TM_RESOURCE_ID, resource_id)?;
+        reader.set(&mut config.taskmanager_host, TM_HOST, optional_host)?;
         reader.set(&mut config.jobmanager_rpc_address, JM_ADDRESS, host)?;
         reader.set(&mut config.jobmanager_rpc_port, JM_PORT, port)?;
         reader.set(&mut config.taskmanager_rpc_port, TM_PORT, port)?;

@@ -1,1 +1,48 @@
-//! TODO
+//! Runs a TaskManager's task attempts on dedicated OS threads, away from the
+//! threads that serve RPC, heartbeats and ZooKeeper, so that CPU-bound or
+//! blocking task code cannot make a TaskManager miss its heartbeats or lose
+//! its ZooKeeper session.
+//!
+//! ```text
+//!  RPC / heartbeat / ZooKeeper threads (tokio)        task threads (nice 10)
+//!  ─────────────────────────────────────────         ──────────────────────────
+//!  TaskRegistry::create(name, args) ─► TaskCode
+//!  TaskExecutor::start(key, slot, code) ─────spawn──► "task-3.7#2": code.run(ctx)
+//!  TaskExecutor::cancel(key) ───────── CancelHandle ─► ctx.is_canceled() / sleep_or_cancel
+//!  TaskExecutor::snapshot() ◄──────── processed counter ── ctx.add_processed(n)
+//!  updates receiver ◄─────────────── TaskUpdate: Running, then Finished | Canceled | Failed
+//! ```
+//!
+//! - [`TaskCode`] is what an attempt runs (a built-in task now, an operator
+//!   chain of the dataflow later); it gets a [`TaskContext`].
+//! - [`TaskRegistry`] makes code from a task name and JSON arguments; the
+//!   same registry validates a job at submission ([`ArgsError`] names the
+//!   task, the argument and what is wrong). [`builtin`] has `count`, `burn`,
+//!   `block` and `fail`; [`Args`] parses arguments for user tasks too.
+//! - [`TaskExecutor`] runs attempts in slots and reports [`TaskUpdate`]s;
+//!   its bookkeeping is a pure table with one transition function for an
+//!   attempt's [`TaskStatus`].
+#![warn(missing_docs)]
+
+mod args;
+pub mod builtin;
+mod code;
+mod context;
+mod error;
+mod executor;
+mod key;
+mod options;
+mod registry;
+mod status;
+mod table;
+mod thread;
+
+pub use args::{Args, ArgsError};
+pub use code::{TaskCode, TaskFailure};
+pub use context::{CancelHandle, TaskContext};
+pub use error::{ForgetError, StartError};
+pub use executor::TaskExecutor;
+pub use key::{AttemptKey, TaskInfo};
+pub use options::{ExecutorOptions, OptionsError, TaskPriority};
+pub use registry::{RegisterError, TaskFactory, TaskRegistry};
+pub use status::{TaskSnapshot, TaskStatus, TaskUpdate};

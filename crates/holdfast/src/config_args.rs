@@ -83,10 +83,17 @@ impl ConfigArgs {
     /// configuration: bad values fail naming key, value and origin; keys
     /// nobody reads are warned about (with a suggestion when one is close).
     pub fn ha_config(&self) -> Result<HaConfig> {
-        let (cluster, warnings) = ClusterConfig::from_source(&self.source()?)?;
+        Ok(self.cluster_config()?.0.ha)
+    }
+
+    /// The whole cluster configuration (see [`ha_config`](Self::ha_config)
+    /// for how errors and unknown keys are reported), with its sources.
+    pub fn cluster_config(&self) -> Result<(ClusterConfig, ConfigSource)> {
+        let source = self.source()?;
+        let (cluster, warnings) = ClusterConfig::from_source(&source)?;
         for warning in warnings {
             tracing::warn!("{warning}");
         }
-        Ok(cluster.ha)
+        Ok((cluster, source))
     }
 }

@@ -5,12 +5,19 @@
 //!   run in milliseconds).
 //! * `holdfast ha elect | inspect` — leader election from the command line
 //!   on ZooKeeper, in the manner of `etcdctl elect`.
+//! * `holdfast jobmanager | taskmanager | standalone` — the cluster's
+//!   processes (see `cluster_cmd.rs`).
+//! * `holdfast run | list | status | cancel` — the client of a JobManager's
+//!   REST API.
 
+mod client_cli;
+mod cluster_cmd;
 mod config_args;
 mod demo;
 mod ha;
 mod inspect;
 mod metrics_server;
+mod standalone;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +35,17 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Leader election tools (ZooKeeper).
     Ha(Box<ha::HaArgs>),
+    /// A JobManager: contends for leadership (ZooKeeper HA), leads or
+    /// stands by; serves RPC and the REST API.
+    Jobmanager(Box<cluster_cmd::JobManagerArgs>),
+    /// A TaskManager: registers its slots with the leading JobManager and
+    /// runs the tasks it deploys.
+    Taskmanager(Box<cluster_cmd::TaskManagerArgs>),
+    /// A JobManager and TaskManagers in one process on the embedded HA
+    /// backend (one machine); `--run TASK` submits a job and shows progress.
+    Standalone(Box<cluster_cmd::StandaloneArgs>),
+    #[command(flatten)]
+    Client(client_cli::ClientCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,9 +54,13 @@ fn main() -> anyhow::Result<()> {
     let default_filter = match cli.command {
         Command::Demo(_) => "off",
         Command::Ha(_) => "warn",
+        Command::Client(_) => "warn",
+        Command::Jobmanager(_) | Command::Taskmanager(_) => "info",
+        Command::Standalone(_) => "warn",
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| default_filter.into()),
@@ -47,5 +69,9 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Ha(args) => ha::run(*args),
+        Command::Client(command) => client_cli::run(command),
+        Command::Jobmanager(args) => cluster_cmd::run_jobmanager(*args),
+        Command::Taskmanager(args) => cluster_cmd::run_taskmanager(*args),
+        Command::Standalone(args) => cluster_cmd::run_standalone(*args),
     }
 }

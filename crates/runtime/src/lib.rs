@@ -11,6 +11,8 @@
 //!   decides, per failure, whether and when to restart.
 //! - [`heartbeat`]: a per-peer heartbeat monitor.
 //! - [`graph`]: the job graph a client submits, with validation.
+//! - [`master`]: the leading JobManager's scheduling, failure and restart
+//!   decisions ([`master::JobMasterCore`]).
 //! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
 //!
 //! [`MonoTime`]: holdfast_ha::time::MonoTime
@@ -23,4 +25,5 @@ pub mod graph;
 pub mod heartbeat;
 pub mod ids;
 pub mod lifecycle;
+pub mod master;
 pub mod restart;

@@ -1,0 +1,90 @@
+//! The HA job store: every submitted job's graph, kept in the coordination
+//! service so a new leader runs the jobs of the old one. Writes are fenced by
+//! the leader's token (a deposed leader cannot write).
+
+use holdfast_ha::backend::Backend;
+use holdfast_ha::connection::Connection;
+use holdfast_ha::stores::{LeaderStore, StoreError};
+use holdfast_ha::types::LeaderToken;
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
+use serde::{Deserialize, Serialize};
+
+/// One stored job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredJob {
+    /// The graph.
+    pub graph: JobGraph,
+    /// When it was submitted (ms since the Unix epoch).
+    pub submitted_at_ms: u64,
+}
+
+/// A stored entry that cannot be used (it is reported and skipped, never
+/// deleted: an operator may want to look at it).
+#[derive(Debug, Clone)]
+pub struct Unreadable {
+    /// The node name.
+    pub key: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The job graphs under `<base>/jobgraphs`.
+pub struct JobStore<B: Backend> {
+    store: LeaderStore<B>,
+}
+
+impl<B: Backend> JobStore<B> {
+    /// The store of the cluster whose HA base path is `base`.
+    pub fn new(connection: Connection<B>, base: &str) -> JobStore<B> {
+        JobStore {
+            store: LeaderStore::new(connection, &format!("{base}/jobgraphs")),
+        }
+    }
+
+    /// Keeps a job (only the leader holding `token` can).
+    pub async fn put(
+        &self,
+        token: &LeaderToken,
+        id: JobId,
+        job: &StoredJob,
+    ) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(job).expect("a job graph always serializes");
+        self.store.put(token, &id.to_string(), &bytes).await
+    }
+
+    /// Forgets a job that reached a terminal state.
+    pub async fn remove(&self, token: &LeaderToken, id: JobId) -> Result<(), StoreError> {
+        self.store.delete(token, &id.to_string()).await
+    }
+
+    /// Every stored job, and the entries that could not be read.
+    pub async fn all(&self) -> Result<(Vec<(JobId, StoredJob)>, Vec<Unreadable>), StoreError> {
+        let mut jobs = Vec::new();
+        let mut unreadable = Vec::new();
+        for key in self.store.keys().await? {
+            let Some(value) = self.store.get(&key).await? else {
+                continue; // removed meanwhile
+            };
+            let parsed = key
+                .parse::<JobId>()
+                .map_err(|e| e.to_string())
+                .and_then(|id| {
+                    serde_json::from_slice::<StoredJob>(&value.value)
+                        .map_err(|e| format!("not a stored job graph: {e}"))
+                        .and_then(|job| {
+                            job.graph
+                                .validate()
+                                .map(|()| (id, job))
+                                .map_err(|e| e.to_string())
+                        })
+                });
+            match parsed {
+                Ok(entry) => jobs.push(entry),
+                Err(reason) => unreadable.push(Unreadable { key, reason }),
+            }
+        }
+        jobs.sort_by_key(|(id, job)| (job.submitted_at_ms, *id));
+        Ok((jobs, unreadable))
+    }
+}

@@ -1,0 +1,102 @@
+//! [`ClusterControl`] for a JobManager: reads come from the last published
+//! [`Snapshot`]; submit and cancel go to the actor.
+
+use std::sync::{Arc, RwLock};
+
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
+use tokio::sync::{mpsc, oneshot};
+
+use super::actor::Message;
+use super::views::Snapshot;
+use crate::control::{BoxFuture, ClusterControl, ControlError};
+use crate::view::{
+    ConfigEntry, ConnectionView, HaView, JobDetails, JobExceptions, JobsOverview, Overview,
+    TaskManagers,
+};
+
+pub(super) struct Control {
+    pub(super) snapshot: Arc<RwLock<Snapshot>>,
+    pub(super) actor: mpsc::UnboundedSender<Message>,
+}
+
+impl Control {
+    fn read<T>(&self, f: impl FnOnce(&Snapshot) -> T) -> T {
+        f(&self.snapshot.read().expect("snapshot lock"))
+    }
+
+    fn lookup<T: Clone>(
+        &self,
+        id: JobId,
+        f: impl FnOnce(&Snapshot) -> Option<&T>,
+    ) -> Result<T, ControlError> {
+        self.read(|s| {
+            if !s.overview.leader {
+                return Err(ControlError::NotLeader {
+                    leader_rest: s.leader_rest.clone(),
+                });
+            }
+            f(s).cloned().ok_or(ControlError::NotFound(id))
+        })
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, ControlError>>) -> Message,
+    ) -> Result<T, ControlError> {
+        let (reply, answer) = oneshot::channel();
+        let gone = || ControlError::Unavailable("the JobManager is shutting down".to_owned());
+        self.actor.send(make(reply)).map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+}
+
+impl ClusterControl for Control {
+    fn overview(&self) -> Overview {
+        self.read(|s| s.overview.clone())
+    }
+
+    fn jobs(&self) -> JobsOverview {
+        self.read(|s| s.jobs.clone())
+    }
+
+    fn job(&self, id: JobId) -> Result<JobDetails, ControlError> {
+        self.lookup(id, |s| s.details.get(&id))
+    }
+
+    fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError> {
+        self.lookup(id, |s| s.exceptions.get(&id))
+    }
+
+    fn taskmanagers(&self) -> TaskManagers {
+        self.read(|s| s.taskmanagers.clone())
+    }
+
+    fn config(&self) -> Vec<ConfigEntry> {
+        self.read(|s| s.config.clone())
+    }
+
+    fn ha(&self) -> HaView {
+        self.read(|s| {
+            s.ha.clone().unwrap_or_else(|| HaView {
+                this_jobmanager: String::new(),
+                is_leader: false,
+                policy: String::new(),
+                leader: None,
+                connection: ConnectionView {
+                    state: "STARTING".to_owned(),
+                    lease_remaining_ms: None,
+                },
+                taskmanagers: Vec::new(),
+            })
+        })
+    }
+
+    fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>> {
+        Box::pin(self.ask(|reply| Message::Submit(graph, reply)))
+    }
+
+    fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>> {
+        Box::pin(self.ask(move |reply| Message::Cancel(id, reply)))
+    }
+}

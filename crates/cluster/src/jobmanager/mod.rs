@@ -1,0 +1,213 @@
+//! The JobManager: any number run, one leads (HA election), the others
+//! stand by and take over when it goes.
+//!
+//! While it leads, a JobManager has a *term*: a
+//! [`JobMasterCore`](holdfast_runtime::master::JobMasterCore) fed with the
+//! jobs of the HA store, the TaskManagers that registered at its epoch, and
+//! every submission. Every call it makes to a TaskManager carries its epoch
+//! and is sent only after a lease-checked `is_leader()`; when leadership is
+//! revoked the term is dropped at once, so a deposed JobManager has nothing
+//! left to issue. A standby serves the REST API's reads of the HA view and
+//! answers mutating calls with the leader's address.
+
+mod actor;
+mod control;
+mod convert;
+mod link;
+mod service;
+pub mod views;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use holdfast_executor::TaskRegistry;
+use holdfast_ha::backend::Backend;
+use holdfast_ha::connection::Connection;
+use holdfast_ha::election::{ElectionOptions, LeaderElection};
+use holdfast_ha::isolation::CoordinationRuntime;
+use holdfast_ha::metrics::ElectionMetrics;
+use holdfast_ha::retrieval::LeaderRetrieval;
+use holdfast_rpc::auth::{Auth, ClientAuth, PeerId, ServerAuth, VerifyConfig};
+use holdfast_rpc::config::ClientConfig;
+use holdfast_runtime::master::MasterConfig;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::address::JobManagerAddress;
+use crate::control::ClusterControl;
+use crate::job_store::JobStore;
+use crate::metrics::ClusterMetrics;
+use crate::view::ConfigEntry;
+
+type StoreHandle<B> = Arc<JobStore<B>>;
+
+/// How a JobManager runs.
+#[derive(Clone)]
+pub struct JobManagerOptions {
+    /// Its contender id (unique per process, e.g. `jm-<host>-<port>`).
+    pub id: String,
+    /// Where to serve RPC (port 0: any free port).
+    pub rpc_bind: SocketAddr,
+    /// Where to serve REST (port 0: any free port).
+    pub rest_bind: SocketAddr,
+    /// The host others should use to reach it (the bind address if unset).
+    pub advertised_host: Option<String>,
+    /// The cluster's HA base path (`<root>/<cluster-id>`).
+    pub ha_base: String,
+    /// The error policy's name, for the HA view.
+    pub policy: String,
+    /// Heartbeats and the restart strategy.
+    pub master: MasterConfig,
+    /// `pekko.ask.timeout` and connection settings of outgoing calls.
+    pub client: ClientConfig,
+    /// The cluster secret (or explicitly none).
+    pub auth: Auth,
+    /// The tasks jobs may use (checked at submission).
+    pub registry: Arc<TaskRegistry>,
+    /// Metrics to update.
+    pub metrics: ClusterMetrics,
+    /// Election metrics (HA layer), if any.
+    pub election_metrics: Option<ElectionMetrics>,
+    /// The effective configuration for `GET /config` (secrets masked).
+    pub config: Vec<ConfigEntry>,
+}
+
+/// A running JobManager.
+pub struct JobManagerHandle {
+    rpc: SocketAddr,
+    rest: SocketAddr,
+    control: Arc<dyn ClusterControl>,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl JobManagerHandle {
+    /// Where it serves RPC.
+    pub fn rpc_address(&self) -> SocketAddr {
+        self.rpc
+    }
+
+    /// Where it serves REST.
+    pub fn rest_address(&self) -> SocketAddr {
+        self.rest
+    }
+
+    /// Its control surface (what the REST API calls).
+    pub fn control(&self) -> Arc<dyn ClusterControl> {
+        self.control.clone()
+    }
+
+    /// Leaves the election (a standby takes over at once), stops serving and
+    /// waits until it has.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.done.await;
+    }
+}
+
+/// Starts a JobManager on the current tokio runtime; its election and leader
+/// retrieval run on `coordination` when given (isolated from task and RPC
+/// load), else on the current runtime.
+pub async fn start<B: Backend>(
+    options: JobManagerOptions,
+    connection: Connection<B>,
+    coordination: Option<&CoordinationRuntime>,
+) -> anyhow::Result<JobManagerHandle> {
+    let rpc_listener = TcpListener::bind(options.rpc_bind).await?;
+    let rest_listener = TcpListener::bind(options.rest_bind).await?;
+    let (rpc, rest) = (rpc_listener.local_addr()?, rest_listener.local_addr()?);
+    let host = |bound: SocketAddr| {
+        options
+            .advertised_host
+            .clone()
+            .unwrap_or_else(|| bound.ip().to_string())
+    };
+    let address = JobManagerAddress {
+        rpc: format!("{}:{}", host(rpc), rpc.port()),
+        rest: format!("http://{}:{}", host(rest), rest.port()),
+    };
+    let in_coordination = |f: &mut dyn FnMut()| match coordination {
+        Some(c) => c.run(f),
+        None => f(),
+    };
+    let mut election_options =
+        ElectionOptions::under(&options.ha_base, options.id.clone(), address.encode());
+    election_options.metrics = options.election_metrics.clone();
+    let mut election = None;
+    let mut retrieval = None;
+    in_coordination(&mut || {
+        election = Some(LeaderElection::start(
+            connection.clone(),
+            election_options.clone(),
+        ));
+        retrieval = Some(LeaderRetrieval::start(
+            connection.clone(),
+            &format!("{}/leader/connection_info", options.ha_base),
+        ));
+    });
+    let election = Arc::new(election.expect("set above"));
+    let retrieval = retrieval.expect("set above");
+    let store = Arc::new(JobStore::new(connection.clone(), &options.ha_base));
+    let (tx, messages) = mpsc::unbounded_channel();
+    let snapshot = Arc::new(RwLock::new(views::Snapshot::default()));
+    let control: Arc<dyn ClusterControl> = Arc::new(control::Control {
+        snapshot: snapshot.clone(),
+        actor: tx.clone(),
+    });
+    let (_, rpc_server) = holdfast_rpc::server::serve_job_manager(
+        rpc_listener,
+        service::Service::new(tx.clone()),
+        ServerAuth::new(&options.auth, &VerifyConfig::default()),
+    )?;
+    let (rest_stop, rest_stopped) = oneshot::channel::<()>();
+    let rest_server = crate::rest::serve(rest_listener, control.clone(), async move {
+        let _ = rest_stopped.await;
+    })
+    .await?;
+    let runtime = connection.runtime().clone();
+    let state_connection = connection.clone();
+    let connection_state = Box::new(move || {
+        let state = state_connection
+            .state()
+            .map_or("NOT_CONNECTED".to_owned(), |s| s.name().to_owned());
+        let lease = state_connection
+            .lease_deadline()
+            .map(|deadline| deadline.since(state_connection.runtime().now()));
+        (state, lease)
+    });
+    let client_auth = ClientAuth::new(&options.auth, PeerId::new(options.id.clone())?);
+    tracing::info!(jobmanager = %options.id, rpc = %address.rpc, rest = %address.rest,
+        authenticated = options.auth.is_enabled(), "JobManager started; contending for leadership");
+    let actor = actor::Actor::new(
+        options,
+        runtime,
+        election.clone(),
+        retrieval,
+        store,
+        address,
+        snapshot,
+        tx,
+        connection_state,
+        client_auth,
+    );
+    let (stop, stopped) = oneshot::channel();
+    let done = tokio::spawn(async move {
+        actor.run(messages, stopped).await;
+        if let Ok(election) = Arc::try_unwrap(election) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), election.close()).await;
+        }
+        let _ = rest_stop.send(());
+        let _ = rest_server.stopped().await;
+        let _ = rpc_server.shutdown(Duration::from_secs(1)).await;
+    });
+    Ok(JobManagerHandle {
+        rpc,
+        rest,
+        control,
+        stop: Some(stop),
+        done,
+    })
+}

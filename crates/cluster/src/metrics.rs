@@ -1,0 +1,126 @@
+//! Prometheus metrics of the cluster runtime (prefix `holdfast_`), next to
+//! the HA layer's `holdfast_ha_*` in the same registry. `docs/METRICS.md`
+//! lists them with what an operator should do when each one moves.
+//!
+//! A heartbeat timeout and a leadership change are counted apart on
+//! purpose: `task_failures_total{cause}` says which one failed tasks.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// Label of [`ClusterMetrics::task_failures`].
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CauseLabel {
+    /// `new-leader`, `leader-lost` (policy standard only),
+    /// `heartbeat-timeout`, `task` (the task's own failure),
+    /// `taskmanager-lost`, `deploy-failed`.
+    pub cause: String,
+}
+
+/// Label of [`ClusterMetrics::jobs`].
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    /// A job state (Flink's names).
+    pub state: String,
+}
+
+/// The cluster's metrics. Cheap to clone; clones share the values.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterMetrics {
+    /// TaskManager: successful registrations with a leader.
+    pub registrations: Counter,
+    /// TaskManager: JobManager heartbeats missed for `heartbeat.timeout`.
+    pub jobmanager_heartbeat_timeouts: Counter,
+    /// JobManager: TaskManagers that missed heartbeats for `heartbeat.timeout`.
+    pub taskmanager_heartbeat_timeouts: Counter,
+    /// TaskManager: calls refused because they came from a stale leader.
+    pub stale_calls_rejected: Counter,
+    /// Task attempts failed, by cause.
+    task_failures: Family<CauseLabel, Counter>,
+    /// JobManager: job restarts decided.
+    pub job_restarts: Counter,
+    /// JobManager (leader): jobs by state.
+    jobs: Family<StateLabel, Gauge>,
+    /// JobManager (leader): records processed by all tasks of all jobs, as
+    /// last reported (use `rate()` for throughput).
+    pub records_processed: Gauge,
+    /// JobManager: 1 while this JobManager leads and serves as leader.
+    pub leading: Gauge,
+}
+
+impl ClusterMetrics {
+    /// Metrics registered in `registry`.
+    pub fn new(registry: &mut Registry) -> ClusterMetrics {
+        let metrics = ClusterMetrics::default();
+        let r = registry.sub_registry_with_prefix("holdfast");
+        r.register(
+            "taskmanager_registrations",
+            "TaskManager registrations with a leader",
+            metrics.registrations.clone(),
+        );
+        r.register(
+            "jobmanager_heartbeat_timeouts",
+            "JobManager heartbeats missed for heartbeat.timeout (seen by a TaskManager)",
+            metrics.jobmanager_heartbeat_timeouts.clone(),
+        );
+        r.register(
+            "taskmanager_heartbeat_timeouts",
+            "TaskManagers that missed heartbeats for heartbeat.timeout (seen by the leader)",
+            metrics.taskmanager_heartbeat_timeouts.clone(),
+        );
+        r.register(
+            "stale_epoch_calls_rejected",
+            "calls refused for a stale leader epoch",
+            metrics.stale_calls_rejected.clone(),
+        );
+        r.register(
+            "task_failures",
+            "task attempts failed, by cause",
+            metrics.task_failures.clone(),
+        );
+        r.register(
+            "job_restarts",
+            "job restarts decided by the restart strategy",
+            metrics.job_restarts.clone(),
+        );
+        r.register(
+            "jobs",
+            "jobs known to the leader, by state",
+            metrics.jobs.clone(),
+        );
+        r.register(
+            "records_processed",
+            "records processed by all tasks, as last reported",
+            metrics.records_processed.clone(),
+        );
+        r.register(
+            "jobmanager_leading",
+            "1 while this JobManager serves as leader",
+            metrics.leading.clone(),
+        );
+        metrics
+    }
+
+    /// The failure counter of one cause.
+    pub fn task_failures(&self, cause: &str) -> Counter {
+        self.task_failures
+            .get_or_create(&CauseLabel {
+                cause: cause.to_owned(),
+            })
+            .clone()
+    }
+
+    /// Sets the number of jobs in each state.
+    pub fn set_jobs(&self, counts: &[(&str, i64)]) {
+        for (state, count) in counts {
+            self.jobs
+                .get_or_create(&StateLabel {
+                    state: (*state).to_owned(),
+                })
+                .set(*count);
+        }
+    }
+}

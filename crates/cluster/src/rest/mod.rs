@@ -1,0 +1,160 @@
+//! The JobManager's REST API, shaped after Flink's: the same paths where
+//! Flink has them, JSON answers with Flink's field names, and every error a
+//! JSON [`ErrorBody`](crate::view::ErrorBody) with a fitting status code.
+//! `docs/REST.md` lists every route with examples.
+//!
+//! ```text
+//!  HTTP ──► router ──► read.rs  (GET: overview, jobs, job, exceptions, …) ─┐
+//!              │   └─► write.rs (POST /jobs, PATCH /jobs/{id}?mode=cancel) ─┼─► ClusterControl
+//!              │                                                            │   (the JobManager)
+//!              └─ 404 / 405 / 413 as JSON        error.rs: ControlError ◄───┘
+//!                                                 → 307 to the leader, 404, 409, 503 …
+//! ```
+//!
+//! A standby that knows the leader answers a mutating call with
+//! `307 Temporary Redirect` to the same path and query on the leader, so
+//! clients that follow redirects (keeping method and body, as 307 demands)
+//! reach the leader without knowing who it is.
+
+mod error;
+mod read;
+mod types;
+mod write;
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, StatusCode, Uri};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio::task::{JoinError, JoinHandle};
+
+use crate::control::ClusterControl;
+use error::ApiError;
+
+pub use error::RETRY_AFTER_SECS;
+pub use types::{JobIdWithStatus, JobIdsWithStatus};
+
+/// The largest request body accepted (1 MiB); larger ones get 413.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// How much of an unknown path a 404 answer repeats.
+const MAX_ECHO_CHARS: usize = 200;
+
+/// The REST API over `control`, with every route, the JSON 404 and 405
+/// answers and the body limit.
+pub fn router(control: Arc<dyn ClusterControl>) -> Router {
+    Router::new()
+        .route("/overview", get(read::overview))
+        .route("/jobs", get(read::jobs).post(write::submit))
+        .route("/jobs/overview", get(read::jobs_overview))
+        .route("/jobs/{jobid}", get(read::job).patch(write::terminate))
+        .route("/jobs/{jobid}/exceptions", get(read::exceptions))
+        .route("/jobs/{jobid}/cancel", post(write::cancel))
+        .route("/taskmanagers", get(read::taskmanagers))
+        .route("/config", get(read::config))
+        .route("/ha", get(read::ha))
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(control)
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("Not found: {}", echo(uri.path())),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "method {method} is not allowed on {}; the Allow header lists the allowed methods",
+            echo(uri.path())
+        ),
+    )
+}
+
+fn echo(path: &str) -> String {
+    let mut echo: String = path.chars().take(MAX_ECHO_CHARS).collect();
+    if echo.len() < path.len() {
+        echo.push('…');
+    }
+    echo
+}
+
+/// Why the REST server could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listener's local address could not be read.
+    #[error("the REST listener has no local address: {0}")]
+    LocalAddr(#[source] io::Error),
+    /// The server failed while serving.
+    #[error("the REST server at {addr} stopped: {source}")]
+    Stopped {
+        /// Where it served.
+        addr: SocketAddr,
+        /// What failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The server's task panicked or was aborted.
+    #[error("the REST server's task at {addr} ended abnormally: {source}")]
+    Task {
+        /// Where it served.
+        addr: SocketAddr,
+        /// The task's end.
+        #[source]
+        source: JoinError,
+    },
+}
+
+/// A REST server running in the background (see [`serve`]).
+#[derive(Debug)]
+pub struct RestServer {
+    addr: SocketAddr,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl RestServer {
+    /// The address the server is bound to (the real port when bound to 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Waits until the server has stopped: after the shutdown future passed
+    /// to [`serve`] completed and open requests were answered.
+    pub async fn stopped(self) -> Result<(), ServeError> {
+        let addr = self.addr;
+        match self.task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(source)) => Err(ServeError::Stopped { addr, source }),
+            Err(source) => Err(ServeError::Task { addr, source }),
+        }
+    }
+}
+
+/// Serves [`router`]`(control)` on `listener` in a background task until
+/// `shutdown` completes, then stops gracefully (open requests are answered).
+/// Returns at once with the bound address; must run inside a tokio runtime.
+pub async fn serve(
+    listener: TcpListener,
+    control: Arc<dyn ClusterControl>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<RestServer, ServeError> {
+    let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
+    let app = router(control);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    });
+    tracing::info!(%addr, "serving the REST API at http://{addr}");
+    Ok(RestServer { addr, task })
+}

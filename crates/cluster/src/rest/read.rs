@@ -1,0 +1,112 @@
+//! The read-only routes: overview, jobs, one job, its exceptions,
+//! TaskManagers, configuration and the HA view. A standby answers them from
+//! what it knows; only a failing lookup of one job is an error.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use holdfast_runtime::ids::JobId;
+
+use super::error::ApiError;
+use super::types::{JobIdWithStatus, JobIdsWithStatus};
+use crate::control::ClusterControl;
+use crate::view::{
+    ConfigEntry, HaView, JobDetails, JobExceptions, JobsOverview, Overview, TaskManagers,
+};
+
+/// The router's state: the JobManager behind the API.
+pub(crate) type Control = Arc<dyn ClusterControl>;
+
+/// An example job id for error messages.
+const EXAMPLE_JOB_ID: &str = "0123456789abcdef0123456789abcdef";
+/// How much of a bad id an error message repeats.
+const MAX_ECHO_CHARS: usize = 80;
+
+/// The `{jobid}` path segment as a [`JobId`], or a 400 naming the segment,
+/// what is wrong with it and the expected shape.
+pub(crate) fn job_id(path: Result<Path<String>, PathRejection>) -> Result<JobId, ApiError> {
+    let Path(raw) = path.map_err(|rejection| {
+        ApiError::bad_request(format!(
+            "invalid job id in the path: {}",
+            rejection.body_text()
+        ))
+    })?;
+    raw.parse().map_err(|error| {
+        let mut echo: String = raw.chars().take(MAX_ECHO_CHARS).collect();
+        if echo.len() < raw.len() {
+            echo.push('…');
+        }
+        ApiError::bad_request(format!(
+            "invalid job id {echo:?}: {error}; a job id is 32 hexadecimal digits, \
+             e.g. {EXAMPLE_JOB_ID}"
+        ))
+    })
+}
+
+/// `GET /overview`.
+pub(crate) async fn overview(State(control): State<Control>) -> Json<Overview> {
+    Json(control.overview())
+}
+
+/// `GET /jobs/overview`.
+pub(crate) async fn jobs_overview(State(control): State<Control>) -> Json<JobsOverview> {
+    Json(control.jobs())
+}
+
+/// `GET /jobs`: ids and states only, as Flink answers.
+pub(crate) async fn jobs(State(control): State<Control>) -> Json<JobIdsWithStatus> {
+    let jobs = control
+        .jobs()
+        .jobs
+        .into_iter()
+        .map(|job| JobIdWithStatus {
+            id: job.jid,
+            status: job.state,
+        })
+        .collect();
+    Json(JobIdsWithStatus { jobs })
+}
+
+/// `GET /jobs/{jobid}`.
+pub(crate) async fn job(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<JobDetails>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .job(id)
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
+}
+
+/// `GET /jobs/{jobid}/exceptions`.
+pub(crate) async fn exceptions(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<JobExceptions>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .exceptions(id)
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
+}
+
+/// `GET /taskmanagers`.
+pub(crate) async fn taskmanagers(State(control): State<Control>) -> Json<TaskManagers> {
+    Json(control.taskmanagers())
+}
+
+/// `GET /config`.
+pub(crate) async fn config(State(control): State<Control>) -> Json<Vec<ConfigEntry>> {
+    Json(control.config())
+}
+
+/// `GET /ha`.
+pub(crate) async fn ha(State(control): State<Control>) -> Json<HaView> {
+    Json(control.ha())
+}

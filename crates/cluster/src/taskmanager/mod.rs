@@ -1,0 +1,161 @@
+//! The TaskManager: finds the leading JobManager through leader retrieval,
+//! registers its slots, runs the attempts the leader deploys on task
+//! threads, answers heartbeats, and follows leader changes.
+//!
+//! Failure rules (HA semantics §6): the TaskManager's own ZooKeeper
+//! connection never fails tasks by itself. Tasks fail on a newer leader
+//! epoch, on a JobManager heartbeat timeout, or on a cancel from the valid
+//! leader. Only under the `standard` policy does a suspension that makes
+//! retrieval forget the leader fail the tasks — the old behaviour, kept so
+//! the incident can be replayed side by side.
+
+mod actor;
+mod report;
+mod service;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use holdfast_executor::{ExecutorOptions, TaskExecutor, TaskRegistry};
+use holdfast_ha::ErrorPolicy;
+use holdfast_ha::backend::Backend;
+use holdfast_ha::connection::Connection;
+use holdfast_ha::retrieval::LeaderRetrieval;
+use holdfast_rpc::auth::{Auth, ClientAuth, PeerId, ServerAuth, VerifyConfig};
+use holdfast_rpc::config::ClientConfig;
+use holdfast_runtime::ids::TaskManagerId;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::metrics::ClusterMetrics;
+
+/// How a TaskManager runs.
+#[derive(Clone)]
+pub struct TaskManagerOptions {
+    /// Its id (Flink's `taskmanager.resource-id`).
+    pub id: TaskManagerId,
+    /// `taskmanager.numberOfTaskSlots`.
+    pub slots: u32,
+    /// Where to serve RPC (port 0: any free port).
+    pub rpc_bind: SocketAddr,
+    /// The host the JobManager should call (the bind address if unset).
+    pub rpc_host: Option<String>,
+    /// The cluster's HA base path (`<root>/<cluster-id>`).
+    pub ha_base: String,
+    /// The error policy (only `standard` fails tasks when retrieval forgets
+    /// the leader).
+    pub policy: ErrorPolicy,
+    /// `pekko.ask.timeout` and connection settings of outgoing calls.
+    pub client: ClientConfig,
+    /// `heartbeat.timeout` until the leader's registration answer says
+    /// otherwise.
+    pub heartbeat_timeout: Duration,
+    /// The cluster secret (or explicitly none).
+    pub auth: Auth,
+    /// The tasks this TaskManager can run.
+    pub registry: Arc<TaskRegistry>,
+    /// Metrics to update.
+    pub metrics: ClusterMetrics,
+}
+
+/// What a running TaskManager shows (for tests, logs and the CLI).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskManagerStatus {
+    /// The leader epoch it is registered at.
+    pub registered_epoch: Option<u64>,
+    /// Registrations so far.
+    pub registrations: u64,
+    /// Attempts it holds.
+    pub tasks: usize,
+}
+
+/// A running TaskManager; dropping it does not stop it: call [`shutdown`](Self::shutdown).
+pub struct TaskManagerHandle {
+    rpc_address: SocketAddr,
+    status: Arc<Mutex<TaskManagerStatus>>,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl TaskManagerHandle {
+    /// Where it serves RPC.
+    pub fn rpc_address(&self) -> SocketAddr {
+        self.rpc_address
+    }
+
+    /// Its status now.
+    pub fn status(&self) -> TaskManagerStatus {
+        self.status.lock().expect("status lock").clone()
+    }
+
+    /// Cancels its tasks, stops serving and waits for the actor to end.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.done.await;
+    }
+}
+
+/// Starts a TaskManager on the current tokio runtime. `connection` is its
+/// coordination connection (retrieval runs on it, on the runtime that
+/// `connection` was started on).
+pub async fn start<B: Backend>(
+    options: TaskManagerOptions,
+    connection: Connection<B>,
+) -> anyhow::Result<TaskManagerHandle> {
+    let peer = PeerId::new(options.id.to_string())?;
+    let (updates_tx, updates) = mpsc::unbounded_channel();
+    let executor = TaskExecutor::new(
+        updates_tx,
+        ExecutorOptions {
+            slots: options.slots,
+            ..ExecutorOptions::default()
+        },
+    )?;
+    let (messages_tx, messages) = mpsc::unbounded_channel();
+    let listener = TcpListener::bind(options.rpc_bind).await?;
+    let bound = listener.local_addr()?;
+    let server_auth = ServerAuth::new(&options.auth, &VerifyConfig::default());
+    let (_, server) = holdfast_rpc::server::serve_task_manager(
+        listener,
+        service::Service::new(messages_tx.clone()),
+        server_auth,
+    )?;
+    let retrieval = LeaderRetrieval::start(
+        connection.clone(),
+        &format!("{}/leader/connection_info", options.ha_base),
+    );
+    let leader_events = retrieval.subscribe();
+    let host = options
+        .rpc_host
+        .clone()
+        .unwrap_or_else(|| bound.ip().to_string());
+    let status = Arc::new(Mutex::new(TaskManagerStatus::default()));
+    let (stop, stopped) = oneshot::channel();
+    let actor = actor::Actor::new(actor::Parts {
+        advertised: format!("{host}:{}", bound.port()),
+        client_auth: ClientAuth::new(&options.auth, peer),
+        options,
+        executor,
+        connection_state: Box::new(move || {
+            connection
+                .state()
+                .map_or("NOT_CONNECTED".to_owned(), |s| s.name().to_owned())
+        }),
+        status: status.clone(),
+        self_tx: messages_tx,
+    });
+    let done = tokio::spawn(async move {
+        actor.run(messages, updates, leader_events, stopped).await;
+        retrieval.close();
+        let _ = server.shutdown(Duration::from_secs(1)).await;
+    });
+    Ok(TaskManagerHandle {
+        rpc_address: bound,
+        status,
+        stop: Some(stop),
+        done,
+    })
+}

@@ -1,0 +1,260 @@
+//! A fake JobManager behind the real REST server, for the REST tests: a
+//! [`ClusterControl`] with two known jobs whose role (leader, standby,
+//! unavailable) a test sets, recording every submit and cancel it accepts.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use holdfast_cluster::control::{BoxFuture, ClusterControl, ControlError};
+use holdfast_cluster::rest;
+use holdfast_cluster::view::*;
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
+use tokio::sync::oneshot;
+
+/// A running job the fake knows.
+pub const RUNNING: JobId = JobId::from_u128(0xabc);
+/// A finished job the fake knows (cancelling it is a conflict).
+pub const FINISHED: JobId = JobId::from_u128(0xdef);
+
+/// How the fake answers mutating calls.
+#[derive(Clone, Debug)]
+pub enum Role {
+    /// Accepts them.
+    Leader,
+    /// Refuses them, naming the leader's REST address if known.
+    Standby(Option<String>),
+    /// Fails them as unavailable (e.g. the job store is unreachable).
+    Unavailable,
+    /// Knows no leader for the first mutating call, then leads.
+    ElectingThenLeader,
+}
+
+/// The fake JobManager.
+pub struct Fake {
+    /// How it answers mutating calls.
+    pub role: Mutex<Role>,
+    /// Every graph it accepted.
+    pub submitted: Mutex<Vec<JobGraph>>,
+    /// Every job it cancelled.
+    pub cancelled: Mutex<Vec<JobId>>,
+}
+
+impl Fake {
+    /// A fake in `role`.
+    pub fn new(role: Role) -> Arc<Fake> {
+        Arc::new(Fake {
+            role: Mutex::new(role),
+            submitted: Mutex::new(Vec::new()),
+            cancelled: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn refusal(&self) -> Option<ControlError> {
+        let mut role = self.role.lock().unwrap();
+        match role.clone() {
+            Role::Leader => None,
+            Role::ElectingThenLeader => {
+                *role = Role::Leader;
+                Some(ControlError::NotLeader { leader_rest: None })
+            }
+            Role::Standby(leader_rest) => Some(ControlError::NotLeader { leader_rest }),
+            Role::Unavailable => Some(ControlError::Unavailable(
+                "the job store is unreachable".into(),
+            )),
+        }
+    }
+
+    fn known(&self, id: JobId) -> Result<&'static str, ControlError> {
+        match id {
+            RUNNING => Ok("RUNNING"),
+            FINISHED => Ok("FINISHED"),
+            _ => Err(ControlError::NotFound(id)),
+        }
+    }
+}
+
+impl ClusterControl for Fake {
+    fn overview(&self) -> Overview {
+        Overview {
+            taskmanagers: 1,
+            slots_total: 4,
+            slots_available: 2,
+            jobs_running: 1,
+            jobs_finished: 1,
+            holdfast_version: "0.1.0".into(),
+            leader: matches!(*self.role.lock().unwrap(), Role::Leader),
+            ..Overview::default()
+        }
+    }
+
+    fn jobs(&self) -> JobsOverview {
+        let summary = |id: JobId, name: &str, state: &str| JobSummary {
+            jid: id.to_string(),
+            name: name.into(),
+            state: state.into(),
+            start_time: 1_700_000_000_000,
+            restarts: 2,
+            tasks_total: 2,
+            tasks_running: if state == "RUNNING" { 2 } else { 0 },
+        };
+        JobsOverview {
+            jobs: vec![
+                summary(RUNNING, "wordcount", "RUNNING"),
+                summary(FINISHED, "batch", "FINISHED"),
+            ],
+        }
+    }
+
+    fn job(&self, id: JobId) -> Result<JobDetails, ControlError> {
+        let state = self.known(id)?;
+        let subtask = |index| SubtaskView {
+            subtask: index,
+            attempt: 2,
+            status: state.into(),
+            taskmanager: Some("tm-1".into()),
+            slot: Some(index),
+            processed: 42,
+        };
+        Ok(JobDetails {
+            jid: id.to_string(),
+            name: "wordcount".into(),
+            state: state.into(),
+            start_time: 1_700_000_000_000,
+            restarts: 2,
+            vertices: vec![VertexView {
+                id: 0,
+                name: "source".into(),
+                task: "counter".into(),
+                parallelism: 2,
+                subtasks: vec![subtask(0), subtask(1)],
+            }],
+        })
+    }
+
+    fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError> {
+        self.known(id)?;
+        let entry = ExceptionEntry {
+            exception_name: "task 0.1 failed: boom".into(),
+            timestamp: 1_700_000_001_000,
+            task_name: Some("0.1#1".into()),
+            location: Some("tm-1".into()),
+            decision: "restart in 1s".into(),
+        };
+        Ok(JobExceptions {
+            root_exception: Some(entry.exception_name.clone()),
+            timestamp: Some(entry.timestamp),
+            history: vec![entry],
+        })
+    }
+
+    fn taskmanagers(&self) -> TaskManagers {
+        TaskManagers {
+            taskmanagers: vec![TaskManagerView {
+                id: "tm-1".into(),
+                path: "127.0.0.1:6124".into(),
+                slots_number: 4,
+                free_slots: 2,
+                time_since_last_heartbeat: 120,
+                ha: Some(connected()),
+            }],
+        }
+    }
+
+    fn config(&self) -> Vec<ConfigEntry> {
+        vec![ConfigEntry {
+            key: "rest.port".into(),
+            value: "8081".into(),
+        }]
+    }
+
+    fn ha(&self) -> HaView {
+        HaView {
+            this_jobmanager: "jm-1".into(),
+            is_leader: true,
+            policy: "lease".into(),
+            leader: Some(LeaderView {
+                id: "jm-1".into(),
+                rpc_address: "127.0.0.1:6123".into(),
+                rest_address: "http://127.0.0.1:8081".into(),
+                epoch: 7,
+            }),
+            connection: connected(),
+            taskmanagers: vec![TaskManagerHa {
+                id: "tm-1".into(),
+                connection: None,
+            }],
+        }
+    }
+
+    fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>> {
+        Box::pin(async move {
+            if let Some(refusal) = self.refusal() {
+                return Err(refusal);
+            }
+            let mut submitted = self.submitted.lock().unwrap();
+            submitted.push(graph);
+            Ok(JobId::from_u128(0x1000 + submitted.len() as u128))
+        })
+    }
+
+    fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>> {
+        Box::pin(async move {
+            if let Some(refusal) = self.refusal() {
+                return Err(refusal);
+            }
+            match self.known(id)? {
+                "RUNNING" => {
+                    self.cancelled.lock().unwrap().push(id);
+                    Ok(())
+                }
+                state => Err(ControlError::Terminal {
+                    job: id,
+                    state: state.into(),
+                }),
+            }
+        })
+    }
+}
+
+fn connected() -> ConnectionView {
+    ConnectionView {
+        state: "CONNECTED".into(),
+        lease_remaining_ms: Some(30_000),
+    }
+}
+
+/// A fake JobManager served over a real socket; stops when dropped.
+pub struct Served {
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// The fake behind it.
+    pub fake: Arc<Fake>,
+    _stop: oneshot::Sender<()>,
+}
+
+/// Serves `fake` on a free port of 127.0.0.1.
+pub async fn serve(fake: Arc<Fake>) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = rest::serve(listener, fake.clone(), async move {
+        let _ = stopped.await;
+    })
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    Served {
+        url: format!("http://{addr}"),
+        addr,
+        fake,
+        _stop: stop,
+    }
+}
+
+/// A valid graph of one vertex.
+pub fn graph() -> JobGraph {
+    JobGraph::single("wordcount", "counter", serde_json::json!({"limit": 10}), 2)
+}

@@ -1,0 +1,91 @@
+//! The code of a task attempt ([`TaskCode`]) and how it reports failure
+//! ([`TaskFailure`]).
+
+use std::error::Error as StdError;
+use std::fmt::Write as _;
+
+use crate::context::TaskContext;
+
+/// What one task attempt runs: a built-in task now, an operator chain of the
+/// dataflow later.
+///
+/// The executor calls [`run`](TaskCode::run) once, on the attempt's own
+/// thread, right after reporting the attempt `Running` (even if a cancel
+/// came first: check [`TaskContext::is_canceled`] early), and the attempt
+/// lasts until it returns:
+///
+/// - return `Ok(())` when the input is complete (the attempt is `Finished`),
+///   or promptly after [`TaskContext::is_canceled`] turns true (the attempt
+///   is `Canceled`, whatever `run` returns);
+/// - return `Err` to fail the attempt (`Failed(message)`);
+/// - a panic is caught and fails the attempt with `"task panicked: …"`.
+///
+/// Code that blocks (I/O, a long computation) should wait through
+/// [`TaskContext::sleep_or_cancel`] or check [`TaskContext::is_canceled`]
+/// often; the executor cannot interrupt it, and the attempt's slot stays
+/// busy until `run` returns.
+pub trait TaskCode: Send + 'static {
+    /// Runs the attempt to its end.
+    fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure>;
+}
+
+/// Why task code failed: a message, and the error that caused it if any.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct TaskFailure {
+    message: String,
+    #[source]
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+impl TaskFailure {
+    /// A failure that says `message`.
+    pub fn new(message: impl Into<String>) -> TaskFailure {
+        TaskFailure {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure that says `message`, caused by `source`.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> TaskFailure {
+        TaskFailure {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// The message, without its causes.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The message followed by every cause: `"message: cause: cause"`. This
+    /// is what a `Failed` status carries.
+    pub fn report(&self) -> String {
+        let mut text = self.message.clone();
+        let mut cause = StdError::source(self);
+        while let Some(error) = cause {
+            let _ = write!(text, ": {error}");
+            cause = error.source();
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_lists_the_causes() {
+        let io = std::io::Error::other("disk gone");
+        let failure = TaskFailure::with_source("cannot write output", io);
+        assert_eq!(failure.to_string(), "cannot write output");
+        assert_eq!(failure.report(), "cannot write output: disk gone");
+        assert_eq!(TaskFailure::new("plain").report(), "plain");
+    }
+}

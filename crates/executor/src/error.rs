@@ -1,0 +1,70 @@
+//! The executor's errors: all are the caller's to handle; the executor
+//! itself stays usable after each.
+
+use crate::key::AttemptKey;
+use crate::status::TaskStatus;
+
+/// Why an attempt was not started. The attempt's code is dropped.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The slot index is not below the executor's slot count.
+    #[error("slot {slot} does not exist: this executor has slots 0 to {}", slots - 1)]
+    NoSuchSlot {
+        /// The slot asked for.
+        slot: u32,
+        /// How many slots there are.
+        slots: u32,
+    },
+    /// Another attempt still occupies the slot (its code has not returned).
+    #[error("slot {slot} is busy with {occupant}")]
+    SlotBusy {
+        /// The slot asked for.
+        slot: u32,
+        /// The attempt in it.
+        occupant: AttemptKey,
+    },
+    /// The executor already knows this attempt (running, or ended and not
+    /// yet forgotten).
+    #[error("attempt {key} is already known here ({status:?})")]
+    Duplicate {
+        /// The attempt.
+        key: AttemptKey,
+        /// Its status.
+        status: TaskStatus,
+    },
+    /// The attempt's subtask is not below the task's parallelism.
+    #[error("attempt {key} has subtask {subtask}, not below the parallelism {parallelism}")]
+    SubtaskOutOfRange {
+        /// The attempt.
+        key: AttemptKey,
+        /// Its subtask.
+        subtask: u32,
+        /// The task's parallelism.
+        parallelism: u32,
+    },
+    /// The operating system refused a thread.
+    #[error("cannot start a thread for attempt {key}")]
+    Spawn {
+        /// The attempt.
+        key: AttemptKey,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why an attempt could not be forgotten.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ForgetError {
+    /// The executor does not know the attempt.
+    #[error("attempt {0} is not known here")]
+    Unknown(AttemptKey),
+    /// The attempt's code has not returned yet.
+    #[error("attempt {key} has not ended ({status:?})")]
+    NotEnded {
+        /// The attempt.
+        key: AttemptKey,
+        /// Its status.
+        status: TaskStatus,
+    },
+}

@@ -1,0 +1,243 @@
+//! [`TaskExecutor`]: the thin shell that starts attempt threads, signals
+//! cancels and reports updates; what it decides lives in the
+//! [`AttemptTable`], which it consults under one lock.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use holdfast_runtime::ids::JobId;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::code::TaskCode;
+use crate::context::{CancelHandle, TaskContext};
+use crate::error::{ForgetError, StartError};
+use crate::key::{AttemptKey, TaskInfo};
+use crate::options::{ExecutorOptions, OptionsError, TaskPriority};
+use crate::status::{Exit, TaskSnapshot, TaskStatus, TaskUpdate};
+use crate::table::AttemptTable;
+use crate::thread;
+
+/// What the shell keeps per attempt.
+#[derive(Debug)]
+pub(crate) struct Handle {
+    cancel: CancelHandle,
+    processed: Arc<AtomicU64>,
+}
+
+/// State shared by the executor and its attempt threads.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    table: Mutex<AttemptTable<Handle>>,
+    updates: UnboundedSender<TaskUpdate>,
+    pub(crate) priority: TaskPriority,
+    /// Whether the failure to lower a thread's priority was logged.
+    pub(crate) priority_warned: AtomicBool,
+}
+
+impl Shared {
+    /// The table; a panic elsewhere while holding the lock cannot leave it
+    /// half-updated (every update is one call), so poison is ignored.
+    fn table(&self) -> MutexGuard<'_, AttemptTable<Handle>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn send(&self, update: TaskUpdate) {
+        if self.updates.send(update).is_err() {
+            tracing::debug!("task update dropped: nobody receives updates any more");
+        }
+    }
+
+    /// Called by the attempt's thread when it starts.
+    pub(crate) fn report_running(&self, key: AttemptKey, slot: u32, processed: u64) {
+        tracing::debug!(%key, slot, "task thread started");
+        let status = TaskStatus::Running;
+        self.send(TaskUpdate {
+            key,
+            slot,
+            status,
+            processed,
+        });
+    }
+
+    /// Called by the attempt's thread when its code has returned: frees the
+    /// slot and sends the terminal update, under the lock, so the update is
+    /// sent before anything can start in the slot again.
+    pub(crate) fn report_returned(&self, key: AttemptKey, exit: Exit, processed: u64) {
+        let failure = match &exit {
+            Exit::Failed(message) => Some(message.clone()),
+            Exit::Completed => None,
+        };
+        let mut table = self.table();
+        let Some((slot, status)) = table.returned(&key, exit) else {
+            tracing::error!(%key, "an attempt returned that was not running (a bug)");
+            return;
+        };
+        match &status {
+            TaskStatus::Failed(message) => tracing::warn!(%key, slot, %message, "task failed"),
+            _ => tracing::info!(%key, slot, ?status, processed, failure, "task ended"),
+        }
+        self.send(TaskUpdate {
+            key,
+            slot,
+            status,
+            processed,
+        });
+    }
+}
+
+/// Runs a TaskManager's task attempts, one per slot, each on its own named
+/// OS thread at a lower priority than the process's other threads.
+///
+/// Every attempt sends `Running` when its thread starts and then exactly one
+/// terminal update (`Finished`, `Canceled` or `Failed`) on the update
+/// channel. A slot is busy from [`start`](Self::start) until the attempt's
+/// code has returned. Ended attempts stay in [`snapshot`](Self::snapshot)
+/// (and their keys stay taken) until [`forget`](Self::forget): the
+/// TaskManager forgets an attempt once the JobManager has acknowledged its
+/// final state, so nothing is lost if a report must be repeated.
+///
+/// Dropping the executor cancels every attempt; threads whose code ignores
+/// cancel run on, detached, until it returns.
+#[derive(Debug)]
+pub struct TaskExecutor {
+    shared: Arc<Shared>,
+    slots: u32,
+}
+
+impl TaskExecutor {
+    /// An executor that sends every [`TaskUpdate`] to `updates`.
+    pub fn new(
+        updates: UnboundedSender<TaskUpdate>,
+        options: ExecutorOptions,
+    ) -> Result<TaskExecutor, OptionsError> {
+        options.validate()?;
+        let shared = Shared {
+            table: Mutex::new(AttemptTable::new(options.slots)),
+            updates,
+            priority: options.priority,
+            priority_warned: AtomicBool::new(false),
+        };
+        Ok(TaskExecutor {
+            shared: Arc::new(shared),
+            slots: options.slots,
+        })
+    }
+
+    /// How many slots the executor has.
+    pub fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    /// Starts attempt `key` of a task described by `info` in `slot`,
+    /// running `code` on a new thread. Refuses a slot that does not exist
+    /// or is busy, a key the executor still knows, and a subtask not below
+    /// the parallelism.
+    pub fn start(
+        &self,
+        key: AttemptKey,
+        slot: u32,
+        code: Box<dyn TaskCode>,
+        info: TaskInfo,
+    ) -> Result<(), StartError> {
+        let ctx = TaskContext::new(key, info);
+        let handle = Handle {
+            cancel: ctx.cancel_handle(),
+            processed: ctx.processed_counter(),
+        };
+        let mut table = self.shared.table();
+        table.start(key, slot, ctx.parallelism(), handle)?;
+        if let Err(source) = thread::spawn(Arc::clone(&self.shared), slot, code, ctx) {
+            table.abort(&key);
+            return Err(StartError::Spawn { key, source });
+        }
+        tracing::info!(%key, slot, "task started");
+        Ok(())
+    }
+
+    /// Asks attempt `key` to stop: `true` if the cancel is in effect (the
+    /// attempt is running or already canceling), `false` if the attempt is
+    /// unknown or has ended. The attempt reports `Canceled` once its code
+    /// returns; until then its status is `Canceling` and its slot busy.
+    pub fn cancel(&self, key: &AttemptKey) -> bool {
+        let mut table = self.shared.table();
+        match table.cancel(key) {
+            Some(handle) => {
+                handle.cancel.cancel();
+                tracing::info!(%key, "task canceling");
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels every attempt of `job` that has not ended; returns how many.
+    pub fn cancel_all_of_job(&self, job: JobId) -> usize {
+        self.cancel_where(|key| key.job == job)
+    }
+
+    /// Cancels every attempt that has not ended; returns how many.
+    pub fn cancel_all(&self) -> usize {
+        self.cancel_where(|_| true)
+    }
+
+    fn cancel_where(&self, mut wanted: impl FnMut(&AttemptKey) -> bool) -> usize {
+        let mut table = self.shared.table();
+        let keys: Vec<AttemptKey> = table
+            .entries()
+            .filter(|(key, entry)| !entry.status.is_terminal() && wanted(key))
+            .map(|(key, _)| *key)
+            .collect();
+        let mut canceled = 0;
+        for key in keys {
+            if let Some(handle) = table.cancel(&key) {
+                handle.cancel.cancel();
+                canceled += 1;
+            }
+        }
+        canceled
+    }
+
+    /// Every attempt the executor knows (running, canceling, or ended and
+    /// not yet forgotten), in key order, with its processed counter now.
+    pub fn snapshot(&self) -> Vec<TaskSnapshot> {
+        let table = self.shared.table();
+        table
+            .entries()
+            .map(|(key, entry)| TaskSnapshot {
+                key: *key,
+                slot: entry.slot,
+                status: entry.status.clone(),
+                processed: entry.handle.processed.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
+    /// Drops an ended attempt from the snapshot, freeing its key; returns
+    /// its last snapshot.
+    pub fn forget(&self, key: &AttemptKey) -> Result<TaskSnapshot, ForgetError> {
+        let entry = self.shared.table().forget(key)?;
+        Ok(TaskSnapshot {
+            key: *key,
+            slot: entry.slot,
+            status: entry.status,
+            processed: entry.handle.processed.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The slots whose attempt's code has not returned, ascending.
+    pub fn busy_slots(&self) -> Vec<u32> {
+        self.shared.table().busy_slots()
+    }
+}
+
+impl Drop for TaskExecutor {
+    fn drop(&mut self) {
+        let canceled = self.cancel_all();
+        if canceled > 0 {
+            tracing::info!(
+                canceled,
+                "executor dropped; its running tasks were canceled"
+            );
+        }
+    }
+}

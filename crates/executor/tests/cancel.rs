@@ -1,0 +1,153 @@
+//! Cancel: prompt for tasks that check it, deferred for blocking code (whose
+//! slot stays busy until it returns), scoped to a job or to everything.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{builtin, executor, info, key};
+use holdfast_executor::{ForgetError, StartError, TaskStatus};
+use serde_json::json;
+
+/// Generous: a task that checks for cancel returns within milliseconds;
+/// this only separates "prompt" from "waits for something else".
+const PROMPT: Duration = Duration::from_secs(2);
+
+#[tokio::test]
+async fn count_and_burn_stop_promptly_when_canceled() {
+    let (executor, mut updates) = executor(3);
+    let tasks = [
+        (key(1, "0.0#0"), builtin("count", json!({"rate": null}))),
+        (
+            key(1, "0.1#0"),
+            builtin("count", json!({"rate": 1, "batch": 1})),
+        ),
+        (key(1, "1.0#0"), builtin("burn", json!({}))),
+    ];
+    let keys: Vec<_> = tasks.iter().map(|(key, _)| *key).collect();
+    for (slot, (key, code)) in (0..).zip(tasks) {
+        executor.start(key, slot, code, info(2)).unwrap();
+        updates.running(key).await;
+    }
+    for key in keys {
+        let start = Instant::now();
+        assert!(executor.cancel(&key));
+        let end = updates.terminal(key).await;
+        let took = start.elapsed();
+        println!(
+            "{key}: canceled after {took:?}, processed {}",
+            end.processed
+        );
+        assert_eq!(end.status, TaskStatus::Canceled);
+        assert!(took < PROMPT, "{key} took {took:?} to cancel");
+        assert_eq!(
+            updates.statuses_of(key),
+            [TaskStatus::Running, TaskStatus::Canceled]
+        );
+        assert!(
+            !executor.cancel(&key),
+            "an ended attempt cannot be canceled"
+        );
+    }
+    assert!(executor.busy_slots().is_empty());
+}
+
+#[tokio::test]
+async fn block_ignores_cancel_until_it_wakes_and_keeps_its_slot() {
+    let blocking = Duration::from_millis(1500);
+    let (executor, mut updates) = executor(1);
+    let a = key(1, "0.0#0");
+    let start = Instant::now();
+    let block = builtin("block", json!({"seconds": blocking.as_secs_f64()}));
+    executor.start(a, 0, block, info(1)).unwrap();
+    updates.running(a).await;
+    assert!(executor.cancel(&a));
+    assert_eq!(executor.snapshot()[0].status, TaskStatus::Canceling);
+    assert_eq!(executor.busy_slots(), [0]);
+    let next = key(1, "0.0#1");
+    match executor.start(next, 0, builtin("count", json!({})), info(1)) {
+        Err(StartError::SlotBusy { slot: 0, occupant }) => assert_eq!(occupant, a),
+        other => panic!("slot 0 must be busy: {other:?}"),
+    }
+    assert_eq!(
+        executor.forget(&a),
+        Err(ForgetError::NotEnded {
+            key: a,
+            status: TaskStatus::Canceling
+        })
+    );
+
+    let end = updates.terminal(a).await;
+    assert_eq!(end.status, TaskStatus::Canceled);
+    assert!(
+        start.elapsed() >= blocking,
+        "reported before it woke: {:?}",
+        start.elapsed()
+    );
+    assert!(executor.busy_slots().is_empty());
+    executor
+        .start(next, 0, builtin("count", json!({"records": 5})), info(1))
+        .unwrap();
+    assert_eq!(updates.terminal(next).await.status, TaskStatus::Finished);
+}
+
+#[tokio::test]
+async fn cancel_all_of_job_leaves_other_jobs_running() {
+    let (executor, mut updates) = executor(4);
+    let (a0, a1, b0) = (key(1, "0.0#0"), key(1, "0.1#0"), key(2, "0.0#0"));
+    for (slot, key) in [(0, a0), (1, a1), (2, b0)] {
+        executor
+            .start(key, slot, builtin("count", json!({})), info(2))
+            .unwrap();
+    }
+    assert_eq!(executor.cancel_all_of_job(a0.job), 2);
+    for key in [a0, a1] {
+        assert_eq!(updates.terminal(key).await.status, TaskStatus::Canceled);
+    }
+    let b_status = executor
+        .snapshot()
+        .into_iter()
+        .find(|s| s.key == b0)
+        .unwrap()
+        .status;
+    assert_eq!(b_status, TaskStatus::Running);
+    assert_eq!(executor.busy_slots(), [2]);
+
+    assert_eq!(executor.cancel_all(), 1);
+    assert_eq!(updates.terminal(b0).await.status, TaskStatus::Canceled);
+    assert_eq!(executor.cancel_all(), 0, "nothing left to cancel");
+    assert!(!executor.cancel(&key(3, "0.0#0")), "unknown attempt");
+}
+
+#[tokio::test]
+async fn forget_drops_an_ended_attempt_and_frees_its_key() {
+    let (executor, mut updates) = executor(1);
+    let a = key(1, "0.0#0");
+    executor
+        .start(a, 0, builtin("count", json!({"records": 3})), info(1))
+        .unwrap();
+    updates.terminal(a).await;
+    match executor.start(a, 0, builtin("count", json!({})), info(1)) {
+        Err(StartError::Duplicate {
+            key,
+            status: TaskStatus::Finished,
+        }) => assert_eq!(key, a),
+        other => panic!("a remembered key must be refused: {other:?}"),
+    }
+    let last = executor.forget(&a).unwrap();
+    assert_eq!((last.status, last.processed), (TaskStatus::Finished, 3));
+    assert!(executor.snapshot().is_empty());
+    assert_eq!(executor.forget(&a), Err(ForgetError::Unknown(a)));
+}
+
+#[tokio::test]
+async fn dropping_the_executor_cancels_its_tasks() {
+    let (executor, mut updates) = executor(1);
+    let a = key(1, "0.0#0");
+    executor
+        .start(a, 0, builtin("burn", json!({})), info(1))
+        .unwrap();
+    updates.running(a).await;
+    drop(executor);
+    assert_eq!(updates.terminal(a).await.status, TaskStatus::Canceled);
+}

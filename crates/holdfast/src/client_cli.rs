@@ -1,0 +1,349 @@
+//! `holdfast run | list | status | cancel`: the cluster's client, over the
+//! JobManager's REST API ([`holdfast_cluster::client::RestClient`]). Any
+//! JobManager will do: standbys redirect to the leader.
+//!
+//! Exit codes: 0 ok, 1 error (unreachable, refused, failed), 2 usage (clap:
+//! unknown flags, a bad job id, malformed `--args`, a bad `--parallelism`).
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{ArgGroup, Args, Subcommand};
+use holdfast_cluster::client::{ClientError, RestClient};
+use holdfast_cluster::view::{JobDetails, JobExceptions, JobsOverview};
+use holdfast_config::ClusterConfig;
+use holdfast_runtime::graph::{JobGraph, MAX_PARALLELISM};
+use holdfast_runtime::ids::JobId;
+use serde_json::{Value, json};
+
+use crate::config_args::ConfigArgs;
+
+/// How often `run --wait-running` asks for the job's state.
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// The client commands.
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Submit a job: a built-in TASK as a one-vertex job, or a job graph
+    /// (`--graph FILE.json`). Prints the job id.
+    Run(Box<RunArgs>),
+    /// List the jobs: id, name, state, restarts, tasks running/total.
+    List(Box<Target>),
+    /// Show a job: state, vertices and subtasks (where they run), restarts
+    /// and their causes.
+    Status(Box<JobArgs>),
+    /// Cancel a job.
+    Cancel(Box<JobArgs>),
+}
+
+/// Which JobManager to ask, and how to print.
+#[derive(Debug, Args)]
+pub struct Target {
+    /// The JobManager's REST URL; any JobManager will do (standbys redirect
+    /// to the leader) [default: http://{rest.address}:{rest.port}]
+    #[arg(long, value_name = "URL")]
+    jobmanager: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// How long one REST call may take (e.g. `10s`).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+/// `holdfast run`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("job").required(true).args(["task", "graph"])))]
+pub struct RunArgs {
+    /// A built-in task (e.g. `count`, `burn`, `block`, `fail`).
+    task: Option<String>,
+    /// Submit this job graph (JSON: name, vertices, edges) instead of a task.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["args", "parallelism", "name"])]
+    graph: Option<PathBuf>,
+    /// The task's arguments: a JSON object, e.g. '{"limit": 100}'.
+    #[arg(long, value_name = "JSON", value_parser = parse_args)]
+    args: Option<Value>,
+    /// How many subtasks run the task [default: parallelism.default].
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PARALLELISM)))]
+    parallelism: Option<u32>,
+    /// The job's name [default: the task's name].
+    #[arg(long)]
+    name: Option<String>,
+    /// Wait until the job is RUNNING (or has ended), printing each state.
+    #[arg(long)]
+    wait_running: bool,
+    /// How long `--wait-running` waits (e.g. `60s`).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    wait_timeout: Duration,
+    #[command(flatten)]
+    target: Target,
+}
+
+/// `holdfast status` and `holdfast cancel`.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// The job id (32 hex digits, as `holdfast run` and `list` print it).
+    #[arg(value_name = "JOBID")]
+    id: JobId,
+    #[command(flatten)]
+    target: Target,
+}
+
+fn parse_args(text: &str) -> Result<Value, String> {
+    match serde_json::from_str(text) {
+        Ok(value @ (Value::Object(_) | Value::Null)) => Ok(value),
+        Ok(other) => Err(format!(
+            "expected a JSON object, e.g. '{{\"limit\": 100}}', got {other}"
+        )),
+        Err(error) => Err(format!("not valid JSON: {error}")),
+    }
+}
+
+/// Runs one client command to completion.
+pub fn run(command: ClientCommand) -> Result<()> {
+    let main = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    main.block_on(async {
+        match command {
+            ClientCommand::Run(args) => submit(*args).await,
+            ClientCommand::List(target) => list(*target).await,
+            ClientCommand::Status(args) => status(*args).await,
+            ClientCommand::Cancel(args) => cancel(*args).await,
+        }
+    })
+}
+
+impl Target {
+    /// The cluster configuration and a client of the chosen JobManager.
+    fn connect(&self) -> Result<(ClusterConfig, RestClient)> {
+        let (config, _) = self.config.cluster_config()?;
+        let url = match &self.jobmanager {
+            Some(url) => url.clone(),
+            None if config.rest_address.contains(':') && !config.rest_address.starts_with('[') => {
+                format!("http://[{}]:{}", config.rest_address, config.rest_port)
+            }
+            None => format!("http://{}:{}", config.rest_address, config.rest_port),
+        };
+        let client = RestClient::new(&url, self.timeout).map_err(plain)?;
+        Ok((config, client))
+    }
+}
+
+/// A client error as the whole message: it already names the innermost cause.
+fn plain(error: ClientError) -> anyhow::Error {
+    anyhow!("{error}")
+}
+
+async fn submit(args: RunArgs) -> Result<()> {
+    let (config, client) = args.target.connect()?;
+    let graph = match (&args.graph, &args.task) {
+        (Some(path), _) => read_graph(path)?,
+        (None, Some(task)) => JobGraph::single(
+            args.name.as_deref().unwrap_or(task),
+            task,
+            args.args.clone().unwrap_or(Value::Null),
+            args.parallelism.unwrap_or(config.parallelism_default),
+        ),
+        (None, None) => bail!("give a TASK or --graph FILE.json"),
+    };
+    graph.validate().context("the job cannot run")?;
+    let id = client.submit(&graph).await.map_err(plain)?;
+    let json = args.target.json;
+    if json {
+        println!("{}", json!({ "jobid": id.to_string() }));
+    } else {
+        println!("{id}");
+    }
+    if args.wait_running {
+        wait_running(&client, id, args.wait_timeout, json).await?;
+    }
+    Ok(())
+}
+
+fn read_graph(path: &PathBuf) -> Result<JobGraph> {
+    let text =
+        std::fs::read(path).with_context(|| format!("--graph: reading {}", path.display()))?;
+    serde_json::from_slice(&text)
+        .with_context(|| format!("--graph {}: not a job graph", path.display()))
+}
+
+/// Polls the job until it is RUNNING or has ended, printing each state it
+/// is seen in (stderr in text mode, so stdout holds only the id).
+async fn wait_running(client: &RestClient, id: JobId, timeout: Duration, json: bool) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last: Option<String> = None;
+    loop {
+        let state = client.job(id).await.map_err(plain)?.state;
+        if last.as_ref() != Some(&state) {
+            if json {
+                println!("{}", json!({ "jobid": id.to_string(), "state": state }));
+            } else {
+                eprintln!("job {id} is {state}");
+            }
+            last = Some(state.clone());
+        }
+        match state.as_str() {
+            "RUNNING" | "FINISHED" => return Ok(()),
+            "FAILED" | "CANCELED" => {
+                bail!("job {id} is {state} without having run; `holdfast status {id}` shows why")
+            }
+            _ => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "job {id} is still {state} after {}",
+                humantime::format_duration(timeout)
+            );
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+async fn list(target: Target) -> Result<()> {
+    let (_, client) = target.connect()?;
+    let jobs = client.jobs().await.map_err(plain)?;
+    if target.json {
+        println!("{}", serde_json::to_string_pretty(&jobs)?);
+    } else {
+        print!("{}", jobs_table(&jobs));
+    }
+    Ok(())
+}
+
+fn jobs_table(jobs: &JobsOverview) -> String {
+    if jobs.jobs.is_empty() {
+        return "no jobs\n".into();
+    }
+    let rows = jobs.jobs.iter().map(|job| {
+        let tasks = format!("{}/{}", job.tasks_running, job.tasks_total);
+        [
+            job.jid.clone(),
+            job.name.clone(),
+            job.state.clone(),
+            job.restarts.to_string(),
+            tasks,
+        ]
+    });
+    table(["JOB ID", "NAME", "STATE", "RESTARTS", "TASKS"], rows, "")
+}
+
+async fn status(args: JobArgs) -> Result<()> {
+    let (_, client) = args.target.connect()?;
+    let job = client.job(args.id).await.map_err(plain)?;
+    let exceptions = client.exceptions(args.id).await.map_err(plain)?;
+    if args.target.json {
+        let both = json!({ "job": job, "exceptions": exceptions });
+        println!("{}", serde_json::to_string_pretty(&both)?);
+    } else {
+        print!("{}", status_text(&job, &exceptions));
+    }
+    Ok(())
+}
+
+fn status_text(job: &JobDetails, exceptions: &JobExceptions) -> String {
+    let mut out = format!(
+        "job {} ({})\n  state:    {}\n  started:  {}\n  restarts: {}\n",
+        job.jid,
+        job.name,
+        job.state,
+        time(job.start_time),
+        job.restarts
+    );
+    for vertex in &job.vertices {
+        out += &format!(
+            "vertex {} {} (task {}, parallelism {})\n",
+            vertex.id, vertex.name, vertex.task, vertex.parallelism
+        );
+        let rows = vertex.subtasks.iter().map(|s| {
+            [
+                s.subtask.to_string(),
+                s.attempt.to_string(),
+                s.status.clone(),
+                s.taskmanager.clone().unwrap_or_else(|| "-".into()),
+                s.slot.map_or_else(|| "-".into(), |slot| slot.to_string()),
+                s.processed.to_string(),
+            ]
+        });
+        let headers = [
+            "SUBTASK",
+            "ATTEMPT",
+            "STATE",
+            "TASKMANAGER",
+            "SLOT",
+            "PROCESSED",
+        ];
+        out += &table(headers, rows, "  ");
+    }
+    if exceptions.history.is_empty() {
+        out += "failures: none\n";
+        return out;
+    }
+    out += "failures (oldest first):\n";
+    for entry in &exceptions.history {
+        let task = entry.task_name.as_deref().unwrap_or("the job");
+        let location = entry
+            .location
+            .as_deref()
+            .map_or_else(String::new, |l| format!(" on {l}"));
+        out += &format!(
+            "  {}  {} ({task}{location}) -> {}\n",
+            time(entry.timestamp),
+            entry.exception_name,
+            entry.decision
+        );
+    }
+    out
+}
+
+async fn cancel(args: JobArgs) -> Result<()> {
+    let (_, client) = args.target.connect()?;
+    client.cancel(args.id).await.map_err(plain)?;
+    if args.target.json {
+        println!(
+            "{}",
+            json!({ "jobid": args.id.to_string(), "cancel": "requested" })
+        );
+    } else {
+        println!("cancellation of job {} requested", args.id);
+    }
+    Ok(())
+}
+
+/// Milliseconds since the Unix epoch in RFC 3339.
+fn time(ms: u64) -> String {
+    let at = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// Left-aligned columns, each as wide as its widest cell, two spaces apart.
+fn table<const N: usize>(
+    headers: [&str; N],
+    rows: impl Iterator<Item = [String; N]>,
+    indent: &str,
+) -> String {
+    let rows: Vec<[String; N]> = rows.collect();
+    let mut widths = headers.map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        format!("{indent}{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(headers.to_vec());
+    for row in &rows {
+        out += &line(row.iter().map(String::as_str).collect());
+    }
+    out
+}

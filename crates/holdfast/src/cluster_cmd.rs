@@ -1,0 +1,322 @@
+//! `holdfast jobmanager | taskmanager | standalone`: the cluster's processes.
+//!
+//! Each prints one JSON line on stdout once it serves (`{"event":"started",
+//! …}` with its addresses), so scripts and tests can wait for it; logs go to
+//! stderr.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use holdfast_cluster::jobmanager::{self, JobManagerOptions};
+use holdfast_cluster::metrics::ClusterMetrics;
+use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
+use holdfast_cluster::view::ConfigEntry;
+use holdfast_config::{ClusterConfig, ConfigSource};
+use holdfast_executor::TaskRegistry;
+use holdfast_ha::config::BackendKind;
+use holdfast_ha::connection::Connection;
+use holdfast_ha::isolation::CoordinationRuntime;
+use holdfast_ha::metrics::{HaMetrics, Registry};
+use holdfast_ha::{Runtime, TokioRuntime};
+use holdfast_ha_zookeeper::ZkBackend;
+use holdfast_rpc::auth::{Auth, ClusterSecret};
+use holdfast_rpc::config::ClientConfig;
+use holdfast_runtime::master::MasterConfig;
+use serde_json::json;
+
+use crate::config_args::ConfigArgs;
+use crate::metrics_server;
+use crate::standalone;
+
+/// Options every cluster process takes.
+#[derive(Debug, Args)]
+pub struct ProcessArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Serve Prometheus metrics at `http://ADDR/metrics`.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+/// `holdfast jobmanager`.
+#[derive(Debug, Args)]
+pub struct JobManagerArgs {
+    #[command(flatten)]
+    process: ProcessArgs,
+    /// This JobManager's id in the election (default `jm-<host>-<pid>-<random>`).
+    #[arg(long)]
+    id: Option<String>,
+}
+
+/// `holdfast taskmanager`.
+#[derive(Debug, Args)]
+pub struct TaskManagerArgs {
+    #[command(flatten)]
+    process: ProcessArgs,
+}
+
+/// What every process builds from its configuration.
+pub struct Setup {
+    pub config: ClusterConfig,
+    pub source: ConfigSource,
+    pub registry: Registry,
+    pub ha_metrics: HaMetrics,
+    pub metrics: ClusterMetrics,
+    pub coordination: CoordinationRuntime,
+}
+
+impl Setup {
+    pub fn new(args: &ProcessArgs) -> Result<Setup> {
+        let (config, source) = args.config.cluster_config()?;
+        let mut registry = Registry::default();
+        let ha_metrics = HaMetrics::new(&mut registry);
+        let metrics = ClusterMetrics::new(&mut registry);
+        let coordination = CoordinationRuntime::start("holdfast-ha")?;
+        Ok(Setup {
+            config,
+            source,
+            registry,
+            ha_metrics,
+            metrics,
+            coordination,
+        })
+    }
+
+    /// The cluster secret from `cluster.secret-file`; without one, calls are
+    /// not authenticated (warned loudly) unless `fallback` gives a secret.
+    pub fn auth(&self, fallback: Option<ClusterSecret>) -> Result<Auth> {
+        match (&self.config.cluster_secret_file, fallback) {
+            (Some(path), _) => {
+                let secret = ClusterSecret::from_file(path)
+                    .with_context(|| format!("cluster.secret-file = {}", path.display()))?;
+                Ok(Auth::with_secret(secret))
+            }
+            (None, Some(secret)) => Ok(Auth::with_secret(secret)),
+            (None, None) => {
+                tracing::warn!(
+                    "cluster RPC is NOT authenticated: anyone who can reach this process's RPC port can register a \
+                     TaskManager or command one. Set cluster.secret-file to a file with a shared secret \
+                     (see docs/SECURITY.md)"
+                );
+                Ok(Auth::Disabled)
+            }
+        }
+    }
+
+    pub fn client_config(&self) -> ClientConfig {
+        ClientConfig {
+            ask_timeout: self.config.ask_timeout,
+            ..ClientConfig::default()
+        }
+    }
+
+    pub fn master_config(&self) -> MasterConfig {
+        MasterConfig {
+            heartbeat_interval: self.config.heartbeat_interval,
+            heartbeat_timeout: self.config.heartbeat_timeout,
+            restart: self.config.restart.strategy(),
+        }
+    }
+
+    /// The effective configuration for `GET /config`, secrets masked.
+    pub fn config_entries(&self) -> Vec<ConfigEntry> {
+        self.source
+            .pairs()
+            .into_iter()
+            .map(|(key, value)| {
+                let secret = ["secret", "password", "credential"]
+                    .iter()
+                    .any(|w| key.contains(w))
+                    && !key.ends_with("-file");
+                ConfigEntry {
+                    key,
+                    value: if secret { "******".to_owned() } else { value },
+                }
+            })
+            .collect()
+    }
+
+    pub async fn serve_metrics(&mut self, addr: Option<SocketAddr>) -> Result<()> {
+        if let Some(addr) = addr {
+            let registry = Arc::new(std::mem::take(&mut self.registry));
+            let bound = metrics_server::serve(addr, registry).await?;
+            tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
+        }
+        Ok(())
+    }
+
+    /// A ZooKeeper connection for `component`, on the coordination runtime.
+    pub fn zk_connection(&self, component: &str, role: &str) -> Result<Connection<ZkBackend>> {
+        if self.config.ha.backend != BackendKind::ZooKeeper {
+            bail!(
+                "`holdfast {role}` runs as its own process and needs a shared HA backend: set \
+                 high-availability.type: zookeeper and high-availability.zookeeper.quorum (or --quorum). \
+                 On one machine, `holdfast standalone` runs a JobManager and TaskManagers on the embedded backend"
+            );
+        }
+        let backend = ZkBackend::from_config(&self.config.ha).context("configuring ZooKeeper")?;
+        let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
+        let mut options = self.config.ha.connection_options();
+        options.metrics = Some(self.ha_metrics.connection(component));
+        Ok(self
+            .coordination
+            .run(|| Connection::start(backend, runtime, options)))
+    }
+}
+
+/// Resolves `host:port` for binding.
+pub fn bind_addr(host: &str, port: u16) -> Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {host}:{port}"))?
+        .next()
+        .with_context(|| format!("{host}:{port} resolves to no address"))
+}
+
+/// A process id: `<prefix>-<host>-<pid>-<random>`.
+pub fn generated_id(prefix: &str) -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "host".to_owned());
+    let host: String = host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(32)
+        .collect();
+    format!(
+        "{prefix}-{host}-{}-{:04x}",
+        std::process::id(),
+        TokioRuntime::new().random_u64() as u16
+    )
+}
+
+fn main_runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
+    let mut setup = Setup::new(&args.process)?;
+    let main = main_runtime()?;
+    main.block_on(async {
+        setup.serve_metrics(args.process.metrics_addr).await?;
+        let connection = setup.zk_connection("jobmanager", "jobmanager")?;
+        let options = JobManagerOptions {
+            id: args.id.unwrap_or_else(|| generated_id("jm")),
+            rpc_bind: bind_addr(
+                &setup.config.jobmanager_rpc_address,
+                setup.config.jobmanager_rpc_port,
+            )?,
+            rest_bind: bind_addr(&setup.config.rest_bind_address, setup.config.rest_port)?,
+            advertised_host: None,
+            ha_base: setup.config.ha.base_path(),
+            policy: setup.config.ha.policy.to_string(),
+            master: setup.master_config(),
+            client: setup.client_config(),
+            auth: setup.auth(None)?,
+            registry: Arc::new(TaskRegistry::builtin()),
+            metrics: setup.metrics.clone(),
+            election_metrics: Some(setup.ha_metrics.election("jobmanager")),
+            config: setup.config_entries(),
+        };
+        let id = options.id.clone();
+        let handle =
+            jobmanager::start(options, connection.clone(), Some(&setup.coordination)).await?;
+        println!(
+            "{}",
+            json!({"event": "started", "role": "jobmanager", "id": id,
+                   "rpc": handle.rpc_address().to_string(),
+                   "rest": format!("http://{}", handle.rest_address())})
+        );
+        wait_for_signal().await;
+        tracing::info!("stopping: leaving the election so a standby takes over at once");
+        handle.shutdown().await;
+        close(&setup.coordination, connection).await;
+        Ok(())
+    })
+}
+
+pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
+    let mut setup = Setup::new(&args.process)?;
+    let main = main_runtime()?;
+    main.block_on(async {
+        setup.serve_metrics(args.process.metrics_addr).await?;
+        let connection = setup.zk_connection("taskmanager", "taskmanager")?;
+        let id = setup
+            .config
+            .taskmanager_resource_id
+            .clone()
+            .unwrap_or_else(|| generated_id("tm"));
+        let options = TaskManagerOptions {
+            id: id
+                .parse()
+                .with_context(|| format!("taskmanager.resource-id = {id}"))?,
+            slots: setup.config.task_slots,
+            rpc_bind: bind_addr(
+                setup
+                    .config
+                    .taskmanager_host
+                    .as_deref()
+                    .unwrap_or("127.0.0.1"),
+                setup.config.taskmanager_rpc_port,
+            )?,
+            rpc_host: setup.config.taskmanager_host.clone(),
+            ha_base: setup.config.ha.base_path(),
+            policy: setup.config.ha.policy,
+            client: setup.client_config(),
+            heartbeat_timeout: setup.config.heartbeat_timeout,
+            auth: setup.auth(None)?,
+            registry: Arc::new(TaskRegistry::builtin()),
+            metrics: setup.metrics.clone(),
+        };
+        let handle = setup
+            .coordination
+            .spawn({
+                let connection = connection.clone();
+                async move { taskmanager::start(options, connection).await }
+            })
+            .await??;
+        println!(
+            "{}",
+            json!({"event": "started", "role": "taskmanager", "id": id,
+                   "rpc": handle.rpc_address().to_string()})
+        );
+        wait_for_signal().await;
+        handle.shutdown().await;
+        close(&setup.coordination, connection).await;
+        Ok(())
+    })
+}
+
+pub use standalone::StandaloneArgs;
+
+pub fn run_standalone(args: StandaloneArgs) -> Result<()> {
+    let setup = Setup::new(&args.process)?;
+    main_runtime()?.block_on(standalone::run(setup, args))
+}
+
+/// SIGTERM or Ctrl-C.
+pub async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+pub async fn close<B: holdfast_ha::backend::Backend>(
+    coordination: &CoordinationRuntime,
+    connection: Connection<B>,
+) {
+    let closing = coordination.spawn(async move { connection.close().await });
+    let _ = tokio::time::timeout(Duration::from_secs(5), closing).await;
+}

@@ -1,0 +1,228 @@
+//! `holdfast standalone`: a JobManager and TaskManagers in one process on
+//! the embedded HA backend — the one-machine default. With `--run TASK` it
+//! submits a job of a built-in task and shows its progress.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use holdfast_cluster::control::ClusterControl;
+use holdfast_cluster::jobmanager::{self, JobManagerOptions};
+use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
+use holdfast_executor::TaskRegistry;
+use holdfast_ha::connection::Connection;
+use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
+use holdfast_ha::{Runtime, TokioRuntime};
+use holdfast_rpc::auth::ClusterSecret;
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
+use serde_json::json;
+
+use crate::cluster_cmd::{ProcessArgs, Setup, bind_addr, close, wait_for_signal};
+
+/// `holdfast standalone`.
+#[derive(Debug, Args)]
+pub struct StandaloneArgs {
+    #[command(flatten)]
+    pub process: ProcessArgs,
+    /// How many TaskManagers to start, each with
+    /// `taskmanager.numberOfTaskSlots` slots.
+    #[arg(long, default_value_t = 2)]
+    taskmanagers: u32,
+    /// Submit a job running this built-in task (count, burn, block, fail).
+    #[arg(long, value_name = "TASK")]
+    run: Option<String>,
+    /// The task's arguments, as JSON (e.g. '{"records": 1000000}').
+    #[arg(long, value_name = "JSON", default_value = "{}", requires = "run")]
+    args: String,
+    /// The job's parallelism (default `parallelism.default`).
+    #[arg(long, requires = "run")]
+    parallelism: Option<u32>,
+    /// Stop once the submitted job ends; exit 0 only if it finished.
+    #[arg(long, requires = "run")]
+    exit_when_done: bool,
+}
+
+pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
+    let graph = match &args.run {
+        Some(task) => {
+            let task_args: serde_json::Value = serde_json::from_str(&args.args)
+                .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
+            let parallelism = args.parallelism.unwrap_or(setup.config.parallelism_default);
+            if parallelism == 0 {
+                bail!("--parallelism must be at least 1");
+            }
+            Some(JobGraph::single(
+                &format!("{task}-job"),
+                task,
+                task_args,
+                parallelism,
+            ))
+        }
+        None => None,
+    };
+    if args.taskmanagers == 0 || args.taskmanagers > 64 {
+        bail!("--taskmanagers must be 1 to 64, not {}", args.taskmanagers);
+    }
+    setup.serve_metrics(args.process.metrics_addr).await?;
+    let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
+    let cluster = setup
+        .coordination
+        .run(|| EmbeddedCluster::new(runtime.clone()));
+    let embedded = EmbeddedOptions {
+        session_timeout: setup.config.ha.session_timeout,
+        ..EmbeddedOptions::default()
+    };
+    let connect = |component: &str| {
+        let mut options = setup.config.ha.connection_options();
+        options.metrics = Some(setup.ha_metrics.connection(component));
+        let backend = cluster.backend_on(component, embedded.clone());
+        setup
+            .coordination
+            .run(|| Connection::start(backend, runtime.clone(), options))
+    };
+    // Nobody outside this process needs to call it: a fresh random secret
+    // unless cluster.secret-file names one.
+    let random: Vec<u8> = (0..4)
+        .flat_map(|_| runtime.random_u64().to_le_bytes())
+        .collect();
+    let auth = setup.auth(Some(ClusterSecret::from_bytes(random)?))?;
+    let registry = Arc::new(TaskRegistry::builtin());
+    let jm_connection = connect("jobmanager");
+    let options = JobManagerOptions {
+        id: "jm-standalone".to_owned(),
+        rpc_bind: bind_addr(
+            &setup.config.jobmanager_rpc_address,
+            setup.config.jobmanager_rpc_port,
+        )?,
+        rest_bind: bind_addr(&setup.config.rest_bind_address, setup.config.rest_port)?,
+        advertised_host: None,
+        ha_base: setup.config.ha.base_path(),
+        policy: setup.config.ha.policy.to_string(),
+        master: setup.master_config(),
+        client: setup.client_config(),
+        auth: auth.clone(),
+        registry: registry.clone(),
+        metrics: setup.metrics.clone(),
+        election_metrics: Some(setup.ha_metrics.election("jobmanager")),
+        config: setup.config_entries(),
+    };
+    let jm = jobmanager::start(options, jm_connection.clone(), Some(&setup.coordination)).await?;
+    let mut tms = Vec::new();
+    for index in 0..args.taskmanagers {
+        let connection = connect(&format!("taskmanager-{index}"));
+        let options = TaskManagerOptions {
+            id: format!("tm-standalone-{index}").parse()?,
+            slots: setup.config.task_slots,
+            rpc_bind: bind_addr("127.0.0.1", 0)?,
+            rpc_host: None,
+            ha_base: setup.config.ha.base_path(),
+            policy: setup.config.ha.policy,
+            client: setup.client_config(),
+            heartbeat_timeout: setup.config.heartbeat_timeout,
+            auth: auth.clone(),
+            registry: registry.clone(),
+            metrics: setup.metrics.clone(),
+        };
+        let started = setup
+            .coordination
+            .spawn({
+                let connection = connection.clone();
+                async move { taskmanager::start(options, connection).await }
+            })
+            .await??;
+        tms.push((started, connection));
+    }
+    println!(
+        "{}",
+        json!({"event": "started", "role": "standalone", "rpc": jm.rpc_address().to_string(),
+               "rest": format!("http://{}", jm.rest_address()), "taskmanagers": args.taskmanagers})
+    );
+    let outcome = match graph {
+        Some(graph) => follow(jm.control(), graph, args.exit_when_done).await,
+        None => {
+            eprintln!(
+                "holdfast standalone: JobManager at http://{} with {} TaskManagers; submit jobs with `holdfast run`, \
+                 stop with Ctrl-C",
+                jm.rest_address(),
+                args.taskmanagers
+            );
+            wait_for_signal().await;
+            Ok(())
+        }
+    };
+    for (tm, connection) in tms {
+        tm.shutdown().await;
+        close(&setup.coordination, connection).await;
+    }
+    jm.shutdown().await;
+    close(&setup.coordination, jm_connection).await;
+    outcome
+}
+
+/// Submits `graph` once the JobManager leads and prints its progress every
+/// second until it ends (or forever, until a signal, without `exit`).
+async fn follow(control: Arc<dyn ClusterControl>, graph: JobGraph, exit: bool) -> Result<()> {
+    let started = Instant::now();
+    let job = submit_when_leading(&*control, graph).await?;
+    eprintln!("submitted job {job}");
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    let mut last = (started, 0u64);
+    let mut signal = Box::pin(wait_for_signal());
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            () = &mut signal => return Ok(()),
+        }
+        let Ok(details) = control.job(job) else {
+            continue;
+        };
+        let subtasks: Vec<_> = details
+            .vertices
+            .iter()
+            .flat_map(|v| v.subtasks.iter())
+            .collect();
+        let running = subtasks.iter().filter(|s| s.status == "RUNNING").count();
+        let processed: u64 = subtasks.iter().map(|s| s.processed).sum();
+        let now = Instant::now();
+        let rate = processed.saturating_sub(last.1) as f64
+            / now.duration_since(last.0).as_secs_f64().max(1e-3);
+        last = (now, processed);
+        eprintln!(
+            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  processed {processed:>13}  ({:.2} M/s)  restarts {}",
+            started.elapsed().as_secs_f64(),
+            details.name,
+            details.state,
+            subtasks.len(),
+            rate / 1e6,
+            details.restarts
+        );
+        if exit && matches!(details.state.as_str(), "FINISHED" | "FAILED" | "CANCELED") {
+            if details.state == "FINISHED" {
+                return Ok(());
+            }
+            let cause = control
+                .exceptions(job)
+                .ok()
+                .and_then(|e| e.root_exception)
+                .unwrap_or_default();
+            bail!("job {job} ended {}: {cause}", details.state);
+        }
+    }
+}
+
+async fn submit_when_leading(control: &dyn ClusterControl, graph: JobGraph) -> Result<JobId> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match control.submit(graph.clone()).await {
+            Ok(job) => return Ok(job),
+            Err(holdfast_cluster::control::ControlError::NotLeader { .. })
+                if Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => bail!("submitting the job failed: {error}"),
+        }
+    }
+}

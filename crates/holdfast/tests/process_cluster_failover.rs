@@ -1,0 +1,71 @@
+//! Tier 4: two JobManagers and two TaskManagers as separate processes on a
+//! real ZooKeeper. kill -9 of the leading JobManager: the standby leads, the
+//! TaskManagers re-register with it, and the job runs again.
+
+mod support;
+
+use anyhow::{Result, ensure};
+use holdfast_runtime::graph::JobGraph;
+use serde_json::json;
+use support::cluster::{Cluster, eventually, rest};
+use support::T;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
+    let cluster = Cluster::start("lease", "").await?;
+    let mut a = cluster.jobmanager("jm-a").await?;
+    let leader_rest = rest(&a.rest)?;
+    // `a` leads before `b` starts: the roles are known.
+    eventually("jm-a leads", || async { Ok(leader_rest.overview().await?.leader.then_some(())) }).await?;
+    let b = cluster.jobmanager("jm-b").await?;
+    let _tm1 = cluster.taskmanager("tm-1", None).await?;
+    let _tm2 = cluster.taskmanager("tm-2", None).await?;
+    eventually("both TaskManagers registered with jm-a", || async {
+        Ok((leader_rest.overview().await?.taskmanagers == 2).then_some(()))
+    })
+    .await?;
+
+    // Submitted through the standby: it redirects to the leader.
+    let standby_rest = rest(&b.rest)?;
+    let graph = JobGraph::single("forever", "count", json!({"rate": 2000}), 4);
+    let job = standby_rest.submit(&graph).await?;
+    let before = eventually("the job runs on jm-a", || async {
+        let details = leader_rest.job(job).await?;
+        let running = details.vertices[0].subtasks.iter().all(|s| s.status == "RUNNING");
+        Ok((details.state == "RUNNING" && running).then_some(details))
+    })
+    .await?;
+    let hosts: std::collections::BTreeSet<_> =
+        before.vertices[0].subtasks.iter().filter_map(|s| s.taskmanager.clone()).collect();
+    ensure!(hosts.len() == 2, "the 4 subtasks should spread over both TaskManagers: {before:?}");
+    let epoch_before = leader_rest.ha().await?.leader.map(|l| l.epoch).unwrap_or_default();
+
+    a.process.kill()?;
+    let killed_at = std::time::Instant::now();
+
+    let after = eventually("the job runs again on jm-b", || async {
+        let ha = standby_rest.ha().await?;
+        if !ha.is_leader {
+            return Ok(None);
+        }
+        let details = standby_rest.job(job).await?;
+        let running = details.vertices[0].subtasks.iter().all(|s| s.status == "RUNNING");
+        Ok((details.state == "RUNNING" && running).then_some((ha, details)))
+    })
+    .await?;
+    let failover = killed_at.elapsed();
+    eprintln!("the job ran again on the standby {failover:?} after kill -9 of the leader");
+    let (ha, details) = after;
+    ensure!(
+        ha.leader.as_ref().is_some_and(|l| l.id == "jm-b" && l.epoch > epoch_before),
+        "jm-b should lead with a newer epoch than {epoch_before}: {ha:?}"
+    );
+    let overview = standby_rest.overview().await?;
+    ensure!(overview.taskmanagers == 2, "both TaskManagers should re-register: {overview:?}");
+    ensure!(details.name == "forever", "{details:?}");
+    ensure!(
+        failover < T * 4,
+        "failover took {failover:?}; the session timeout is {T:?} (bound: 4 T on a loaded machine)"
+    );
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! A holdfast cluster of real processes on a real ZooKeeper for tier-4
+//! tests: JobManagers and TaskManagers started from one configuration file
+//! (with a shared cluster secret), addresses read from their `started`
+//! lines, state read through the REST API.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use holdfast_cluster::client::RestClient;
+use holdfast_testkit::{ZkCluster, ZkClusterConfig};
+use tempfile::TempDir;
+
+use super::{Holdfast, PATIENCE};
+
+/// A ZooKeeper, a configuration file and the secret it names.
+pub struct Cluster {
+    pub zk: ZkCluster,
+    dir: TempDir,
+    pub config: PathBuf,
+    pub secret: PathBuf,
+}
+
+/// A started JobManager.
+pub struct JobManager {
+    pub process: Holdfast,
+    pub rest: String,
+    pub rpc: String,
+}
+
+/// A started TaskManager.
+pub struct TaskManager {
+    pub process: Holdfast,
+    pub rpc: String,
+}
+
+impl Cluster {
+    /// A standalone ZooKeeper and a configuration: session timeout 4 s,
+    /// open ACLs, heartbeats every 500 ms with a 3 s timeout, fixed-delay
+    /// restarts (10 attempts, 200 ms), 2 slots per TaskManager, the error
+    /// `policy`, plus `extra` lines.
+    pub async fn start(policy: &str, extra: &str) -> Result<Cluster> {
+        let zk = ZkCluster::start(ZkClusterConfig::standalone())
+            .await
+            .context("starting a standalone ZooKeeper")?;
+        let dir = tempfile::tempdir()?;
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "a-test-cluster-secret-of-32-bytes!\n")?;
+        let config = dir.path().join("holdfast.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "high-availability.type: zookeeper\n\
+                 high-availability.zookeeper.quorum: {quorum}\n\
+                 high-availability.zookeeper.client.acl: open\n\
+                 high-availability.zookeeper.client.session-timeout: 4s\n\
+                 high-availability.zookeeper.client.error-policy: {policy}\n\
+                 cluster.secret-file: {secret}\n\
+                 heartbeat.interval: 500ms\n\
+                 heartbeat.timeout: 3s\n\
+                 restart-strategy.type: fixed-delay\n\
+                 restart-strategy.fixed-delay.attempts: 10\n\
+                 restart-strategy.fixed-delay.delay: 200ms\n\
+                 taskmanager.numberOfTaskSlots: 2\n\
+                 jobmanager.rpc.address: 127.0.0.1\n\
+                 jobmanager.rpc.port: 0\n\
+                 rest.bind-address: 127.0.0.1\n\
+                 rest.port: 0\n\
+                 {extra}\n",
+                quorum = zk.connect_string(),
+                secret = secret.display(),
+            ),
+        )?;
+        Ok(Cluster { zk, dir, config, secret })
+    }
+
+    fn args(&self, role: &str, extra: &[&str]) -> Vec<String> {
+        let mut args = vec![role.to_owned(), "--config".to_owned(), self.config.display().to_string()];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    }
+
+    /// Starts `holdfast jobmanager --id ID` and waits until it serves.
+    pub async fn jobmanager(&self, id: &str) -> Result<JobManager> {
+        let mut process = Holdfast::spawn(id, &self.args("jobmanager", &["--id", id]))?;
+        let started = process.next("started").await?;
+        Ok(JobManager {
+            rest: field(&started, "rest")?,
+            rpc: field(&started, "rpc")?,
+            process,
+        })
+    }
+
+    /// Starts `holdfast taskmanager` named `id` (its ZooKeeper connection
+    /// through `quorum` when given) and waits until it serves.
+    pub async fn taskmanager(&self, id: &str, quorum: Option<&str>) -> Result<TaskManager> {
+        let resource = format!("taskmanager.resource-id={id}");
+        let mut extra = vec!["-D", &resource];
+        let quorum_arg;
+        if let Some(quorum) = quorum {
+            quorum_arg = format!("high-availability.zookeeper.quorum={quorum}");
+            extra.extend(["-D", &quorum_arg]);
+        }
+        let mut process = Holdfast::spawn(id, &self.args("taskmanager", &extra))?;
+        let started = process.next("started").await?;
+        Ok(TaskManager { rpc: field(&started, "rpc")?, process })
+    }
+}
+
+fn field(line: &serde_json::Value, name: &str) -> Result<String> {
+    line[name]
+        .as_str()
+        .map(str::to_owned)
+        .with_context(|| format!("no {name} in {line}"))
+}
+
+/// A REST client of `url`.
+pub fn rest(url: &str) -> Result<RestClient> {
+    Ok(RestClient::new(url, Duration::from_secs(5))?)
+}
+
+/// Polls `check` every 50 ms until it returns `Some`, failing after
+/// [`PATIENCE`] with `what` and the last error.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let mut last = String::from("(no answer yet)");
+    loop {
+        match check().await {
+            Ok(Some(value)) => return Ok(value),
+            Ok(None) => {}
+            Err(error) => last = format!("{error:#}"),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("{what}: not within {PATIENCE:?}; last error: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `process` wrote `needle` to stderr; returns the offset just
+/// after it, so later waits can ask for what comes after.
+pub async fn logged(process: &Holdfast, needle: &str, from: usize) -> Result<usize> {
+    eventually(&format!("log line {needle:?}"), || async {
+        let text = process.stderr();
+        Ok(text.get(from..).and_then(|rest| rest.find(needle)).map(|at| from + at + needle.len()))
+    })
+    .await
+    .with_context(|| format!("stderr so far:\n{}", process.stderr()))
+}

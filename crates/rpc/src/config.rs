@@ -1,0 +1,87 @@
+//! Settings of the RPC layer's clients, and the one error their
+//! `validate()` methods return.
+
+use std::time::Duration;
+
+/// A setting that breaks a rule; names the setting.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The setting must be greater than zero.
+    #[error("{key} must be greater than zero")]
+    Zero {
+        /// The setting (a Flink key where one exists).
+        key: &'static str,
+    },
+    /// The setting exceeds its maximum.
+    #[error("{key} must be at most {max:?}, got {got:?}")]
+    TooLarge {
+        /// The setting.
+        key: &'static str,
+        /// The largest value allowed.
+        max: Duration,
+        /// The value given.
+        got: Duration,
+    },
+}
+
+/// How clients reach their peers. Every duration must be positive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// The deadline of every call (Flink's `pekko.ask.timeout`; default
+    /// 10 s): sent as the gRPC timeout header and enforced locally.
+    pub ask_timeout: Duration,
+    /// How long to wait for a TCP connection (default 5 s).
+    pub connect_timeout: Duration,
+    /// How often an HTTP/2 PING checks an open connection, even when idle
+    /// (default 10 s).
+    pub keepalive_interval: Duration,
+    /// How long a PING may go unanswered before the connection is closed
+    /// (default 20 s).
+    pub keepalive_timeout: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            ask_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Checks that every duration is positive.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("pekko.ask.timeout", self.ask_timeout),
+            ("ClientConfig::connect_timeout", self.connect_timeout),
+            ("ClientConfig::keepalive_interval", self.keepalive_interval),
+            ("ClientConfig::keepalive_timeout", self.keepalive_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(ConfigError::Zero { key });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_zero_names_the_key() {
+        assert_eq!(ClientConfig::default().validate(), Ok(()));
+        let config = ClientConfig {
+            ask_timeout: Duration::ZERO,
+            ..ClientConfig::default()
+        };
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "pekko.ask.timeout must be greater than zero"
+        );
+    }
+}

@@ -1,0 +1,464 @@
+//! [`JobMasterCore`]: the leader's scheduling, failure and restart decisions.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use holdfast_ha::MonoTime;
+
+use super::execution::JobExecution;
+use super::{AttemptRef, MasterCommand, MasterInput, ReportedStatus, SlotPool, TaskReport};
+use crate::heartbeat::{HeartbeatCommand, HeartbeatMonitor};
+use crate::ids::{JobId, TaskManagerId};
+use crate::lifecycle::job::{JobEvent, JobState};
+use crate::lifecycle::task::{TaskEvent, TaskState};
+use crate::restart::{
+    FailureCause, RestartDecision, RestartStrategy, RestartStrategyError, RestartTracker,
+};
+
+/// The leader's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MasterConfig {
+    /// `heartbeat.interval`.
+    pub heartbeat_interval: Duration,
+    /// `heartbeat.timeout`.
+    pub heartbeat_timeout: Duration,
+    /// `restart-strategy.*`, applied to each job.
+    pub restart: RestartStrategy,
+}
+
+/// The leading JobManager's state and decisions. See the [module](super).
+#[derive(Debug)]
+pub struct JobMasterCore {
+    config: MasterConfig,
+    jobs: BTreeMap<JobId, JobExecution>,
+    pool: SlotPool,
+    heartbeats: HeartbeatMonitor<TaskManagerId>,
+    /// Attempts we did not deploy (or no longer want) that we already asked
+    /// to cancel, so a heartbeat does not repeat the request.
+    cancels_sent: BTreeSet<AttemptRef>,
+}
+
+/// Everything one `handle` call needs besides the input.
+struct Step<'a> {
+    now: MonoTime,
+    random: u64,
+    out: &'a mut Vec<MasterCommand>,
+}
+
+impl JobMasterCore {
+    /// A core with no jobs and no TaskManagers.
+    pub fn new(config: MasterConfig) -> Result<JobMasterCore, RestartStrategyError> {
+        config.restart.validate()?;
+        Ok(JobMasterCore {
+            heartbeats: HeartbeatMonitor::new(config.heartbeat_interval, config.heartbeat_timeout),
+            config,
+            jobs: BTreeMap::new(),
+            pool: SlotPool::default(),
+            cancels_sent: BTreeSet::new(),
+        })
+    }
+
+    /// Every job this leader knows, terminal ones included.
+    pub fn jobs(&self) -> impl Iterator<Item = &JobExecution> {
+        self.jobs.values()
+    }
+
+    /// One job.
+    pub fn job(&self, id: JobId) -> Option<&JobExecution> {
+        self.jobs.get(&id)
+    }
+
+    /// The registered TaskManagers' slots.
+    pub fn slots(&self) -> &SlotPool {
+        &self.pool
+    }
+
+    /// The earliest time a [`MasterInput::Tick`] has something to do.
+    pub fn next_wakeup(&self) -> Option<MonoTime> {
+        let restarts = self.jobs.values().filter_map(|j| j.restart_at);
+        self.heartbeats
+            .next_wakeup()
+            .into_iter()
+            .chain(restarts)
+            .min()
+    }
+
+    /// Handles one input at `now`; `random` is a uniformly random `u64` from
+    /// the runtime's seam (restart jitter). Returns what to do, in order.
+    pub fn handle(&mut self, now: MonoTime, random: u64, input: MasterInput) -> Vec<MasterCommand> {
+        let mut out = Vec::new();
+        let mut step = Step {
+            now,
+            random,
+            out: &mut out,
+        };
+        match input {
+            MasterInput::Submit {
+                job,
+                graph,
+                submitted_at_ms,
+            } => {
+                if !self.jobs.contains_key(&job) {
+                    let tracker = RestartTracker::new(self.config.restart.clone())
+                        .expect("validated when the core was made");
+                    let mut execution = JobExecution::new(job, graph, submitted_at_ms, tracker);
+                    execution.apply(JobEvent::Start);
+                    step.out.push(MasterCommand::JobStateChanged {
+                        job,
+                        state: execution.state,
+                    });
+                    self.jobs.insert(job, execution);
+                }
+            }
+            MasterInput::TaskManagerRegistered { tm, slots, tasks } => {
+                // A new registration is a new session: a cancel sent to the
+                // old one may have been lost, so ask again for what it holds.
+                for report in &tasks {
+                    self.cancels_sent.remove(&report.attempt);
+                }
+                let lost = self.pool.register(&tm, slots);
+                let reason =
+                    format!("TaskManager {tm} registered again, so it no longer runs this attempt");
+                for attempt in lost {
+                    self.fail_attempt(&mut step, attempt, &reason);
+                }
+                self.heartbeats.unmonitor(&tm);
+                self.heartbeats.on_heartbeat(tm.clone(), now);
+                self.reconcile(&mut step, &tm, &tasks);
+            }
+            MasterInput::TaskManagerLost { tm, reason } => self.lose(&mut step, &tm, &reason),
+            MasterInput::HeartbeatReply { tm, tasks } => {
+                if self.pool.contains(&tm) && self.heartbeats.on_heartbeat(tm.clone(), now) {
+                    self.reconcile(&mut step, &tm, &tasks);
+                }
+            }
+            MasterInput::TaskUpdate { tm, report } => {
+                if self.pool.contains(&tm) {
+                    self.on_report(&mut step, &tm, &report);
+                }
+            }
+            MasterInput::DeployFailed { attempt, error } => {
+                // Once its TaskManager reported the attempt running, the
+                // deployment did not fail (only the call's answer was lost):
+                // failing it would free a slot the task still occupies.
+                let running = self
+                    .jobs
+                    .get(&attempt.job)
+                    .filter(|j| j.is_current(&attempt.attempt))
+                    .and_then(|j| j.tasks.get(&attempt.attempt.task))
+                    .is_some_and(|t| t.state == TaskState::Running);
+                if !running {
+                    self.fail_attempt(
+                        &mut step,
+                        attempt,
+                        &format!("deploying {attempt} failed: {error}"),
+                    );
+                }
+            }
+            MasterInput::Cancel { job } => self.cancel_job(&mut step, job),
+            MasterInput::Tick => {
+                for command in self.heartbeats.poll(now) {
+                    match command {
+                        HeartbeatCommand::SendHeartbeat { peer } => {
+                            step.out.push(MasterCommand::SendHeartbeat { tm: peer });
+                        }
+                        HeartbeatCommand::TimedOut { peer, last_heard } => {
+                            step.out
+                                .push(MasterCommand::TaskManagerTimedOut { tm: peer.clone() });
+                            let reason = format!(
+                                "TaskManager {peer} timed out: no heartbeat answer for {:.1}s",
+                                now.since(last_heard).as_secs_f64()
+                            );
+                            self.lose(&mut step, &peer, &reason);
+                        }
+                    }
+                }
+            }
+        }
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            self.progress(&mut step, id);
+        }
+        self.schedule(&mut step);
+        out
+    }
+
+    /// Applies what a TaskManager says it holds.
+    fn reconcile(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, tasks: &[TaskReport]) {
+        for report in tasks {
+            self.on_report(step, tm, report);
+        }
+        self.pool.release_foreign_unless(tm, |index| {
+            tasks
+                .iter()
+                .any(|r| r.slot == index && !r.status.is_terminal())
+        });
+    }
+
+    fn on_report(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, report: &TaskReport) {
+        let attempt = report.attempt;
+        let current = self
+            .jobs
+            .get(&attempt.job)
+            .and_then(|j| j.tasks.get(&attempt.attempt.task).map(|t| (j, t)))
+            .filter(|(j, t)| {
+                j.is_current(&attempt.attempt)
+                    && t.slot
+                        .as_ref()
+                        .is_some_and(|s| s.task_manager == *tm && s.index == report.slot)
+            })
+            .map(|(_, t)| t.state);
+        let Some(state) = current else {
+            return self.foreign(step, tm, report);
+        };
+        if state.is_terminal() {
+            // We gave it up (e.g. a cancel that raced its deployment): like
+            // an attempt we did not deploy, stop it again and keep its slot
+            // until it has stopped, and free the slot once it says so.
+            return self.foreign(step, tm, report);
+        }
+        let job = self.jobs.get_mut(&attempt.job).expect("found above");
+        let task = attempt.attempt.task;
+        if let Some(t) = job.tasks.get_mut(&task) {
+            t.processed = t.processed.max(report.processed);
+        }
+        let stopped = match &report.status {
+            ReportedStatus::Deploying => false,
+            ReportedStatus::Running => {
+                job.apply_task(task, TaskEvent::Started);
+                false
+            }
+            ReportedStatus::Finished => {
+                job.apply_task(task, TaskEvent::Started);
+                if !job.apply_task(task, TaskEvent::Finished) {
+                    job.apply_task(task, TaskEvent::CancelAcknowledged);
+                }
+                true
+            }
+            ReportedStatus::Canceled => {
+                if !job.apply_task(task, TaskEvent::CancelAcknowledged) {
+                    let message =
+                        format!("{attempt} stopped without being asked to (reported canceled)");
+                    self.fail_attempt(step, attempt, &message);
+                }
+                true
+            }
+            ReportedStatus::Failed(message) => {
+                self.fail_attempt(step, attempt, &format!("{message} (on TaskManager {tm})"));
+                true
+            }
+        };
+        if stopped {
+            self.release(attempt);
+        }
+    }
+
+    /// A report about an attempt that is not a current one of ours.
+    fn foreign(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, report: &TaskReport) {
+        let slot = crate::ids::SlotId {
+            task_manager: tm.clone(),
+            index: report.slot,
+        };
+        if report.status.is_terminal() {
+            self.pool.release(&slot, report.attempt);
+            self.cancels_sent.remove(&report.attempt);
+            return;
+        }
+        self.pool.mark_foreign(tm, report.slot, report.attempt);
+        self.send_cancel_once(step, tm, report.attempt);
+    }
+
+    fn send_cancel_once(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, attempt: AttemptRef) {
+        if self.cancels_sent.insert(attempt) {
+            step.out.push(MasterCommand::Cancel {
+                tm: tm.clone(),
+                attempt,
+            });
+        }
+    }
+
+    /// Frees the slot of a current attempt that stopped.
+    fn release(&mut self, attempt: AttemptRef) {
+        let slot = self
+            .jobs
+            .get(&attempt.job)
+            .and_then(|j| j.tasks.get(&attempt.attempt.task))
+            .and_then(|t| t.slot.clone());
+        if let Some(slot) = slot {
+            self.pool.release(&slot, attempt);
+        }
+    }
+
+    /// Fails a current attempt that has not stopped; a running job then
+    /// fails and asks its restart strategy.
+    fn fail_attempt(&mut self, step: &mut Step<'_>, attempt: AttemptRef, message: &str) {
+        let Some(job) = self.jobs.get_mut(&attempt.job) else {
+            return;
+        };
+        let task = attempt.attempt.task;
+        let live = job.is_current(&attempt.attempt)
+            && job.tasks.get(&task).is_some_and(|t| !t.state.is_terminal());
+        if !live {
+            return;
+        }
+        job.apply_task(task, TaskEvent::Fail);
+        self.release(attempt);
+        let job = self.jobs.get_mut(&attempt.job).expect("found above");
+        if job.state == JobState::Running {
+            let cause = FailureCause::of_task(attempt.attempt, message);
+            self.job_failure(step, attempt.job, cause);
+        }
+    }
+
+    fn job_failure(&mut self, step: &mut Step<'_>, id: JobId, cause: FailureCause) {
+        let job = self.jobs.get_mut(&id).expect("callers checked");
+        let decision = job.tracker.on_failure(step.now, cause.clone(), step.random);
+        match decision {
+            RestartDecision::RestartAfter(delay) => {
+                job.apply(JobEvent::RecoverableFailure);
+                job.restart_at = Some(step.now.plus(delay));
+            }
+            RestartDecision::GiveUp { .. } => {
+                job.apply(JobEvent::UnrecoverableFailure);
+            }
+        }
+        step.out.push(MasterCommand::JobFailed {
+            job: id,
+            cause,
+            decision,
+        });
+        step.out.push(MasterCommand::JobStateChanged {
+            job: id,
+            state: job.state,
+        });
+        self.cancel_remaining(step, id);
+    }
+
+    fn cancel_job(&mut self, step: &mut Step<'_>, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if matches!(job.state, JobState::Canceling) || job.state.is_terminal() {
+            return;
+        }
+        job.apply(JobEvent::Cancel);
+        job.restart_at = None;
+        step.out.push(MasterCommand::JobStateChanged {
+            job: id,
+            state: job.state,
+        });
+        self.cancel_remaining(step, id);
+    }
+
+    /// Cancels every attempt of the job that has not stopped.
+    fn cancel_remaining(&mut self, step: &mut Step<'_>, id: JobId) {
+        let job = self.jobs.get_mut(&id).expect("callers checked");
+        let tasks: Vec<_> = job.tasks.keys().copied().collect();
+        for task in tasks {
+            let execution = &job.tasks[&task];
+            if execution.state.is_terminal() || execution.state == TaskState::Canceling {
+                continue;
+            }
+            let slot = execution.slot.clone();
+            let attempt = job.current(task).expect("task exists");
+            job.apply_task(task, TaskEvent::Cancel);
+            if let (Some(slot), TaskState::Canceling) = (slot, job.tasks[&task].state) {
+                self.cancels_sent.insert(attempt);
+                step.out.push(MasterCommand::Cancel {
+                    tm: slot.task_manager,
+                    attempt,
+                });
+            }
+        }
+    }
+
+    /// A TaskManager is gone: its attempts fail.
+    fn lose(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, reason: &str) {
+        self.heartbeats.unmonitor(tm);
+        for attempt in self.pool.remove(tm) {
+            self.fail_attempt(step, attempt, reason);
+        }
+    }
+
+    /// Moves a job on when what it waits for has happened.
+    fn progress(&mut self, step: &mut Step<'_>, id: JobId) {
+        let job = self.jobs.get_mut(&id).expect("iterating known ids");
+        let event = match job.state {
+            JobState::Running => {
+                let all = |s: TaskState| job.tasks.values().all(|t| t.state == s);
+                if !job.all_running && all(TaskState::Running) {
+                    job.all_running = true;
+                    job.tracker.on_running(step.now);
+                }
+                all(TaskState::Finished).then_some(JobEvent::AllTasksFinished)
+            }
+            JobState::Restarting => {
+                let due = job.restart_at.is_none_or(|at| at <= step.now);
+                if due {
+                    // Only the old attempts' acks are awaited now: a past
+                    // restart time left in `next_wakeup` would make the
+                    // shell spin on Ticks that change nothing.
+                    job.restart_at = None;
+                }
+                (due && job.all_terminal()).then_some(JobEvent::Restarted)
+            }
+            JobState::Failing | JobState::Canceling => {
+                job.all_terminal().then_some(JobEvent::AllTasksTerminated)
+            }
+            _ => None,
+        };
+        if let Some(event) = event {
+            job.apply(event);
+            if event == JobEvent::Restarted {
+                job.restart_at = None;
+                job.new_attempts();
+            }
+            step.out.push(MasterCommand::JobStateChanged {
+                job: id,
+                state: job.state,
+            });
+        }
+    }
+
+    /// Deploys every running job whose tasks all wait for slots, oldest
+    /// submission first, if the free slots suffice for all its tasks.
+    fn schedule(&mut self, step: &mut Step<'_>) {
+        let mut waiting: Vec<&JobExecution> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running)
+            .filter(|j| j.tasks.values().any(|t| t.state == TaskState::Scheduled))
+            .collect();
+        waiting.sort_by_key(|j| (j.submitted_at_ms, j.id));
+        let ids: Vec<JobId> = waiting.iter().map(|j| j.id).collect();
+        for id in ids {
+            let job = self.jobs.get_mut(&id).expect("collected above");
+            let pending: Vec<_> = job
+                .tasks
+                .iter()
+                .filter(|(_, t)| t.state == TaskState::Scheduled)
+                .map(|(task, _)| *task)
+                .collect();
+            let attempts: Vec<AttemptRef> =
+                pending.iter().filter_map(|t| job.current(*t)).collect();
+            let Some(slots) = self.pool.allocate(&attempts) else {
+                continue;
+            };
+            for ((task, attempt), slot) in pending.into_iter().zip(attempts).zip(slots) {
+                job.apply_task(task, TaskEvent::Deploy);
+                let vertex = &job.graph.vertices[task.vertex as usize];
+                step.out.push(MasterCommand::Deploy {
+                    tm: slot.task_manager.clone(),
+                    slot: slot.index,
+                    attempt,
+                    task: vertex.task.clone(),
+                    args: vertex.args.clone(),
+                    parallelism: vertex.parallelism,
+                });
+                if let Some(t) = job.tasks.get_mut(&task) {
+                    t.slot = Some(slot);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The leading JobManager's decisions, sans-IO: which task attempt runs in
+//! which slot, what a task's report means for its job, when a job restarts
+//! or fails, and which TaskManagers are alive.
+//!
+//! [`JobMasterCore`] takes [`MasterInput`]s with the time they happened (and
+//! a random number for restart jitter) and answers with [`MasterCommand`]s
+//! for its shell to carry out (deploy and cancel calls, heartbeats, HA store
+//! updates). It exists only while its JobManager leads: a JobManager that
+//! loses leadership drops its core, so a deposed leader has nothing left to
+//! issue; a new leader builds a fresh core from the jobs in the HA store.
+//!
+//! Failover is Flink's "full" strategy: any task failure restarts every task
+//! of its job, as new attempts, after the restart strategy's delay and only
+//! once every old attempt has stopped (its slot is free again).
+
+mod core;
+mod execution;
+mod slots;
+
+pub use self::core::{JobMasterCore, MasterConfig};
+pub use execution::{JobExecution, TaskExecution};
+pub use slots::{SlotPool, SlotState};
+
+use crate::graph::JobGraph;
+use crate::ids::{ExecutionAttemptId, JobId, TaskManagerId};
+use crate::lifecycle::job::JobState;
+use crate::restart::{FailureCause, RestartDecision};
+
+/// One attempt of one task of one job: the unit deployed into a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AttemptRef {
+    /// The job.
+    pub job: JobId,
+    /// The task attempt.
+    pub attempt: ExecutionAttemptId,
+}
+
+impl std::fmt::Display for AttemptRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.job, self.attempt)
+    }
+}
+
+/// A task attempt's state as a TaskManager reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportedStatus {
+    /// Accepted, not yet running.
+    Deploying,
+    /// Running.
+    Running,
+    /// Completed its input.
+    Finished,
+    /// Stopped after a cancel.
+    Canceled,
+    /// Failed, with the reason.
+    Failed(String),
+}
+
+impl ReportedStatus {
+    /// Whether the attempt has stopped (its slot is free).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            ReportedStatus::Finished | ReportedStatus::Canceled | ReportedStatus::Failed(_)
+        )
+    }
+}
+
+/// What a TaskManager says about one attempt it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskReport {
+    /// The attempt.
+    pub attempt: AttemptRef,
+    /// The slot it holds (or held).
+    pub slot: u32,
+    /// Its state.
+    pub status: ReportedStatus,
+    /// Records (units of work) processed so far.
+    pub processed: u64,
+}
+
+/// Something that happened, for [`JobMasterCore::handle`].
+#[derive(Clone, Debug)]
+pub enum MasterInput {
+    /// A job was submitted (or recovered from the HA store by a new leader).
+    Submit {
+        /// Its id.
+        job: JobId,
+        /// Its graph, already validated.
+        graph: JobGraph,
+        /// When it was first submitted, in ms since the Unix epoch (shown only).
+        submitted_at_ms: u64,
+    },
+    /// A TaskManager registered with this leader, holding `tasks` (attempts
+    /// of earlier leaders that are still stopping).
+    TaskManagerRegistered {
+        /// Its id.
+        tm: TaskManagerId,
+        /// Its slot count.
+        slots: u32,
+        /// What it still holds.
+        tasks: Vec<TaskReport>,
+    },
+    /// A TaskManager went away (it said goodbye, or calls to it fail).
+    TaskManagerLost {
+        /// Its id.
+        tm: TaskManagerId,
+        /// Why, for the job's failure cause.
+        reason: String,
+    },
+    /// A TaskManager answered a heartbeat with what it holds.
+    HeartbeatReply {
+        /// Its id.
+        tm: TaskManagerId,
+        /// Every attempt it holds.
+        tasks: Vec<TaskReport>,
+    },
+    /// A TaskManager reported a state change of one attempt.
+    TaskUpdate {
+        /// Its id.
+        tm: TaskManagerId,
+        /// The report.
+        report: TaskReport,
+    },
+    /// Deploying an attempt failed (the call failed or was refused).
+    DeployFailed {
+        /// The attempt.
+        attempt: AttemptRef,
+        /// Why.
+        error: String,
+    },
+    /// A user asked to cancel a job.
+    Cancel {
+        /// The job.
+        job: JobId,
+    },
+    /// Time passed: heartbeats and restarts that are due.
+    Tick,
+}
+
+/// What the shell must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MasterCommand {
+    /// Deploy an attempt into a slot.
+    Deploy {
+        /// Where.
+        tm: TaskManagerId,
+        /// Which slot.
+        slot: u32,
+        /// What.
+        attempt: AttemptRef,
+        /// The task kind.
+        task: String,
+        /// Its arguments.
+        args: serde_json::Value,
+        /// The vertex's parallelism.
+        parallelism: u32,
+    },
+    /// Cancel an attempt.
+    Cancel {
+        /// Where it runs.
+        tm: TaskManagerId,
+        /// Which.
+        attempt: AttemptRef,
+    },
+    /// Send a heartbeat to a TaskManager.
+    SendHeartbeat {
+        /// To whom.
+        tm: TaskManagerId,
+    },
+    /// A TaskManager did not answer heartbeats for `heartbeat.timeout`: it is
+    /// dropped and its tasks failed (distinct from a leadership change).
+    TaskManagerTimedOut {
+        /// Which.
+        tm: TaskManagerId,
+    },
+    /// A job failed and the restart strategy decided.
+    JobFailed {
+        /// Which.
+        job: JobId,
+        /// Why.
+        cause: FailureCause,
+        /// Restart after a delay, or give up.
+        decision: RestartDecision,
+    },
+    /// A job changed state. A terminal state means its graph can leave the
+    /// HA store.
+    JobStateChanged {
+        /// Which.
+        job: JobId,
+        /// Its new state.
+        state: JobState,
+    },
+}

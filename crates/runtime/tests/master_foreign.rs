@@ -1,0 +1,206 @@
+//! `JobMasterCore` and attempts it did not deploy (a previous leader's, or
+//! its own it gave up), on simulated time (tier 1/2).
+
+mod support;
+
+use holdfast_runtime::lifecycle::{JobState, TaskState};
+use holdfast_runtime::master::{MasterCommand, MasterInput, ReportedStatus, SlotState, TaskReport};
+use support::*;
+
+/// tm-a (2 slots) registers holding two attempts of a previous leader's
+/// job 7, both running; their cancels block until 30 s and 45 s.
+fn with_foreign_attempts() -> (Sim, [holdfast_runtime::master::AttemptRef; 2]) {
+    let mut sim = Sim::new(config(fixed_delay()));
+    let old = [attempt(job(7), 0, 0, 3), attempt(job(7), 0, 1, 3)];
+    sim.tms.insert(tm("tm-a"), SimTm::new(2));
+    for (slot, a) in old.iter().enumerate() {
+        sim.tm("tm-a").held.insert(
+            slot as u32,
+            SimTask {
+                attempt: *a,
+                status: ReportedStatus::Running,
+            },
+        );
+    }
+    sim.tm("tm-a").blocked.insert(old[0], at(30));
+    sim.tm("tm-a").blocked.insert(old[1], at(45));
+    (sim, old)
+}
+
+#[test]
+fn foreign_attempts_are_canceled_once_and_hold_their_slots_until_they_stop() {
+    let (mut sim, old) = with_foreign_attempts();
+    let out = sim.register("tm-a");
+    assert_eq!(cancels(&out), [(tm("tm-a"), old[0]), (tm("tm-a"), old[1])]);
+    for (slot, a) in old.iter().enumerate() {
+        assert_eq!(
+            sim.core.slots().state(&tm("tm-a"), slot as u32),
+            Some(SlotState::Foreign(*a))
+        );
+    }
+    assert_eq!(sim.core.slots().free(), 0);
+
+    let j = job(1);
+    let out = sim.submit(j, graph(1));
+    assert!(deploys(&out).is_empty());
+    // Heartbeats at 0, 10, 20: the replies still list both; no new cancel,
+    // no deploy.
+    let out = sim.run_until(at(29));
+    assert!(cancels(&out).is_empty(), "{out:?}");
+    assert!(deploys(&out).is_empty());
+    assert_eq!(sim.tm("tm-a").heartbeats, 3);
+    assert_eq!(sim.tm("tm-a").cancels, old, "each canceled once");
+
+    // At 30 the first stops (and says so): its slot takes the new job.
+    let out = sim.run_until(at(30));
+    assert_eq!(deploys(&out), [(tm("tm-a"), 0, attempt(j, 0, 0, 0))]);
+    assert_eq!(
+        sim.core.slots().state(&tm("tm-a"), 1),
+        Some(SlotState::Foreign(old[1]))
+    );
+    let out = sim.run_until(at(45));
+    assert!(deploys(&out).is_empty());
+    assert_eq!(sim.core.slots().free(), 1);
+    assert_eq!(sim.refused(), 0);
+    assert!(
+        sim.core.job(job(7)).is_none(),
+        "an unknown job stays unknown"
+    );
+}
+
+#[test]
+fn a_foreign_slot_is_free_once_heartbeats_stop_listing_it() {
+    let (mut sim, old) = with_foreign_attempts();
+    sim.tm("tm-a").blocked.clear();
+    sim.tm("tm-a").cancel_delay = secs(1_000);
+    sim.register("tm-a");
+    let j = job(1);
+    sim.submit(j, graph(2));
+    sim.run_until(at(15));
+    // The TaskManager drops both without a word; the next reply (at 20)
+    // no longer lists them.
+    sim.tm("tm-a").held.clear();
+    let out = sim.run_until(at(19));
+    assert!(deploys(&out).is_empty());
+    let out = sim.run_until(at(20));
+    assert_eq!(deploys(&out).len(), 2, "{out:?}");
+    assert_eq!(sim.tm("tm-a").cancels, old);
+}
+
+#[test]
+fn a_foreign_attempt_reported_terminal_in_a_heartbeat_frees_its_slot() {
+    let (mut sim, old) = with_foreign_attempts();
+    sim.register("tm-a");
+    let j = job(1);
+    sim.submit(j, graph(1));
+    let out = sim.input(MasterInput::HeartbeatReply {
+        tm: tm("tm-a"),
+        tasks: vec![
+            TaskReport {
+                attempt: old[0],
+                slot: 0,
+                status: ReportedStatus::Running,
+                processed: 0,
+            },
+            TaskReport {
+                attempt: old[1],
+                slot: 1,
+                status: ReportedStatus::Canceled,
+                processed: 0,
+            },
+        ],
+    });
+    assert_eq!(deploys(&out), [(tm("tm-a"), 1, attempt(j, 0, 0, 0))]);
+    assert!(cancels(&out).is_empty());
+}
+
+#[test]
+fn a_task_manager_registering_again_is_asked_again_to_cancel_what_it_still_holds() {
+    // The first cancel was lost with the old session; the new registration
+    // still lists the attempt.
+    let (mut sim, old) = with_foreign_attempts();
+    sim.tm("tm-a").blocked.insert(old[0], at(10_000));
+    sim.tm("tm-a").blocked.insert(old[1], at(10_000));
+    let out = sim.register("tm-a");
+    assert_eq!(cancels(&out).len(), 2);
+    sim.run_until(at(25));
+    let out = sim.register("tm-a");
+    assert_eq!(cancels(&out), [(tm("tm-a"), old[0]), (tm("tm-a"), old[1])]);
+    // ... and still only once per registration.
+    let out = sim.run_until(at(60));
+    assert!(cancels(&out).is_empty());
+}
+
+#[test]
+fn attempts_given_up_on_a_task_manager_that_registered_again_free_their_slots_when_they_stop() {
+    // tm-a re-registers (its connection blipped) while running both
+    // subtasks: the core gives them up, asks it to cancel them and must
+    // keep their slots only until it says they stopped.
+    let mut sim = Sim::new(config(fixed_delay()));
+    let j = job(1);
+    sim.add_tm("tm-a", 2);
+    sim.submit(j, graph(2));
+    sim.run_until(at(5));
+    let before = [sim.current(j, 0, 0), sim.current(j, 0, 1)];
+    // Its cancels take 3 s; it answers no heartbeat meanwhile, so only its
+    // cancel reports can free the slots.
+    sim.tm("tm-a").cancel_delay = secs(3);
+    sim.tm("tm-a").silent = true;
+    let out = sim.register("tm-a");
+    assert!(
+        matches!(&out[0], MasterCommand::JobFailed { cause, .. }
+        if cause.message.contains("registered again")),
+        "{out:?}"
+    );
+    assert_eq!(job_states(&out, j), [JobState::Restarting]);
+    assert_eq!(sim.task_states(j), [TaskState::Failed; 2]);
+    let mut canceled = cancels(&out);
+    canceled.sort();
+    assert_eq!(canceled, [(tm("tm-a"), before[0]), (tm("tm-a"), before[1])]);
+    assert_eq!(sim.core.slots().free(), 0, "both still run there");
+
+    // The restart is due at 6, the acks come at 8: the job restarts then.
+    let out = sim.run_until(at_ms(7_999));
+    assert!(deploys(&out).is_empty());
+    let out = sim.run_until(at(8));
+    assert!(sim.tm("tm-a").held.len() == 2, "the new attempts only");
+    assert_eq!(deploys(&out).len(), 2, "{out:?}");
+    assert_eq!(sim.refused(), 0);
+}
+
+#[test]
+fn an_attempt_whose_deploy_failed_but_started_anyway_is_canceled_and_freed() {
+    // The deploy call failed from the shell's side, but the TaskManager did
+    // start the attempt: the core cancels it and waits for it to stop.
+    let mut sim = Sim::new(config(fixed_delay()));
+    let j = job(1);
+    sim.add_tm("tm-a", 2);
+    sim.tm("tm-a").start_delay = None;
+    sim.submit(j, graph(2));
+    let lost = sim.current(j, 0, 0);
+    let other = sim.current(j, 0, 1);
+    sim.tm("tm-a").blocked.insert(other, at(5));
+    sim.input(MasterInput::DeployFailed {
+        attempt: lost,
+        error: "timeout".into(),
+    });
+    assert_eq!(sim.task_states(j)[0], TaskState::Failed);
+    sim.tm("tm-a").cancel_delay = secs(3);
+    let out = sim.report("tm-a", lost, ReportedStatus::Running);
+    assert_eq!(cancels(&out), [(tm("tm-a"), lost)]);
+    assert_eq!(
+        sim.core.slots().state(&tm("tm-a"), 0),
+        Some(SlotState::Foreign(lost))
+    );
+    // It stops at 3 (the job still restarting): its slot is free at once.
+    sim.run_until(at(3));
+    assert_eq!(
+        sim.core.slots().state(&tm("tm-a"), 0),
+        Some(SlotState::Free)
+    );
+    // The other stops at 5: the restart (due at 1) deploys then, not at the
+    // next heartbeat.
+    let out = sim.run_until(at(5));
+    assert_eq!(deploys(&out).len(), 2, "{out:?}");
+    assert_eq!(sim.refused(), 0);
+}
