@@ -7,8 +7,8 @@ mod support;
 use anyhow::{Result, ensure};
 use holdfast_runtime::graph::JobGraph;
 use serde_json::json;
-use support::cluster::{Cluster, eventually, rest};
 use support::T;
+use support::cluster::{Cluster, eventually, rest};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
@@ -16,7 +16,10 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
     let mut a = cluster.jobmanager("jm-a").await?;
     let leader_rest = rest(&a.rest)?;
     // `a` leads before `b` starts: the roles are known.
-    eventually("jm-a leads", || async { Ok(leader_rest.overview().await?.leader.then_some(())) }).await?;
+    eventually("jm-a leads", || async {
+        Ok(leader_rest.overview().await?.leader.then_some(()))
+    })
+    .await?;
     let b = cluster.jobmanager("jm-b").await?;
     let _tm1 = cluster.taskmanager("tm-1", None).await?;
     let _tm2 = cluster.taskmanager("tm-2", None).await?;
@@ -31,14 +34,28 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
     let job = standby_rest.submit(&graph).await?;
     let before = eventually("the job runs on jm-a", || async {
         let details = leader_rest.job(job).await?;
-        let running = details.vertices[0].subtasks.iter().all(|s| s.status == "RUNNING");
+        let running = details.vertices[0]
+            .subtasks
+            .iter()
+            .all(|s| s.status == "RUNNING");
         Ok((details.state == "RUNNING" && running).then_some(details))
     })
     .await?;
-    let hosts: std::collections::BTreeSet<_> =
-        before.vertices[0].subtasks.iter().filter_map(|s| s.taskmanager.clone()).collect();
-    ensure!(hosts.len() == 2, "the 4 subtasks should spread over both TaskManagers: {before:?}");
-    let epoch_before = leader_rest.ha().await?.leader.map(|l| l.epoch).unwrap_or_default();
+    let hosts: std::collections::BTreeSet<_> = before.vertices[0]
+        .subtasks
+        .iter()
+        .filter_map(|s| s.taskmanager.clone())
+        .collect();
+    ensure!(
+        hosts.len() == 2,
+        "the 4 subtasks should spread over both TaskManagers: {before:?}"
+    );
+    let epoch_before = leader_rest
+        .ha()
+        .await?
+        .leader
+        .map(|l| l.epoch)
+        .unwrap_or_default();
 
     a.process.kill()?;
     let killed_at = std::time::Instant::now();
@@ -49,7 +66,10 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
             return Ok(None);
         }
         let details = standby_rest.job(job).await?;
-        let running = details.vertices[0].subtasks.iter().all(|s| s.status == "RUNNING");
+        let running = details.vertices[0]
+            .subtasks
+            .iter()
+            .all(|s| s.status == "RUNNING");
         Ok((details.state == "RUNNING" && running).then_some((ha, details)))
     })
     .await?;
@@ -57,12 +77,24 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
     eprintln!("the job ran again on the standby {failover:?} after kill -9 of the leader");
     let (ha, details) = after;
     ensure!(
-        ha.leader.as_ref().is_some_and(|l| l.id == "jm-b" && l.epoch > epoch_before),
+        ha.leader
+            .as_ref()
+            .is_some_and(|l| l.id == "jm-b" && l.epoch > epoch_before),
         "jm-b should lead with a newer epoch than {epoch_before}: {ha:?}"
     );
     let overview = standby_rest.overview().await?;
-    ensure!(overview.taskmanagers == 2, "both TaskManagers should re-register: {overview:?}");
+    ensure!(
+        overview.taskmanagers == 2,
+        "both TaskManagers should re-register: {overview:?}"
+    );
     ensure!(details.name == "forever", "{details:?}");
+    // Recovered, not failed: the new leader's attempts never collide with
+    // the old ones still stopping on the TaskManagers.
+    ensure!(
+        details.restarts == 0,
+        "the recovered job should run without a failure: {:?}",
+        standby_rest.exceptions(job).await?
+    );
     ensure!(
         failover < T * 4,
         "failover took {failover:?}; the session timeout is {T:?} (bound: 4 T on a loaded machine)"

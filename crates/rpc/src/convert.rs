@@ -121,8 +121,8 @@ impl TryFrom<&proto::Fence> for (Epoch, ContenderId) {
 impl TryFrom<TaskState> for proto::TaskStatus {
     type Error = ConvertError;
 
-    /// The states a TaskManager reports; `Scheduled` and `Canceling` exist
-    /// only in the JobManager's view.
+    /// The states a TaskManager reports; `Scheduled` exists only in the
+    /// JobManager's view.
     fn try_from(state: TaskState) -> Result<Self, ConvertError> {
         Ok(match state {
             TaskState::Deploying => proto::TaskStatus::Deploying,
@@ -130,7 +130,8 @@ impl TryFrom<TaskState> for proto::TaskStatus {
             TaskState::Finished => proto::TaskStatus::Finished,
             TaskState::Canceled => proto::TaskStatus::Canceled,
             TaskState::Failed => proto::TaskStatus::Failed,
-            TaskState::Scheduled | TaskState::Canceling => {
+            TaskState::Canceling => proto::TaskStatus::Canceling,
+            TaskState::Scheduled => {
                 return Err(ConvertError::NoWireStatus(state));
             }
         })
@@ -146,6 +147,7 @@ pub fn task_state(value: i32, field: &'static str) -> Result<TaskState, ConvertE
         Ok(proto::TaskStatus::Finished) => Ok(TaskState::Finished),
         Ok(proto::TaskStatus::Canceled) => Ok(TaskState::Canceled),
         Ok(proto::TaskStatus::Failed) => Ok(TaskState::Failed),
+        Ok(proto::TaskStatus::Canceling) => Ok(TaskState::Canceling),
         Ok(proto::TaskStatus::Unspecified) | Err(_) => Err(ConvertError::BadEnum { field, value }),
     }
 }

@@ -70,7 +70,9 @@ pub enum GraphError {
         name: String,
     },
     /// A vertex's parallelism is out of range.
-    #[error("vertex {vertex} ({name}) has parallelism {parallelism}; it must be 1 to {MAX_PARALLELISM}")]
+    #[error(
+        "vertex {vertex} ({name}) has parallelism {parallelism}; it must be 1 to {MAX_PARALLELISM}"
+    )]
     BadParallelism {
         /// The vertex's index.
         vertex: u32,
@@ -211,10 +213,16 @@ mod tests {
     fn each_defect_is_named() {
         let mut graph = two();
         graph.vertices[1].parallelism = 0;
-        assert!(matches!(graph.validate(), Err(GraphError::BadParallelism { vertex: 1, .. })));
+        assert!(matches!(
+            graph.validate(),
+            Err(GraphError::BadParallelism { vertex: 1, .. })
+        ));
         let mut graph = two();
         graph.edges.push(Edge { from: 1, to: 7 });
-        assert!(matches!(graph.validate(), Err(GraphError::DanglingEdge { to: 7, .. })));
+        assert!(matches!(
+            graph.validate(),
+            Err(GraphError::DanglingEdge { to: 7, .. })
+        ));
         let mut graph = two();
         graph.edges.push(Edge { from: 1, to: 0 });
         assert!(matches!(graph.validate(), Err(GraphError::Cycle(_))));

@@ -180,14 +180,22 @@ fn an_attempt_whose_deploy_failed_but_started_anyway_is_canceled_and_freed() {
     let lost = sim.current(j, 0, 0);
     let other = sim.current(j, 0, 1);
     sim.tm("tm-a").blocked.insert(other, at(5));
-    sim.input(MasterInput::DeployFailed {
+    sim.tm("tm-a").cancel_delay = secs(3);
+    let out = sim.input(MasterInput::DeployFailed {
         attempt: lost,
         error: "timeout".into(),
     });
     assert_eq!(sim.task_states(j)[0], TaskState::Failed);
-    sim.tm("tm-a").cancel_delay = secs(3);
+    // Canceled at once, in case the deploy arrived after all; its slot is
+    // held until the TaskManager says it is gone.
+    assert!(cancels(&out).contains(&(tm("tm-a"), lost)), "{out:?}");
+    assert_eq!(
+        sim.core.slots().state(&tm("tm-a"), 0),
+        Some(SlotState::Foreign(lost))
+    );
+    // It turns out to run: no second cancel, the slot stays held.
     let out = sim.report("tm-a", lost, ReportedStatus::Running);
-    assert_eq!(cancels(&out), [(tm("tm-a"), lost)]);
+    assert!(cancels(&out).is_empty(), "{out:?}");
     assert_eq!(
         sim.core.slots().state(&tm("tm-a"), 0),
         Some(SlotState::Foreign(lost))
@@ -203,4 +211,42 @@ fn an_attempt_whose_deploy_failed_but_started_anyway_is_canceled_and_freed() {
     let out = sim.run_until(at(5));
     assert_eq!(deploys(&out).len(), 2, "{out:?}");
     assert_eq!(sim.refused(), 0);
+}
+
+#[test]
+fn a_new_leader_numbers_its_attempts_past_those_a_task_manager_still_holds() {
+    // A previous leader's attempt 0.0#3 of job 1 still runs on tm-a (the
+    // same job, recovered by this leader). Whether the TaskManager
+    // registers before or after the job is recovered, this leader's
+    // attempt of task 0.0 is numbered past 3, so the two never share an id.
+    for register_first in [true, false] {
+        let mut sim = Sim::new(config(fixed_delay()));
+        let j = job(1);
+        let old = attempt(j, 0, 0, 3);
+        sim.tms.insert(tm("tm-a"), SimTm::new(2));
+        sim.tm("tm-a").held.insert(
+            1,
+            SimTask {
+                attempt: old,
+                status: ReportedStatus::Running,
+            },
+        );
+        sim.tm("tm-a").cancel_delay = secs(1);
+        let out = if register_first {
+            sim.register("tm-a");
+            sim.submit(j, graph(1))
+        } else {
+            sim.submit(j, graph(1));
+            sim.register("tm-a")
+        };
+        let deployed = deploys(&out);
+        assert_eq!(deployed.len(), 1, "{out:?}");
+        assert_eq!(deployed[0].0, tm("tm-a"));
+        assert_eq!(deployed[0].1, 0, "slot 1 holds the old attempt");
+        assert_eq!(deployed[0].2.attempt.attempt, 4, "register first: {register_first}");
+        assert_ne!(deployed[0].2, old);
+        sim.settle();
+        assert_eq!(sim.state(j), JobState::Running);
+        assert_eq!(sim.refused(), 0);
+    }
 }

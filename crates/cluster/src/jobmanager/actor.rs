@@ -58,7 +58,6 @@ struct Term {
     links: HashMap<String, Link>,
 }
 
-
 pub(super) struct Actor<B: Backend> {
     pub(super) options: JobManagerOptions,
     pub(super) runtime: Arc<dyn Runtime>,
@@ -327,8 +326,19 @@ impl<B: Backend> Actor<B> {
         let leading = self.leading();
         let term = self.term.as_mut().expect("checked above");
         let fence = (term.token.epoch, contender);
-        let info = LinkInfo { rpc: request.rpc_address.clone(), last_heard: now, connection: None };
-        let link = Link::new(client, registration.clone(), info, term.token.epoch, leading, self.self_tx.clone());
+        let info = LinkInfo {
+            rpc: request.rpc_address.clone(),
+            last_heard: now,
+            connection: None,
+        };
+        let link = Link::new(
+            client,
+            registration.clone(),
+            info,
+            term.token.epoch,
+            leading,
+            self.self_tx.clone(),
+        );
         term.links.insert(tm.to_string(), link);
         tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, slots = request.slots, "TaskManager registered");
         let tasks = request.tasks.iter().filter_map(convert::report).collect();
@@ -461,8 +471,17 @@ impl<B: Backend> Actor<B> {
             )))
         };
         match command {
-            MasterCommand::Deploy { tm, slot, attempt, task, args, parallelism } => {
-                let Some(link) = term.links.get(&tm.to_string()) else { return };
+            MasterCommand::Deploy {
+                tm,
+                slot,
+                attempt,
+                task,
+                args,
+                parallelism,
+            } => {
+                let Some(link) = term.links.get(&tm.to_string()) else {
+                    return;
+                };
                 let request = proto::DeployTaskRequest {
                     fence: fence(),
                     attempt: Some((attempt.job, attempt.attempt).into()),
@@ -474,13 +493,23 @@ impl<B: Backend> Actor<B> {
                 link.order(Order::Deploy(request, attempt));
             }
             MasterCommand::Cancel { tm, attempt } => {
-                let Some(link) = term.links.get(&tm.to_string()) else { return };
-                let request = proto::CancelTaskRequest { fence: fence(), attempt: Some((attempt.job, attempt.attempt).into()) };
+                let Some(link) = term.links.get(&tm.to_string()) else {
+                    return;
+                };
+                let request = proto::CancelTaskRequest {
+                    fence: fence(),
+                    attempt: Some((attempt.job, attempt.attempt).into()),
+                };
                 link.order(Order::Cancel(request, attempt));
             }
             MasterCommand::SendHeartbeat { tm } => {
-                let Some(link) = term.links.get(&tm.to_string()) else { return };
-                let request = proto::HeartbeatRequest { fence: fence(), registration_id: link.registration.clone() };
+                let Some(link) = term.links.get(&tm.to_string()) else {
+                    return;
+                };
+                let request = proto::HeartbeatRequest {
+                    fence: fence(),
+                    registration_id: link.registration.clone(),
+                };
                 link.heartbeat(tm, request);
             }
             MasterCommand::TaskManagerTimedOut { tm } => {

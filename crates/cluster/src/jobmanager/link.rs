@@ -46,8 +46,22 @@ impl Link {
         actor: mpsc::UnboundedSender<Message>,
     ) -> Link {
         let (orders, queue) = mpsc::unbounded_channel();
-        tokio::spawn(work(client.clone(), epoch, leading.clone(), queue, actor.clone()));
-        Link { registration, info, client, epoch, leading, actor, orders }
+        tokio::spawn(work(
+            client.clone(),
+            epoch,
+            leading.clone(),
+            queue,
+            actor.clone(),
+        ));
+        Link {
+            registration,
+            info,
+            client,
+            epoch,
+            leading,
+            actor,
+            orders,
+        }
     }
 
     /// Queues a deploy or cancel (dropped when the link is: the worker ends).

@@ -14,9 +14,8 @@ pub(super) fn task_report(
     fail_reason: Option<&str>,
 ) -> proto::TaskReport {
     let (status, failure) = match (status, fail_reason) {
-        (TaskStatus::Running | TaskStatus::Canceling, _) => {
-            (proto::TaskStatus::Running, String::new())
-        }
+        (TaskStatus::Running, _) => (proto::TaskStatus::Running, String::new()),
+        (TaskStatus::Canceling, _) => (proto::TaskStatus::Canceling, String::new()),
         (TaskStatus::Finished, _) => (proto::TaskStatus::Finished, String::new()),
         (TaskStatus::Canceled, None) => (proto::TaskStatus::Canceled, String::new()),
         (TaskStatus::Canceled, Some(reason)) => (proto::TaskStatus::Failed, reason.to_owned()),

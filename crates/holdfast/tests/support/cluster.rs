@@ -72,11 +72,20 @@ impl Cluster {
                 secret = secret.display(),
             ),
         )?;
-        Ok(Cluster { zk, dir, config, secret })
+        Ok(Cluster {
+            zk,
+            dir,
+            config,
+            secret,
+        })
     }
 
     fn args(&self, role: &str, extra: &[&str]) -> Vec<String> {
-        let mut args = vec![role.to_owned(), "--config".to_owned(), self.config.display().to_string()];
+        let mut args = vec![
+            role.to_owned(),
+            "--config".to_owned(),
+            self.config.display().to_string(),
+        ];
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         args
     }
@@ -104,7 +113,10 @@ impl Cluster {
         }
         let mut process = Holdfast::spawn(id, &self.args("taskmanager", &extra))?;
         let started = process.next("started").await?;
-        Ok(TaskManager { rpc: field(&started, "rpc")?, process })
+        Ok(TaskManager {
+            rpc: field(&started, "rpc")?,
+            process,
+        })
     }
 }
 
@@ -147,7 +159,10 @@ where
 pub async fn logged(process: &Holdfast, needle: &str, from: usize) -> Result<usize> {
     eventually(&format!("log line {needle:?}"), || async {
         let text = process.stderr();
-        Ok(text.get(from..).and_then(|rest| rest.find(needle)).map(|at| from + at + needle.len()))
+        Ok(text
+            .get(from..)
+            .and_then(|rest| rest.find(needle))
+            .map(|at| from + at + needle.len()))
     })
     .await
     .with_context(|| format!("stderr so far:\n{}", process.stderr()))

@@ -8,7 +8,7 @@ use holdfast_ha::MonoTime;
 use super::execution::JobExecution;
 use super::{AttemptRef, MasterCommand, MasterInput, ReportedStatus, SlotPool, TaskReport};
 use crate::heartbeat::{HeartbeatCommand, HeartbeatMonitor};
-use crate::ids::{JobId, TaskManagerId};
+use crate::ids::{JobId, TaskId, TaskManagerId};
 use crate::lifecycle::job::{JobEvent, JobState};
 use crate::lifecycle::task::{TaskEvent, TaskState};
 use crate::restart::{
@@ -36,6 +36,11 @@ pub struct JobMasterCore {
     /// Attempts we did not deploy (or no longer want) that we already asked
     /// to cancel, so a heartbeat does not repeat the request.
     cancels_sent: BTreeSet<AttemptRef>,
+    /// The highest attempt number any TaskManager reported per task: a new
+    /// leader numbers its attempts past them, so an attempt id never names
+    /// two different runs (a previous leader's attempts may still be
+    /// stopping on a TaskManager when this leader deploys).
+    seen: BTreeMap<(JobId, TaskId), u32>,
 }
 
 /// Everything one `handle` call needs besides the input.
@@ -55,6 +60,7 @@ impl JobMasterCore {
             jobs: BTreeMap::new(),
             pool: SlotPool::default(),
             cancels_sent: BTreeSet::new(),
+            seen: BTreeMap::new(),
         })
     }
 
@@ -108,6 +114,7 @@ impl JobMasterCore {
                         state: execution.state,
                     });
                     self.jobs.insert(job, execution);
+                    self.renumber_past_seen(job);
                 }
             }
             MasterInput::TaskManagerRegistered { tm, slots, tasks } => {
@@ -148,11 +155,29 @@ impl JobMasterCore {
                     .and_then(|j| j.tasks.get(&attempt.attempt.task))
                     .is_some_and(|t| t.state == TaskState::Running);
                 if !running {
+                    // The call may have failed after the TaskManager started
+                    // the attempt (a lost answer): keep its slot, as held by
+                    // something we did not deploy, and stop it, until the
+                    // TaskManager reports it gone.
+                    let slot = self
+                        .jobs
+                        .get(&attempt.job)
+                        .filter(|j| j.is_current(&attempt.attempt))
+                        .and_then(|j| j.tasks.get(&attempt.attempt.task))
+                        .filter(|t| t.state == TaskState::Deploying)
+                        .and_then(|t| t.slot.clone());
                     self.fail_attempt(
                         &mut step,
                         attempt,
                         &format!("deploying {attempt} failed: {error}"),
                     );
+                    if let Some(slot) = slot
+                        && self
+                            .pool
+                            .mark_foreign(&slot.task_manager, slot.index, attempt)
+                    {
+                        self.send_cancel_once(&mut step, &slot.task_manager, attempt);
+                    }
                 }
             }
             MasterInput::Cancel { job } => self.cancel_job(&mut step, job),
@@ -197,6 +222,7 @@ impl JobMasterCore {
 
     fn on_report(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, report: &TaskReport) {
         let attempt = report.attempt;
+        self.note_seen(attempt);
         let current = self
             .jobs
             .get(&attempt.job)
@@ -222,8 +248,22 @@ impl JobMasterCore {
         if let Some(t) = job.tasks.get_mut(&task) {
             t.processed = t.processed.max(report.processed);
         }
+        if state == TaskState::Canceling
+            && matches!(
+                report.status,
+                ReportedStatus::Running | ReportedStatus::Deploying
+            )
+        {
+            // Still running although we asked it to stop: the cancel may
+            // have been lost (or overtaken its deployment). Ask again.
+            step.out.push(MasterCommand::Cancel {
+                tm: tm.clone(),
+                attempt,
+            });
+            return;
+        }
         let stopped = match &report.status {
-            ReportedStatus::Deploying => false,
+            ReportedStatus::Deploying | ReportedStatus::Canceling => false,
             ReportedStatus::Running => {
                 job.apply_task(task, TaskEvent::Started);
                 false
@@ -250,6 +290,32 @@ impl JobMasterCore {
         };
         if stopped {
             self.release(attempt);
+            self.cancels_sent.remove(&attempt);
+        }
+    }
+
+    /// Remembers the highest attempt number reported for a task, and moves
+    /// a task that waits for a slot past it.
+    fn note_seen(&mut self, attempt: AttemptRef) {
+        let key = (attempt.job, attempt.attempt.task);
+        let seen = self.seen.entry(key).or_insert(attempt.attempt.attempt);
+        *seen = (*seen).max(attempt.attempt.attempt);
+        self.renumber_past_seen(attempt.job);
+    }
+
+    /// Gives every task of `job` that waits for a slot an attempt number
+    /// above any a TaskManager reported for it.
+    fn renumber_past_seen(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        for (task, execution) in job.tasks.iter_mut() {
+            if execution.state == TaskState::Scheduled
+                && let Some(&seen) = self.seen.get(&(id, *task))
+                && execution.attempt <= seen
+            {
+                execution.attempt = seen + 1;
+            }
         }
     }
 
@@ -386,7 +452,13 @@ impl JobMasterCore {
         let event = match job.state {
             JobState::Running => {
                 let all = |s: TaskState| job.tasks.values().all(|t| t.state == s);
-                if !job.all_running && all(TaskState::Running) {
+                // Up: every task runs or already finished its input.
+                let up = job.tasks.values().any(|t| t.state == TaskState::Running)
+                    && job
+                        .tasks
+                        .values()
+                        .all(|t| matches!(t.state, TaskState::Running | TaskState::Finished));
+                if !job.all_running && up {
                     job.all_running = true;
                     job.tracker.on_running(step.now);
                 }
@@ -409,14 +481,14 @@ impl JobMasterCore {
         };
         if let Some(event) = event {
             job.apply(event);
+            let state = job.state;
             if event == JobEvent::Restarted {
                 job.restart_at = None;
                 job.new_attempts();
+                self.renumber_past_seen(id);
             }
-            step.out.push(MasterCommand::JobStateChanged {
-                job: id,
-                state: job.state,
-            });
+            step.out
+                .push(MasterCommand::JobStateChanged { job: id, state });
         }
     }
 

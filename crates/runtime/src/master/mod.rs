@@ -48,6 +48,8 @@ pub enum ReportedStatus {
     Deploying,
     /// Running.
     Running,
+    /// Asked to stop, still stopping (its slot is still busy).
+    Canceling,
     /// Completed its input.
     Finished,
     /// Stopped after a cancel.

@@ -498,8 +498,13 @@ impl Sim {
                     return;
                 };
                 t.cancels.push(*attempt);
-                if t.slot_of(*attempt).is_none() {
+                let Some(slot) = t.slot_of(*attempt) else {
                     return; // nothing to stop
+                };
+                if let Some(task) = t.held.get_mut(&slot)
+                    && !task.status.is_terminal()
+                {
+                    task.status = ReportedStatus::Canceling;
                 }
                 let when = match t.blocked.get(attempt) {
                     Some(until) => (*until).max(now),
