@@ -74,7 +74,9 @@ pub enum ConfigError {
         value: u32,
     },
     /// A port others must find is `0` (any port).
-    #[error("{key} = {value}: needs a fixed port (1-65535), not 0, unless high-availability.type is zookeeper (the leader's addresses are then published there)")]
+    #[error(
+        "{key} = {value}: needs a fixed port (1-65535), not 0, unless high-availability.type is zookeeper (the leader's addresses are then published there)"
+    )]
     ZeroPort {
         /// The key.
         key: &'static str,

@@ -185,7 +185,11 @@ impl ClusterConfig {
         )?;
 
         reader.set(&mut config.task_slots, TASK_SLOTS, count)?;
-        reader.set(&mut config.taskmanager_resource_id, TM_RESOURCE_ID, resource_id)?;
+        reader.set(
+            &mut config.taskmanager_resource_id,
+            TM_RESOURCE_ID,
+            resource_id,
+        )?;
         reader.set(&mut config.taskmanager_host, TM_HOST, optional_host)?;
         reader.set(&mut config.jobmanager_rpc_address, JM_ADDRESS, host)?;
         reader.set(&mut config.jobmanager_rpc_port, JM_PORT, port)?;

@@ -77,10 +77,10 @@ pub(crate) fn spawn_forwarder(
             }
             let state = event.session_state;
             tracing::debug!(%state, "ZooKeeper session state");
-            if let Some(raw) = mapper.map(state) {
-                if sender.send(raw).is_err() {
-                    return;
-                }
+            if let Some(raw) = mapper.map(state)
+                && sender.send(raw).is_err()
+            {
+                return;
             }
             if state.is_terminated() {
                 return;

@@ -34,24 +34,44 @@ struct Scene {
 /// route, and a job of two subtasks running on it.
 async fn running_job(policy: &str) -> Result<Scene> {
     let cluster = Cluster::start(policy, "").await?;
-    let route = cluster.zk.proxy().route(cluster.zk.direct_member_address(1)?)?;
+    let route = cluster
+        .zk
+        .proxy()
+        .route(cluster.zk.direct_member_address(1)?)?;
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
-    let tm = cluster.taskmanager("tm-1", Some(&route.listen_addr().to_string())).await?;
+    let tm = cluster
+        .taskmanager("tm-1", Some(&route.listen_addr().to_string()))
+        .await?;
     eventually("tm-1 registered", || async {
         Ok((client.overview().await?.taskmanagers == 1).then_some(()))
     })
     .await?;
     let job = client
-        .submit(&JobGraph::single("daily", "count", json!({"rate": 1000}), 2))
+        .submit(&JobGraph::single(
+            "daily",
+            "count",
+            json!({"rate": 1000}),
+            2,
+        ))
         .await?;
     eventually("the job runs", || async {
         let details = client.job(job).await?;
-        let all = details.vertices[0].subtasks.iter().all(|s| s.status == "RUNNING");
+        let all = details.vertices[0]
+            .subtasks
+            .iter()
+            .all(|s| s.status == "RUNNING");
         Ok((details.state == "RUNNING" && all).then_some(()))
     })
     .await?;
-    Ok(Scene { _cluster: cluster, jm, tm, rest: client, job, route })
+    Ok(Scene {
+        _cluster: cluster,
+        jm,
+        tm,
+        rest: client,
+        job,
+        route,
+    })
 }
 
 /// Stalls the TaskManager's ZooKeeper link until its connection is
@@ -77,13 +97,25 @@ async fn under_lease_a_suspended_task_manager_keeps_its_tasks() -> Result<()> {
     let heard = scene.tm.process.stderr().len();
     eventually("two heartbeat rounds after the reconnection", || async {
         let tms = scene.rest.taskmanagers().await?;
-        Ok(tms.taskmanagers.first().filter(|t| t.time_since_last_heartbeat < 400).map(|_| ()))
+        Ok(tms
+            .taskmanagers
+            .first()
+            .filter(|t| t.time_since_last_heartbeat < 400)
+            .map(|_| ()))
     })
     .await?;
     let after = scene.rest.job(scene.job).await?;
-    ensure!(after.restarts == 0, "the job restarted: {:?}", scene.rest.exceptions(scene.job).await?);
+    ensure!(
+        after.restarts == 0,
+        "the job restarted: {:?}",
+        scene.rest.exceptions(scene.job).await?
+    );
     ensure!(after.state == "RUNNING", "{after:?}");
-    for (old, new) in before.vertices[0].subtasks.iter().zip(&after.vertices[0].subtasks) {
+    for (old, new) in before.vertices[0]
+        .subtasks
+        .iter()
+        .zip(&after.vertices[0].subtasks)
+    {
         ensure!(
             new.status == "RUNNING" && new.attempt == old.attempt,
             "a task was redeployed: {old:?} became {new:?}"
@@ -105,19 +137,30 @@ async fn under_standard_the_incident_chain_restarts_the_job() -> Result<()> {
     let suspended = stall_until_suspended(&scene).await?;
     // The chain, in order, in the TaskManager's log …
     let lost = logged(&scene.tm.process, "JobManager lost leadership", suspended).await?;
-    logged(&scene.tm.process, "failed all tasks because the JobManager lost leadership", lost).await?;
+    logged(
+        &scene.tm.process,
+        "failed all tasks because the JobManager lost leadership",
+        lost,
+    )
+    .await?;
     // … and the JobManager restarts the job for it.
     logged(&scene.jm.process, "job failed; restarting all its tasks", 0).await?;
     let details = eventually("the job runs again after its restart", || async {
         let details = scene.rest.job(scene.job).await?;
-        let all = details.vertices[0].subtasks.iter().all(|s| s.status == "RUNNING" && s.attempt > 0);
+        let all = details.vertices[0]
+            .subtasks
+            .iter()
+            .all(|s| s.status == "RUNNING" && s.attempt > 0);
         Ok((details.state == "RUNNING" && all).then_some(details))
     })
     .await?;
     ensure!(details.restarts >= 1, "{details:?}");
     let exceptions = scene.rest.exceptions(scene.job).await?;
     ensure!(
-        exceptions.history.iter().any(|e| e.exception_name.contains("lost leadership")),
+        exceptions
+            .history
+            .iter()
+            .any(|e| e.exception_name.contains("lost leadership")),
         "the restart's cause should name the lost leadership: {exceptions:?}"
     );
     Ok(())

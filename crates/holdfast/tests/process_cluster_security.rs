@@ -20,7 +20,10 @@ use serde_json::json;
 use support::cluster::{Cluster, eventually, logged, rest};
 
 fn client_auth(secret: &[u8], peer: &str) -> Result<ClientAuth> {
-    Ok(ClientAuth::new(&Auth::with_secret(ClusterSecret::from_bytes(secret)?), PeerId::new(peer)?))
+    Ok(ClientAuth::new(
+        &Auth::with_secret(ClusterSecret::from_bytes(secret)?),
+        PeerId::new(peer)?,
+    ))
 }
 
 const SECRET: &[u8] = b"a-test-cluster-secret-of-32-bytes!";
@@ -31,9 +34,13 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
     let tm = cluster.taskmanager("tm-1", None).await?;
-    eventually("tm-1 registered", || async { Ok((client.overview().await?.taskmanagers == 1).then_some(())) })
+    eventually("tm-1 registered", || async {
+        Ok((client.overview().await?.taskmanagers == 1).then_some(()))
+    })
+    .await?;
+    let job = client
+        .submit(&JobGraph::single("j", "count", json!({"rate": 100}), 1))
         .await?;
-    let job = client.submit(&JobGraph::single("j", "count", json!({"rate": 100}), 1)).await?;
     eventually("the job runs", || async {
         Ok((client.job(job).await?.vertices[0].subtasks[0].status == "RUNNING").then_some(()))
     })
@@ -51,17 +58,36 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     };
     match stale.cancel_task(request).await {
         Err(RpcError::StaleEpoch { seen, highest, .. }) => {
-            ensure!(seen == Epoch(epoch - 1) && highest == Epoch(epoch), "{seen} {highest}");
+            ensure!(
+                seen == Epoch(epoch - 1) && highest == Epoch(epoch),
+                "{seen} {highest}"
+            );
         }
         other => anyhow::bail!("a stale cancel must be rejected as stale, got {other:?}"),
     }
-    logged(&tm.process, "rejected a call from a stale JobManager leader", 0).await?;
+    logged(
+        &tm.process,
+        "rejected a call from a stale JobManager leader",
+        0,
+    )
+    .await?;
 
     // No secret, and another secret: refused before any handler runs.
     let fence = Some((Epoch(epoch), ContenderId("jm-a".into())).into());
-    let cancel = proto::CancelTaskRequest { fence, attempt: Some((job, attempt).into()) };
-    let open = TaskManagerClient::new(&tm.rpc, ClientAuth::new(&Auth::Disabled, PeerId::new("x")?), &config)?;
-    let wrong = TaskManagerClient::new(&tm.rpc, client_auth(b"another-secret-another-secret!!", "x")?, &config)?;
+    let cancel = proto::CancelTaskRequest {
+        fence,
+        attempt: Some((job, attempt).into()),
+    };
+    let open = TaskManagerClient::new(
+        &tm.rpc,
+        ClientAuth::new(&Auth::Disabled, PeerId::new("x")?),
+        &config,
+    )?;
+    let wrong = TaskManagerClient::new(
+        &tm.rpc,
+        client_auth(b"another-secret-another-secret!!", "x")?,
+        &config,
+    )?;
     for (who, caller) in [("no secret", &open), ("another secret", &wrong)] {
         match caller.cancel_task(cancel.clone()).await {
             Err(RpcError::Unauthenticated { .. }) => {}
@@ -75,15 +101,24 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
         leader_epoch: epoch,
         tasks: Vec::new(),
     };
-    let stranger = JobManagerClient::new(&jm.rpc, ClientAuth::new(&Auth::Disabled, PeerId::new("tm-1")?), &config)?;
+    let stranger = JobManagerClient::new(
+        &jm.rpc,
+        ClientAuth::new(&Auth::Disabled, PeerId::new("tm-1")?),
+        &config,
+    )?;
     ensure!(
-        matches!(stranger.register_task_manager(register.clone()).await, Err(RpcError::Unauthenticated { .. })),
+        matches!(
+            stranger.register_task_manager(register.clone()).await,
+            Err(RpcError::Unauthenticated { .. })
+        ),
         "an unauthenticated TaskManager must not register"
     );
     // Authenticated, but as someone else than the TaskManager it names.
     let impostor = JobManagerClient::new(&jm.rpc, client_auth(SECRET, "tm-2")?, &config)?;
     match impostor.register_task_manager(register).await {
-        Err(RpcError::Rejected { message, .. }) => ensure!(message.contains("cannot register"), "{message}"),
+        Err(RpcError::Rejected { message, .. }) => {
+            ensure!(message.contains("cannot register"), "{message}")
+        }
         other => anyhow::bail!("an impostor must be refused, got {other:?}"),
     }
 
@@ -91,15 +126,30 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     let other_secret = cluster.config.with_file_name("other-secret");
     std::fs::write(&other_secret, "yet-another-secret-of-enough-bytes\n")?;
     let define = format!("cluster.secret-file={}", other_secret.display());
-    let mut args = vec!["taskmanager".to_owned(), "--config".to_owned(), cluster.config.display().to_string()];
-    args.extend(["-D".to_owned(), define, "-D".to_owned(), "taskmanager.resource-id=tm-evil".to_owned()]);
+    let mut args = vec![
+        "taskmanager".to_owned(),
+        "--config".to_owned(),
+        cluster.config.display().to_string(),
+    ];
+    args.extend([
+        "-D".to_owned(),
+        define,
+        "-D".to_owned(),
+        "taskmanager.resource-id=tm-evil".to_owned(),
+    ]);
     let evil = support::Holdfast::spawn("tm-evil", &args)?;
     logged(&evil, "not authenticated", 0).await?;
-    ensure!(client.overview().await?.taskmanagers == 1, "the stranger registered");
+    ensure!(
+        client.overview().await?.taskmanagers == 1,
+        "the stranger registered"
+    );
 
     // Through all of it the job ran on: nothing was canceled.
     let details = client.job(job).await?;
-    ensure!(details.restarts == 0 && details.vertices[0].subtasks[0].status == "RUNNING", "{details:?}");
+    ensure!(
+        details.restarts == 0 && details.vertices[0].subtasks[0].status == "RUNNING",
+        "{details:?}"
+    );
     Ok(())
 }
 
@@ -109,33 +159,78 @@ async fn bad_configuration_and_bad_rest_input_are_named() -> Result<()> {
         let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
         async move { support::run(&args).await }
     };
-    let out = run(&["jobmanager", "--quorum", "127.0.0.1:1", "-D", "heartbeat.timeout=banana"]).await?;
+    let out = run(&[
+        "jobmanager",
+        "--quorum",
+        "127.0.0.1:1",
+        "-D",
+        "heartbeat.timeout=banana",
+    ])
+    .await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    ensure!(!out.status.success() && stderr.contains("heartbeat.timeout") && stderr.contains("banana"), "{stderr}");
+    ensure!(
+        !out.status.success() && stderr.contains("heartbeat.timeout") && stderr.contains("banana"),
+        "{stderr}"
+    );
     let out = run(&["taskmanager"]).await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    ensure!(!out.status.success() && stderr.contains("high-availability.type: zookeeper"), "{stderr}");
-    let out = run(&["jobmanager", "--quorum", "127.0.0.1:1", "-D", "heartbeat.interval=60s"]).await?;
+    ensure!(
+        !out.status.success() && stderr.contains("high-availability.type: zookeeper"),
+        "{stderr}"
+    );
+    let out = run(&[
+        "jobmanager",
+        "--quorum",
+        "127.0.0.1:1",
+        "-D",
+        "heartbeat.interval=60s",
+    ])
+    .await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    ensure!(!out.status.success() && stderr.contains("heartbeat.timeout"), "{stderr}");
+    ensure!(
+        !out.status.success() && stderr.contains("heartbeat.timeout"),
+        "{stderr}"
+    );
 
     let cluster = Cluster::start("lease", "").await?;
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
-    eventually("jm-a leads", || async { Ok(client.overview().await?.leader.then_some(())) }).await?;
+    eventually("jm-a leads", || async {
+        Ok(client.overview().await?.leader.then_some(()))
+    })
+    .await?;
     let http = reqwest::Client::new();
-    let post = |body: &'static str| http.post(format!("{}/jobs", jm.rest)).body(body).header("content-type", "application/json").send();
-    let answer = post(r#"{"name":"j","vertices":[{"name":"v","task":"no-such-task","parallelism":1}]}"#).await?;
+    let post = |body: &'static str| {
+        http.post(format!("{}/jobs", jm.rest))
+            .body(body)
+            .header("content-type", "application/json")
+            .send()
+    };
+    let answer =
+        post(r#"{"name":"j","vertices":[{"name":"v","task":"no-such-task","parallelism":1}]}"#)
+            .await?;
     let (status, text) = (answer.status(), answer.text().await?);
-    ensure!(status == 400 && text.contains("no-such-task"), "{status} {text}");
+    ensure!(
+        status == 400 && text.contains("no-such-task"),
+        "{status} {text}"
+    );
     let answer = post(r#"{"name":"j","vertices":[{"name":"v","task":"count","args":{"rate":"fast"},"parallelism":1}]}"#).await?;
     let (status, text) = (answer.status(), answer.text().await?);
     ensure!(status == 400 && text.contains("rate"), "{status} {text}");
     let answer = post("{not json").await?;
     ensure!(answer.status() == 400, "{}", answer.status());
-    let answer = http.get(format!("{}/jobs/not-a-job-id", jm.rest)).send().await?;
+    let answer = http
+        .get(format!("{}/jobs/not-a-job-id", jm.rest))
+        .send()
+        .await?;
     let (status, text) = (answer.status(), answer.text().await?);
-    ensure!(status == 400 && text.contains("not-a-job-id"), "{status} {text}");
-    ensure!(client.jobs().await?.jobs.is_empty(), "nothing was submitted");
+    ensure!(
+        status == 400 && text.contains("not-a-job-id"),
+        "{status} {text}"
+    );
+    ensure!(
+        client.jobs().await?.jobs.is_empty(),
+        "nothing was submitted"
+    );
     Ok(())
 }

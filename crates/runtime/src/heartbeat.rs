@@ -12,6 +12,12 @@
 //! and separately when a leader with a higher epoch is observed (see
 //! [`EpochFence`](crate::fencing::EpochFence)). Neither implies the other,
 //! and a coordination-service connection state implies neither.
+//!
+//! Nor is a pause of *this* process the peer's fault: the shell polls at
+//! least every `interval` (see [`HeartbeatMonitor::next_wakeup`]), so a poll
+//! that comes much later means this process did not run (a stop, a long GC
+//! of a co-located JVM, a starved machine). The time it could not listen is
+//! not counted against any peer: their silence clocks move forward by it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -50,6 +56,7 @@ pub struct HeartbeatMonitor<P> {
     interval: Duration,
     timeout: Duration,
     peers: BTreeMap<P, Peer>,
+    last_poll: Option<MonoTime>,
 }
 
 impl<P: Ord + Clone> HeartbeatMonitor<P> {
@@ -61,6 +68,7 @@ impl<P: Ord + Clone> HeartbeatMonitor<P> {
             interval,
             timeout,
             peers: BTreeMap::new(),
+            last_poll: None,
         }
     }
 
@@ -102,6 +110,18 @@ impl<P: Ord + Clone> HeartbeatMonitor<P> {
     /// What is due at `now`, peers in order.
     pub fn poll(&mut self, now: MonoTime) -> Vec<HeartbeatCommand<P>> {
         let mut commands = Vec::new();
+        if let Some(last) = self
+            .last_poll
+            .replace(now.max(self.last_poll.unwrap_or(now)))
+            && now.since(last) > self.interval * 2
+        {
+            // This process did not run for `paused`: listening only
+            // resumes now, so nobody's silence grew meanwhile.
+            let paused = now.since(last) - self.interval;
+            for state in self.peers.values_mut() {
+                state.last_heard = state.last_heard.plus(paused).min(now);
+            }
+        }
         for (peer, state) in self.peers.iter_mut().filter(|(_, s)| !s.timed_out) {
             if now.since(state.last_heard) >= self.timeout {
                 state.timed_out = true;
@@ -194,16 +214,16 @@ mod tests {
         m.on_heartbeat("b", at(0));
         m.on_heartbeat("a", at(0));
         assert_eq!(m.poll(at(0)), [send("a"), send("b")]);
+        for t in [100, 200, 300] {
+            assert_eq!(m.poll(at(t)), [send("a"), send("b")], "at {t}");
+        }
         m.on_heartbeat("a", at(300));
         assert_eq!(
             m.poll(at(350)),
-            [
-                send("a"),
-                HeartbeatCommand::TimedOut {
-                    peer: "b",
-                    last_heard: at(0)
-                }
-            ]
+            [HeartbeatCommand::TimedOut {
+                peer: "b",
+                last_heard: at(0)
+            }]
         );
         assert!(m.is_alive(&"a"));
     }
@@ -216,9 +236,35 @@ mod tests {
         assert_eq!(m.next_wakeup(), Some(at(200)));
         m.poll(at(200));
         assert_eq!(m.next_wakeup(), Some(at(300)));
+        for t in [300, 400, 500] {
+            m.poll(at(t));
+        }
         assert!(matches!(
             m.poll(at(550))[..],
             [HeartbeatCommand::TimedOut { last_heard, .. }] if last_heard == at(200)
         ));
+    }
+
+    #[test]
+    fn a_pause_of_this_process_is_not_counted_against_peers() {
+        let mut m = monitor();
+        m.on_heartbeat("tm1", at(0));
+        m.poll(at(0));
+        m.poll(at(100));
+        // Not polled from 100 to 1_000: this process was paused. The peer
+        // was last heard at 0, but only 100..=1_000 minus one interval of
+        // that was unheard through no fault of its own.
+        assert_eq!(m.poll(at(1_000)), [send("tm1")]);
+        assert!(m.is_alive(&"tm1"));
+        // Still silent after the pause: the credit moved its last hearing
+        // to 800, so it times out at 800 + 350.
+        assert_eq!(m.poll(at(1_100)), [send("tm1")]);
+        assert_eq!(
+            m.poll(at(1_150)),
+            [HeartbeatCommand::TimedOut {
+                peer: "tm1",
+                last_heard: at(800)
+            }]
+        );
     }
 }

@@ -243,10 +243,43 @@ fn a_new_leader_numbers_its_attempts_past_those_a_task_manager_still_holds() {
         assert_eq!(deployed.len(), 1, "{out:?}");
         assert_eq!(deployed[0].0, tm("tm-a"));
         assert_eq!(deployed[0].1, 0, "slot 1 holds the old attempt");
-        assert_eq!(deployed[0].2.attempt.attempt, 4, "register first: {register_first}");
+        assert_eq!(
+            deployed[0].2.attempt.attempt, 4,
+            "register first: {register_first}"
+        );
         assert_ne!(deployed[0].2, old);
         sim.settle();
         assert_eq!(sim.state(j), JobState::Running);
         assert_eq!(sim.refused(), 0);
     }
+}
+
+#[test]
+fn a_task_manager_registering_again_reports_why_its_attempts_stopped() {
+    // tm-a timed this leader out, failed its attempt and registers again,
+    // carrying the failure: the job's failure cause is that failure, not
+    // "registered again".
+    let mut sim = Sim::new(config(fixed_delay()));
+    let j = job(1);
+    sim.add_tm("tm-a", 1);
+    sim.submit(j, graph(1));
+    sim.settle();
+    let running = sim.current(j, 0, 0);
+    for task in sim.tm("tm-a").held.values_mut() {
+        task.status = ReportedStatus::Failed("the JobManager sent no heartbeat".into());
+    }
+    let out = sim.register("tm-a");
+    let causes: Vec<_> = out
+        .iter()
+        .filter_map(|c| match c {
+            MasterCommand::JobFailed { cause, .. } => Some(cause.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(causes.len(), 1, "{out:?}");
+    assert_eq!(causes[0].task, Some(running.attempt));
+    assert!(
+        causes[0].message.contains("sent no heartbeat"),
+        "{causes:?}"
+    );
 }

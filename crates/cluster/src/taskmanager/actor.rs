@@ -28,19 +28,24 @@ use crate::address::JobManagerAddress;
 /// What the actor is told.
 pub(super) enum Message {
     Call(Call),
-    Registered {
-        leader: LeaderInfo,
-        jm: JobManagerClient,
-        jm_rpc: String,
-        reported: Vec<AttemptKey>,
-        result: Result<proto::RegisterTaskManagerReply, RpcError>,
-    },
+    Registered(Box<Registered>),
     Reported {
         key: AttemptKey,
         terminal: bool,
         result: Result<(), RpcError>,
     },
     RetryRegistration(Epoch),
+}
+
+/// The answer to a registration call.
+pub(super) struct Registered {
+    leader: LeaderInfo,
+    jm: JobManagerClient,
+    jm_rpc: String,
+    /// Terminal attempts the registration carried (forgotten once it is
+    /// accepted).
+    reported: Vec<AttemptKey>,
+    result: Result<proto::RegisterTaskManagerReply, RpcError>,
 }
 
 pub(super) struct Parts {
@@ -136,15 +141,7 @@ impl Actor {
             Message::Call(Call::Cancel(request, reply)) => {
                 let _ = reply.send(self.cancel(request));
             }
-            Message::Registered {
-                leader,
-                jm,
-                jm_rpc,
-                reported,
-                result,
-            } => {
-                self.on_registered(leader, jm, jm_rpc, reported, result);
-            }
+            Message::Registered(registered) => self.on_registered(*registered),
             Message::Reported {
                 key,
                 terminal,
@@ -257,24 +254,24 @@ impl Actor {
         let tx = self.parts.self_tx.clone();
         tokio::spawn(async move {
             let result = jm.register_task_manager(request).await;
-            let _ = tx.send(Message::Registered {
+            let _ = tx.send(Message::Registered(Box::new(Registered {
                 leader,
                 jm,
                 jm_rpc: address.rpc,
                 reported,
                 result,
-            });
+            })));
         });
     }
 
-    fn on_registered(
-        &mut self,
-        leader: LeaderInfo,
-        jm: JobManagerClient,
-        jm_rpc: String,
-        reported: Vec<AttemptKey>,
-        result: Result<proto::RegisterTaskManagerReply, RpcError>,
-    ) {
+    fn on_registered(&mut self, registered: Registered) {
+        let Registered {
+            leader,
+            jm,
+            jm_rpc,
+            reported,
+            result,
+        } = registered;
         if self.registering != Some(leader.epoch) || self.registration.is_some() {
             return; // a newer leader came meanwhile
         }
@@ -465,6 +462,18 @@ impl Actor {
     }
 
     fn on_heartbeat_timeout(&mut self) {
+        let Some(registration) = &mut self.registration else {
+            return;
+        };
+        let late = Instant::now()
+            .saturating_duration_since(registration.last_heartbeat + registration.timeout);
+        if late > (registration.timeout / 10).max(Duration::from_millis(200)) {
+            // This process did not run for a while (stopped, starved): the
+            // JobManager's silence is ours. Give it a full timeout from now.
+            tracing::info!(paused = ?late, "this TaskManager was paused; not blaming the JobManager for the silence");
+            registration.last_heartbeat = Instant::now();
+            return;
+        }
         let Some(registration) = self.registration.take() else {
             return;
         };

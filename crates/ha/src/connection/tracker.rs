@@ -97,10 +97,10 @@ impl SessionTracker {
     /// The server answered a request of the current session that was sent
     /// at `sent_at`: the session lives until at least `sent_at + T`.
     pub fn acknowledged(&mut self, sent_at: MonoTime) {
-        if let Some(current) = &mut self.current {
-            if !matches!(current.state, ConnectionState::Lost(_)) {
-                current.last_ack_sent = current.last_ack_sent.max(sent_at);
-            }
+        if let Some(current) = &mut self.current
+            && !matches!(current.state, ConnectionState::Lost(_))
+        {
+            current.last_ack_sent = current.last_ack_sent.max(sent_at);
         }
     }
 
@@ -146,11 +146,11 @@ impl SessionTracker {
             return Vec::new();
         }
         let mut events = Vec::new();
-        if let Some(current) = &mut self.current {
-            if current.state.can_write() {
-                current.state = ConnectionState::Suspended;
-                events.push(self.event(now));
-            }
+        if let Some(current) = &mut self.current
+            && current.state.can_write()
+        {
+            current.state = ConnectionState::Suspended;
+            events.push(self.event(now));
         }
         events.extend(self.lose(LostReason::LeaseExpired, now));
         events

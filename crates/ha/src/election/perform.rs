@@ -132,10 +132,10 @@ async fn owned_with_prefix<B: Backend>(
         if !name.starts_with(prefix) {
             continue;
         }
-        if let (Some((_, stat)), _) = handle.get(&with.path(&name), false).await? {
-            if stat.ephemeral_owner == handle.id().0 {
-                owned.push(name);
-            }
+        if let (Some((_, stat)), _) = handle.get(&with.path(&name), false).await?
+            && stat.ephemeral_owner == handle.id().0
+        {
+            owned.push(name);
         }
     }
     Ok(owned)
@@ -235,12 +235,12 @@ async fn children<B: Backend>(
 async fn watch<B: Backend>(with: &Perform<B>, op: OpId, session: SessionId, node: &str) -> Answer {
     let handle = with.session(session)?;
     let (found, watch) = handle.get(&with.path(node), true).await?;
-    if found.is_some() {
-        if let Some(watch) = watch {
-            match watch.await {
-                Ok(NodeEvent::Deleted | NodeEvent::Created | NodeEvent::DataChanged) => {}
-                Err(_) => return Err(CoordError::SessionExpired),
-            }
+    if found.is_some()
+        && let Some(watch) = watch
+    {
+        match watch.await {
+            Ok(NodeEvent::Deleted | NodeEvent::Created | NodeEvent::DataChanged) => {}
+            Err(_) => return Err(CoordError::SessionExpired),
         }
     }
     Ok(LatchInput::PredecessorGone(op))

@@ -39,7 +39,7 @@ impl Cluster {
     /// A standalone ZooKeeper and a configuration: session timeout 4 s,
     /// open ACLs, heartbeats every 500 ms with a 3 s timeout, fixed-delay
     /// restarts (10 attempts, 200 ms), 2 slots per TaskManager, the error
-    /// `policy`, plus `extra` lines.
+    /// `policy`; `extra` lines (`key: value`) add to or replace these.
     pub async fn start(policy: &str, extra: &str) -> Result<Cluster> {
         let zk = ZkCluster::start(ZkClusterConfig::standalone())
             .await
@@ -48,30 +48,40 @@ impl Cluster {
         let secret = dir.path().join("secret");
         std::fs::write(&secret, "a-test-cluster-secret-of-32-bytes!\n")?;
         let config = dir.path().join("holdfast.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "high-availability.type: zookeeper\n\
-                 high-availability.zookeeper.quorum: {quorum}\n\
-                 high-availability.zookeeper.client.acl: open\n\
-                 high-availability.zookeeper.client.session-timeout: 4s\n\
-                 high-availability.zookeeper.client.error-policy: {policy}\n\
-                 cluster.secret-file: {secret}\n\
-                 heartbeat.interval: 500ms\n\
-                 heartbeat.timeout: 3s\n\
-                 restart-strategy.type: fixed-delay\n\
-                 restart-strategy.fixed-delay.attempts: 10\n\
-                 restart-strategy.fixed-delay.delay: 200ms\n\
-                 taskmanager.numberOfTaskSlots: 2\n\
-                 jobmanager.rpc.address: 127.0.0.1\n\
-                 jobmanager.rpc.port: 0\n\
-                 rest.bind-address: 127.0.0.1\n\
-                 rest.port: 0\n\
-                 {extra}\n",
-                quorum = zk.connect_string(),
-                secret = secret.display(),
-            ),
-        )?;
+        let quorum = zk.connect_string();
+        let secret_path = secret.display().to_string();
+        let base = [
+            ("high-availability.type", "zookeeper"),
+            ("high-availability.zookeeper.quorum", quorum.as_str()),
+            ("high-availability.zookeeper.client.acl", "open"),
+            ("high-availability.zookeeper.client.session-timeout", "4s"),
+            ("high-availability.zookeeper.client.error-policy", policy),
+            ("cluster.secret-file", secret_path.as_str()),
+            ("heartbeat.interval", "500ms"),
+            ("heartbeat.timeout", "3s"),
+            ("restart-strategy.type", "fixed-delay"),
+            ("restart-strategy.fixed-delay.attempts", "10"),
+            ("restart-strategy.fixed-delay.delay", "200ms"),
+            ("taskmanager.numberOfTaskSlots", "2"),
+            ("jobmanager.rpc.address", "127.0.0.1"),
+            ("jobmanager.rpc.port", "0"),
+            ("rest.bind-address", "127.0.0.1"),
+            ("rest.port", "0"),
+        ];
+        // `extra` lines (`key: value`) replace the base's.
+        let overridden = |key: &str| {
+            extra
+                .lines()
+                .any(|line| line.trim_start().starts_with(&format!("{key}:")))
+        };
+        let mut text: String = base
+            .iter()
+            .filter(|(key, _)| !overridden(key))
+            .map(|(key, value)| format!("{key}: {value}\n"))
+            .collect();
+        text.push_str(extra);
+        text.push('\n');
+        std::fs::write(&config, text)?;
         Ok(Cluster {
             zk,
             dir,

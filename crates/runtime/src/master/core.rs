@@ -123,6 +123,14 @@ impl JobMasterCore {
                 for report in &tasks {
                     self.cancels_sent.remove(&report.attempt);
                 }
+                // What stopped on the old registration stopped for its own
+                // reason (e.g. the TaskManager timed this leader out): apply
+                // those causes before the rest is lost with the old slots.
+                if self.pool.contains(&tm) {
+                    for report in tasks.iter().filter(|r| r.status.is_terminal()) {
+                        self.on_report(&mut step, &tm, report);
+                    }
+                }
                 let lost = self.pool.register(&tm, slots);
                 let reason =
                     format!("TaskManager {tm} registered again, so it no longer runs this attempt");

@@ -157,16 +157,16 @@ pub fn reap_orphans() -> usize {
             .filter_map(|arg| std::str::from_utf8(arg).ok())
             .find_map(|arg| arg.strip_prefix(OWNER_MARKER))
             .and_then(|owner| owner.parse::<u32>().ok());
-        if let Some(owner) = owner {
-            if !Path::new(&format!("/proc/{owner}")).exists() {
-                tracing::warn!(
-                    pid,
-                    owner,
-                    "killing an orphaned ZooKeeper JVM whose test process is gone"
-                );
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-                reaped += 1;
-            }
+        if let Some(owner) = owner
+            && !Path::new(&format!("/proc/{owner}")).exists()
+        {
+            tracing::warn!(
+                pid,
+                owner,
+                "killing an orphaned ZooKeeper JVM whose test process is gone"
+            );
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            reaped += 1;
         }
     }
     reaped
