@@ -10,6 +10,12 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use serde::{Deserialize, Serialize};
 
+use crate::view::ExceptionEntry;
+
+/// The most failures a stored job keeps (the newest), so its node stays
+/// far below ZooKeeper's 1 MB limit.
+pub const MAX_HISTORY: usize = 100;
+
 /// One stored job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredJob {
@@ -17,6 +23,44 @@ pub struct StoredJob {
     pub graph: JobGraph,
     /// When it was submitted (ms since the Unix epoch).
     pub submitted_at_ms: u64,
+    /// Its failures and recoveries across every leader, oldest first (at
+    /// most [`MAX_HISTORY`]).
+    #[serde(default)]
+    pub history: Vec<PastFailure>,
+    /// Restarts over the job's life, across every leader.
+    #[serde(default)]
+    pub restarts: usize,
+}
+
+/// A failure (or a recovery by a new leader) kept with the job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PastFailure {
+    /// What the REST API shows.
+    pub entry: ExceptionEntry,
+    /// Whether the job restarted for it.
+    pub restarted: bool,
+}
+
+impl StoredJob {
+    /// A job just submitted.
+    pub fn new(graph: JobGraph, submitted_at_ms: u64) -> StoredJob {
+        StoredJob {
+            graph,
+            submitted_at_ms,
+            history: Vec::new(),
+            restarts: 0,
+        }
+    }
+
+    /// Adds a failure, dropping the oldest beyond [`MAX_HISTORY`].
+    pub fn record(&mut self, failure: PastFailure) {
+        self.restarts += usize::from(failure.restarted);
+        self.history.push(failure);
+        if self.history.len() > MAX_HISTORY {
+            let excess = self.history.len() - MAX_HISTORY;
+            self.history.drain(..excess);
+        }
+    }
 }
 
 /// A stored entry that cannot be used (it is reported and skipped, never

@@ -14,9 +14,11 @@ use prometheus_client::registry::Registry;
 /// Label of [`ClusterMetrics::task_failures`].
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CauseLabel {
-    /// `new-leader`, `leader-lost` (policy standard only),
-    /// `heartbeat-timeout`, `task` (the task's own failure),
-    /// `taskmanager-lost`, `deploy-failed`.
+    /// TaskManager: `new-leader`, `leader-lost` (policy standard only),
+    /// `heartbeat-timeout`. JobManager: `task` (the task's own failure),
+    /// `taskmanager-heartbeat-timeout`, `jobmanager-heartbeat-timeout`,
+    /// `leader-lost`, `new-leader`, `deploy-failed`,
+    /// `taskmanager-reregistered`.
     pub cause: String,
 }
 
@@ -38,8 +40,10 @@ pub struct ClusterMetrics {
     pub taskmanager_heartbeat_timeouts: Counter,
     /// TaskManager: calls refused because they came from a stale leader.
     pub stale_calls_rejected: Counter,
-    /// Task attempts failed, by cause.
+    /// TaskManager: task attempts it failed itself, by cause.
     task_failures: Family<CauseLabel, Counter>,
+    /// JobManager (leader): job failures, by cause.
+    job_failures: Family<CauseLabel, Counter>,
     /// JobManager: job restarts decided.
     pub job_restarts: Counter,
     /// JobManager (leader): jobs by state.
@@ -104,7 +108,16 @@ impl ClusterMetrics {
         metrics
     }
 
-    /// The failure counter of one cause.
+    /// The leader's job failure counter of one cause.
+    pub fn job_failures(&self, cause: &str) -> Counter {
+        self.job_failures
+            .get_or_create(&CauseLabel {
+                cause: cause.to_owned(),
+            })
+            .clone()
+    }
+
+    /// The TaskManager's task failure counter of one cause.
     pub fn task_failures(&self, cause: &str) -> Counter {
         self.task_failures
             .get_or_create(&CauseLabel {

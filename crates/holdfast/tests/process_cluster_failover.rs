@@ -90,10 +90,18 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
     ensure!(details.name == "forever", "{details:?}");
     // Recovered, not failed: the new leader's attempts never collide with
     // the old ones still stopping on the TaskManagers.
+    let exceptions = standby_rest.exceptions(job).await?;
     ensure!(
         details.restarts == 0,
-        "the recovered job should run without a failure: {:?}",
-        standby_rest.exceptions(job).await?
+        "the recovered job should run without a failure: {exceptions:?}"
+    );
+    // The take-over is kept in the job's history, in the HA store.
+    ensure!(
+        exceptions
+            .history
+            .iter()
+            .any(|e| e.exception_name.contains("jm-b") && e.decision.contains("recovered")),
+        "{exceptions:?}"
     );
     ensure!(
         failover < T * 4,

@@ -2,7 +2,6 @@
 //! [`JobMasterCore`] and its TaskManager links), RPC calls and REST commands.
 //! One task owns all of it; everything arrives as a message.
 
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,7 +9,6 @@ use holdfast_ha::backend::Backend;
 use holdfast_ha::election::{LeaderElection, Leadership};
 use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_ha::stores::StoreError;
-use holdfast_ha::types::LeaderToken;
 use holdfast_ha::{Epoch, Runtime};
 use holdfast_rpc::auth::ClientAuth;
 use holdfast_rpc::client::TaskManagerClient;
@@ -27,11 +25,12 @@ use tonic::Status;
 use super::convert;
 use super::link::{Leading, Link, Order};
 use super::service::Call;
+use super::term::{self, Term};
 use super::views::{self, Clocks, LinkInfo, Snapshot};
 use super::{JobManagerOptions, StoreHandle};
 use crate::address::JobManagerAddress;
 use crate::control::ControlError;
-use crate::job_store::StoredJob;
+use crate::job_store::{PastFailure, StoredJob};
 
 /// What the actor is told.
 pub(super) enum Message {
@@ -49,13 +48,6 @@ pub(super) enum Message {
     HeartbeatReply(Epoch, TaskManagerId, proto::HeartbeatReply),
     DeployFailed(Epoch, AttemptRef, String),
     Deposed(Epoch, String),
-}
-
-/// The leader's term: it exists exactly while this JobManager leads.
-struct Term {
-    token: LeaderToken,
-    core: JobMasterCore,
-    links: HashMap<String, Link>,
 }
 
 pub(super) struct Actor<B: Backend> {
@@ -147,23 +139,12 @@ impl<B: Backend> Actor<B> {
                 tracing::info!(jobmanager = %self.options.id, %epoch, rpc = %self.address.rpc, rest = %self.address.rest,
                     "granted leadership: recovering jobs from the HA store and accepting TaskManagers");
                 self.options.metrics.leading.set(1);
-                self.term = Some(Term {
+                self.term = Some(Term::start(
                     token,
                     core,
-                    links: HashMap::new(),
-                });
-                let store = self.store.clone();
-                let tx = self.self_tx.clone();
-                tokio::spawn(async move {
-                    let result = store.all().await.map(|(jobs, unreadable)| {
-                        for entry in unreadable {
-                            tracing::warn!(key = %entry.key, reason = %entry.reason,
-                                "skipping an unreadable job in the HA store (left in place for inspection)");
-                        }
-                        jobs
-                    });
-                    let _ = tx.send(Message::Recovered(epoch, result));
-                });
+                    self.store.clone(),
+                    self.self_tx.clone(),
+                ));
             }
             (Leadership::Follower, Some(_)) => self.end_term("leadership was revoked"),
             _ => {}
@@ -205,16 +186,18 @@ impl<B: Backend> Actor<B> {
                     Ok(jobs) => {
                         tracing::info!(%epoch, jobs = jobs.len(), "recovered jobs from the HA store");
                         for (job, stored) in jobs {
-                            self.step(MasterInput::Submit {
-                                job,
-                                graph: stored.graph,
-                                submitted_at_ms: stored.submitted_at_ms,
-                            });
+                            self.recovered(epoch, job, stored);
                         }
                     }
                     Err(error) => {
-                        tracing::error!(%epoch, %error, "cannot read the HA job store; giving up leadership so another JobManager can try");
-                        self.end_term("the job store is unreadable");
+                        tracing::error!(%epoch, %error,
+                            "cannot read the HA job store; still leading, reading it again in 1 s");
+                        term::recover(
+                            self.store.clone(),
+                            epoch,
+                            self.self_tx.clone(),
+                            Duration::from_secs(1),
+                        );
                     }
                 }
             }
@@ -228,6 +211,9 @@ impl<B: Backend> Actor<B> {
                 let answer = match result {
                     Ok(()) if self.leads_at(epoch) => {
                         tracing::info!(%job, name = %stored.graph.name, "job submitted");
+                        if let Some(term) = &mut self.term {
+                            term.stored.insert(job, stored.clone());
+                        }
                         self.step(MasterInput::Submit {
                             job,
                             graph: stored.graph,
@@ -258,7 +244,6 @@ impl<B: Backend> Actor<B> {
             }
             Message::DeployFailed(epoch, attempt, error) => {
                 if self.leads_at(epoch) {
-                    self.options.metrics.task_failures("deploy-failed").inc();
                     self.step(MasterInput::DeployFailed { attempt, error });
                 }
             }
@@ -401,10 +386,7 @@ impl<B: Backend> Actor<B> {
             return;
         }
         let job = JobId::from_halves(self.runtime.random_u64(), self.runtime.random_u64());
-        let stored = StoredJob {
-            graph,
-            submitted_at_ms: wall_ms(),
-        };
+        let stored = StoredJob::new(graph, wall_ms());
         let token = term.token.clone();
         let store = self.store.clone();
         let tx = self.self_tx.clone();
@@ -524,22 +506,22 @@ impl<B: Backend> Actor<B> {
                 cause,
                 decision,
             } => {
-                let name = term
-                    .core
-                    .job(job)
-                    .map(|j| j.graph.name.clone())
-                    .unwrap_or_default();
-                let restarts = term.core.job(job).map_or(0, |j| j.restart_count());
-                let cause_label = if cause.message.contains("heartbeat") {
-                    "taskmanager-lost"
-                } else {
-                    "task"
+                let Some(execution) = term.core.job(job) else {
+                    return;
                 };
-                self.options.metrics.task_failures(cause_label).inc();
+                let entry = views::failure_entry(execution, &cause, &decision, wall_ms());
+                let name = execution.graph.name.clone();
+                let restarted = matches!(decision, RestartDecision::RestartAfter(_));
+                term.record(job, PastFailure { entry, restarted });
+                let restarts = term.stored.get(&job).map_or(0, |s| s.restarts);
+                self.options
+                    .metrics
+                    .job_failures(failure_kind(&cause.message))
+                    .inc();
                 match &decision {
                     RestartDecision::RestartAfter(delay) => {
                         self.options.metrics.job_restarts.inc();
-                        tracing::warn!(%job, %name, cause = %cause.message, restart = restarts,
+                        tracing::warn!(%job, %name, cause = %cause.message, restarts,
                             "job failed; restarting all its tasks in {delay:?} (restart strategy)");
                     }
                     RestartDecision::GiveUp { .. } => {
@@ -551,16 +533,39 @@ impl<B: Backend> Actor<B> {
             MasterCommand::JobStateChanged { job, state } => {
                 tracing::info!(%job, state = views::job_state_name(state), "job state changed");
                 if state.is_terminal() {
-                    let token = term.token.clone();
-                    let store = self.store.clone();
-                    tokio::spawn(async move {
-                        if let Err(error) = store.remove(&token, job).await {
-                            tracing::warn!(%job, %error, "could not remove a finished job from the HA store");
-                        }
-                    });
+                    term.forget(job);
                 }
             }
         }
+    }
+
+    /// A job of the HA store, taken over by this leader at `epoch`.
+    fn recovered(&mut self, epoch: Epoch, job: JobId, mut stored: StoredJob) {
+        let Some(term) = &mut self.term else { return };
+        if term.stored.contains_key(&job) {
+            return;
+        }
+        let entry = crate::view::ExceptionEntry {
+            exception_name: format!(
+                "the previous leader is gone; JobManager {} (epoch {epoch}) took the job over and runs it again",
+                self.options.id
+            ),
+            timestamp: wall_ms(),
+            task_name: None,
+            location: None,
+            decision: "recovered by the new leader".to_owned(),
+        };
+        stored.record(PastFailure {
+            entry,
+            restarted: false,
+        });
+        let (graph, submitted_at_ms) = (stored.graph.clone(), stored.submitted_at_ms);
+        term.keep(job, stored);
+        self.step(MasterInput::Submit {
+            job,
+            graph,
+            submitted_at_ms,
+        });
     }
 
     /// Whether this JobManager leads at an epoch now (lease-checked).
@@ -581,7 +586,7 @@ impl<B: Backend> Actor<B> {
                 .iter()
                 .map(|(id, l)| (id.clone(), l.info.clone()))
                 .collect();
-            views::fill_leader(&mut snapshot, &term.core, &links, clocks);
+            views::fill_leader(&mut snapshot, &term.core, &links, &term.stored, clocks);
         }
         snapshot.overview.leader = self.term.is_some();
         snapshot.overview.holdfast_version = env!("CARGO_PKG_VERSION").to_owned();
@@ -648,6 +653,22 @@ impl<B: Backend> Actor<B> {
             _ => None,
         }
     }
+}
+
+/// The `cause` label of a job failure, from what the core said.
+fn failure_kind(message: &str) -> &'static str {
+    const KINDS: [(&str, &str); 6] = [
+        ("timed out: no heartbeat", "taskmanager-heartbeat-timeout"),
+        ("sent no heartbeat", "jobmanager-heartbeat-timeout"),
+        ("lost leadership", "leader-lost"),
+        ("newer JobManager leader", "new-leader"),
+        ("deploying", "deploy-failed"),
+        ("registered again", "taskmanager-reregistered"),
+    ];
+    KINDS
+        .iter()
+        .find(|(needle, _)| message.contains(needle))
+        .map_or("task", |(_, kind)| kind)
 }
 
 fn wall_ms() -> u64 {

@@ -15,6 +15,7 @@ mod control;
 mod convert;
 mod link;
 mod service;
+mod term;
 pub mod views;
 
 use std::net::SocketAddr;

@@ -8,7 +8,9 @@ use holdfast_runtime::ids::JobId;
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::lifecycle::task::TaskState;
 use holdfast_runtime::master::{JobExecution, JobMasterCore};
-use holdfast_runtime::restart::{GiveUpReason, RestartDecision};
+use holdfast_runtime::restart::{FailureCause, GiveUpReason, RestartDecision};
+
+use crate::job_store::{PastFailure, StoredJob};
 
 use crate::view::{
     ConfigEntry, ExceptionEntry, HaView, JobDetails, JobExceptions, JobSummary, JobsOverview,
@@ -72,13 +74,6 @@ pub struct Clocks {
     pub wall_ms: u64,
 }
 
-impl Clocks {
-    fn wall_of(&self, at: MonoTime) -> u64 {
-        self.wall_ms
-            .saturating_sub(self.mono.since(at).as_millis() as u64)
-    }
-}
-
 /// A TaskManager as the leader knows it, for the views.
 #[derive(Clone, Debug)]
 pub struct LinkInfo {
@@ -95,13 +90,26 @@ pub fn fill_leader(
     snapshot: &mut Snapshot,
     core: &JobMasterCore,
     links: &HashMap<String, LinkInfo>,
+    stored: &HashMap<JobId, StoredJob>,
     clocks: Clocks,
 ) {
     let mut jobs: Vec<&JobExecution> = core.jobs().collect();
     jobs.sort_by_key(|j| std::cmp::Reverse((j.submitted_at_ms, j.id)));
-    snapshot.jobs.jobs = jobs.iter().map(|j| summary(j)).collect();
-    snapshot.details = jobs.iter().map(|j| (j.id, details(j))).collect();
-    snapshot.exceptions = jobs.iter().map(|j| (j.id, exceptions(j, clocks))).collect();
+    let restarts = |j: &JobExecution| stored.get(&j.id).map_or(j.restart_count(), |s| s.restarts);
+    snapshot.jobs.jobs = jobs.iter().map(|j| summary(j, restarts(j))).collect();
+    snapshot.details = jobs
+        .iter()
+        .map(|j| (j.id, details(j, restarts(j))))
+        .collect();
+    snapshot.exceptions = jobs
+        .iter()
+        .map(|j| {
+            (
+                j.id,
+                exceptions(stored.get(&j.id).map_or(&[][..], |s| &s.history)),
+            )
+        })
+        .collect();
     let count = |f: &dyn Fn(JobState) -> bool| jobs.iter().filter(|j| f(j.state())).count();
     snapshot.overview.jobs_running = count(&|s| !s.is_terminal());
     snapshot.overview.jobs_finished = count(&|s| s == JobState::Finished);
@@ -134,13 +142,13 @@ pub fn fill_leader(
         .collect();
 }
 
-fn summary(job: &JobExecution) -> JobSummary {
+fn summary(job: &JobExecution, restarts: usize) -> JobSummary {
     JobSummary {
         jid: job.id.to_string(),
         name: job.graph.name.clone(),
         state: job_state_name(job.state()).to_owned(),
         start_time: job.submitted_at_ms,
-        restarts: job.restart_count(),
+        restarts,
         tasks_total: job.tasks().len() as u32,
         tasks_running: job
             .tasks()
@@ -150,7 +158,7 @@ fn summary(job: &JobExecution) -> JobSummary {
     }
 }
 
-fn details(job: &JobExecution) -> JobDetails {
+fn details(job: &JobExecution, restarts: usize) -> JobDetails {
     let vertices = job
         .graph
         .vertices
@@ -181,37 +189,41 @@ fn details(job: &JobExecution) -> JobDetails {
         name: job.graph.name.clone(),
         state: job_state_name(job.state()).to_owned(),
         start_time: job.submitted_at_ms,
-        restarts: job.restart_count(),
+        restarts,
         vertices,
     }
 }
 
-fn exceptions(job: &JobExecution, clocks: Clocks) -> JobExceptions {
-    let history: Vec<ExceptionEntry> = job
-        .restarts()
-        .history()
-        .records()
-        .iter()
-        .map(|record| ExceptionEntry {
-            exception_name: record.cause.message.clone(),
-            timestamp: clocks.wall_of(record.at),
-            task_name: record.cause.task.map(|t| {
-                let vertex = job.graph.vertices.get(t.task.vertex as usize);
-                format!("{} ({t})", vertex.map_or("?", |v| v.name.as_str()))
-            }),
-            location: record.cause.task.and_then(|t| {
-                job.tasks()
-                    .get(&t.task)
-                    .and_then(|e| e.slot.as_ref())
-                    .map(|s| s.task_manager.to_string())
-            }),
-            decision: decision_text(&record.decision),
-        })
-        .collect();
+fn exceptions(history: &[PastFailure]) -> JobExceptions {
+    let history: Vec<ExceptionEntry> = history.iter().map(|f| f.entry.clone()).collect();
     JobExceptions {
         root_exception: history.last().map(|e| e.exception_name.clone()),
         timestamp: history.last().map(|e| e.timestamp),
         history,
+    }
+}
+
+/// The REST entry of a failure of `job` the core just decided about.
+pub fn failure_entry(
+    job: &JobExecution,
+    cause: &FailureCause,
+    decision: &RestartDecision,
+    wall_ms: u64,
+) -> ExceptionEntry {
+    ExceptionEntry {
+        exception_name: cause.message.clone(),
+        timestamp: wall_ms,
+        task_name: cause.task.map(|t| {
+            let vertex = job.graph.vertices.get(t.task.vertex as usize);
+            format!("{} ({t})", vertex.map_or("?", |v| v.name.as_str()))
+        }),
+        location: cause.task.and_then(|t| {
+            job.tasks()
+                .get(&t.task)
+                .and_then(|e| e.slot.as_ref())
+                .map(|s| s.task_manager.to_string())
+        }),
+        decision: decision_text(decision),
     }
 }
 

@@ -1,0 +1,111 @@
+//! The leader's term: it exists exactly while this JobManager leads. It
+//! holds the [`JobMasterCore`], the links to the TaskManagers registered at
+//! its epoch, and the jobs as stored in the HA store, which it keeps up to
+//! date through one ordered writer (fenced by the term's token).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use holdfast_ha::Epoch;
+use holdfast_ha::backend::Backend;
+use holdfast_ha::types::LeaderToken;
+use holdfast_runtime::ids::JobId;
+use holdfast_runtime::master::JobMasterCore;
+use tokio::sync::mpsc;
+
+use super::StoreHandle;
+use super::actor::Message;
+use super::link::Link;
+use crate::job_store::{PastFailure, StoredJob};
+
+enum Write {
+    Put(JobId, Box<StoredJob>),
+    Remove(JobId),
+}
+
+pub(super) struct Term {
+    pub(super) token: LeaderToken,
+    pub(super) core: JobMasterCore,
+    pub(super) links: HashMap<String, Link>,
+    /// Every job of this term as stored (history included).
+    pub(super) stored: HashMap<JobId, StoredJob>,
+    writes: mpsc::UnboundedSender<Write>,
+}
+
+impl Term {
+    /// A term for `token`; starts its store writer and the recovery of the
+    /// stored jobs (answered with [`Message::Recovered`]).
+    pub(super) fn start<B: Backend>(
+        token: LeaderToken,
+        core: JobMasterCore,
+        store: StoreHandle<B>,
+        actor: mpsc::UnboundedSender<Message>,
+    ) -> Term {
+        let (writes, queue) = mpsc::unbounded_channel();
+        tokio::spawn(write(store.clone(), token.clone(), queue));
+        recover(store, token.epoch, actor, Duration::ZERO);
+        Term {
+            token,
+            core,
+            links: HashMap::new(),
+            stored: HashMap::new(),
+            writes,
+        }
+    }
+
+    /// Keeps `job` as stored (and stores it again).
+    pub(super) fn keep(&mut self, id: JobId, job: StoredJob) {
+        let _ = self.writes.send(Write::Put(id, Box::new(job.clone())));
+        self.stored.insert(id, job);
+    }
+
+    /// Adds a failure to `job`'s stored history.
+    pub(super) fn record(&mut self, id: JobId, failure: PastFailure) {
+        if let Some(job) = self.stored.get_mut(&id) {
+            job.record(failure);
+            let _ = self.writes.send(Write::Put(id, Box::new(job.clone())));
+        }
+    }
+
+    /// Removes a job that ended from the store (it stays shown here).
+    pub(super) fn forget(&mut self, id: JobId) {
+        let _ = self.writes.send(Write::Remove(id));
+    }
+}
+
+/// Reads every stored job after `delay`, for the term at `epoch`.
+pub(super) fn recover<B: Backend>(
+    store: StoreHandle<B>,
+    epoch: Epoch,
+    actor: mpsc::UnboundedSender<Message>,
+    delay: Duration,
+) {
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        let result = store.all().await.map(|(jobs, unreadable)| {
+            for entry in unreadable {
+                tracing::warn!(key = %entry.key, reason = %entry.reason,
+                    "skipping an unreadable job in the HA store (left in place for inspection)");
+            }
+            jobs
+        });
+        let _ = actor.send(Message::Recovered(epoch, result));
+    });
+}
+
+async fn write<B: Backend>(
+    store: StoreHandle<B>,
+    token: LeaderToken,
+    mut queue: mpsc::UnboundedReceiver<Write>,
+) {
+    while let Some(write) = queue.recv().await {
+        let (id, result) = match write {
+            Write::Put(id, job) => (id, store.put(&token, id, &job).await),
+            Write::Remove(id) => (id, store.remove(&token, id).await),
+        };
+        if let Err(error) = result {
+            tracing::warn!(job = %id, epoch = %token.epoch, %error,
+                "could not update the job in the HA store; a later write or the next leader brings it up to date");
+        }
+    }
+}
