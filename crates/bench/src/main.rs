@@ -1,11 +1,13 @@
-//! `holdfast-bench`: benchmarks of holdfast's HA layer against a real
-//! ZooKeeper (started by the test kit for each scenario).
+//! `holdfast-bench`: benchmarks of holdfast's HA layer, and of the cluster
+//! runtime built on it, against a real ZooKeeper (started by the test kit
+//! for each scenario).
 //!
 //! ```text
 //! cargo run --release -p holdfast-bench -- notify [--observers 1,100,1000]
 //! cargo run --release -p holdfast-bench -- ops-per-election
 //! cargo run --release -p holdfast-bench -- failover [--session-timeout 4,30] [--tick-ms 2000]
 //! cargo run --release -p holdfast-bench -- probe-under-load [--seconds 10]
+//! cargo run --release -p holdfast-bench -- cluster [--rounds 5] [--session-timeout 4,30] [--crash-rounds 5,3]
 //! cargo run --release -p holdfast-bench -- all
 //! ```
 //!
@@ -31,7 +33,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use crate::scenario::{failover, notify, ops, probe};
+use crate::scenario::{cluster, failover, notify, ops, probe};
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
 #[derive(Debug, Parser)]
@@ -58,6 +60,9 @@ enum Scenario {
     Failover(failover::FailoverArgs),
     /// Lease probe round trip under full CPU load, isolated or not.
     ProbeUnderLoad(probe::ProbeArgs),
+    /// JobManager/TaskManager processes: start, registration, submit,
+    /// memory, and crash failover with a job running.
+    Cluster(cluster::ClusterArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -95,11 +100,13 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::OpsPerElection(args) => vec![ops::run(args, tick).await?],
         Scenario::Failover(args) => vec![failover::run(args, tick).await?],
         Scenario::ProbeUnderLoad(args) => vec![probe::run(args, tick).await?],
+        Scenario::Cluster(args) => vec![cluster::run(args, tick).await?],
         Scenario::All => vec![
             notify::run(&defaults(), tick).await?,
             ops::run(&defaults(), tick).await?,
             failover::run(&defaults(), tick).await?,
             probe::run(&defaults(), tick).await?,
+            cluster::run(&defaults(), tick).await?,
         ],
     })
 }
@@ -159,6 +166,7 @@ mod tests {
         );
         assert_eq!(defaults::<ops::OpsArgs>().session_timeout, 10.0);
         assert_eq!(defaults::<probe::ProbeArgs>().interval_ms, 100);
+        assert_eq!(defaults::<cluster::ClusterArgs>().crash_rounds, [5, 3]);
         <Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -50,14 +50,15 @@ pub enum ControlError {
 pub trait ClusterControl: Send + Sync + 'static {
     /// `GET /overview`.
     fn overview(&self) -> Overview;
-    /// `GET /jobs/overview`.
-    fn jobs(&self) -> JobsOverview;
+    /// `GET /jobs/overview` (a standby answers
+    /// [`ControlError::NotLeader`]: the leader knows the jobs).
+    fn jobs(&self) -> Result<JobsOverview, ControlError>;
     /// `GET /jobs/{id}`.
     fn job(&self, id: JobId) -> Result<JobDetails, ControlError>;
     /// `GET /jobs/{id}/exceptions`.
     fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError>;
-    /// `GET /taskmanagers`.
-    fn taskmanagers(&self) -> TaskManagers;
+    /// `GET /taskmanagers` (a standby answers [`ControlError::NotLeader`]).
+    fn taskmanagers(&self) -> Result<TaskManagers, ControlError>;
     /// `GET /config`: the effective configuration, secrets masked.
     fn config(&self) -> Vec<ConfigEntry>;
     /// `GET /ha`.

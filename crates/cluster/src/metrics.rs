@@ -82,8 +82,13 @@ impl ClusterMetrics {
         );
         r.register(
             "task_failures",
-            "task attempts failed, by cause",
+            "task attempts a TaskManager failed itself, by cause",
             metrics.task_failures.clone(),
+        );
+        r.register(
+            "job_failures",
+            "job failures seen by the leader, by cause",
+            metrics.job_failures.clone(),
         );
         r.register(
             "job_restarts",
@@ -134,6 +139,34 @@ impl ClusterMetrics {
                     state: (*state).to_owned(),
                 })
                 .set(*count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_documented_in_metrics_md() {
+        let mut registry = Registry::default();
+        let metrics = ClusterMetrics::new(&mut registry);
+        metrics.task_failures("new-leader").inc();
+        metrics.job_failures("task").inc();
+        metrics.set_jobs(&[("RUNNING", 1)]);
+        let text = holdfast_ha::metrics::encode(&registry);
+        let doc = include_str!("../../../docs/METRICS.md");
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("# TYPE "))
+            .filter_map(|line| line.split_whitespace().next())
+            .collect();
+        assert_eq!(names.len(), 10, "{text}");
+        for name in names {
+            assert!(
+                doc.contains(&format!("`{name}")),
+                "{name} is not in docs/METRICS.md"
+            );
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The REST API's happy paths over real sockets: every route answers with
 //! Flink's paths and field names, submit and cancel reach the JobManager,
-//! and a standby redirects mutating calls to the leader.
+//! and a standby redirects mutating calls (and reads of jobs) to the leader.
 
 mod rest_fake;
 
@@ -199,6 +199,16 @@ async fn a_standby_redirects_submit_and_cancel_to_the_leader() -> Result<()> {
     assert_eq!(*leader.fake.cancelled.lock().unwrap(), [RUNNING]);
     assert!(standby.fake.submitted.lock().unwrap().is_empty());
     assert!(standby.fake.cancelled.lock().unwrap().is_empty());
+
+    // Reads only the leader can answer are redirected too.
+    let jobs = client
+        .get(format!("{}/jobs/overview", standby.url))
+        .send()
+        .await?;
+    assert_eq!(jobs.status(), StatusCode::OK);
+    assert_eq!(jobs.url().as_str(), format!("{}/jobs/overview", leader.url));
+    let body: Value = jobs.json().await?;
+    assert_eq!(body["jobs"].as_array().map(Vec::len), Some(2), "{body}");
     Ok(())
 }
 

@@ -139,13 +139,15 @@ impl Setup {
             .collect()
     }
 
-    pub async fn serve_metrics(&mut self, addr: Option<SocketAddr>) -> Result<()> {
-        if let Some(addr) = addr {
-            let registry = Arc::new(std::mem::take(&mut self.registry));
-            let bound = metrics_server::serve(addr, registry).await?;
-            tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
-        }
-        Ok(())
+    /// Serves the metrics at `addr` if given; returns the bound address.
+    pub async fn serve_metrics(&mut self, addr: Option<SocketAddr>) -> Result<Option<SocketAddr>> {
+        let Some(addr) = addr else {
+            return Ok(None);
+        };
+        let registry = Arc::new(std::mem::take(&mut self.registry));
+        let bound = metrics_server::serve(addr, registry).await?;
+        tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
+        Ok(Some(bound))
     }
 
     /// A ZooKeeper connection for `component`, on the coordination runtime.
@@ -205,7 +207,7 @@ pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
     let mut setup = Setup::new(&args.process)?;
     let main = main_runtime()?;
     main.block_on(async {
-        setup.serve_metrics(args.process.metrics_addr).await?;
+        let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
         let connection = setup.zk_connection("jobmanager", "jobmanager")?;
         let options = JobManagerOptions {
             id: args.id.unwrap_or_else(|| generated_id("jm")),
@@ -232,7 +234,8 @@ pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
             "{}",
             json!({"event": "started", "role": "jobmanager", "id": id,
                    "rpc": handle.rpc_address().to_string(),
-                   "rest": format!("http://{}", handle.rest_address())})
+                   "rest": format!("http://{}", handle.rest_address()),
+                   "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
         );
         wait_for_signal().await;
         tracing::info!("stopping: leaving the election so a standby takes over at once");
@@ -246,7 +249,7 @@ pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
     let mut setup = Setup::new(&args.process)?;
     let main = main_runtime()?;
     main.block_on(async {
-        setup.serve_metrics(args.process.metrics_addr).await?;
+        let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
         let connection = setup.zk_connection("taskmanager", "taskmanager")?;
         let id = setup
             .config
@@ -285,7 +288,8 @@ pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
         println!(
             "{}",
             json!({"event": "started", "role": "taskmanager", "id": id,
-                   "rpc": handle.rpc_address().to_string()})
+                   "rpc": handle.rpc_address().to_string(),
+                   "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
         );
         wait_for_signal().await;
         handle.shutdown().await;

@@ -65,7 +65,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
     if args.taskmanagers == 0 || args.taskmanagers > 64 {
         bail!("--taskmanagers must be 1 to 64, not {}", args.taskmanagers);
     }
-    setup.serve_metrics(args.process.metrics_addr).await?;
+    let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
     let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
     let cluster = setup
         .coordination
@@ -137,7 +137,8 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
     println!(
         "{}",
         json!({"event": "started", "role": "standalone", "rpc": jm.rpc_address().to_string(),
-               "rest": format!("http://{}", jm.rest_address()), "taskmanagers": args.taskmanagers})
+               "rest": format!("http://{}", jm.rest_address()), "taskmanagers": args.taskmanagers,
+               "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
     );
     let outcome = match graph {
         Some(graph) => follow(jm.control(), graph, args.exit_when_done).await,

@@ -32,9 +32,9 @@ impl ClusterControl for Fake {
     fn overview(&self) -> Overview {
         Overview::default()
     }
-    fn jobs(&self) -> JobsOverview {
-        let running = self.job(SUBMITTED).unwrap();
-        JobsOverview {
+    fn jobs(&self) -> Result<JobsOverview, ControlError> {
+        let running = self.job(SUBMITTED)?;
+        Ok(JobsOverview {
             jobs: vec![JobSummary {
                 jid: running.jid,
                 name: "wordcount".into(),
@@ -44,7 +44,7 @@ impl ClusterControl for Fake {
                 tasks_total: 2,
                 tasks_running: 1,
             }],
-        }
+        })
     }
     fn job(&self, id: JobId) -> Result<JobDetails, ControlError> {
         if id != SUBMITTED {
@@ -95,8 +95,8 @@ impl ClusterControl for Fake {
             }],
         })
     }
-    fn taskmanagers(&self) -> TaskManagers {
-        TaskManagers::default()
+    fn taskmanagers(&self) -> Result<TaskManagers, ControlError> {
+        Ok(TaskManagers::default())
     }
     fn config(&self) -> Vec<ConfigEntry> {
         Vec::new()

@@ -16,7 +16,7 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use holdfast_testkit::{Mode, Route};
 use serde_json::json;
-use support::cluster::{Cluster, JobManager, TaskManager, eventually, logged, rest};
+use support::cluster::{Cluster, JobManager, TaskManager, eventually, logged, metric, rest};
 
 const SUSPENDED: &str = "coordination connection suspended";
 const RECONNECTED: &str = "reconnected with the same session";
@@ -128,6 +128,16 @@ async fn under_lease_a_suspended_task_manager_keeps_its_tasks() -> Result<()> {
     );
     let exceptions = scene.rest.exceptions(scene.job).await?;
     ensure!(exceptions.history.is_empty(), "{exceptions:?}");
+    let suspended = metric(&scene.tm.metrics, r#"holdfast_ha_connection_transitions_total{component="taskmanager",state="suspended",reason=""}"#).await?;
+    let failed = metric(
+        &scene.tm.metrics,
+        r#"holdfast_task_failures_total{cause="leader-lost"}"#,
+    )
+    .await?;
+    ensure!(
+        suspended >= 1.0 && failed == 0.0,
+        "suspensions {suspended}, leader-lost failures {failed}"
+    );
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! One module per benchmark scenario; each runs against its own ZooKeeper
 //! and returns a [`Report`](crate::output::Report).
 
+pub mod cluster;
 pub mod failover;
 pub mod notify;
 pub mod ops;

@@ -25,6 +25,19 @@ impl Control {
         f(&self.snapshot.read().expect("snapshot lock"))
     }
 
+    /// A read only the leader can answer.
+    fn leader_read<T>(&self, f: impl FnOnce(&Snapshot) -> T) -> Result<T, ControlError> {
+        self.read(|s| {
+            if s.overview.leader {
+                Ok(f(s))
+            } else {
+                Err(ControlError::NotLeader {
+                    leader_rest: s.leader_rest.clone(),
+                })
+            }
+        })
+    }
+
     fn lookup<T: Clone>(
         &self,
         id: JobId,
@@ -56,8 +69,8 @@ impl ClusterControl for Control {
         self.read(|s| s.overview.clone())
     }
 
-    fn jobs(&self) -> JobsOverview {
-        self.read(|s| s.jobs.clone())
+    fn jobs(&self) -> Result<JobsOverview, ControlError> {
+        self.leader_read(|s| s.jobs.clone())
     }
 
     fn job(&self, id: JobId) -> Result<JobDetails, ControlError> {
@@ -68,8 +81,8 @@ impl ClusterControl for Control {
         self.lookup(id, |s| s.exceptions.get(&id))
     }
 
-    fn taskmanagers(&self) -> TaskManagers {
-        self.read(|s| s.taskmanagers.clone())
+    fn taskmanagers(&self) -> Result<TaskManagers, ControlError> {
+        self.leader_read(|s| s.taskmanagers.clone())
     }
 
     fn config(&self) -> Vec<ConfigEntry> {

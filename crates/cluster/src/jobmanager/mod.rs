@@ -11,9 +11,12 @@
 //! answers mutating calls with the leader's address.
 
 mod actor;
+mod calls;
+mod commands;
 mod control;
 mod convert;
 mod link;
+mod publish;
 mod service;
 mod term;
 pub mod views;

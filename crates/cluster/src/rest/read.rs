@@ -1,6 +1,7 @@
 //! The read-only routes: overview, jobs, one job, its exceptions,
-//! TaskManagers, configuration and the HA view. A standby answers them from
-//! what it knows; only a failing lookup of one job is an error.
+//! TaskManagers, configuration and the HA view. A standby answers the
+//! overview, the configuration and the HA view itself and redirects the
+//! rest (jobs and TaskManagers) to the leader.
 
 use std::sync::Arc;
 
@@ -52,14 +53,24 @@ pub(crate) async fn overview(State(control): State<Control>) -> Json<Overview> {
 }
 
 /// `GET /jobs/overview`.
-pub(crate) async fn jobs_overview(State(control): State<Control>) -> Json<JobsOverview> {
-    Json(control.jobs())
+pub(crate) async fn jobs_overview(
+    State(control): State<Control>,
+    uri: Uri,
+) -> Result<Json<JobsOverview>, ApiError> {
+    control
+        .jobs()
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
 }
 
 /// `GET /jobs`: ids and states only, as Flink answers.
-pub(crate) async fn jobs(State(control): State<Control>) -> Json<JobIdsWithStatus> {
+pub(crate) async fn jobs(
+    State(control): State<Control>,
+    uri: Uri,
+) -> Result<Json<JobIdsWithStatus>, ApiError> {
     let jobs = control
         .jobs()
+        .map_err(|error| ApiError::from_control(error, &uri))?
         .jobs
         .into_iter()
         .map(|job| JobIdWithStatus {
@@ -67,7 +78,7 @@ pub(crate) async fn jobs(State(control): State<Control>) -> Json<JobIdsWithStatu
             status: job.state,
         })
         .collect();
-    Json(JobIdsWithStatus { jobs })
+    Ok(Json(JobIdsWithStatus { jobs }))
 }
 
 /// `GET /jobs/{jobid}`.
@@ -97,8 +108,14 @@ pub(crate) async fn exceptions(
 }
 
 /// `GET /taskmanagers`.
-pub(crate) async fn taskmanagers(State(control): State<Control>) -> Json<TaskManagers> {
-    Json(control.taskmanagers())
+pub(crate) async fn taskmanagers(
+    State(control): State<Control>,
+    uri: Uri,
+) -> Result<Json<TaskManagers>, ApiError> {
+    control
+        .taskmanagers()
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
 }
 
 /// `GET /config`.

@@ -1,29 +1,29 @@
 //! The TaskManager's actor: one task owns all its state; RPC calls, task
 //! updates, leader changes and timers arrive as messages.
+//!
+//! This file holds the [`Actor`] type, its [`Message`]s, the run loop, the
+//! dispatch of messages and the reaction to leader changes. The other `impl`
+//! blocks are in sibling modules: `registration` (registering with the
+//! leader), `calls` (the JobManager's RPC calls) and `tasks` (task updates,
+//! failing tasks, the heartbeat timeout and the published status).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use holdfast_executor::{AttemptKey, TaskExecutor, TaskInfo, TaskUpdate};
+use holdfast_executor::{AttemptKey, TaskExecutor, TaskUpdate};
 use holdfast_ha::retrieval::RetrievalEvent;
 use holdfast_ha::types::LeaderInfo;
 use holdfast_ha::{Epoch, ErrorPolicy};
 use holdfast_rpc::auth::ClientAuth;
-use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
-use holdfast_rpc::fencing::FencingRejection;
-use holdfast_rpc::proto;
-use holdfast_runtime::fencing::{Accepted, EpochFence};
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
+use holdfast_runtime::fencing::EpochFence;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-use tonic::Status;
 
-use super::report::{snapshot_report, task_report};
+use super::registration::{FIRST_BACKOFF, Registered, Registration};
 use super::service::Call;
 use super::{TaskManagerOptions, TaskManagerStatus};
-use crate::address::JobManagerAddress;
 
 /// What the actor is told.
 pub(super) enum Message {
@@ -37,17 +37,6 @@ pub(super) enum Message {
     RetryRegistration(Epoch),
 }
 
-/// The answer to a registration call.
-pub(super) struct Registered {
-    leader: LeaderInfo,
-    jm: JobManagerClient,
-    jm_rpc: String,
-    /// Terminal attempts the registration carried (forgotten once it is
-    /// accepted).
-    reported: Vec<AttemptKey>,
-    result: Result<proto::RegisterTaskManagerReply, RpcError>,
-}
-
 pub(super) struct Parts {
     pub(super) options: TaskManagerOptions,
     pub(super) executor: TaskExecutor,
@@ -58,31 +47,21 @@ pub(super) struct Parts {
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
 }
 
-struct Registration {
-    epoch: Epoch,
-    id: String,
-    jm: JobManagerClient,
-    jm_rpc: String,
-    last_heartbeat: Instant,
-    timeout: Duration,
-}
-
+/// The TaskManager process's one actor (its `impl` blocks are spread over
+/// this file and its siblings).
 pub(super) struct Actor {
-    parts: Parts,
-    fence: EpochFence,
-    leader: Option<LeaderInfo>,
-    registration: Option<Registration>,
-    registering: Option<Epoch>,
-    backoff: Duration,
+    pub(super) parts: Parts,
+    pub(super) fence: EpochFence,
+    pub(super) leader: Option<LeaderInfo>,
+    pub(super) registration: Option<Registration>,
+    pub(super) registering: Option<Epoch>,
+    pub(super) backoff: Duration,
     /// The leader epoch that deployed each attempt.
-    task_epochs: HashMap<AttemptKey, Epoch>,
+    pub(super) task_epochs: HashMap<AttemptKey, Epoch>,
     /// Attempts this TaskManager stopped itself, with the failure to report.
-    fail_reasons: HashMap<AttemptKey, String>,
-    registrations: u64,
+    pub(super) fail_reasons: HashMap<AttemptKey, String>,
+    pub(super) registrations: u64,
 }
-
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 impl Actor {
     pub(super) fn new(parts: Parts) -> Actor {
@@ -214,343 +193,6 @@ impl Actor {
             }
         }
     }
-
-    fn register(&mut self, leader: LeaderInfo) {
-        let address = match JobManagerAddress::decode(&leader.address) {
-            Ok(address) => address,
-            Err(error) => {
-                tracing::warn!(%error, "cannot register: the leader's address is not a JobManager's");
-                return;
-            }
-        };
-        let jm = match JobManagerClient::new(
-            &address.rpc,
-            self.parts.client_auth.clone(),
-            &self.parts.options.client,
-        ) {
-            Ok(jm) => jm,
-            Err(error) => {
-                tracing::warn!(%error, "cannot register with the JobManager");
-                return;
-            }
-        };
-        let snapshot = self.parts.executor.snapshot();
-        let reported = snapshot
-            .iter()
-            .filter(|t| t.status.is_terminal())
-            .map(|t| t.key)
-            .collect();
-        let request = proto::RegisterTaskManagerRequest {
-            task_manager_id: self.parts.options.id.to_string(),
-            rpc_address: self.parts.advertised.clone(),
-            slots: self.parts.options.slots,
-            leader_epoch: leader.epoch.0,
-            tasks: snapshot
-                .iter()
-                .map(|t| snapshot_report(t, self.fail_reasons.get(&t.key).map(String::as_str)))
-                .collect(),
-        };
-        self.registering = Some(leader.epoch);
-        let tx = self.parts.self_tx.clone();
-        tokio::spawn(async move {
-            let result = jm.register_task_manager(request).await;
-            let _ = tx.send(Message::Registered(Box::new(Registered {
-                leader,
-                jm,
-                jm_rpc: address.rpc,
-                reported,
-                result,
-            })));
-        });
-    }
-
-    fn on_registered(&mut self, registered: Registered) {
-        let Registered {
-            leader,
-            jm,
-            jm_rpc,
-            reported,
-            result,
-        } = registered;
-        if self.registering != Some(leader.epoch) || self.registration.is_some() {
-            return; // a newer leader came meanwhile
-        }
-        self.registering = None;
-        let reply = match result {
-            Ok(reply) => reply,
-            Err(error) => {
-                let retry = self.backoff;
-                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
-                if matches!(error, RpcError::NotLeader { .. }) {
-                    tracing::info!(jobmanager = %jm_rpc, epoch = %leader.epoch,
-                        "the JobManager is not serving as leader yet; registering again in {retry:?}");
-                } else {
-                    tracing::warn!(jobmanager = %jm_rpc, epoch = %leader.epoch, %error,
-                        "registration with the JobManager failed; retrying in {retry:?}");
-                }
-                let tx = self.parts.self_tx.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(retry).await;
-                    let _ = tx.send(Message::RetryRegistration(leader.epoch));
-                });
-                return;
-            }
-        };
-        if let Accepted::NewLeader {
-            previous: Some(previous),
-        } = self.fence.check(leader.epoch).unwrap_or(Accepted::Current)
-        {
-            let reason = format!(
-                "a newer JobManager leader (epoch {}) was elected; tasks of epoch {previous} stop",
-                leader.epoch
-            );
-            self.fail_tasks(|epoch| epoch < leader.epoch, &reason, "new-leader");
-        }
-        for key in reported {
-            self.forget(&key);
-        }
-        let timeout =
-            Duration::from_millis(reply.heartbeat_timeout_ms).max(Duration::from_millis(100));
-        self.registrations += 1;
-        self.parts.options.metrics.registrations.inc();
-        tracing::info!(jobmanager = %jm_rpc, epoch = %leader.epoch, slots = self.parts.options.slots,
-            registration = %reply.registration_id, "registered with the leading JobManager");
-        self.registration = Some(Registration {
-            epoch: leader.epoch,
-            id: reply.registration_id,
-            jm,
-            jm_rpc,
-            last_heartbeat: Instant::now(),
-            timeout,
-        });
-        self.backoff = FIRST_BACKOFF;
-    }
-
-    /// Checks a JobManager call's fence: stale epochs are refused, a newer
-    /// leader's tasks rule (§6), and the call must come from the leader this
-    /// TaskManager is registered with.
-    fn check_fence(
-        &mut self,
-        fence: Option<&proto::Fence>,
-        registration_id: Option<&str>,
-    ) -> Result<Epoch, Status> {
-        let fence = fence.ok_or_else(|| Status::invalid_argument("missing field `fence`"))?;
-        let epoch = Epoch(fence.epoch);
-        match self.fence.check(epoch) {
-            Err(stale) => {
-                self.parts.options.metrics.stale_calls_rejected.inc();
-                tracing::warn!(epoch = %stale.got, highest = %stale.highest, leader = %fence.leader_id,
-                    "rejected a call from a stale JobManager leader");
-                return Err(FencingRejection::from(stale).into());
-            }
-            Ok(Accepted::NewLeader {
-                previous: Some(previous),
-            }) => {
-                let reason = format!(
-                    "a newer JobManager leader (epoch {epoch}) called; tasks of epoch {previous} stop"
-                );
-                self.fail_tasks(|e| e < epoch, &reason, "new-leader");
-            }
-            Ok(_) => {}
-        }
-        match &self.registration {
-            Some(r) if r.epoch == epoch && registration_id.is_none_or(|id| id == r.id) => Ok(epoch),
-            _ => Err(Status::failed_precondition(format!(
-                "this TaskManager is not registered with the JobManager leading at epoch {epoch}{}",
-                registration_id
-                    .map(|id| format!(" (registration {id})"))
-                    .unwrap_or_default()
-            ))),
-        }
-    }
-
-    fn heartbeat(
-        &mut self,
-        request: proto::HeartbeatRequest,
-    ) -> Result<proto::HeartbeatReply, Status> {
-        self.check_fence(request.fence.as_ref(), Some(&request.registration_id))?;
-        if let Some(registration) = &mut self.registration {
-            registration.last_heartbeat = Instant::now();
-        }
-        let tasks = self
-            .parts
-            .executor
-            .snapshot()
-            .iter()
-            .map(|t| snapshot_report(t, self.fail_reasons.get(&t.key).map(String::as_str)))
-            .collect();
-        Ok(proto::HeartbeatReply {
-            task_manager_id: self.parts.options.id.to_string(),
-            tasks,
-            connection: Some(proto::ConnectionReport {
-                state: (self.parts.connection_state)(),
-            }),
-        })
-    }
-
-    fn deploy(
-        &mut self,
-        request: proto::DeployTaskRequest,
-    ) -> Result<proto::DeployTaskReply, Status> {
-        let epoch = self.check_fence(request.fence.as_ref(), None)?;
-        let key = attempt_key(request.attempt.as_ref())?;
-        let args: serde_json::Value = if request.task_args_json.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_str(&request.task_args_json)
-                .map_err(|e| Status::invalid_argument(format!("task_args_json is not JSON: {e}")))?
-        };
-        let info = TaskInfo::new(request.task_name.clone(), request.parallelism);
-        let code = self
-            .parts
-            .options
-            .registry
-            .create(&request.task_name, &args, &info)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        self.parts
-            .executor
-            .start(key, request.slot, code, info)
-            .map_err(|e| Status::failed_precondition(e.to_string()))?;
-        self.task_epochs.insert(key, epoch);
-        Ok(proto::DeployTaskReply {})
-    }
-
-    fn cancel(
-        &mut self,
-        request: proto::CancelTaskRequest,
-    ) -> Result<proto::CancelTaskReply, Status> {
-        self.check_fence(request.fence.as_ref(), None)?;
-        let key = attempt_key(request.attempt.as_ref())?;
-        Ok(proto::CancelTaskReply {
-            known: self.parts.executor.cancel(&key),
-        })
-    }
-
-    fn on_update(&mut self, update: TaskUpdate) {
-        let terminal = update.status.is_terminal();
-        let reason = self.fail_reasons.get(&update.key).map(String::as_str);
-        let report = task_report(
-            update.key,
-            update.slot,
-            &update.status,
-            update.processed,
-            reason,
-        );
-        if terminal {
-            self.task_epochs.remove(&update.key);
-        }
-        let Some(registration) = &self.registration else {
-            return; // the next registration carries it
-        };
-        let request = proto::UpdateTaskStateRequest {
-            task_manager_id: self.parts.options.id.to_string(),
-            registration_id: registration.id.clone(),
-            leader_epoch: registration.epoch.0,
-            report: Some(report),
-        };
-        let jm = registration.jm.clone();
-        let tx = self.parts.self_tx.clone();
-        let key = update.key;
-        tokio::spawn(async move {
-            let result = jm.update_task_state(request).await.map(drop);
-            let _ = tx.send(Message::Reported {
-                key,
-                terminal,
-                result,
-            });
-        });
-    }
-
-    fn on_heartbeat_timeout(&mut self) {
-        let Some(registration) = &mut self.registration else {
-            return;
-        };
-        let late = Instant::now()
-            .saturating_duration_since(registration.last_heartbeat + registration.timeout);
-        if late > (registration.timeout / 10).max(Duration::from_millis(200)) {
-            // This process did not run for a while (stopped, starved): the
-            // JobManager's silence is ours. Give it a full timeout from now.
-            tracing::info!(paused = ?late, "this TaskManager was paused; not blaming the JobManager for the silence");
-            registration.last_heartbeat = Instant::now();
-            return;
-        }
-        let Some(registration) = self.registration.take() else {
-            return;
-        };
-        self.parts
-            .options
-            .metrics
-            .jobmanager_heartbeat_timeouts
-            .inc();
-        let reason = format!(
-            "the JobManager at {} (leader epoch {}) sent no heartbeat for {:?} (heartbeat.timeout)",
-            registration.jm_rpc, registration.epoch, registration.timeout
-        );
-        let failed = self.fail_tasks(|_| true, &reason, "heartbeat-timeout");
-        tracing::warn!(jobmanager = %registration.jm_rpc, epoch = %registration.epoch, failed,
-            "JobManager heartbeat timed out after {:?}: failed its tasks; registering again with the leader retrieval \
-             reports (this is not a leadership change)", registration.timeout);
-        if let Some(leader) = self.leader.clone() {
-            self.register(leader);
-        }
-    }
-
-    /// Stops every live attempt whose deploying epoch matches, reporting it
-    /// as failed with `reason`. Returns how many.
-    fn fail_tasks(&mut self, epochs: impl Fn(Epoch) -> bool, reason: &str, cause: &str) -> usize {
-        let mut failed = 0;
-        for task in self.parts.executor.snapshot() {
-            let epoch = self.task_epochs.get(&task.key).copied().unwrap_or(Epoch(0));
-            if task.status.is_terminal()
-                || self.fail_reasons.contains_key(&task.key)
-                || !epochs(epoch)
-            {
-                continue;
-            }
-            self.fail_reasons.insert(task.key, reason.to_owned());
-            self.parts.executor.cancel(&task.key);
-            failed += 1;
-        }
-        self.parts
-            .options
-            .metrics
-            .task_failures(cause)
-            .inc_by(failed as u64);
-        failed
-    }
-
-    fn forget(&mut self, key: &AttemptKey) {
-        if self.parts.executor.forget(key).is_ok() {
-            self.fail_reasons.remove(key);
-        }
-    }
-
-    fn live_tasks(&self) -> usize {
-        self.parts
-            .executor
-            .snapshot()
-            .iter()
-            .filter(|t| !t.status.is_terminal())
-            .count()
-    }
-
-    fn publish_status(&self) {
-        let mut status = self.parts.status.lock().expect("status lock");
-        status.registered_epoch = self.registration.as_ref().map(|r| r.epoch.0);
-        status.registrations = self.registrations;
-        status.tasks = self.live_tasks();
-    }
-}
-
-fn attempt_key(attempt: Option<&proto::Attempt>) -> Result<AttemptKey, Status> {
-    let attempt = attempt.ok_or_else(|| Status::invalid_argument("missing field `attempt`"))?;
-    let (job, attempt): (JobId, ExecutionAttemptId) =
-        attempt
-            .try_into()
-            .map_err(|e: holdfast_rpc::convert::ConvertError| {
-                Status::invalid_argument(e.to_string())
-            })?;
-    Ok(AttemptKey { job, attempt })
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

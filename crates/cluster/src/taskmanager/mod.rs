@@ -10,8 +10,11 @@
 //! the incident can be replayed side by side.
 
 mod actor;
+mod calls;
+mod registration;
 mod report;
 mod service;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -89,7 +89,10 @@ impl ClusterControl for Fake {
         }
     }
 
-    fn jobs(&self) -> JobsOverview {
+    fn jobs(&self) -> Result<JobsOverview, ControlError> {
+        if let Role::Standby(leader_rest) = self.role.lock().unwrap().clone() {
+            return Err(ControlError::NotLeader { leader_rest });
+        }
         let summary = |id: JobId, name: &str, state: &str| JobSummary {
             jid: id.to_string(),
             name: name.into(),
@@ -99,12 +102,12 @@ impl ClusterControl for Fake {
             tasks_total: 2,
             tasks_running: if state == "RUNNING" { 2 } else { 0 },
         };
-        JobsOverview {
+        Ok(JobsOverview {
             jobs: vec![
                 summary(RUNNING, "wordcount", "RUNNING"),
                 summary(FINISHED, "batch", "FINISHED"),
             ],
-        }
+        })
     }
 
     fn job(&self, id: JobId) -> Result<JobDetails, ControlError> {
@@ -149,8 +152,8 @@ impl ClusterControl for Fake {
         })
     }
 
-    fn taskmanagers(&self) -> TaskManagers {
-        TaskManagers {
+    fn taskmanagers(&self) -> Result<TaskManagers, ControlError> {
+        Ok(TaskManagers {
             taskmanagers: vec![TaskManagerView {
                 id: "tm-1".into(),
                 path: "127.0.0.1:6124".into(),
@@ -159,7 +162,7 @@ impl ClusterControl for Fake {
                 time_since_last_heartbeat: 120,
                 ha: Some(connected()),
             }],
-        }
+        })
     }
 
     fn config(&self) -> Vec<ConfigEntry> {

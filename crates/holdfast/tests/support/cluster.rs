@@ -33,6 +33,8 @@ pub struct JobManager {
 pub struct TaskManager {
     pub process: Holdfast,
     pub rpc: String,
+    /// `http://HOST:PORT/metrics`.
+    pub metrics: String,
 }
 
 impl Cluster {
@@ -115,7 +117,7 @@ impl Cluster {
     /// through `quorum` when given) and waits until it serves.
     pub async fn taskmanager(&self, id: &str, quorum: Option<&str>) -> Result<TaskManager> {
         let resource = format!("taskmanager.resource-id={id}");
-        let mut extra = vec!["-D", &resource];
+        let mut extra = vec!["-D", &resource, "--metrics-addr", "127.0.0.1:0"];
         let quorum_arg;
         if let Some(quorum) = quorum {
             quorum_arg = format!("high-availability.zookeeper.quorum={quorum}");
@@ -125,9 +127,26 @@ impl Cluster {
         let started = process.next("started").await?;
         Ok(TaskManager {
             rpc: field(&started, "rpc")?,
+            metrics: field(&started, "metrics")?,
             process,
         })
     }
+}
+
+/// The value of the sample `name` (with its labels, as printed) in the
+/// metrics at `url`; 0 if absent.
+pub async fn metric(url: &str, name: &str) -> Result<f64> {
+    let text = reqwest::get(url).await?.error_for_status()?.text().await?;
+    Ok(text
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0))
 }
 
 fn field(line: &serde_json::Value, name: &str) -> Result<String> {

@@ -65,20 +65,26 @@ impl Crash {
 }
 
 /// One crash of the leading JobManager with session timeout `t`.
-pub async fn crash(harness: &Harness, args: &ClusterArgs, t: Duration, label: &str) -> Result<Crash> {
+pub async fn crash(
+    harness: &Harness,
+    args: &ClusterArgs,
+    t: Duration,
+    label: &str,
+) -> Result<Crash> {
     let cluster = format!("failover-{label}");
     let (port_a, port_b) = (free_port()?, free_port()?);
-    let mut a = harness.jobmanager("jm-a", &cluster, t, port_a)?;
+    let (name_a, name_b) = (format!("jm-a-{label}"), format!("jm-b-{label}"));
+    let mut a = harness.jobmanager(&name_a, &cluster, t, port_a)?;
     let rest_a = Rest::new(&format!("http://127.0.0.1:{port_a}"))?;
     poll("jm-a leads", LIMIT, || async {
         Ok(rest_a.overview().await?.leader.then_some(()))
     })
     .await?;
-    let mut b = harness.jobmanager("jm-b", &cluster, t, port_b)?;
+    let mut b = harness.jobmanager(&name_b, &cluster, t, port_b)?;
     let rest_b = Rest::new(&format!("http://127.0.0.1:{port_b}"))?;
     poll("jm-b knows jm-a as the leader", LIMIT, || async {
         let ha = rest_b.ha().await?;
-        Ok((!ha.is_leader && ha.leader.is_some_and(|l| l.id == "jm-a")).then_some(()))
+        Ok((!ha.is_leader && ha.leader.is_some_and(|l| l.id == name_a)).then_some(()))
     })
     .await?;
     a.started(LIMIT).await?;

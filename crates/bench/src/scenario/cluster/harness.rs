@@ -80,11 +80,6 @@ impl Harness {
         &self.binary
     }
 
-    /// Where every process's log goes.
-    pub fn book(&self) -> &LogBook {
-        &self.book
-    }
-
     /// `holdfast jobmanager --id NAME` in `cluster`, asking for session
     /// timeout `t`, its REST API on `rest_port` (fixed, so that it can be
     /// polled from the moment of the spawn).

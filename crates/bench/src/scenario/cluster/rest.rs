@@ -97,7 +97,10 @@ impl Rest {
         if !status.is_success() {
             bail!(
                 "{method} {url} answered {status}: {}",
-                String::from_utf8_lossy(&bytes).chars().take(300).collect::<String>()
+                String::from_utf8_lossy(&bytes)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
             );
         }
         if status == StatusCode::NO_CONTENT || bytes.is_empty() {

@@ -21,7 +21,7 @@ use holdfast_testkit::free_port;
 use serde_json::json;
 
 use super::harness::Harness;
-use super::process::ClusterProcess;
+use super::process::{ClusterProcess, Started};
 use super::rest::{Rest, all_running, hosts, poll};
 use super::results::{Rounds, Unit};
 use super::{ClusterArgs, STARTUP_T};
@@ -41,7 +41,8 @@ pub async fn zookeeper_round(
     let cluster = format!("startup-{label}");
     let rest_port = free_port()?;
     let mut jm = harness.jobmanager(&format!("jm-{label}"), &cluster, STARTUP_T, rest_port)?;
-    let rest = Rest::new(&format!("http://127.0.0.1:{rest_port}"))?;
+    let base = format!("http://127.0.0.1:{rest_port}");
+    let rest = Rest::new(&base)?;
     let (_, answers) = poll("the JobManager's REST API answers", LIMIT, || async {
         rest.overview().await.map(Some)
     })
@@ -51,6 +52,7 @@ pub async fn zookeeper_round(
     })
     .await?;
     let started = jm.started(LIMIT).await?;
+    check_rest(&started, &base)?;
     let spawned = jm.spawned();
     out.times.add(
         "JobManager spawn → `started` line",
@@ -86,8 +88,10 @@ pub async fn zookeeper_round(
     let (_, freed) = poll("the job is canceled and its slots free", LIMIT, || async {
         let details = rest.job(&job).await?;
         let overview = rest.overview().await?;
-        Ok((details.state == "CANCELED" && overview.slots_available == overview.slots_total)
-            .then_some(()))
+        Ok(
+            (details.state == "CANCELED" && overview.slots_available == overview.slots_total)
+                .then_some(()),
+        )
     })
     .await?;
     out.times.add(
@@ -112,7 +116,8 @@ pub async fn standalone_round(
 ) -> Result<()> {
     let (rest_port, rpc_port) = (free_port()?, free_port()?);
     let mut process = harness.standalone(&format!("standalone-{label}"), 2, rest_port, rpc_port)?;
-    let rest = Rest::new(&format!("http://127.0.0.1:{rest_port}"))?;
+    let base = format!("http://127.0.0.1:{rest_port}");
+    let rest = Rest::new(&base)?;
     let (_, answers) = poll("the standalone REST API answers", LIMIT, || async {
         rest.overview().await.map(Some)
     })
@@ -123,6 +128,7 @@ pub async fn standalone_round(
     })
     .await?;
     let started = process.started(LIMIT).await?;
+    check_rest(&started, &base)?;
     let spawned = process.spawned();
     out.times.add(
         "standalone spawn → `started` line",
@@ -147,6 +153,17 @@ pub async fn standalone_round(
     submit(&rest, args, "standalone", out).await?;
     let [running] = settle(args.running(), [&process]).await?;
     record(out, "standalone running the job", running);
+    Ok(())
+}
+
+/// Fails unless the `started` line names the REST address that was polled.
+fn check_rest(started: &Started, base: &str) -> Result<()> {
+    if started.line["rest"] != base {
+        bail!(
+            "the `started` line {} names another REST address than {base}",
+            started.line
+        );
+    }
     Ok(())
 }
 
@@ -263,7 +280,8 @@ fn record(out: &mut Rounds, what: &str, usage: Usage) {
         usage.rss_mib,
     );
     if let Some(cpu) = usage.cpu_percent {
-        out.resources.add(&format!("{what}: CPU"), Unit::CpuPercent, "", cpu);
+        out.resources
+            .add(&format!("{what}: CPU"), Unit::CpuPercent, "", cpu);
     }
     out.resources.add(
         &format!("{what}: threads"),
