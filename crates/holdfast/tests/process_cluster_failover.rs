@@ -8,7 +8,7 @@ use anyhow::{Result, ensure};
 use holdfast_runtime::graph::JobGraph;
 use serde_json::json;
 use support::T;
-use support::cluster::{Cluster, eventually, rest};
+use support::cluster::{Cluster, eventually, logged, logged_at, metric, rest};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
@@ -107,5 +107,89 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
         failover < T * 4,
         "failover took {failover:?}; the session timeout is {T:?} (bound: 4 T on a loaded machine)"
     );
+    Ok(())
+}
+
+/// The leader's own ZooKeeper link stalls (the JobManager and its RPC stay
+/// up): its lease runs out and it stops leading — and stops calling the
+/// TaskManagers — before the standby is granted, so no TaskManager ever
+/// sees a call from it after the new leader's epoch. The job moves to the
+/// standby without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_leader_stops_acting_before_the_standby_leads() -> Result<()> {
+    let cluster = Cluster::start("lease", "").await?;
+    let route = cluster
+        .zk
+        .proxy()
+        .route(cluster.zk.direct_member_address(1)?)?;
+    let a = cluster
+        .jobmanager_via("jm-a", Some(&route.listen_addr().to_string()))
+        .await?;
+    let leader_rest = rest(&a.rest)?;
+    eventually("jm-a leads", || async {
+        Ok(leader_rest.overview().await?.leader.then_some(()))
+    })
+    .await?;
+    let b = cluster.jobmanager("jm-b").await?;
+    let tm1 = cluster.taskmanager("tm-1", None).await?;
+    let tm2 = cluster.taskmanager("tm-2", None).await?;
+    eventually("both TaskManagers registered", || async {
+        Ok((leader_rest.overview().await?.taskmanagers == 2).then_some(()))
+    })
+    .await?;
+    let job = leader_rest
+        .submit(&JobGraph::single("j", "count", json!({"rate": 1000}), 4))
+        .await?;
+    eventually("the job runs on jm-a", || async {
+        let details = leader_rest.job(job).await?;
+        Ok(details.vertices[0]
+            .subtasks
+            .iter()
+            .all(|s| s.status == "RUNNING")
+            .then_some(()))
+    })
+    .await?;
+
+    let from_a = a.process.stderr().len();
+    let from_b = b.process.stderr().len();
+    route.set_mode(holdfast_testkit::Mode::Stall);
+    let revoked = logged(&a.process, "no longer the leader", from_a).await?;
+    let granted = logged(&b.process, "granted leadership", from_b).await?;
+    let (revoked_at, granted_at) = (
+        logged_at(&a.process.stderr(), revoked)?,
+        logged_at(&b.process.stderr(), granted)?,
+    );
+    ensure!(
+        revoked_at < granted_at,
+        "jm-a stopped leading at {revoked_at} µs, jm-b was granted at {granted_at} µs: two leaders at once"
+    );
+    eprintln!(
+        "jm-a stopped leading {} ms before jm-b was granted",
+        (granted_at - revoked_at) / 1000
+    );
+
+    let standby_rest = rest(&b.rest)?;
+    let details = eventually("the job runs on jm-b", || async {
+        let details = standby_rest.job(job).await?;
+        let all = details.vertices[0]
+            .subtasks
+            .iter()
+            .all(|s| s.status == "RUNNING");
+        Ok((details.state == "RUNNING" && all).then_some(details))
+    })
+    .await?;
+    ensure!(
+        details.restarts == 0,
+        "{:?}",
+        standby_rest.exceptions(job).await?
+    );
+    for tm in [&tm1, &tm2] {
+        let stale = metric(&tm.metrics, "holdfast_stale_epoch_calls_rejected_total").await?;
+        ensure!(
+            stale == 0.0,
+            "a TaskManager had to reject {stale} calls of the deposed leader"
+        );
+    }
+    route.set_mode(holdfast_testkit::Mode::Pass);
     Ok(())
 }

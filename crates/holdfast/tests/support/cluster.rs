@@ -104,7 +104,18 @@ impl Cluster {
 
     /// Starts `holdfast jobmanager --id ID` and waits until it serves.
     pub async fn jobmanager(&self, id: &str) -> Result<JobManager> {
-        let mut process = Holdfast::spawn(id, &self.args("jobmanager", &["--id", id]))?;
+        self.jobmanager_via(id, None).await
+    }
+
+    /// [`jobmanager`](Self::jobmanager) with its ZooKeeper connection
+    /// through `quorum` when given.
+    pub async fn jobmanager_via(&self, id: &str, quorum: Option<&str>) -> Result<JobManager> {
+        let quorum_arg = quorum.map(|q| format!("high-availability.zookeeper.quorum={q}"));
+        let mut extra = vec!["--id", id];
+        if let Some(quorum) = &quorum_arg {
+            extra.extend(["-D", quorum.as_str()]);
+        }
+        let mut process = Holdfast::spawn(id, &self.args("jobmanager", &extra))?;
         let started = process.next("started").await?;
         Ok(JobManager {
             rest: field(&started, "rest")?,
@@ -181,6 +192,27 @@ where
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// When the log line at `offset` of `log` was written (its RFC 3339
+/// timestamp, as microseconds since the Unix epoch). Processes on one
+/// machine share the wall clock, so lines of different processes compare.
+pub fn logged_at(log: &str, offset: usize) -> Result<i64> {
+    let start = log[..offset].rfind('\n').map_or(0, |at| at + 1);
+    let stamp = log[start..]
+        .split_whitespace()
+        .next()
+        .context("an empty log line")?;
+    let parsed = chrono_like_micros(stamp)
+        .with_context(|| format!("no timestamp in {:?}", &log[start..offset]))?;
+    Ok(parsed)
+}
+
+/// `2026-11-29T23:28:14.110367Z` → microseconds since the Unix epoch.
+fn chrono_like_micros(stamp: &str) -> Option<i64> {
+    let system = humantime::parse_rfc3339(stamp).ok()?;
+    let since = system.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_micros()).ok()
 }
 
 /// Waits until `process` wrote `needle` to stderr; returns the offset just
