@@ -65,6 +65,18 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
     if args.taskmanagers == 0 || args.taskmanagers > 64 {
         bail!("--taskmanagers must be 1 to 64, not {}", args.taskmanagers);
     }
+    let slots = args.taskmanagers * setup.config.task_slots;
+    if let Some(graph) = &graph
+        && graph.total_subtasks() > slots
+    {
+        bail!(
+            "the job needs {} slots but {} TaskManagers × taskmanager.numberOfTaskSlots {} offer {slots}: \
+             lower --parallelism or raise --taskmanagers or -D taskmanager.numberOfTaskSlots",
+            graph.total_subtasks(),
+            args.taskmanagers,
+            setup.config.task_slots
+        );
+    }
     let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
     let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
     let cluster = setup

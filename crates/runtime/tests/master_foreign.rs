@@ -283,3 +283,39 @@ fn a_task_manager_registering_again_reports_why_its_attempts_stopped() {
         "{causes:?}"
     );
 }
+
+#[test]
+fn an_attempt_a_task_manager_stops_on_its_own_fails_at_once_and_keeps_its_slot() {
+    let mut sim = Sim::new(config(fixed_delay()));
+    let j = job(1);
+    sim.add_tm("tm-a", 1);
+    sim.submit(j, graph(1));
+    sim.settle();
+    let running = sim.current(j, 0, 0);
+    let out = sim.report(
+        "tm-a",
+        running,
+        ReportedStatus::Failing("a newer JobManager leader (epoch 9) was elected".into()),
+    );
+    assert!(
+        out.iter().any(|c| matches!(c, MasterCommand::JobFailed { cause, .. }
+            if cause.message.starts_with("a newer JobManager leader"))),
+        "{out:?}"
+    );
+    assert_eq!(sim.task_states(j), [TaskState::Failed]);
+    assert_eq!(
+        sim.core.slots().state(&tm("tm-a"), 0),
+        Some(SlotState::Foreign(running)),
+        "still busy on the TaskManager"
+    );
+    let out = sim.report(
+        "tm-a",
+        running,
+        ReportedStatus::Failed("a newer JobManager leader (epoch 9) was elected".into()),
+    );
+    assert!(
+        !out.iter().any(|c| matches!(c, MasterCommand::JobFailed { .. })),
+        "one failure, not two: {out:?}"
+    );
+    assert_eq!(sim.core.slots().state(&tm("tm-a"), 0), Some(SlotState::Free));
+}

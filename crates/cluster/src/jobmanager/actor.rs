@@ -156,6 +156,12 @@ impl<B: Backend> Actor<B> {
     fn end_term(&mut self, why: &str) {
         if let Some(term) = self.term.take() {
             self.options.metrics.leading.set(0);
+            self.options.metrics.records_processed.set(0);
+            let none: Vec<(&str, i64)> = holdfast_runtime::lifecycle::job::JobState::ALL
+                .iter()
+                .map(|s| (super::views::job_state_name(*s), 0))
+                .collect();
+            self.options.metrics.set_jobs(&none);
             let live = term
                 .core
                 .jobs()
@@ -223,7 +229,13 @@ impl<B: Backend> Actor<B> {
                         });
                         Ok(job)
                     }
-                    Ok(()) => Err(self.not_leader()),
+                    // Stored under our token before we lost leadership: the
+                    // job is accepted and the next leader runs it. Saying
+                    // otherwise would make the client submit it twice.
+                    Ok(()) => {
+                        tracing::info!(%job, "job stored as leadership ended; the next leader runs it");
+                        Ok(job)
+                    }
                     Err(StoreError::NotLeader { .. }) => Err(self.not_leader()),
                     Err(error) => Err(ControlError::Unavailable(format!(
                         "storing the job graph failed: {error}"

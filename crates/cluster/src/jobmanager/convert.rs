@@ -19,7 +19,8 @@ pub(super) fn report(report: &proto::TaskReport) -> Option<TaskReport> {
     let status = match proto::TaskStatus::try_from(report.status) {
         Ok(proto::TaskStatus::Deploying) => ReportedStatus::Deploying,
         Ok(proto::TaskStatus::Running) => ReportedStatus::Running,
-        Ok(proto::TaskStatus::Canceling) => ReportedStatus::Canceling,
+        Ok(proto::TaskStatus::Canceling) if report.failure.is_empty() => ReportedStatus::Canceling,
+        Ok(proto::TaskStatus::Canceling) => ReportedStatus::Failing(report.failure.clone()),
         Ok(proto::TaskStatus::Finished) => ReportedStatus::Finished,
         Ok(proto::TaskStatus::Canceled) => ReportedStatus::Canceled,
         Ok(proto::TaskStatus::Failed) => ReportedStatus::Failed(report.failure.clone()),

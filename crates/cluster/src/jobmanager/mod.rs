@@ -25,6 +25,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use anyhow::Context;
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::Connection;
@@ -34,7 +35,7 @@ use holdfast_ha::metrics::ElectionMetrics;
 use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_rpc::auth::{Auth, ClientAuth, PeerId, ServerAuth, VerifyConfig};
 use holdfast_rpc::config::ClientConfig;
-use holdfast_runtime::master::MasterConfig;
+use holdfast_runtime::master::{JobMasterCore, MasterConfig};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
@@ -120,8 +121,22 @@ pub async fn start<B: Backend>(
     connection: Connection<B>,
     coordination: Option<&CoordinationRuntime>,
 ) -> anyhow::Result<JobManagerHandle> {
-    let rpc_listener = TcpListener::bind(options.rpc_bind).await?;
-    let rest_listener = TcpListener::bind(options.rest_bind).await?;
+    // Refuse a restart strategy a term could not run, before contending.
+    JobMasterCore::new(options.master.clone())?;
+    let rpc_listener = TcpListener::bind(options.rpc_bind).await.with_context(|| {
+        format!(
+            "cannot serve RPC on {} (jobmanager.rpc.address/port)",
+            options.rpc_bind
+        )
+    })?;
+    let rest_listener = TcpListener::bind(options.rest_bind)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot serve REST on {} (rest.bind-address/rest.port)",
+                options.rest_bind
+            )
+        })?;
     let (rpc, rest) = (rpc_listener.local_addr()?, rest_listener.local_addr()?);
     let host = |bound: SocketAddr| {
         options

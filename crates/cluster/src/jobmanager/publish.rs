@@ -25,7 +25,7 @@ impl<B: Backend> Actor<B> {
                 .collect();
             views::fill_leader(&mut snapshot, &term.core, &links, &term.stored, clocks);
         }
-        snapshot.overview.leader = self.term.is_some();
+        snapshot.overview.leader = self.term.is_some() && self.election.is_leader();
         snapshot.overview.holdfast_version = env!("CARGO_PKG_VERSION").to_owned();
         snapshot.config = self.options.config.clone();
         let (state, lease) = (self.connection_state)();

@@ -133,7 +133,9 @@ impl Actor {
                 }
             },
             Message::RetryRegistration(epoch) => {
+                // Only if nothing registered or started registering since.
                 if self.registration.is_none()
+                    && self.registering.is_none()
                     && let Some(leader) = self.leader.clone().filter(|l| l.epoch == epoch)
                 {
                     self.register(leader);
@@ -161,6 +163,9 @@ impl Actor {
                     tracing::warn!(old_epoch = %old, new_epoch = %leader.epoch, failed,
                         "new JobManager leader: failing the previous leader's tasks and registering with the new one");
                     self.registration = None;
+                }
+                if self.registering == Some(leader.epoch) {
+                    return; // a registration with it is in flight already
                 }
                 self.backoff = FIRST_BACKOFF;
                 self.register(leader);

@@ -125,9 +125,19 @@ impl Actor {
                 return;
             }
         };
+        let accepted = match self.fence.check(leader.epoch) {
+            Ok(accepted) => accepted,
+            Err(stale) => {
+                // A newer leader called meanwhile: this registration is void;
+                // retrieval reports the newer one.
+                tracing::info!(epoch = %stale.got, highest = %stale.highest,
+                    "registered with a JobManager older than one already seen; waiting for the newer leader");
+                return;
+            }
+        };
         if let Accepted::NewLeader {
             previous: Some(previous),
-        } = self.fence.check(leader.epoch).unwrap_or(Accepted::Current)
+        } = accepted
         {
             let reason = format!(
                 "a newer JobManager leader (epoch {}) was elected; tasks of epoch {previous} stop",

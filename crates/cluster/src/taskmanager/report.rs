@@ -15,7 +15,13 @@ pub(super) fn task_report(
 ) -> proto::TaskReport {
     let (status, failure) = match (status, fail_reason) {
         (TaskStatus::Running, _) => (proto::TaskStatus::Running, String::new()),
-        (TaskStatus::Canceling, _) => (proto::TaskStatus::Canceling, String::new()),
+        // Stopped by this TaskManager for a reason: the JobManager counts
+        // it as failed at once (its slot stays busy until it reports
+        // Failed).
+        (TaskStatus::Canceling, reason) => (
+            proto::TaskStatus::Canceling,
+            reason.unwrap_or_default().to_owned(),
+        ),
         (TaskStatus::Finished, _) => (proto::TaskStatus::Finished, String::new()),
         (TaskStatus::Canceled, None) => (proto::TaskStatus::Canceled, String::new()),
         (TaskStatus::Canceled, Some(reason)) => (proto::TaskStatus::Failed, reason.to_owned()),

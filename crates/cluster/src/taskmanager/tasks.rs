@@ -11,6 +11,7 @@ use holdfast_rpc::proto;
 use tokio::time::Instant;
 
 use super::actor::{Actor, Message};
+use super::registration::FIRST_BACKOFF;
 use super::report::task_report;
 
 impl Actor {
@@ -79,6 +80,7 @@ impl Actor {
             "JobManager heartbeat timed out after {:?}: failed its tasks; registering again with the leader retrieval \
              reports (this is not a leadership change)", registration.timeout);
         if let Some(leader) = self.leader.clone() {
+            self.backoff = FIRST_BACKOFF;
             self.register(leader);
         }
     }

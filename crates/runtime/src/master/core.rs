@@ -127,7 +127,10 @@ impl JobMasterCore {
                 // reason (e.g. the TaskManager timed this leader out): apply
                 // those causes before the rest is lost with the old slots.
                 if self.pool.contains(&tm) {
-                    for report in tasks.iter().filter(|r| r.status.is_terminal()) {
+                    let stopped = |r: &&TaskReport| {
+                        r.status.is_terminal() || matches!(r.status, ReportedStatus::Failing(_))
+                    };
+                    for report in tasks.iter().filter(stopped) {
                         self.on_report(&mut step, &tm, report);
                     }
                 }
@@ -272,6 +275,14 @@ impl JobMasterCore {
         }
         let stopped = match &report.status {
             ReportedStatus::Deploying | ReportedStatus::Canceling => false,
+            ReportedStatus::Failing(message) => {
+                // Failed already, as far as the job goes; its slot stays
+                // held until the TaskManager reports it stopped.
+                let message = format!("{message} (on TaskManager {tm})");
+                self.fail_attempt(step, attempt, &message);
+                self.pool.mark_foreign(tm, report.slot, attempt);
+                return;
+            }
             ReportedStatus::Running => {
                 job.apply_task(task, TaskEvent::Started);
                 false

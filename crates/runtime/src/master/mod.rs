@@ -50,6 +50,9 @@ pub enum ReportedStatus {
     Running,
     /// Asked to stop, still stopping (its slot is still busy).
     Canceling,
+    /// The TaskManager is stopping it on its own, for this reason (a newer
+    /// leader, a JobManager heartbeat timeout); its slot is still busy.
+    Failing(String),
     /// Completed its input.
     Finished,
     /// Stopped after a cancel.
