@@ -152,8 +152,12 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
                "rest": format!("http://{}", jm.rest_address()), "taskmanagers": args.taskmanagers,
                "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
     );
+    let processed = {
+        let handles: Vec<_> = tms.iter().map(|(tm, _)| tm).collect();
+        move || handles.iter().map(|tm| tm.processed()).sum::<u64>()
+    };
     let outcome = match graph {
-        Some(graph) => follow(jm.control(), graph, args.exit_when_done).await,
+        Some(graph) => follow(jm.control(), graph, args.exit_when_done, processed).await,
         None => {
             eprintln!(
                 "holdfast standalone: JobManager at http://{} with {} TaskManagers; submit jobs with `holdfast run`, \
@@ -176,7 +180,12 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
 
 /// Submits `graph` once the JobManager leads and prints its progress every
 /// second until it ends (or forever, until a signal, without `exit`).
-async fn follow(control: Arc<dyn ClusterControl>, graph: JobGraph, exit: bool) -> Result<()> {
+async fn follow(
+    control: Arc<dyn ClusterControl>,
+    graph: JobGraph,
+    exit: bool,
+    live_processed: impl Fn() -> u64,
+) -> Result<()> {
     let started = Instant::now();
     let job = submit_when_leading(&*control, graph).await?;
     eprintln!("submitted job {job}");
@@ -197,18 +206,22 @@ async fn follow(control: Arc<dyn ClusterControl>, graph: JobGraph, exit: bool) -
             .flat_map(|v| v.subtasks.iter())
             .collect();
         let running = subtasks.iter().filter(|s| s.status == "RUNNING").count();
-        let processed: u64 = subtasks.iter().map(|s| s.processed).sum();
+        // The leader hears counts with each heartbeat; the TaskManagers in
+        // this process have them live (a finished attempt's count stays
+        // with the leader).
+        let reported: u64 = subtasks.iter().map(|s| s.processed).sum();
+        let processed = reported.max(live_processed());
         let now = Instant::now();
         let rate = processed.saturating_sub(last.1) as f64
             / now.duration_since(last.0).as_secs_f64().max(1e-3);
         last = (now, processed);
         eprintln!(
-            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  processed {processed:>13}  ({:.2} M/s)  restarts {}",
+            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  processed {processed:>13}  ({})  restarts {}",
             started.elapsed().as_secs_f64(),
             details.name,
             details.state,
             subtasks.len(),
-            rate / 1e6,
+            per_second(rate),
             details.restarts
         );
         if exit && matches!(details.state.as_str(), "FINISHED" | "FAILED" | "CANCELED") {
@@ -222,6 +235,17 @@ async fn follow(control: Arc<dyn ClusterControl>, graph: JobGraph, exit: bool) -
                 .unwrap_or_default();
             bail!("job {job} ended {}: {cause}", details.state);
         }
+    }
+}
+
+/// A rate as `12.34 M/s`, `5.67 k/s` or `89 /s`.
+fn per_second(rate: f64) -> String {
+    if rate >= 1e6 {
+        format!("{:.2} M/s", rate / 1e6)
+    } else if rate >= 1e3 {
+        format!("{:.2} k/s", rate / 1e3)
+    } else {
+        format!("{rate:.0} /s")
     }
 }
 

@@ -187,8 +187,14 @@ impl<B: Backend> Actor<B> {
     }
 
     /// Whether this JobManager leads at an epoch now (lease-checked).
+    /// (A weak reference: links must not keep the election from being
+    /// closed when the JobManager stops.)
     fn leading(&self) -> Leading {
-        let election = self.election.clone();
-        Arc::new(move |epoch| election.is_leader() && election.leader_epoch() == Some(epoch))
+        let election = Arc::downgrade(&self.election);
+        Arc::new(move |epoch| {
+            election
+                .upgrade()
+                .is_some_and(|e| e.is_leader() && e.leader_epoch() == Some(epoch))
+        })
     }
 }

@@ -215,8 +215,13 @@ pub async fn start<B: Backend>(
     let (stop, stopped) = oneshot::channel();
     let done = tokio::spawn(async move {
         actor.run(messages, stopped).await;
-        if let Ok(election) = Arc::try_unwrap(election) {
-            let _ = tokio::time::timeout(Duration::from_secs(5), election.close()).await;
+        match Arc::try_unwrap(election) {
+            Ok(election) => {
+                let _ = tokio::time::timeout(Duration::from_secs(5), election.close()).await;
+            }
+            Err(_) => {
+                tracing::warn!("the election is still in use; leaving it with the session instead")
+            }
         }
         let _ = rest_stop.send(());
         let _ = rest_server.stopped().await;

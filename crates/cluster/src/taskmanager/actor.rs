@@ -39,7 +39,7 @@ pub(super) enum Message {
 
 pub(super) struct Parts {
     pub(super) options: TaskManagerOptions,
-    pub(super) executor: TaskExecutor,
+    pub(super) executor: Arc<TaskExecutor>,
     pub(super) advertised: String,
     pub(super) client_auth: ClientAuth,
     pub(super) connection_state: Box<dyn Fn() -> String + Send>,

@@ -44,6 +44,9 @@ impl Actor {
         }
         match &self.registration {
             Some(r) if r.epoch == epoch && registration_id.is_none_or(|id| id == r.id) => Ok(epoch),
+            // The leader accepted our registration and calls before its
+            // answer reached us: the epoch (checked above) is its.
+            None if self.registering == Some(epoch) => Ok(epoch),
             _ => Err(Status::failed_precondition(format!(
                 "this TaskManager is not registered with the JobManager leading at epoch {epoch}{}",
                 registration_id

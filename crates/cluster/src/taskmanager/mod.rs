@@ -77,6 +77,7 @@ pub struct TaskManagerStatus {
 pub struct TaskManagerHandle {
     rpc_address: SocketAddr,
     status: Arc<Mutex<TaskManagerStatus>>,
+    executor: Arc<TaskExecutor>,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<()>,
 }
@@ -90,6 +91,12 @@ impl TaskManagerHandle {
     /// Its status now.
     pub fn status(&self) -> TaskManagerStatus {
         self.status.lock().expect("status lock").clone()
+    }
+
+    /// Records processed by the attempts it holds now, read from the task
+    /// threads' counters (live, unlike the leader's heartbeat-fed view).
+    pub fn processed(&self) -> u64 {
+        self.executor.snapshot().iter().map(|t| t.processed).sum()
     }
 
     /// Cancels its tasks, stops serving and waits for the actor to end.
@@ -110,13 +117,13 @@ pub async fn start<B: Backend>(
 ) -> anyhow::Result<TaskManagerHandle> {
     let peer = PeerId::new(options.id.to_string())?;
     let (updates_tx, updates) = mpsc::unbounded_channel();
-    let executor = TaskExecutor::new(
+    let executor = Arc::new(TaskExecutor::new(
         updates_tx,
         ExecutorOptions {
             slots: options.slots,
             ..ExecutorOptions::default()
         },
-    )?;
+    )?);
     let (messages_tx, messages) = mpsc::unbounded_channel();
     let listener = TcpListener::bind(options.rpc_bind).await?;
     let bound = listener.local_addr()?;
@@ -141,7 +148,7 @@ pub async fn start<B: Backend>(
         advertised: format!("{host}:{}", bound.port()),
         client_auth: ClientAuth::new(&options.auth, peer),
         options,
-        executor,
+        executor: executor.clone(),
         connection_state: Box::new(move || {
             connection
                 .state()
@@ -158,6 +165,7 @@ pub async fn start<B: Backend>(
     Ok(TaskManagerHandle {
         rpc_address: bound,
         status,
+        executor,
         stop: Some(stop),
         done,
     })

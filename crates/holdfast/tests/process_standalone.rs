@@ -1,0 +1,153 @@
+//! Tier 4: `holdfast standalone` — the README's main command — and the
+//! client commands against its real JobManager.
+
+mod support;
+
+use anyhow::{Context, Result, ensure};
+use holdfast_testkit::free_port;
+use support::{Holdfast, run};
+
+/// `-D` arguments giving the JobManager free ports.
+fn ports() -> Result<(Vec<String>, String)> {
+    let (rpc, rest) = (free_port()?, free_port()?);
+    let args = [
+        "-D".to_owned(),
+        format!("jobmanager.rpc.port={rpc}"),
+        "-D".to_owned(),
+        format!("rest.port={rest}"),
+    ];
+    Ok((args.to_vec(), format!("http://127.0.0.1:{rest}")))
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_command_runs_a_job_to_the_end_and_shows_progress() -> Result<()> {
+    let mut args = strings(&[
+        "standalone",
+        "--run",
+        "count",
+        "--args",
+        r#"{"records": 300000, "rate": 100000}"#,
+        "--parallelism",
+        "2",
+        "--exit-when-done",
+    ]);
+    args.extend(ports()?.0);
+    let out = run(&args).await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    ensure!(
+        stderr.contains("count-job RUNNING"),
+        "no progress shown: {stderr}"
+    );
+    let last = stderr
+        .lines()
+        .rfind(|l| l.contains("count-job"))
+        .context("no progress line")?;
+    ensure!(
+        last.contains("FINISHED") && last.contains(" 600000 "),
+        "{last}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_job_ends_the_command_with_its_cause() -> Result<()> {
+    let mut args = strings(&[
+        "standalone",
+        "--run",
+        "fail",
+        "--args",
+        r#"{"message": "boom on purpose"}"#,
+    ]);
+    args.extend(ports()?.0);
+    args.extend(strings(&[
+        "-D",
+        "restart-strategy.type=none",
+        "--exit-when-done",
+    ]));
+    let out = run(&args).await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("FAILED") && stderr.contains("boom on purpose"),
+        "{stderr}"
+    );
+
+    let mut args = strings(&["standalone", "--run", "count", "--parallelism", "5"]);
+    args.extend(ports()?.0);
+    let out = run(&args).await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success()
+            && stderr.contains("needs 5 slots")
+            && stderr.contains("taskmanager.numberOfTaskSlots"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_commands_drive_a_real_jobmanager() -> Result<()> {
+    let (defines, url) = ports()?;
+    let mut args = strings(&["standalone", "-D", "taskmanager.numberOfTaskSlots=2"]);
+    args.extend(defines);
+    let mut cluster = Holdfast::spawn("standalone", &args)?;
+    cluster.next("started").await?;
+    let client = |extra: &[&str]| {
+        let mut args = strings(extra);
+        args.extend(strings(&["--jobmanager", &url]));
+        async move { run(&args).await }
+    };
+    let out = client(&[
+        "run",
+        "count",
+        "--args",
+        r#"{"rate": 1000}"#,
+        "--parallelism",
+        "3",
+        "--wait-running",
+    ])
+    .await?;
+    ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = String::from_utf8(out.stdout)?.trim().to_owned();
+    ensure!(job.len() == 32, "run printed {job:?}");
+    let out = client(&["list"]).await?;
+    let listed = String::from_utf8(out.stdout)?;
+    ensure!(
+        listed.contains(&job) && listed.contains("RUNNING"),
+        "{listed}"
+    );
+    let out = client(&["status", &job]).await?;
+    let status = String::from_utf8(out.stdout)?;
+    ensure!(
+        status.contains("tm-standalone-0") && status.contains("tm-standalone-1"),
+        "spread over both: {status}"
+    );
+    let out = client(&["cancel", &job]).await?;
+    ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    support::cluster::eventually("the job is canceled", || async {
+        let out = client(&["status", &job]).await?;
+        Ok(String::from_utf8(out.stdout)?
+            .contains("CANCELED")
+            .then_some(()))
+    })
+    .await?;
+    let out = client(&["cancel", &job]).await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && stderr.contains("already"),
+        "{stderr}"
+    );
+    Ok(())
+}
