@@ -298,7 +298,8 @@ fn an_attempt_a_task_manager_stops_on_its_own_fails_at_once_and_keeps_its_slot()
         ReportedStatus::Failing("a newer JobManager leader (epoch 9) was elected".into()),
     );
     assert!(
-        out.iter().any(|c| matches!(c, MasterCommand::JobFailed { cause, .. }
+        out.iter()
+            .any(|c| matches!(c, MasterCommand::JobFailed { cause, .. }
             if cause.message.starts_with("a newer JobManager leader"))),
         "{out:?}"
     );
@@ -314,8 +315,12 @@ fn an_attempt_a_task_manager_stops_on_its_own_fails_at_once_and_keeps_its_slot()
         ReportedStatus::Failed("a newer JobManager leader (epoch 9) was elected".into()),
     );
     assert!(
-        !out.iter().any(|c| matches!(c, MasterCommand::JobFailed { .. })),
+        !out.iter()
+            .any(|c| matches!(c, MasterCommand::JobFailed { .. })),
         "one failure, not two: {out:?}"
     );
-    assert_eq!(sim.core.slots().state(&tm("tm-a"), 0), Some(SlotState::Free));
+    assert_eq!(
+        sim.core.slots().state(&tm("tm-a"), 0),
+        Some(SlotState::Free)
+    );
 }
