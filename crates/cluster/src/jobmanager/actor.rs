@@ -251,7 +251,14 @@ impl<B: Backend> Actor<B> {
                     && let Some(link) = term.links.get_mut(&tm.to_string())
                 {
                     link.info.last_heard = self.runtime.now();
-                    link.info.connection = reply.connection.as_ref().map(|c| c.state.clone());
+                    link.info.connection =
+                        reply
+                            .connection
+                            .as_ref()
+                            .map(|c| crate::view::ConnectionView {
+                                state: c.state.clone(),
+                                lease_remaining_ms: c.lease_remaining_ms,
+                            });
                 }
                 let tasks = reply.tasks.iter().filter_map(convert::report).collect();
                 self.step(MasterInput::HeartbeatReply { tm, tasks });

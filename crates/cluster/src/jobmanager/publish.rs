@@ -57,12 +57,7 @@ impl<B: Backend> Actor<B> {
                 .flat_map(|t| t.links.iter())
                 .map(|(id, l)| crate::view::TaskManagerHa {
                     id: id.clone(),
-                    connection: l.info.connection.clone().map(|state| {
-                        crate::view::ConnectionView {
-                            state,
-                            lease_remaining_ms: None,
-                        }
-                    }),
+                    connection: l.info.connection.clone(),
                 })
                 .collect(),
         });

@@ -13,8 +13,8 @@ use holdfast_runtime::restart::{FailureCause, GiveUpReason, RestartDecision};
 use crate::job_store::{PastFailure, StoredJob};
 
 use crate::view::{
-    ConfigEntry, ExceptionEntry, HaView, JobDetails, JobExceptions, JobSummary, JobsOverview,
-    Overview, SubtaskView, TaskManagerView, TaskManagers, VertexView,
+    ConfigEntry, ConnectionView, ExceptionEntry, HaView, JobDetails, JobExceptions, JobSummary,
+    JobsOverview, Overview, SubtaskView, TaskManagerView, TaskManagers, VertexView,
 };
 
 /// Everything the REST API shows.
@@ -81,8 +81,8 @@ pub struct LinkInfo {
     pub rpc: String,
     /// When it last answered a heartbeat (or registered).
     pub last_heard: MonoTime,
-    /// Its connection state as it last reported.
-    pub connection: Option<String>,
+    /// Its connection as it last reported.
+    pub connection: Option<ConnectionView>,
 }
 
 /// Fills the leader's parts of `snapshot` from `core`.
@@ -131,12 +131,7 @@ pub fn fill_leader(
                 time_since_last_heartbeat: link
                     .map(|l| clocks.mono.since(l.last_heard).as_millis() as u64)
                     .unwrap_or_default(),
-                ha: link.and_then(|l| l.connection.clone()).map(|state| {
-                    crate::view::ConnectionView {
-                        state,
-                        lease_remaining_ms: None,
-                    }
-                }),
+                ha: link.and_then(|l| l.connection.clone()),
             }
         })
         .collect();

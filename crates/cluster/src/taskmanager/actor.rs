@@ -42,7 +42,8 @@ pub(super) struct Parts {
     pub(super) executor: Arc<TaskExecutor>,
     pub(super) advertised: String,
     pub(super) client_auth: ClientAuth,
-    pub(super) connection_state: Box<dyn Fn() -> String + Send>,
+    /// The coordination connection's state and lease left.
+    pub(super) connection_state: Box<dyn Fn() -> (String, Option<Duration>) + Send>,
     pub(super) status: Arc<Mutex<TaskManagerStatus>>,
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
 }
@@ -172,7 +173,7 @@ impl Actor {
             }
             RetrievalEvent::NoLeader => {
                 self.leader = None;
-                let state = (self.parts.connection_state)();
+                let (state, _) = (self.parts.connection_state)();
                 if self.parts.options.policy == ErrorPolicy::Standard {
                     let reason = format!(
                         "JobManager lost leadership (leader retrieval reported no leader while this TaskManager's \
@@ -186,11 +187,17 @@ impl Actor {
                         failed,
                         "failed all tasks because the JobManager lost leadership (policy standard)"
                     );
+                } else if self.live_tasks() == 0 {
+                    tracing::info!(connection = %state,
+                        "no JobManager leader is published right now; waiting for one to register with");
                 } else {
-                    let timeout = self.registration.as_ref().map(|r| r.timeout);
+                    let timeout = self
+                        .registration
+                        .as_ref()
+                        .map_or(self.parts.options.heartbeat_timeout, |r| r.timeout);
                     tracing::info!(connection = %state, tasks = self.live_tasks(),
                         "no JobManager leader is published right now; tasks keep running until a newer leader is \
-                         elected or the JobManager's heartbeats stop (heartbeat.timeout {:?})", timeout);
+                         elected or the JobManager's heartbeats stop (heartbeat.timeout {timeout:?})");
                 }
             }
             RetrievalEvent::Malformed(error) => {

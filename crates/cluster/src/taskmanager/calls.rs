@@ -74,9 +74,13 @@ impl Actor {
         Ok(proto::HeartbeatReply {
             task_manager_id: self.parts.options.id.to_string(),
             tasks,
-            connection: Some(proto::ConnectionReport {
-                state: (self.parts.connection_state)(),
-            }),
+            connection: {
+                let (state, lease) = (self.parts.connection_state)();
+                Some(proto::ConnectionReport {
+                    state,
+                    lease_remaining_ms: lease.map(|l| l.as_millis() as u64),
+                })
+            },
         })
     }
 

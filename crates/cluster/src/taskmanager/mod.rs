@@ -150,9 +150,13 @@ pub async fn start<B: Backend>(
         options,
         executor: executor.clone(),
         connection_state: Box::new(move || {
-            connection
+            let state = connection
                 .state()
-                .map_or("NOT_CONNECTED".to_owned(), |s| s.name().to_owned())
+                .map_or("NOT_CONNECTED".to_owned(), |s| s.name().to_owned());
+            let lease = connection
+                .lease_deadline()
+                .map(|deadline| deadline.since(connection.runtime().now()));
+            (state, lease)
         }),
         status: status.clone(),
         self_tx: messages_tx,

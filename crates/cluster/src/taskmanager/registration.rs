@@ -113,9 +113,13 @@ impl Actor {
                 if matches!(error, RpcError::NotLeader { .. }) {
                     tracing::info!(jobmanager = %jm_rpc, epoch = %leader.epoch,
                         "the JobManager is not serving as leader yet; registering again in {retry:?}");
-                } else {
+                } else if retry == FIRST_BACKOFF {
                     tracing::warn!(jobmanager = %jm_rpc, epoch = %leader.epoch, %error,
-                        "registration with the JobManager failed; retrying in {retry:?}");
+                        "registration with the JobManager failed; retrying every {MAX_BACKOFF:?} at most \
+                         until it answers or another leader is elected (further failures are logged at debug)");
+                } else {
+                    tracing::debug!(jobmanager = %jm_rpc, epoch = %leader.epoch, %error,
+                        "registration with the JobManager failed again; retrying in {retry:?}");
                 }
                 let tx = self.parts.self_tx.clone();
                 tokio::spawn(async move {

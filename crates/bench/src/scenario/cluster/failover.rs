@@ -49,6 +49,40 @@ pub struct Crash {
     pub epoch_step: i64,
 }
 
+/// One milestone of a recovery, as the report shows it.
+pub struct Milestone {
+    /// What the standby shows.
+    pub name: &'static str,
+    /// Its time from the kill.
+    pub pick: fn(&Crash) -> f64,
+    /// Whether the target (T + 0.5 s) applies to it.
+    pub targeted: bool,
+}
+
+/// The milestones, in the order they happen.
+pub const MILESTONES: [Milestone; 4] = [
+    Milestone {
+        name: "/ha is-leader",
+        pick: |crash| crash.leads,
+        targeted: true,
+    },
+    Milestone {
+        name: "TaskManager registered",
+        pick: |crash| crash.taskmanager,
+        targeted: false,
+    },
+    Milestone {
+        name: "job RUNNING",
+        pick: |crash| crash.job_running,
+        targeted: false,
+    },
+    Milestone {
+        name: "every subtask RUNNING",
+        pick: |crash| crash.all_running,
+        targeted: true,
+    },
+];
+
 impl Crash {
     /// As JSON.
     pub fn to_json(&self) -> Value {
@@ -76,28 +110,36 @@ pub async fn crash(
     let (name_a, name_b) = (format!("jm-a-{label}"), format!("jm-b-{label}"));
     let mut a = harness.jobmanager(&name_a, &cluster, t, port_a)?;
     let rest_a = Rest::new(&format!("http://127.0.0.1:{port_a}"))?;
-    poll("jm-a leads", LIMIT, || async {
+    poll("jm-a leads", LIMIT, &[&a], || async {
         Ok(rest_a.overview().await?.leader.then_some(()))
     })
     .await?;
     let mut b = harness.jobmanager(&name_b, &cluster, t, port_b)?;
     let rest_b = Rest::new(&format!("http://127.0.0.1:{port_b}"))?;
-    poll("jm-b knows jm-a as the leader", LIMIT, || async {
-        let ha = rest_b.ha().await?;
-        Ok((!ha.is_leader && ha.leader.is_some_and(|l| l.id == name_a)).then_some(()))
-    })
+    poll(
+        "jm-b knows jm-a as the leader",
+        LIMIT,
+        &[&a, &b],
+        || async {
+            let ha = rest_b.ha().await?;
+            Ok((!ha.is_leader && ha.leader.is_some_and(|l| l.id == name_a)).then_some(()))
+        },
+    )
     .await?;
     a.started(LIMIT).await?;
     b.started(LIMIT).await?;
     let mut tm = harness.taskmanager(&format!("tm-{label}"), &cluster, t)?;
     tm.started(LIMIT).await?;
-    poll("the TaskManager registered with jm-a", LIMIT, || async {
-        Ok((rest_a.overview().await?.taskmanagers == 1).then_some(()))
-    })
+    poll(
+        "the TaskManager registered with jm-a",
+        LIMIT,
+        &[&a, &b, &tm],
+        || async { Ok((rest_a.overview().await?.taskmanagers == 1).then_some(())) },
+    )
     .await?;
     let graph = JobGraph::single("bench", "count", json!({"rate": args.rate}), 2);
     let job = rest_a.submit(&graph).await?;
-    poll("the job runs on jm-a", LIMIT, || async {
+    poll("the job runs on jm-a", LIMIT, &[&a, &b, &tm], || async {
         Ok(all_running(&rest_a.job(&job).await?).then_some(()))
     })
     .await?;
@@ -116,6 +158,13 @@ pub async fn crash(
     let mut taskmanager = None;
     let mut job_running = None;
     let (details, all) = loop {
+        if let Some(ended) = [&b, &tm].into_iter().find(|process| process.exited()) {
+            bail!(
+                "after kill -9 of jm-a, {} exited; its log:\n{}",
+                ended.name(),
+                ended.log_tail()
+            );
+        }
         if Instant::now() > deadline {
             bail!(
                 "after kill -9 of jm-a: leads {leads:?}, TaskManager {taskmanager:?}, job \

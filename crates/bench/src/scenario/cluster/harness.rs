@@ -4,6 +4,7 @@
 //! `high-availability.cluster-id`, so no round sees another's leader, jobs
 //! or TaskManagers (nor the sessions its killed processes leave behind).
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -43,6 +44,8 @@ impl Harness {
         let dir = tempfile::tempdir().context("creating a temporary directory")?;
         let secret = dir.path().join("secret");
         std::fs::write(&secret, "a-benchmark-cluster-secret-of-40-bytes!!\n")?;
+        // As docs/SECURITY.md asks: readable by its owner only.
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600))?;
         let config = dir.path().join("holdfast.yaml");
         std::fs::write(
             &config,

@@ -115,6 +115,9 @@ struct Outcome {
     standalone: Rounds,
     failover: Vec<FailoverRun>,
     zk_memory: Option<Memory>,
+    /// The server's request latency min/avg/max (ms) over the measured
+    /// rounds, as `srvr` reports it.
+    zk_latency: Option<String>,
     zk: Value,
 }
 
@@ -145,6 +148,8 @@ async fn measure(harness: &Harness, args: &ClusterArgs) -> Result<Outcome> {
             startup::standalone_round(harness, args, &label, &mut scratch).await?;
         }
     }
+    // The server's request latencies over the measured rounds only.
+    let _ = harness.zk.four_letter_word(1, "srst").await;
     for round in 0..args.rounds {
         eprintln!("cluster: round {} on ZooKeeper", round + 1);
         startup::zookeeper_round(harness, args, &round.to_string(), &mut zookeeper)
@@ -161,6 +166,17 @@ async fn measure(harness: &Harness, args: &ClusterArgs) -> Result<Outcome> {
         .ok()
         .flatten()
         .and_then(|pid| Memory::of(pid).ok());
+    let zk_latency = harness
+        .zk
+        .four_letter_word(1, "srvr")
+        .await
+        .ok()
+        .and_then(|answer| {
+            answer
+                .lines()
+                .find_map(|line| line.strip_prefix("Latency min/avg/max:"))
+                .map(|value| value.trim().to_owned())
+        });
     let mut failover = Vec::new();
     for (index, &seconds) in args.session_timeout.iter().enumerate() {
         let t = secs(seconds);
@@ -189,6 +205,7 @@ async fn measure(harness: &Harness, args: &ClusterArgs) -> Result<Outcome> {
         standalone,
         failover,
         zk_memory,
+        zk_latency,
         zk: zk::describe(&harness.zk),
     })
 }

@@ -234,6 +234,17 @@ impl ClusterProcess {
         crate::cpu::cpu_time(self.pid)
     }
 
+    /// Whether the process has ended (a zombie not reaped yet counts).
+    pub fn exited(&self) -> bool {
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_none_or(|state| matches!(state, "Z" | "X")),
+            Err(_) => true,
+        }
+    }
+
     /// `kill -9` now (reaped in the background, or on drop).
     pub fn kill(&mut self) -> Result<()> {
         self.child
@@ -284,5 +295,18 @@ mod tests {
         );
         assert_eq!(memory.rss_mib(), 10.0);
         assert!(Memory::of(std::process::id()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn sees_a_process_end() {
+        let book = LogBook::default();
+        let mut process =
+            ClusterProcess::spawn(Path::new("sleep"), "tm-sleep", &["30".into()], &book).unwrap();
+        assert!(!process.exited());
+        process.kill().unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(process.exited());
+        drop(process);
+        assert_eq!(book.logs()[0].name, "tm-sleep");
     }
 }

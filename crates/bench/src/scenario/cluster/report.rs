@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::failover::MILESTONES;
 use super::harness::Harness;
 use super::logs::Pattern;
 use super::{ClusterArgs, Outcome, STARTUP_T, configuration};
@@ -40,6 +41,7 @@ pub fn report(
         "holdfast_bin": harness.binary().display().to_string(),
         "zookeeper": outcome.zk,
         "zookeeper_server_rss_kib": outcome.zk_memory.map(|m| m.rss_kib),
+        "zookeeper_latency_min_avg_max_ms": outcome.zk_latency,
         "configuration": configuration(args),
         "zookeeper_rounds": {
             "times": outcome.zookeeper.times.to_json(),
@@ -76,6 +78,12 @@ pub fn report(
             report.note(format!(
                 "(for scale: the ZooKeeper server's JVM had {:.1} MiB resident at the end of the rounds)",
                 memory.rss_mib()
+            ));
+        }
+        if let Some(latency) = &outcome.zk_latency {
+            report.note(format!(
+                "ZooKeeper's own request latency over the measured rounds (srvr, min/avg/max ms): \
+                 {latency}; every write (election, job store) waits for its transaction log's fsync"
             ));
         }
     }
@@ -137,23 +145,17 @@ fn failover_tables(outcome: &Outcome) -> (Table, Table) {
     );
     for run in &outcome.failover {
         let t_label = format!("{:.0} s", run.t.as_secs_f64());
-        let milestones: [(&str, fn(&super::Crash) -> f64, bool); 4] = [
-            ("/ha is-leader", |c| c.leads, true),
-            ("TaskManager registered", |c| c.taskmanager, false),
-            ("job RUNNING", |c| c.job_running, false),
-            ("every subtask RUNNING", |c| c.all_running, true),
-        ];
-        for (name, pick, targeted) in milestones {
-            let samples: Vec<f64> = run.crashes.iter().map(pick).collect();
+        for milestone in &MILESTONES {
+            let samples: Vec<f64> = run.crashes.iter().map(milestone.pick).collect();
             if let Some(s) = Summary::of(&samples) {
                 summary.row(vec![
                     t_label.clone(),
-                    name.to_owned(),
+                    milestone.name.to_owned(),
                     s.count.to_string(),
                     cell(s.min),
                     cell(s.p50),
                     cell(s.max),
-                    if targeted {
+                    if milestone.targeted {
                         format!("< {:.0}", target_ms(run.t))
                     } else {
                         "-".to_owned()

@@ -14,6 +14,8 @@ use holdfast_runtime::graph::JobGraph;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
+use super::process::ClusterProcess;
+
 /// How often a condition is polled.
 pub const POLL: Duration = Duration::from_millis(5);
 /// How long one request may take.
@@ -136,7 +138,13 @@ pub fn hosts(job: &JobDetails) -> usize {
 /// Calls `check` every [`POLL`] until it gives `Some`; returns that and the
 /// moment it was seen. An error counts as "not yet" (a server not bound
 /// yet refuses connections), and the last one is named if `limit` passes.
-pub async fn poll<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> Result<(T, Instant)>
+/// Fails at once if one of the `watched` processes ends.
+pub async fn poll<T, F, Fut>(
+    what: &str,
+    limit: Duration,
+    watched: &[&ClusterProcess],
+    mut check: F,
+) -> Result<(T, Instant)>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Option<T>>>,
@@ -148,6 +156,13 @@ where
             Ok(Some(value)) => return Ok((value, Instant::now())),
             Ok(None) => {}
             Err(error) => last = format!("{error:#}"),
+        }
+        if let Some(ended) = watched.iter().find(|process| process.exited()) {
+            bail!(
+                "{what}: {} exited; last error: {last}; its log:\n{}",
+                ended.name(),
+                ended.log_tail()
+            );
         }
         if Instant::now() > deadline {
             bail!("{what}: not within {limit:?}; last error: {last}");

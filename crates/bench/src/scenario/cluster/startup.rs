@@ -43,11 +43,14 @@ pub async fn zookeeper_round(
     let mut jm = harness.jobmanager(&format!("jm-{label}"), &cluster, STARTUP_T, rest_port)?;
     let base = format!("http://127.0.0.1:{rest_port}");
     let rest = Rest::new(&base)?;
-    let (_, answers) = poll("the JobManager's REST API answers", LIMIT, || async {
-        rest.overview().await.map(Some)
-    })
+    let (_, answers) = poll(
+        "the JobManager's REST API answers",
+        LIMIT,
+        &[&jm],
+        || async { rest.overview().await.map(Some) },
+    )
     .await?;
-    let (_, leads) = poll("the JobManager leads", LIMIT, || async {
+    let (_, leads) = poll("the JobManager leads", LIMIT, &[&jm], || async {
         Ok(rest.overview().await?.leader.then_some(()))
     })
     .await?;
@@ -85,14 +88,19 @@ pub async fn zookeeper_round(
     record(out, "TaskManager running both subtasks", tm_running);
     let cancel = Instant::now();
     rest.cancel(&job).await?;
-    let (_, freed) = poll("the job is canceled and its slots free", LIMIT, || async {
-        let details = rest.job(&job).await?;
-        let overview = rest.overview().await?;
-        Ok(
-            (details.state == "CANCELED" && overview.slots_available == overview.slots_total)
-                .then_some(()),
-        )
-    })
+    let (_, freed) = poll(
+        "the job is canceled and its slots free",
+        LIMIT,
+        &[&jm, &tm1],
+        || async {
+            let details = rest.job(&job).await?;
+            let overview = rest.overview().await?;
+            Ok(
+                (details.state == "CANCELED" && overview.slots_available == overview.slots_total)
+                    .then_some(()),
+            )
+        },
+    )
     .await?;
     out.times.add(
         "cancel → CANCELED, slots free",
@@ -118,14 +126,22 @@ pub async fn standalone_round(
     let mut process = harness.standalone(&format!("standalone-{label}"), 2, rest_port, rpc_port)?;
     let base = format!("http://127.0.0.1:{rest_port}");
     let rest = Rest::new(&base)?;
-    let (_, answers) = poll("the standalone REST API answers", LIMIT, || async {
-        rest.overview().await.map(Some)
-    })
+    let (_, answers) = poll(
+        "the standalone REST API answers",
+        LIMIT,
+        &[&process],
+        || async { rest.overview().await.map(Some) },
+    )
     .await?;
-    let (_, ready) = poll("both TaskManagers registered", LIMIT, || async {
-        let overview = rest.overview().await?;
-        Ok((overview.leader && overview.taskmanagers == 2).then_some(()))
-    })
+    let (_, ready) = poll(
+        "both TaskManagers registered",
+        LIMIT,
+        &[&process],
+        || async {
+            let overview = rest.overview().await?;
+            Ok((overview.leader && overview.taskmanagers == 2).then_some(()))
+        },
+    )
     .await?;
     let started = process.started(LIMIT).await?;
     check_rest(&started, &base)?;
@@ -179,6 +195,7 @@ async fn registered(
     let (_, registered) = poll(
         &format!("{} registered with the leader", tm.name()),
         LIMIT,
+        &[tm],
         || async { Ok((rest.overview().await?.taskmanagers >= count).then_some(())) },
     )
     .await?;
@@ -205,7 +222,7 @@ async fn submit(rest: &Rest, args: &ClusterArgs, which: &str, out: &mut Rounds) 
     let post = Instant::now();
     let job = rest.submit(&graph).await?;
     let accepted = Instant::now();
-    let (details, running) = poll("every subtask RUNNING", LIMIT, || async {
+    let (details, running) = poll("every subtask RUNNING", LIMIT, &[], || async {
         let details = rest.job(&job).await?;
         Ok(all_running(&details).then_some(details))
     })
