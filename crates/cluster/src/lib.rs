@@ -12,5 +12,6 @@ pub mod job_store;
 pub mod jobmanager;
 pub mod metrics;
 pub mod rest;
+mod shared;
 pub mod taskmanager;
 pub mod view;

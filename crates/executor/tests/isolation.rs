@@ -124,12 +124,3 @@ async fn a_service_thread_stays_on_time_while_tasks_burn_and_block() {
     let worst = *lateness.last().unwrap();
     assert!(worst < WORST_ALLOWED, "worst tick was {worst:?} late");
 }
-
-/// The same load with task threads at the service threads' priority, for
-/// comparison: `cargo test -p holdfast-executor --test isolation -- --ignored --nocapture`.
-#[tokio::test]
-#[ignore = "a measurement for comparison, not a check"]
-async fn for_comparison_tasks_at_the_same_priority() {
-    let lateness = measure_under_load(TaskPriority::Inherit).await;
-    print_record("tasks at inherited priority", &lateness);
-}

@@ -121,6 +121,59 @@ impl Setup {
         }
     }
 
+    /// A JobManager's options from the configuration.
+    pub fn jobmanager_options(
+        &self,
+        id: String,
+        auth: Auth,
+        registry: Arc<TaskRegistry>,
+    ) -> Result<JobManagerOptions> {
+        Ok(JobManagerOptions {
+            id,
+            rpc_bind: bind_addr(
+                &self.config.jobmanager_rpc_address,
+                self.config.jobmanager_rpc_port,
+            )?,
+            rest_bind: bind_addr(&self.config.rest_bind_address, self.config.rest_port)?,
+            advertised_host: None,
+            ha_base: self.config.ha.base_path(),
+            policy: self.config.ha.policy.to_string(),
+            master: self.master_config(),
+            client: self.client_config(),
+            auth,
+            registry,
+            metrics: self.metrics.clone(),
+            election_metrics: Some(self.ha_metrics.election("jobmanager")),
+            config: self.config_entries(),
+        })
+    }
+
+    /// A TaskManager's options from the configuration, serving RPC on
+    /// `host` (any free port unless `taskmanager.rpc.port` names one).
+    pub fn taskmanager_options(
+        &self,
+        id: &str,
+        host: &str,
+        auth: Auth,
+        registry: Arc<TaskRegistry>,
+    ) -> Result<TaskManagerOptions> {
+        Ok(TaskManagerOptions {
+            id: id
+                .parse()
+                .with_context(|| format!("taskmanager.resource-id = {id}"))?,
+            slots: self.config.task_slots,
+            rpc_bind: bind_addr(host, self.config.taskmanager_rpc_port)?,
+            rpc_host: self.config.taskmanager_host.clone(),
+            ha_base: self.config.ha.base_path(),
+            policy: self.config.ha.policy,
+            client: self.client_config(),
+            heartbeat_timeout: self.config.heartbeat_timeout,
+            auth,
+            registry,
+            metrics: self.metrics.clone(),
+        })
+    }
+
     /// The effective configuration for `GET /config`, secrets masked.
     pub fn config_entries(&self) -> Vec<ConfigEntry> {
         self.source
@@ -209,24 +262,9 @@ pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
     main.block_on(async {
         let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
         let connection = setup.zk_connection("jobmanager", "jobmanager")?;
-        let options = JobManagerOptions {
-            id: args.id.unwrap_or_else(|| generated_id("jm")),
-            rpc_bind: bind_addr(
-                &setup.config.jobmanager_rpc_address,
-                setup.config.jobmanager_rpc_port,
-            )?,
-            rest_bind: bind_addr(&setup.config.rest_bind_address, setup.config.rest_port)?,
-            advertised_host: None,
-            ha_base: setup.config.ha.base_path(),
-            policy: setup.config.ha.policy.to_string(),
-            master: setup.master_config(),
-            client: setup.client_config(),
-            auth: setup.auth(None)?,
-            registry: Arc::new(TaskRegistry::builtin()),
-            metrics: setup.metrics.clone(),
-            election_metrics: Some(setup.ha_metrics.election("jobmanager")),
-            config: setup.config_entries(),
-        };
+        let id = args.id.unwrap_or_else(|| generated_id("jm"));
+        let options =
+            setup.jobmanager_options(id, setup.auth(None)?, Arc::new(TaskRegistry::builtin()))?;
         let id = options.id.clone();
         let handle =
             jobmanager::start(options, connection.clone(), Some(&setup.coordination)).await?;
@@ -256,28 +294,13 @@ pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
             .taskmanager_resource_id
             .clone()
             .unwrap_or_else(|| generated_id("tm"));
-        let options = TaskManagerOptions {
-            id: id
-                .parse()
-                .with_context(|| format!("taskmanager.resource-id = {id}"))?,
-            slots: setup.config.task_slots,
-            rpc_bind: bind_addr(
-                setup
-                    .config
-                    .taskmanager_host
-                    .as_deref()
-                    .unwrap_or("127.0.0.1"),
-                setup.config.taskmanager_rpc_port,
-            )?,
-            rpc_host: setup.config.taskmanager_host.clone(),
-            ha_base: setup.config.ha.base_path(),
-            policy: setup.config.ha.policy,
-            client: setup.client_config(),
-            heartbeat_timeout: setup.config.heartbeat_timeout,
-            auth: setup.auth(None)?,
-            registry: Arc::new(TaskRegistry::builtin()),
-            metrics: setup.metrics.clone(),
-        };
+        let host = setup
+            .config
+            .taskmanager_host
+            .clone()
+            .unwrap_or_else(|| "127.0.0.1".to_owned());
+        let registry = Arc::new(TaskRegistry::builtin());
+        let options = setup.taskmanager_options(&id, &host, setup.auth(None)?, registry)?;
         let handle = setup
             .coordination
             .spawn({

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use holdfast_cluster::control::ClusterControl;
-use holdfast_cluster::jobmanager::{self, JobManagerOptions};
-use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
+use holdfast_cluster::jobmanager;
+use holdfast_cluster::taskmanager;
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::connection::Connection;
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
@@ -19,7 +19,7 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use serde_json::json;
 
-use crate::cluster_cmd::{ProcessArgs, Setup, bind_addr, close, wait_for_signal};
+use crate::cluster_cmd::{ProcessArgs, Setup, close, wait_for_signal};
 
 /// `holdfast standalone`.
 #[derive(Debug, Args)]
@@ -102,41 +102,19 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
     let auth = setup.auth(Some(ClusterSecret::from_bytes(random)?))?;
     let registry = Arc::new(TaskRegistry::builtin());
     let jm_connection = connect("jobmanager");
-    let options = JobManagerOptions {
-        id: "jm-standalone".to_owned(),
-        rpc_bind: bind_addr(
-            &setup.config.jobmanager_rpc_address,
-            setup.config.jobmanager_rpc_port,
-        )?,
-        rest_bind: bind_addr(&setup.config.rest_bind_address, setup.config.rest_port)?,
-        advertised_host: None,
-        ha_base: setup.config.ha.base_path(),
-        policy: setup.config.ha.policy.to_string(),
-        master: setup.master_config(),
-        client: setup.client_config(),
-        auth: auth.clone(),
-        registry: registry.clone(),
-        metrics: setup.metrics.clone(),
-        election_metrics: Some(setup.ha_metrics.election("jobmanager")),
-        config: setup.config_entries(),
-    };
+    let options =
+        setup.jobmanager_options("jm-standalone".to_owned(), auth.clone(), registry.clone())?;
     let jm = jobmanager::start(options, jm_connection.clone(), Some(&setup.coordination)).await?;
     let mut tms = Vec::new();
     for index in 0..args.taskmanagers {
         let connection = connect(&format!("taskmanager-{index}"));
-        let options = TaskManagerOptions {
-            id: format!("tm-standalone-{index}").parse()?,
-            slots: setup.config.task_slots,
-            rpc_bind: bind_addr("127.0.0.1", 0)?,
-            rpc_host: None,
-            ha_base: setup.config.ha.base_path(),
-            policy: setup.config.ha.policy,
-            client: setup.client_config(),
-            heartbeat_timeout: setup.config.heartbeat_timeout,
-            auth: auth.clone(),
-            registry: registry.clone(),
-            metrics: setup.metrics.clone(),
-        };
+        let mut options = setup.taskmanager_options(
+            &format!("tm-standalone-{index}"),
+            "127.0.0.1",
+            auth.clone(),
+            registry.clone(),
+        )?;
+        options.rpc_bind.set_port(0); // several in one process
         let started = setup
             .coordination
             .spawn({

@@ -8,12 +8,18 @@ use anyhow::{Result, ensure};
 use holdfast_runtime::graph::JobGraph;
 use serde_json::json;
 use support::T;
-use support::cluster::{Cluster, eventually, logged, logged_at, metric, rest};
+use support::cluster::{
+    Cluster, JobManager, TaskManager, all_running, eventually, logged, logged_at, metric,
+    registered, rest, run_count,
+};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
-    let cluster = Cluster::start("lease", "").await?;
-    let mut a = cluster.jobmanager("jm-a").await?;
+/// jm-a leads (its ZooKeeper link through `quorum_a` when given), jm-b
+/// stands by, tm-1 and tm-2 are registered with jm-a.
+async fn leader_standby_and_two_taskmanagers(
+    cluster: &Cluster,
+    quorum_a: Option<&str>,
+) -> Result<(JobManager, JobManager, [TaskManager; 2])> {
+    let a = cluster.jobmanager_via("jm-a", quorum_a).await?;
     let leader_rest = rest(&a.rest)?;
     // `a` leads before `b` starts: the roles are known.
     eventually("jm-a leads", || async {
@@ -21,26 +27,25 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
     })
     .await?;
     let b = cluster.jobmanager("jm-b").await?;
-    let _tm1 = cluster.taskmanager("tm-1", None).await?;
-    let _tm2 = cluster.taskmanager("tm-2", None).await?;
-    eventually("both TaskManagers registered with jm-a", || async {
-        Ok((leader_rest.overview().await?.taskmanagers == 2).then_some(()))
-    })
-    .await?;
+    let tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&leader_rest, 2).await?;
+    Ok((a, b, tms))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
+    let cluster = Cluster::start("lease", "").await?;
+    let (mut a, b, _tms) = leader_standby_and_two_taskmanagers(&cluster, None).await?;
+    let leader_rest = rest(&a.rest)?;
 
     // Submitted through the standby: it redirects to the leader.
     let standby_rest = rest(&b.rest)?;
     let graph = JobGraph::single("forever", "count", json!({"rate": 2000}), 4);
     let job = standby_rest.submit(&graph).await?;
-    let before = eventually("the job runs on jm-a", || async {
-        let details = leader_rest.job(job).await?;
-        let running = details.vertices[0]
-            .subtasks
-            .iter()
-            .all(|s| s.status == "RUNNING");
-        Ok((details.state == "RUNNING" && running).then_some(details))
-    })
-    .await?;
+    let before = all_running(&leader_rest, job, "the job runs on jm-a").await?;
     let hosts: std::collections::BTreeSet<_> = before.vertices[0]
         .subtasks
         .iter()
@@ -122,33 +127,10 @@ async fn a_cut_off_leader_stops_acting_before_the_standby_leads() -> Result<()> 
         .zk
         .proxy()
         .route(cluster.zk.direct_member_address(1)?)?;
-    let a = cluster
-        .jobmanager_via("jm-a", Some(&route.listen_addr().to_string()))
-        .await?;
+    let quorum_a = route.listen_addr().to_string();
+    let (a, b, [tm1, tm2]) = leader_standby_and_two_taskmanagers(&cluster, Some(&quorum_a)).await?;
     let leader_rest = rest(&a.rest)?;
-    eventually("jm-a leads", || async {
-        Ok(leader_rest.overview().await?.leader.then_some(()))
-    })
-    .await?;
-    let b = cluster.jobmanager("jm-b").await?;
-    let tm1 = cluster.taskmanager("tm-1", None).await?;
-    let tm2 = cluster.taskmanager("tm-2", None).await?;
-    eventually("both TaskManagers registered", || async {
-        Ok((leader_rest.overview().await?.taskmanagers == 2).then_some(()))
-    })
-    .await?;
-    let job = leader_rest
-        .submit(&JobGraph::single("j", "count", json!({"rate": 1000}), 4))
-        .await?;
-    eventually("the job runs on jm-a", || async {
-        let details = leader_rest.job(job).await?;
-        Ok(details.vertices[0]
-            .subtasks
-            .iter()
-            .all(|s| s.status == "RUNNING")
-            .then_some(()))
-    })
-    .await?;
+    let job = run_count(&leader_rest, 4, 1000).await?;
 
     let from_a = a.process.stderr().len();
     let from_b = b.process.stderr().len();
@@ -169,15 +151,7 @@ async fn a_cut_off_leader_stops_acting_before_the_standby_leads() -> Result<()> 
     );
 
     let standby_rest = rest(&b.rest)?;
-    let details = eventually("the job runs on jm-b", || async {
-        let details = standby_rest.job(job).await?;
-        let all = details.vertices[0]
-            .subtasks
-            .iter()
-            .all(|s| s.status == "RUNNING");
-        Ok((details.state == "RUNNING" && all).then_some(details))
-    })
-    .await?;
+    let details = all_running(&standby_rest, job, "the job runs on jm-b").await?;
     ensure!(
         details.restarts == 0,
         "{:?}",

@@ -6,10 +6,8 @@
 mod support;
 
 use anyhow::{Result, ensure};
-use holdfast_runtime::graph::JobGraph;
 use nix::sys::signal::Signal;
-use serde_json::json;
-use support::cluster::{Cluster, eventually, logged, rest};
+use support::cluster::{Cluster, eventually, logged, registered, rest, run_count};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobmanager_heartbeat_timeout_is_not_a_leadership_change() -> Result<()> {
@@ -18,22 +16,8 @@ async fn a_jobmanager_heartbeat_timeout_is_not_a_leadership_change() -> Result<(
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
     let tm = cluster.taskmanager("tm-1", None).await?;
-    eventually("tm-1 registered", || async {
-        Ok((client.overview().await?.taskmanagers == 1).then_some(()))
-    })
-    .await?;
-    let job = client
-        .submit(&JobGraph::single("j", "count", json!({"rate": 100}), 2))
-        .await?;
-    eventually("the job runs", || async {
-        let details = client.job(job).await?;
-        Ok(details.vertices[0]
-            .subtasks
-            .iter()
-            .all(|s| s.status == "RUNNING")
-            .then_some(()))
-    })
-    .await?;
+    registered(&client, 1).await?;
+    let job = run_count(&client, 2, 100).await?;
     let epoch = client.ha().await?.leader.map(|l| l.epoch);
 
     let from = tm.process.stderr().len();

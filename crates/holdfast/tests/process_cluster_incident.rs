@@ -12,11 +12,11 @@ mod support;
 
 use anyhow::{Result, ensure};
 use holdfast_cluster::client::RestClient;
-use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use holdfast_testkit::{Mode, Route};
-use serde_json::json;
-use support::cluster::{Cluster, JobManager, TaskManager, eventually, logged, metric, rest};
+use support::cluster::{
+    Cluster, JobManager, TaskManager, eventually, logged, metric, registered, rest, run_count,
+};
 
 const SUSPENDED: &str = "coordination connection suspended";
 const RECONNECTED: &str = "reconnected with the same session";
@@ -43,27 +43,8 @@ async fn running_job(policy: &str) -> Result<Scene> {
     let tm = cluster
         .taskmanager("tm-1", Some(&route.listen_addr().to_string()))
         .await?;
-    eventually("tm-1 registered", || async {
-        Ok((client.overview().await?.taskmanagers == 1).then_some(()))
-    })
-    .await?;
-    let job = client
-        .submit(&JobGraph::single(
-            "daily",
-            "count",
-            json!({"rate": 1000}),
-            2,
-        ))
-        .await?;
-    eventually("the job runs", || async {
-        let details = client.job(job).await?;
-        let all = details.vertices[0]
-            .subtasks
-            .iter()
-            .all(|s| s.status == "RUNNING");
-        Ok((details.state == "RUNNING" && all).then_some(()))
-    })
-    .await?;
+    registered(&client, 1).await?;
+    let job = run_count(&client, 2, 1000).await?;
     Ok(Scene {
         _cluster: cluster,
         jm,

@@ -14,10 +14,8 @@ use holdfast_rpc::client::{JobManagerClient, TaskManagerClient};
 use holdfast_rpc::config::ClientConfig;
 use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
-use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::ExecutionAttemptId;
-use serde_json::json;
-use support::cluster::{Cluster, eventually, logged, rest};
+use support::cluster::{Cluster, eventually, logged, registered, rest, run_count};
 
 fn client_auth(secret: &[u8], peer: &str) -> Result<ClientAuth> {
     Ok(ClientAuth::new(
@@ -34,17 +32,8 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
     let tm = cluster.taskmanager("tm-1", None).await?;
-    eventually("tm-1 registered", || async {
-        Ok((client.overview().await?.taskmanagers == 1).then_some(()))
-    })
-    .await?;
-    let job = client
-        .submit(&JobGraph::single("j", "count", json!({"rate": 100}), 1))
-        .await?;
-    eventually("the job runs", || async {
-        Ok((client.job(job).await?.vertices[0].subtasks[0].status == "RUNNING").then_some(()))
-    })
-    .await?;
+    registered(&client, 1).await?;
+    let job = run_count(&client, 1, 100).await?;
     let epoch = client.ha().await?.leader.context("a leader")?.epoch;
     let config = ClientConfig::default();
 

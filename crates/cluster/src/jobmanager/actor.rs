@@ -61,7 +61,7 @@ pub(super) struct Actor<B: Backend> {
     pub(super) address: JobManagerAddress,
     pub(super) snapshot: Arc<RwLock<Snapshot>>,
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
-    pub(super) connection_state: Box<dyn Fn() -> (String, Option<Duration>) + Send>,
+    pub(super) connection_state: crate::shared::ConnectionReader,
     pub(super) client_auth: ClientAuth,
     pub(super) term: Option<Term>,
 }
@@ -77,7 +77,7 @@ impl<B: Backend> Actor<B> {
         address: JobManagerAddress,
         snapshot: Arc<RwLock<Snapshot>>,
         self_tx: mpsc::UnboundedSender<Message>,
-        connection_state: Box<dyn Fn() -> (String, Option<Duration>) + Send>,
+        connection_state: crate::shared::ConnectionReader,
         client_auth: ClientAuth,
     ) -> Actor<B> {
         Actor {

@@ -187,16 +187,7 @@ pub async fn start<B: Backend>(
     })
     .await?;
     let runtime = connection.runtime().clone();
-    let state_connection = connection.clone();
-    let connection_state = Box::new(move || {
-        let state = state_connection
-            .state()
-            .map_or("NOT_CONNECTED".to_owned(), |s| s.name().to_owned());
-        let lease = state_connection
-            .lease_deadline()
-            .map(|deadline| deadline.since(state_connection.runtime().now()));
-        (state, lease)
-    });
+    let connection_state = crate::shared::connection_reader(connection.clone());
     let client_auth = ClientAuth::new(&options.auth, PeerId::new(options.id.clone())?);
     tracing::info!(jobmanager = %options.id, rpc = %address.rpc, rest = %address.rest,
         authenticated = options.auth.is_enabled(), "JobManager started; contending for leadership");

@@ -35,12 +35,10 @@ impl Service {
         &self,
         make: impl FnOnce(oneshot::Sender<Result<T, Status>>) -> Call,
     ) -> Result<Response<T>, Status> {
-        let (reply, answer) = oneshot::channel();
-        let gone = || Status::unavailable("the JobManager is shutting down");
-        self.actor
-            .send(Message::Call(make(reply)))
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?.map(Response::new)
+        crate::shared::ask(&self.actor, "JobManager", |reply| {
+            Message::Call(make(reply))
+        })
+        .await
     }
 }
 

@@ -43,7 +43,7 @@ pub(super) struct Parts {
     pub(super) advertised: String,
     pub(super) client_auth: ClientAuth,
     /// The coordination connection's state and lease left.
-    pub(super) connection_state: Box<dyn Fn() -> (String, Option<Duration>) + Send>,
+    pub(super) connection_state: crate::shared::ConnectionReader,
     pub(super) status: Arc<Mutex<TaskManagerStatus>>,
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
 }

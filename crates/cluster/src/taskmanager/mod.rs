@@ -149,15 +149,7 @@ pub async fn start<B: Backend>(
         client_auth: ClientAuth::new(&options.auth, peer),
         options,
         executor: executor.clone(),
-        connection_state: Box::new(move || {
-            let state = connection
-                .state()
-                .map_or("NOT_CONNECTED".to_owned(), |s| s.name().to_owned());
-            let lease = connection
-                .lease_deadline()
-                .map(|deadline| deadline.since(connection.runtime().now()));
-            (state, lease)
-        }),
+        connection_state: crate::shared::connection_reader(connection),
         status: status.clone(),
         self_tx: messages_tx,
     });

@@ -35,14 +35,10 @@ impl Service {
         &self,
         make: impl FnOnce(oneshot::Sender<Result<T, Status>>) -> Call,
     ) -> Result<Response<T>, Status> {
-        let (reply, answer) = oneshot::channel();
-        self.actor
-            .send(super::actor::Message::Call(make(reply)))
-            .map_err(|_| Status::unavailable("the TaskManager is shutting down"))?;
-        let answer = answer
-            .await
-            .map_err(|_| Status::unavailable("the TaskManager is shutting down"))?;
-        answer.map(Response::new)
+        crate::shared::ask(&self.actor, "TaskManager", |reply| {
+            super::actor::Message::Call(make(reply))
+        })
+        .await
     }
 }
 

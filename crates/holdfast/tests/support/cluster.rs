@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use holdfast_cluster::client::RestClient;
+use holdfast_cluster::view::JobDetails;
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
 use holdfast_testkit::{ZkCluster, ZkClusterConfig};
 use tempfile::TempDir;
 
@@ -165,6 +168,43 @@ fn field(line: &serde_json::Value, name: &str) -> Result<String> {
         .as_str()
         .map(str::to_owned)
         .with_context(|| format!("no {name} in {line}"))
+}
+
+/// Waits until the leader at `client` lists `count` TaskManagers.
+pub async fn registered(client: &RestClient, count: usize) -> Result<()> {
+    eventually(&format!("{count} TaskManagers registered"), || async {
+        Ok((client.overview().await?.taskmanagers == count).then_some(()))
+    })
+    .await
+}
+
+/// Submits a `count` job of `parallelism` subtasks at `rate` records per
+/// second each, and waits until every subtask runs.
+pub async fn run_count(client: &RestClient, parallelism: u32, rate: u64) -> Result<JobId> {
+    let graph = JobGraph::single(
+        "counting",
+        "count",
+        serde_json::json!({"rate": rate}),
+        parallelism,
+    );
+    let job = client.submit(&graph).await?;
+    all_running(client, job, "the job runs").await?;
+    Ok(job)
+}
+
+/// Waits until job `id` at `client` runs with every subtask running;
+/// returns its details.
+pub async fn all_running(client: &RestClient, id: JobId, what: &str) -> Result<JobDetails> {
+    eventually(what, || async {
+        let details = client.job(id).await?;
+        let all = details
+            .vertices
+            .iter()
+            .flat_map(|v| &v.subtasks)
+            .all(|s| s.status == "RUNNING");
+        Ok((details.state == "RUNNING" && all).then_some(details))
+    })
+    .await
 }
 
 /// A REST client of `url`.
