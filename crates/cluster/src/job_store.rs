@@ -30,6 +30,11 @@ pub struct StoredJob {
     /// Restarts over the job's life, across every leader.
     #[serde(default)]
     pub restarts: usize,
+    /// Set (to the final state) when the job ended, just before the entry
+    /// is removed: a leader that finds it set removes the entry and does
+    /// not run the job again.
+    #[serde(default)]
+    pub ended: Option<String>,
 }
 
 /// A failure (or a recovery by a new leader) kept with the job.
@@ -49,6 +54,7 @@ impl StoredJob {
             submitted_at_ms,
             history: Vec::new(),
             restarts: 0,
+            ended: None,
         }
     }
 

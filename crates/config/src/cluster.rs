@@ -106,6 +106,15 @@ impl ClusterConfig {
                 return Err(ConfigError::ZeroCount { key, value });
             }
         }
+        // A JobManager refuses a TaskManager offering more.
+        const MAX_SLOTS: u32 = 1024;
+        if self.task_slots > MAX_SLOTS {
+            return Err(ConfigError::TooLarge {
+                key: TASK_SLOTS,
+                value: self.task_slots,
+                max: MAX_SLOTS,
+            });
+        }
         for (key, value) in [
             (JM_PORT, self.jobmanager_rpc_port),
             (REST_PORT, self.rest_port),

@@ -73,6 +73,16 @@ pub enum ConfigError {
         /// The value.
         value: u32,
     },
+    /// A count above what the cluster supports.
+    #[error("{key} = {value}: at most {max} is supported")]
+    TooLarge {
+        /// The key.
+        key: &'static str,
+        /// The value.
+        value: u32,
+        /// The largest allowed.
+        max: u32,
+    },
     /// A port others must find is `0` (any port).
     #[error(
         "{key} = {value}: needs a fixed port (1-65535), not 0, unless high-availability.type is zookeeper (the leader's addresses are then published there)"

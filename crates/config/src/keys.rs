@@ -345,7 +345,7 @@ pub const KEYS: &[KeySpec] = &[
         "1",
         "count",
         Cluster,
-        "slots each TaskManager offers; at least 1",
+        "slots each TaskManager offers; 1 to 1024",
     ),
     key(
         TM_RESOURCE_ID,

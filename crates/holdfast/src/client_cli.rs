@@ -316,6 +316,10 @@ async fn cancel(args: JobArgs) -> Result<()> {
 
 /// Milliseconds since the Unix epoch in RFC 3339.
 fn time(ms: u64) -> String {
+    // Years past 9999 cannot be written in RFC 3339: show the number.
+    if ms >= 253_402_300_800_000 {
+        return format!("{ms} ms after 1970");
+    }
     let at = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
     humantime::format_rfc3339_millis(at).to_string()
 }

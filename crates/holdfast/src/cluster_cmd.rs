@@ -180,10 +180,21 @@ impl Setup {
             .pairs()
             .into_iter()
             .map(|(key, value)| {
-                let secret = ["secret", "password", "credential"]
-                    .iter()
-                    .any(|w| key.contains(w))
-                    && !key.ends_with("-file");
+                // Flink's sensitive-key words, compared case-insensitively.
+                let lower = key.to_ascii_lowercase();
+                let secret = [
+                    "secret",
+                    "password",
+                    "credential",
+                    "token",
+                    "apikey",
+                    "api-key",
+                    "key",
+                    "jaas",
+                ]
+                .iter()
+                .any(|w| lower.contains(w))
+                    && !lower.ends_with("-file");
                 ConfigEntry {
                     key,
                     value: if secret { "******".to_owned() } else { value },

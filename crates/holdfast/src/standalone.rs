@@ -65,7 +65,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
     if args.taskmanagers == 0 || args.taskmanagers > 64 {
         bail!("--taskmanagers must be 1 to 64, not {}", args.taskmanagers);
     }
-    let slots = args.taskmanagers * setup.config.task_slots;
+    let slots = args.taskmanagers.saturating_mul(setup.config.task_slots);
     if let Some(graph) = &graph
         && graph.total_subtasks() > slots
     {

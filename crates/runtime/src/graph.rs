@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_PARALLELISM: u32 = 1024;
 /// The most vertices one job may have.
 pub const MAX_VERTICES: usize = 256;
+/// The most subtasks (= slots) one job may have in all.
+pub const MAX_SUBTASKS: u32 = 4096;
 
 /// A submitted job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -91,6 +93,9 @@ pub enum GraphError {
         /// How many vertices the graph has.
         count: usize,
     },
+    /// The job has more subtasks in all than one job may have.
+    #[error("the job has {0} subtasks in all; at most {MAX_SUBTASKS} are allowed")]
+    TooManySubtasks(u32),
     /// The edges form a cycle.
     #[error("the edges form a cycle through vertex {0}")]
     Cycle(u32),
@@ -131,6 +136,10 @@ impl JobGraph {
                 });
             }
         }
+        let total = self.total_subtasks();
+        if total > MAX_SUBTASKS {
+            return Err(GraphError::TooManySubtasks(total));
+        }
         let count = self.vertices.len();
         for edge in &self.edges {
             if edge.from as usize >= count || edge.to as usize >= count {
@@ -146,7 +155,9 @@ impl JobGraph {
 
     /// How many subtasks the whole job has (= slots it needs).
     pub fn total_subtasks(&self) -> u32 {
-        self.vertices.iter().map(|v| v.parallelism).sum()
+        self.vertices
+            .iter()
+            .fold(0u32, |total, v| total.saturating_add(v.parallelism))
     }
 
     fn check_acyclic(&self) -> Result<(), GraphError> {
@@ -232,6 +243,17 @@ mod tests {
         let mut graph = two();
         graph.vertices.clear();
         assert_eq!(graph.validate(), Err(GraphError::NoVertices));
+        let mut graph = two();
+        for vertex in &mut graph.vertices {
+            vertex.parallelism = MAX_PARALLELISM;
+        }
+        graph
+            .vertices
+            .extend(std::iter::repeat_n(graph.vertices[0].clone(), 3));
+        assert_eq!(
+            graph.validate(),
+            Err(GraphError::TooManySubtasks(5 * MAX_PARALLELISM))
+        );
     }
 
     #[test]

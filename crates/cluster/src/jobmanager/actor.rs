@@ -269,9 +269,15 @@ impl<B: Backend> Actor<B> {
                 }
             }
             Message::Deposed(epoch, error) => {
+                // A TaskManager registered with a newer leader: the election
+                // revokes this grant as soon as it sees the latch change
+                // (ending the term here, while still holding the latch,
+                // would leave the cluster with no acting leader). Meanwhile
+                // the TaskManagers refuse our calls.
                 if self.leads_at(epoch) {
-                    tracing::error!(%epoch, %error, "a TaskManager has seen a newer leader: this JobManager was deposed");
-                    self.end_term("a TaskManager has seen a newer leader");
+                    tracing::error!(%epoch, %error,
+                        "a TaskManager has seen a newer leader; its calls from this JobManager are refused \
+                         until the election revokes this grant");
                 }
             }
         }

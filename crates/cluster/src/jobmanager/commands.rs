@@ -121,7 +121,7 @@ impl<B: Backend> Actor<B> {
             MasterCommand::JobStateChanged { job, state } => {
                 tracing::info!(%job, state = views::job_state_name(state), "job state changed");
                 if state.is_terminal() {
-                    term.forget(job);
+                    term.finish(job, views::job_state_name(state));
                 }
             }
         }
@@ -131,6 +131,11 @@ impl<B: Backend> Actor<B> {
     pub(super) fn recovered(&mut self, epoch: Epoch, job: JobId, mut stored: StoredJob) {
         let Some(term) = &mut self.term else { return };
         if term.stored.contains_key(&job) {
+            return;
+        }
+        if let Some(state) = &stored.ended {
+            tracing::info!(%job, state, "a job the previous leader saw end is still stored; removing it, not running it");
+            term.remove_ended(job);
             return;
         }
         let entry = crate::view::ExceptionEntry {

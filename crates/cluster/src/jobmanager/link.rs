@@ -34,6 +34,15 @@ pub(super) struct Link {
     leading: Leading,
     actor: mpsc::UnboundedSender<Message>,
     orders: mpsc::UnboundedSender<Order>,
+    worker: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Link {
+    /// A dropped link (the TaskManager registered again, timed out, or the
+    /// term ended) sends nothing more: what is still queued is discarded.
+    fn drop(&mut self) {
+        self.worker.abort();
+    }
 }
 
 impl Link {
@@ -46,7 +55,7 @@ impl Link {
         actor: mpsc::UnboundedSender<Message>,
     ) -> Link {
         let (orders, queue) = mpsc::unbounded_channel();
-        tokio::spawn(work(
+        let worker = tokio::spawn(work(
             client.clone(),
             epoch,
             leading.clone(),
@@ -61,10 +70,11 @@ impl Link {
             leading,
             actor,
             orders,
+            worker,
         }
     }
 
-    /// Queues a deploy or cancel (dropped when the link is: the worker ends).
+    /// Queues a deploy or cancel (discarded if the link is dropped first).
     pub(super) fn order(&self, order: Order) {
         let _ = self.orders.send(order);
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use holdfast_ha::Epoch;
 use holdfast_ha::backend::Backend;
+use holdfast_ha::stores::StoreError;
 use holdfast_ha::types::LeaderToken;
 use holdfast_runtime::ids::JobId;
 use holdfast_runtime::master::JobMasterCore;
@@ -67,8 +68,19 @@ impl Term {
         }
     }
 
-    /// Removes a job that ended from the store (it stays shown here).
-    pub(super) fn forget(&mut self, id: JobId) {
+    /// Marks a job that ended as ended in the store, then removes it (it
+    /// stays shown here). Should the removal not happen in this term, the
+    /// next leader sees the mark and does not run the job again.
+    pub(super) fn finish(&mut self, id: JobId, state: &str) {
+        if let Some(job) = self.stored.get_mut(&id) {
+            job.ended = Some(state.to_owned());
+            let _ = self.writes.send(Write::Put(id, Box::new(job.clone())));
+        }
+        let _ = self.writes.send(Write::Remove(id));
+    }
+
+    /// Removes an ended job left in the store by a previous leader.
+    pub(super) fn remove_ended(&mut self, id: JobId) {
         let _ = self.writes.send(Write::Remove(id));
     }
 }
@@ -99,13 +111,34 @@ async fn write<B: Backend>(
     mut queue: mpsc::UnboundedReceiver<Write>,
 ) {
     while let Some(write) = queue.recv().await {
-        let (id, result) = match write {
-            Write::Put(id, job) => (id, store.put(&token, id, &job).await),
-            Write::Remove(id) => (id, store.remove(&token, id).await),
-        };
-        if let Err(error) = result {
-            tracing::warn!(job = %id, epoch = %token.epoch, %error,
-                "could not update the job in the HA store; a later write or the next leader brings it up to date");
+        // Each write is retried until it lands or this term is over: a
+        // finished job left in the store would run again under the next
+        // leader.
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let (id, result) = match &write {
+                Write::Put(id, job) => (*id, store.put(&token, *id, job).await),
+                Write::Remove(id) => (*id, store.remove(&token, *id).await),
+            };
+            match result {
+                Ok(()) => break,
+                Err(StoreError::NotLeader { .. }) => {
+                    tracing::info!(job = %id, epoch = %token.epoch,
+                        "no longer the leader: the job store's remaining updates are the next leader's");
+                    return;
+                }
+                Err(error @ StoreError::Backend(_)) => {
+                    tracing::warn!(job = %id, epoch = %token.epoch, %error,
+                        "could not update the job in the HA store; retrying in {backoff:?}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Err(error) => {
+                    tracing::error!(job = %id, epoch = %token.epoch, %error,
+                        "the HA store refused the job's update; it will not be retried");
+                    break;
+                }
+            }
         }
     }
 }

@@ -166,8 +166,7 @@ fn details(job: &JobExecution, restarts: usize) -> JobDetails {
             parallelism: vertex.parallelism,
             subtasks: job
                 .tasks()
-                .iter()
-                .filter(|(task, _)| task.vertex == index as u32)
+                .range(vertex_range(index as u32))
                 .map(|(task, t)| SubtaskView {
                     subtask: task.subtask,
                     attempt: t.attempt,
@@ -186,6 +185,15 @@ fn details(job: &JobExecution, restarts: usize) -> JobDetails {
         start_time: job.submitted_at_ms,
         restarts,
         vertices,
+    }
+}
+
+/// The tasks of one vertex, in the task map's order (vertex, subtask).
+fn vertex_range(vertex: u32) -> std::ops::Range<holdfast_runtime::ids::TaskId> {
+    use holdfast_runtime::ids::TaskId;
+    TaskId { vertex, subtask: 0 }..TaskId {
+        vertex: vertex.saturating_add(1),
+        subtask: 0,
     }
 }
 

@@ -56,6 +56,8 @@ pub(super) struct Actor {
     pub(super) leader: Option<LeaderInfo>,
     pub(super) registration: Option<Registration>,
     pub(super) registering: Option<Epoch>,
+    /// Task reports sent and not yet answered.
+    pub(super) pending_reports: usize,
     pub(super) backoff: Duration,
     /// The leader epoch that deployed each attempt.
     pub(super) task_epochs: HashMap<AttemptKey, Epoch>,
@@ -72,6 +74,7 @@ impl Actor {
             leader: None,
             registration: None,
             registering: None,
+            pending_reports: 0,
             backoff: FIRST_BACKOFF,
             task_epochs: HashMap::new(),
             fail_reasons: HashMap::new(),
@@ -84,6 +87,7 @@ impl Actor {
         mut messages: mpsc::UnboundedReceiver<Message>,
         mut updates: mpsc::UnboundedReceiver<TaskUpdate>,
         mut leader_events: mpsc::UnboundedReceiver<RetrievalEvent>,
+        initial: Option<LeaderInfo>,
         mut stop: oneshot::Receiver<()>,
     ) {
         tracing::info!(
@@ -92,6 +96,10 @@ impl Actor {
             slots = self.parts.options.slots,
             "TaskManager started; looking for the leading JobManager"
         );
+        // A leader retrieval found before we subscribed is not replayed.
+        if let Some(leader) = initial {
+            self.on_leader_event(RetrievalEvent::Leader(leader));
+        }
         loop {
             let deadline = self
                 .registration
@@ -106,8 +114,20 @@ impl Actor {
             }
             self.publish_status();
         }
-        let running = self.parts.executor.cancel_all();
-        tracing::info!(taskmanager = %self.parts.options.id, canceled = running, "TaskManager stopped");
+        // Tell the leader what stops with us, so it restarts the job now
+        // rather than after heartbeat.timeout (bounded: task code that
+        // ignores its cancel is left behind).
+        let failed = self.fail_tasks(|_| true, "the TaskManager is shutting down", "shutdown");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.live_tasks() > 0 || self.pending_reports > 0 {
+            tokio::select! {
+                Some(update) = updates.recv() => self.on_update(update),
+                Some(message) = messages.recv() => self.on_message(message),
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        tracing::info!(taskmanager = %self.parts.options.id, failed, left_running = self.live_tasks(),
+            "TaskManager stopped");
     }
 
     fn on_message(&mut self, message: Message) {
@@ -126,13 +146,15 @@ impl Actor {
                 key,
                 terminal,
                 result,
-            } => match result {
-                Ok(()) if terminal => self.forget(&key),
-                Ok(()) => {}
-                Err(error) => {
-                    tracing::debug!(%key, %error, "task report not delivered; the next heartbeat carries it")
+            } => {
+                self.pending_reports = self.pending_reports.saturating_sub(1);
+                match result {
+                    Ok(()) if terminal => self.forget(&key),
+                    Ok(()) => {}
+                    Err(error) => tracing::debug!(%key, %error,
+                        "task report not delivered; the next heartbeat carries it"),
                 }
-            },
+            }
             Message::RetryRegistration(epoch) => {
                 // Only if nothing registered or started registering since.
                 if self.registration.is_none()

@@ -6,7 +6,6 @@ use holdfast_executor::{AttemptKey, TaskInfo};
 use holdfast_ha::Epoch;
 use holdfast_rpc::fencing::FencingRejection;
 use holdfast_rpc::proto;
-use holdfast_runtime::fencing::Accepted;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use tokio::time::Instant;
 use tonic::Status;
@@ -15,9 +14,11 @@ use super::actor::Actor;
 use super::report::snapshot_report;
 
 impl Actor {
-    /// Checks a JobManager call's fence: stale epochs are refused, a newer
-    /// leader's tasks rule (§6), and the call must come from the leader this
-    /// TaskManager is registered with.
+    /// Checks a JobManager call's fence: an epoch below the highest seen is
+    /// refused as stale; otherwise the call must come from the leader this
+    /// TaskManager is registered (or registering) with. Only a registration
+    /// raises the fence — a newer leader is learnt from leader retrieval,
+    /// never from a caller's say-so, so no call can disable the real leader.
     fn check_fence(
         &mut self,
         fence: Option<&proto::Fence>,
@@ -25,27 +26,22 @@ impl Actor {
     ) -> Result<Epoch, Status> {
         let fence = fence.ok_or_else(|| Status::invalid_argument("missing field `fence`"))?;
         let epoch = Epoch(fence.epoch);
-        match self.fence.check(epoch) {
-            Err(stale) => {
-                self.parts.options.metrics.stale_calls_rejected.inc();
-                tracing::warn!(epoch = %stale.got, highest = %stale.highest, leader = %fence.leader_id,
-                    "rejected a call from a stale JobManager leader");
-                return Err(FencingRejection::from(stale).into());
-            }
-            Ok(Accepted::NewLeader {
-                previous: Some(previous),
-            }) => {
-                let reason = format!(
-                    "a newer JobManager leader (epoch {epoch}) called; tasks of epoch {previous} stop"
-                );
-                self.fail_tasks(|e| e < epoch, &reason, "new-leader");
-            }
-            Ok(_) => {}
+        if let Some(highest) = self.fence.highest()
+            && epoch < highest
+        {
+            let stale = holdfast_runtime::fencing::StaleEpoch {
+                got: epoch,
+                highest,
+            };
+            self.parts.options.metrics.stale_calls_rejected.inc();
+            tracing::warn!(epoch = %stale.got, highest = %stale.highest, leader = %fence.leader_id,
+                "rejected a call from a stale JobManager leader");
+            return Err(FencingRejection::from(stale).into());
         }
         match &self.registration {
             Some(r) if r.epoch == epoch && registration_id.is_none_or(|id| id == r.id) => Ok(epoch),
             // The leader accepted our registration and calls before its
-            // answer reached us: the epoch (checked above) is its.
+            // answer reached us: the epoch is the one we register with.
             None if self.registering == Some(epoch) => Ok(epoch),
             _ => Err(Status::failed_precondition(format!(
                 "this TaskManager is not registered with the JobManager leading at epoch {epoch}{}",

@@ -138,6 +138,7 @@ pub async fn start<B: Backend>(
         &format!("{}/leader/connection_info", options.ha_base),
     );
     let leader_events = retrieval.subscribe();
+    let initial = retrieval.known().leader;
     let host = options
         .rpc_host
         .clone()
@@ -154,7 +155,9 @@ pub async fn start<B: Backend>(
         self_tx: messages_tx,
     });
     let done = tokio::spawn(async move {
-        actor.run(messages, updates, leader_events, stopped).await;
+        actor
+            .run(messages, updates, leader_events, initial, stopped)
+            .await;
         retrieval.close();
         let _ = server.shutdown(Duration::from_secs(1)).await;
     });

@@ -40,6 +40,7 @@ impl Actor {
         let jm = registration.jm.clone();
         let tx = self.parts.self_tx.clone();
         let key = update.key;
+        self.pending_reports += 1;
         tokio::spawn(async move {
             let result = jm.update_task_state(request).await.map(drop);
             let _ = tx.send(Message::Reported {

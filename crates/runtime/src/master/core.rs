@@ -134,7 +134,25 @@ impl JobMasterCore {
                         self.on_report(&mut step, &tm, report);
                     }
                 }
-                let lost = self.pool.register(&tm, slots);
+                let lost = if self.pool.slot_count(&tm) == Some(slots) {
+                    // The same TaskManager registering again with this leader
+                    // (its answer was lost, or it timed this leader out): it
+                    // keeps what it reports running where we put it. What it
+                    // does not report is gone (a deploy still in flight that
+                    // lands later is then a stranger there, and canceled).
+                    self.pool
+                        .allocated_on(&tm)
+                        .into_iter()
+                        .filter(|(index, attempt)| {
+                            !tasks.iter().any(|r| {
+                                r.attempt == *attempt && r.slot == *index && !r.status.is_terminal()
+                            })
+                        })
+                        .map(|(_, attempt)| attempt)
+                        .collect()
+                } else {
+                    self.pool.register(&tm, slots)
+                };
                 let reason =
                     format!("TaskManager {tm} registered again, so it no longer runs this attempt");
                 for attempt in lost {
@@ -333,7 +351,7 @@ impl JobMasterCore {
                 && let Some(&seen) = self.seen.get(&(id, *task))
                 && execution.attempt <= seen
             {
-                execution.attempt = seen + 1;
+                execution.attempt = seen.saturating_add(1);
             }
         }
     }

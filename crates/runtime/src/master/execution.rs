@@ -158,7 +158,7 @@ impl JobExecution {
     /// Starts a new run: every task gets a new attempt, scheduled.
     pub(super) fn new_attempts(&mut self) {
         for task in self.tasks.values_mut() {
-            task.attempt += 1;
+            task.attempt = task.attempt.saturating_add(1);
             task.state = TaskState::Scheduled;
             task.slot = None;
             task.processed = 0;

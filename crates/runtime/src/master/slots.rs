@@ -49,6 +49,25 @@ impl SlotPool {
             .collect()
     }
 
+    /// How many slots `tm` registered with, if it is registered.
+    pub fn slot_count(&self, tm: &TaskManagerId) -> Option<u32> {
+        self.task_managers.get(tm).map(|s| s.len() as u32)
+    }
+
+    /// The attempts allocated on `tm`, by slot index.
+    pub fn allocated_on(&self, tm: &TaskManagerId) -> Vec<(u32, AttemptRef)> {
+        self.task_managers
+            .get(tm)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(index, slot)| match slot {
+                SlotState::Allocated(attempt) => Some((index as u32, *attempt)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether `tm` is registered.
     pub fn contains(&self, tm: &TaskManagerId) -> bool {
         self.task_managers.contains_key(tm)
