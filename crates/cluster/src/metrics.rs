@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CauseLabel {
     /// TaskManager: `new-leader`, `leader-lost` (policy standard only),
-    /// `heartbeat-timeout`. JobManager: `task` (the task's own failure),
+    /// `heartbeat-timeout`, `shutdown`. JobManager: `task` (the task's own failure),
     /// `taskmanager-heartbeat-timeout`, `jobmanager-heartbeat-timeout`,
     /// `leader-lost`, `new-leader`, `deploy-failed`,
     /// `taskmanager-reregistered`.

@@ -61,6 +61,21 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     )
     .await?;
 
+    // An epoch above the leader's, from anyone but a registered leader: the
+    // TaskManager learns newer leaders only from leader retrieval, so the
+    // call is refused and the real leader's calls go on being accepted
+    // (the job below keeps running).
+    let request = proto::CancelTaskRequest {
+        fence: Some((Epoch(epoch + 1_000_000), ContenderId("jm-bogus".into())).into()),
+        attempt: Some((job, attempt).into()),
+    };
+    match stale.cancel_task(request).await {
+        Err(RpcError::Rejected { message, .. }) => {
+            ensure!(message.contains("not registered"), "{message}")
+        }
+        other => anyhow::bail!("a call from an unknown newer epoch must be refused, got {other:?}"),
+    }
+
     // No secret, and another secret: refused before any handler runs.
     let fence = Some((Epoch(epoch), ContenderId("jm-a".into())).into());
     let cancel = proto::CancelTaskRequest {

@@ -242,3 +242,21 @@ fn jobs_are_scheduled_oldest_first_and_a_blocked_one_does_not_block_others() {
     let out = sim.add_tm("tm-b", 2);
     assert_eq!(deploys(&out).len(), 5);
 }
+
+#[test]
+fn only_an_ended_job_can_be_forgotten() {
+    let mut sim = Sim::new(config(fixed_delay()));
+    let (running, ended) = (job(1), job(2));
+    sim.add_tm("tm-a", 2);
+    sim.submit(running, graph(1));
+    sim.submit(ended, graph(1));
+    sim.settle();
+    sim.input(MasterInput::Cancel { job: ended });
+    sim.settle();
+    assert_eq!(sim.state(ended), JobState::Canceled);
+    assert!(!sim.core.forget(running), "a running job stays");
+    assert!(sim.core.forget(ended));
+    assert!(sim.core.job(ended).is_none());
+    assert_eq!(sim.state(running), JobState::Running);
+    assert!(!sim.core.forget(ended), "already gone");
+}

@@ -122,6 +122,7 @@ impl<B: Backend> Actor<B> {
                 tracing::info!(%job, state = views::job_state_name(state), "job state changed");
                 if state.is_terminal() {
                     term.finish(job, views::job_state_name(state));
+                    term.forget_oldest_ended(MAX_ENDED_JOBS);
                 }
             }
         }
@@ -163,6 +164,10 @@ impl<B: Backend> Actor<B> {
 }
 
 /// The `cause` label of a job failure, from what the core said.
+/// How many ended jobs a leader keeps showing (Flink's
+/// `jobstore.max-capacity` plays this part).
+const MAX_ENDED_JOBS: usize = 100;
+
 fn failure_kind(message: &str) -> &'static str {
     // (how the message starts, what it contains, the kind): the phrasing of
     // the core's and the TaskManager's own causes; anything else is the

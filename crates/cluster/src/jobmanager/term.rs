@@ -79,6 +79,25 @@ impl Term {
         let _ = self.writes.send(Write::Remove(id));
     }
 
+    /// Forgets the oldest ended jobs beyond the newest `keep` (they are out
+    /// of the store already; this bounds what the leader remembers).
+    pub(super) fn forget_oldest_ended(&mut self, keep: usize) {
+        let mut ended: Vec<(u64, JobId)> = self
+            .core
+            .jobs()
+            .filter(|j| j.state().is_terminal())
+            .map(|j| (j.submitted_at_ms, j.id))
+            .collect();
+        if ended.len() <= keep {
+            return;
+        }
+        ended.sort();
+        for (_, id) in &ended[..ended.len() - keep] {
+            self.core.forget(*id);
+            self.stored.remove(id);
+        }
+    }
+
     /// Removes an ended job left in the store by a previous leader.
     pub(super) fn remove_ended(&mut self, id: JobId) {
         let _ = self.writes.send(Write::Remove(id));

@@ -74,6 +74,18 @@ impl JobMasterCore {
         self.jobs.get(&id)
     }
 
+    /// Forgets a job that ended (and what was remembered about its
+    /// attempts); returns whether it did. A job that has not ended stays.
+    pub fn forget(&mut self, id: JobId) -> bool {
+        if !self.jobs.get(&id).is_some_and(|j| j.state.is_terminal()) {
+            return false;
+        }
+        self.jobs.remove(&id);
+        self.seen.retain(|(job, _), _| *job != id);
+        self.cancels_sent.retain(|attempt| attempt.job != id);
+        true
+    }
+
     /// The registered TaskManagers' slots.
     pub fn slots(&self) -> &SlotPool {
         &self.pool
