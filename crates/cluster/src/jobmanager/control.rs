@@ -43,14 +43,8 @@ impl Control {
         id: JobId,
         f: impl FnOnce(&Snapshot) -> Option<&T>,
     ) -> Result<T, ControlError> {
-        self.read(|s| {
-            if !s.overview.leader {
-                return Err(ControlError::NotLeader {
-                    leader_rest: s.leader_rest.clone(),
-                });
-            }
-            f(s).cloned().ok_or(ControlError::NotFound(id))
-        })
+        self.leader_read(|s| f(s).cloned())?
+            .ok_or(ControlError::NotFound(id))
     }
 
     async fn ask<T>(
