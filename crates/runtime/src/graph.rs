@@ -52,6 +52,42 @@ pub struct Edge {
     pub from: u32,
     /// The consuming vertex's index.
     pub to: u32,
+    /// Which producer subtasks feed which consumer subtasks.
+    #[serde(default)]
+    pub distribution: Distribution,
+}
+
+impl Edge {
+    /// An all-to-all edge from `from` to `to`.
+    pub const fn all_to_all(from: u32, to: u32) -> Edge {
+        Edge {
+            from,
+            to,
+            distribution: Distribution::AllToAll,
+        }
+    }
+
+    /// A pointwise edge: subtask `i` of `from` feeds subtask `i` of `to`.
+    pub const fn pointwise(from: u32, to: u32) -> Edge {
+        Edge {
+            from,
+            to,
+            distribution: Distribution::Pointwise,
+        }
+    }
+}
+
+/// Which producer subtasks of an edge feed which consumer subtasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Distribution {
+    /// Every producer subtask feeds every consumer subtask (rebalance,
+    /// hash-by-key, broadcast).
+    #[default]
+    AllToAll,
+    /// Producer subtask `i` feeds consumer subtask `i` only (forward); both
+    /// vertices have the same parallelism.
+    Pointwise,
 }
 
 /// Why a job graph cannot run.
@@ -99,6 +135,29 @@ pub enum GraphError {
     /// The edges form a cycle.
     #[error("the edges form a cycle through vertex {0}")]
     Cycle(u32),
+    /// A pointwise edge joins vertices of different parallelism.
+    #[error(
+        "edge {from} -> {to} is pointwise (forward) but joins parallelism {from_parallelism} to \
+         {to_parallelism}; a pointwise edge needs equal parallelism"
+    )]
+    PointwiseMismatch {
+        /// The edge's source.
+        from: u32,
+        /// The edge's target.
+        to: u32,
+        /// The source's parallelism.
+        from_parallelism: u32,
+        /// The target's parallelism.
+        to_parallelism: u32,
+    },
+    /// The same pair of vertices is joined twice.
+    #[error("edge {from} -> {to} appears twice")]
+    DuplicateEdge {
+        /// The edge's source.
+        from: u32,
+        /// The edge's target.
+        to: u32,
+    },
 }
 
 impl JobGraph {
@@ -149,6 +208,27 @@ impl JobGraph {
                     count,
                 });
             }
+            let (p_from, p_to) = (
+                self.vertices[edge.from as usize].parallelism,
+                self.vertices[edge.to as usize].parallelism,
+            );
+            if edge.distribution == Distribution::Pointwise && p_from != p_to {
+                return Err(GraphError::PointwiseMismatch {
+                    from: edge.from,
+                    to: edge.to,
+                    from_parallelism: p_from,
+                    to_parallelism: p_to,
+                });
+            }
+        }
+        let mut pairs = std::collections::HashSet::new();
+        for edge in &self.edges {
+            if !pairs.insert((edge.from, edge.to)) {
+                return Err(GraphError::DuplicateEdge {
+                    from: edge.from,
+                    to: edge.to,
+                });
+            }
         }
         self.check_acyclic()
     }
@@ -158,6 +238,26 @@ impl JobGraph {
         self.vertices
             .iter()
             .fold(0u32, |total, v| total.saturating_add(v.parallelism))
+    }
+
+    /// The edges into vertex `vertex`, with their indexes, in edge order:
+    /// a task's input gates.
+    pub fn inputs_of(&self, vertex: u32) -> impl Iterator<Item = (u32, &Edge)> {
+        self.edges
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.to == vertex)
+            .map(|(i, e)| (i as u32, e))
+    }
+
+    /// The edges out of vertex `vertex`, with their indexes, in edge order:
+    /// a task's result partitions.
+    pub fn outputs_of(&self, vertex: u32) -> impl Iterator<Item = (u32, &Edge)> {
+        self.edges
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.from == vertex)
+            .map(|(i, e)| (i as u32, e))
     }
 
     fn check_acyclic(&self) -> Result<(), GraphError> {
@@ -209,7 +309,7 @@ mod tests {
             args: json!(null),
             parallelism: 1,
         });
-        graph.edges.push(Edge { from: 0, to: 1 });
+        graph.edges.push(Edge::all_to_all(0, 1));
         graph
     }
 
@@ -229,14 +329,26 @@ mod tests {
             Err(GraphError::BadParallelism { vertex: 1, .. })
         ));
         let mut graph = two();
-        graph.edges.push(Edge { from: 1, to: 7 });
+        graph.edges.push(Edge::all_to_all(1, 7));
         assert!(matches!(
             graph.validate(),
             Err(GraphError::DanglingEdge { to: 7, .. })
         ));
         let mut graph = two();
-        graph.edges.push(Edge { from: 1, to: 0 });
+        graph.edges.push(Edge::all_to_all(1, 0));
         assert!(matches!(graph.validate(), Err(GraphError::Cycle(_))));
+        let mut graph = two();
+        graph.edges[0].distribution = Distribution::Pointwise;
+        assert!(matches!(
+            graph.validate(),
+            Err(GraphError::PointwiseMismatch { from_parallelism: 2, to_parallelism: 1, .. })
+        ));
+        let mut graph = two();
+        graph.edges.push(Edge::all_to_all(0, 1));
+        assert_eq!(
+            graph.validate(),
+            Err(GraphError::DuplicateEdge { from: 0, to: 1 })
+        );
         let mut graph = two();
         graph.name = " ".into();
         assert!(matches!(graph.validate(), Err(GraphError::BadName { .. })));

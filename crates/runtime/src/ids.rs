@@ -144,6 +144,13 @@ pub struct TaskId {
     pub subtask: u32,
 }
 
+impl TaskId {
+    /// Subtask `subtask` of vertex `vertex`.
+    pub const fn new(vertex: u32, subtask: u32) -> TaskId {
+        TaskId { vertex, subtask }
+    }
+}
+
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.vertex, self.subtask)
@@ -185,6 +192,13 @@ pub struct ExecutionAttemptId {
     pub task: TaskId,
     /// The attempt number, from 0.
     pub attempt: u32,
+}
+
+impl ExecutionAttemptId {
+    /// Attempt `attempt` of `task`.
+    pub const fn new(task: TaskId, attempt: u32) -> ExecutionAttemptId {
+        ExecutionAttemptId { task, attempt }
+    }
 }
 
 impl fmt::Display for ExecutionAttemptId {

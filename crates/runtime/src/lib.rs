@@ -27,3 +27,4 @@ pub mod ids;
 pub mod lifecycle;
 pub mod master;
 pub mod restart;
+pub mod wiring;

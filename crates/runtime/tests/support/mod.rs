@@ -78,7 +78,7 @@ pub fn graph2(source: u32, sink: u32) -> JobGraph {
     });
     graph
         .edges
-        .push(holdfast_runtime::graph::Edge { from: 0, to: 1 });
+        .push(holdfast_runtime::graph::Edge::all_to_all(0, 1));
     graph
 }
 
