@@ -1,0 +1,66 @@
+//! `wordcount`: counts the words of text files.
+//!
+//! Parameters: `input` (a file or directory, or a list of them; required),
+//! `output` (a directory for `part-<n>` files of `word count` lines; omitted:
+//! printed). Words are runs of letters and digits, lower-cased.
+
+use serde_json::Value;
+
+use crate::api::Dataflow;
+use crate::registry::{JobError, JobParams};
+use crate::sink::FileSink;
+use crate::source::FileLines;
+use crate::window::Count;
+
+/// The job's name.
+pub const NAME: &str = "wordcount";
+
+/// The words of a line: runs of alphanumeric characters, lower-cased.
+pub fn words(line: &str) -> impl Iterator<Item = String> + '_ {
+    line.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// The paths of parameter `name`: a string or a list of strings.
+pub(crate) fn paths(
+    params: &JobParams<'_>,
+    args: &holdfast_executor::Args<'_>,
+    name: &str,
+) -> Result<Vec<String>, JobError> {
+    let value = params.value().get(name).cloned().unwrap_or(Value::Null);
+    let paths: Option<Vec<String>> = match &value {
+        Value::String(s) if !s.is_empty() => Some(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|v| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+            .collect(),
+        _ => None,
+    };
+    paths.ok_or_else(|| args.bad_value(name, &value, "a path or a non-empty list of paths").into())
+}
+
+/// Builds the job.
+pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
+    let args = params.args(&["input", "output"])?;
+    let inputs = paths(&params, &args, "input")?;
+    let output = args.string("output", "")?;
+    let flow = Dataflow::new(NAME);
+    let counts = flow
+        .source("read", FileLines::new(inputs))
+        .flat_map("split", |line: String| words(&line).collect::<Vec<_>>())
+        .key_by(|word: &String| word.clone())
+        .aggregate_at_end("count", Count);
+    if output.is_empty() {
+        counts.map("format", |(w, n): (String, u64)| format!("{w} {n}")).print("print");
+    } else {
+        counts.sink(
+            "write",
+            FileSink::with_format(output, |(w, n): &(String, u64), line: &mut String| {
+                use std::fmt::Write as _;
+                let _ = write!(line, "{w} {n}");
+            }),
+        );
+    }
+    Ok(flow)
+}

@@ -1,0 +1,219 @@
+//! Keyed rolling state: `reduce` and `aggregate` on a keyed stream keep one
+//! value per key and emit the updated value for every record (Flink's rolling
+//! aggregations). State lives in a hash map with a fixed, fast hasher.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use holdfast_executor::TaskFailure;
+use rustc_hash::FxBuildHasher;
+
+use crate::data::Key;
+use crate::push::{BoxPush, Push, forward_control};
+use crate::window::Aggregate;
+
+/// A record's key.
+pub(crate) type KeyFn<T, K> = Arc<dyn Fn(&T) -> K + Send + Sync>;
+
+/// Rolling `reduce`: the running reduction of each key's records so far.
+pub(crate) struct Reduce<T, K, F> {
+    key: KeyFn<T, K>,
+    f: F,
+    state: HashMap<K, T, FxBuildHasher>,
+    out: Vec<T>,
+    next: BoxPush<T>,
+}
+
+impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Reduce<T, K, F> {
+    pub(crate) fn new(key: KeyFn<T, K>, f: F, next: BoxPush<T>) -> Reduce<T, K, F> {
+        Reduce {
+            key,
+            f,
+            state: HashMap::default(),
+            out: Vec::new(),
+            next,
+        }
+    }
+}
+
+impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
+        for record in batch.drain(..) {
+            let key = (self.key)(&record);
+            let value = match self.state.get_mut(&key) {
+                Some(current) => {
+                    *current = (self.f)(current, &record);
+                    current.clone()
+                }
+                None => {
+                    self.state.insert(key, record.clone());
+                    record
+                }
+            };
+            self.out.push(value);
+        }
+        self.next.push(&mut self.out)
+    }
+    forward_control!(next);
+}
+
+/// Rolling `aggregate`: each key's accumulator, emitted as `(key, result)`
+/// for every record.
+pub(crate) struct RollingAggregate<T, K, A: Aggregate<T>> {
+    key: KeyFn<T, K>,
+    aggregate: A,
+    state: HashMap<K, A::Acc, FxBuildHasher>,
+    out: Vec<(K, A::Out)>,
+    next: BoxPush<(K, A::Out)>,
+}
+
+impl<T, K: Key, A: Aggregate<T>> RollingAggregate<T, K, A> {
+    pub(crate) fn new(
+        key: KeyFn<T, K>,
+        aggregate: A,
+        next: BoxPush<(K, A::Out)>,
+    ) -> RollingAggregate<T, K, A> {
+        RollingAggregate {
+            key,
+            aggregate,
+            state: HashMap::default(),
+            out: Vec::new(),
+            next,
+        }
+    }
+}
+
+impl<T, K: Key, A: Aggregate<T>> Push<T> for RollingAggregate<T, K, A> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
+        for record in batch.drain(..) {
+            let key = (self.key)(&record);
+            let aggregate = &self.aggregate;
+            let acc = match self.state.get_mut(&key) {
+                Some(acc) => acc,
+                None => self.state.entry(key.clone()).or_insert_with(|| aggregate.create()),
+            };
+            aggregate.add(acc, &record);
+            let result = aggregate.result(acc);
+            self.out.push((key, result));
+        }
+        self.next.push(&mut self.out)
+    }
+    forward_control!(next);
+}
+
+/// Final aggregate per key at the end of input (a bounded job's result,
+/// like Flink's batch execution): emits `(key, result)` once per key when
+/// the input ends, nothing before.
+pub(crate) struct FinalAggregate<T, K, A: Aggregate<T>> {
+    key: KeyFn<T, K>,
+    aggregate: A,
+    state: HashMap<K, A::Acc, FxBuildHasher>,
+    next: BoxPush<(K, A::Out)>,
+}
+
+impl<T, K: Key, A: Aggregate<T>> FinalAggregate<T, K, A> {
+    pub(crate) fn new(key: KeyFn<T, K>, aggregate: A, next: BoxPush<(K, A::Out)>) -> FinalAggregate<T, K, A> {
+        FinalAggregate {
+            key,
+            aggregate,
+            state: HashMap::default(),
+            next,
+        }
+    }
+}
+
+impl<T, K: Key, A: Aggregate<T>> Push<T> for FinalAggregate<T, K, A> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
+        for record in batch.drain(..) {
+            let key = (self.key)(&record);
+            let aggregate = &self.aggregate;
+            let acc = match self.state.get_mut(&key) {
+                Some(acc) => acc,
+                None => self.state.entry(key).or_insert_with(|| aggregate.create()),
+            };
+            aggregate.add(acc, &record);
+        }
+        Ok(())
+    }
+
+    fn watermark(&mut self, watermark: crate::data::Timestamp) -> Result<(), TaskFailure> {
+        self.next.watermark(watermark)
+    }
+
+    fn on_time(&mut self, now: crate::data::Timestamp) -> Result<(), TaskFailure> {
+        self.next.on_time(now)
+    }
+
+    fn next_timer(&self) -> Option<crate::data::Timestamp> {
+        self.next.next_timer()
+    }
+
+    fn flush(&mut self) -> Result<(), TaskFailure> {
+        self.next.flush()
+    }
+
+    fn finish(&mut self) -> Result<(), TaskFailure> {
+        let mut out = Vec::with_capacity(1024);
+        for (key, acc) in self.state.drain() {
+            out.push((key, self.aggregate.result(&acc)));
+            if out.len() == 1024 {
+                self.next.push(&mut out)?;
+            }
+        }
+        self.next.push(&mut out)?;
+        self.next.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::push::testing::{Recorder, records};
+    use crate::window::Count;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        #[test]
+        fn rolling_reduce_and_count_match_a_reference(input in proptest::collection::vec((0u8..8, -100i64..100), 0..300),
+                                                      split in 1usize..40) {
+            let (rec, log) = Recorder::new();
+            let mut reduce = Reduce::new(
+                Arc::new(|r: &(u8, i64)| r.0),
+                |a: &(u8, i64), b: &(u8, i64)| (a.0, a.1 + b.1),
+                Box::new(rec),
+            );
+            let (crec, clog) = Recorder::new();
+            let mut count = RollingAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Box::new(crec));
+            for chunk in input.chunks(split) {
+                reduce.push(&mut chunk.to_vec()).unwrap();
+                count.push(&mut chunk.to_vec()).unwrap();
+            }
+            let mut sums = BTreeMap::new();
+            let mut counts = BTreeMap::new();
+            let mut expected_sums = Vec::new();
+            let mut expected_counts = Vec::new();
+            for (k, v) in &input {
+                let sum = sums.entry(*k).or_insert(0i64);
+                *sum += v;
+                expected_sums.push((*k, *sum));
+                let n = counts.entry(*k).or_insert(0u64);
+                *n += 1;
+                expected_counts.push((*k, *n));
+            }
+            prop_assert_eq!(records(&log), expected_sums);
+            prop_assert_eq!(records(&clog), expected_counts);
+
+            let (frec, flog) = Recorder::new();
+            let mut last = FinalAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Box::new(frec));
+            for chunk in input.chunks(split) {
+                last.push(&mut chunk.to_vec()).unwrap();
+            }
+            prop_assert!(records(&flog).is_empty(), "nothing before the end");
+            last.finish().unwrap();
+            let mut finals = records(&flog);
+            finals.sort_unstable();
+            prop_assert_eq!(finals, counts.into_iter().collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The end of a chain: hands batches to a [`SinkWriter`] and counts them.
+
+use holdfast_executor::TaskFailure;
+
+use crate::context::OperatorContext;
+use crate::data::Timestamp;
+use crate::push::Push;
+use crate::sink::SinkWriter;
+
+/// Writes every batch with a sink's writer.
+pub(crate) struct SinkPush<T> {
+    writer: Box<dyn SinkWriter<T>>,
+    ctx: OperatorContext,
+}
+
+impl<T> SinkPush<T> {
+    pub(crate) fn new(writer: Box<dyn SinkWriter<T>>, ctx: OperatorContext) -> SinkPush<T> {
+        SinkPush { writer, ctx }
+    }
+}
+
+impl<T> Push<T> for SinkPush<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.writer.write(batch)?;
+        self.ctx.counters().add_in(batch.len() as u64);
+        batch.clear();
+        Ok(())
+    }
+    fn watermark(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
+        Ok(())
+    }
+    fn on_time(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
+        Ok(())
+    }
+    fn next_timer(&self) -> Option<Timestamp> {
+        None
+    }
+    fn flush(&mut self) -> Result<(), TaskFailure> {
+        self.writer.flush()
+    }
+    fn finish(&mut self) -> Result<(), TaskFailure> {
+        self.writer.finish()
+    }
+}

@@ -1,0 +1,268 @@
+//! Jobs by name ([`JobRegistry`]): a binary registers the dataflows it can
+//! run — holdfast's built-in ones, or a user's own — and the same registry
+//! turns `(name, params)` into a job graph for the client and into task code
+//! on every TaskManager (each rebuilds the job from its name and parameters
+//! and runs its vertex of it; a fingerprint makes sure both built the same
+//! plan).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use holdfast_exchange::Exchange;
+use holdfast_executor::{Args, ArgsError, RegisterError, TaskCode, TaskInfo, TaskRegistry};
+use holdfast_runtime::graph::JobGraph;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::Dataflow;
+use crate::metrics::DataflowMetrics;
+use crate::plan::compile::DATAFLOW_TASK;
+use crate::plan::{CompiledPlan, PlanError};
+use crate::task::DataflowTask;
+use crate::time::{Clock, SystemClock};
+
+/// The parameters a job is run with (a JSON object, or `null`).
+#[derive(Clone, Copy, Debug)]
+pub struct JobParams<'a> {
+    job: &'a str,
+    value: &'a Value,
+}
+
+impl<'a> JobParams<'a> {
+    /// The parameters `value` of job `job`.
+    pub fn new(job: &'a str, value: &'a Value) -> JobParams<'a> {
+        JobParams { job, value }
+    }
+
+    /// The job's name.
+    pub fn job(&self) -> &str {
+        self.job
+    }
+
+    /// The parameters, checked against the names the job takes.
+    pub fn args(&self, known: &[&str]) -> Result<Args<'a>, ArgsError> {
+        Args::parse(self.job, self.value, known)
+    }
+
+    /// The raw JSON.
+    pub fn value(&self) -> &Value {
+        self.value
+    }
+}
+
+/// Why a job cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    /// No job of that name is registered.
+    #[error("unknown job {name:?}; known jobs: {}", known.join(", "))]
+    UnknownJob {
+        /// The name asked for.
+        name: String,
+        /// The registered names.
+        known: Vec<String>,
+    },
+    /// A parameter is wrong.
+    #[error(transparent)]
+    Params(#[from] ArgsError),
+    /// The plan is wrong.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// Builds a job's dataflow from its parameters.
+pub type BuildFn = dyn Fn(JobParams<'_>) -> Result<Dataflow, JobError> + Send + Sync;
+
+#[derive(Clone)]
+struct Entry {
+    description: String,
+    build: Arc<BuildFn>,
+}
+
+/// Job name → how to build it. Cloning is cheap.
+#[derive(Clone, Default)]
+pub struct JobRegistry {
+    jobs: BTreeMap<String, Entry>,
+}
+
+impl std::fmt::Debug for JobRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobRegistry")
+            .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// What a dataflow vertex's task arguments say (the job graph carries them;
+/// every TaskManager rebuilds the job from them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VertexArgs {
+    /// The registered job.
+    pub job: String,
+    /// Its parameters.
+    #[serde(default)]
+    pub params: Value,
+    /// The default parallelism it was compiled with.
+    pub parallelism: u32,
+    /// Which vertex this task runs.
+    pub vertex: u32,
+    /// The compiled plan's fingerprint.
+    pub fingerprint: String,
+}
+
+impl JobRegistry {
+    /// A registry without jobs.
+    pub fn new() -> JobRegistry {
+        JobRegistry::default()
+    }
+
+    /// A registry with holdfast's built-in jobs (`wordcount`, `enrich`,
+    /// `datagen`).
+    pub fn builtin() -> JobRegistry {
+        let mut registry = JobRegistry::new();
+        crate::jobs::register_all(&mut registry).expect("built-in job names are distinct");
+        registry
+    }
+
+    /// Registers job `name`.
+    pub fn register(
+        &mut self,
+        name: &str,
+        description: &str,
+        build: impl Fn(JobParams<'_>) -> Result<Dataflow, JobError> + Send + Sync + 'static,
+    ) -> Result<(), RegisterError> {
+        if name.is_empty() {
+            return Err(RegisterError::EmptyName);
+        }
+        if self.jobs.contains_key(name) {
+            return Err(RegisterError::Duplicate(name.to_owned()));
+        }
+        self.jobs.insert(
+            name.to_owned(),
+            Entry {
+                description: description.to_owned(),
+                build: Arc::new(build),
+            },
+        );
+        Ok(())
+    }
+
+    /// Whether a job of this name is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.jobs.contains_key(name)
+    }
+
+    /// `(name, description)` of every job, sorted by name.
+    pub fn jobs(&self) -> Vec<(&str, &str)> {
+        self.jobs
+            .iter()
+            .map(|(n, e)| (n.as_str(), e.description.as_str()))
+            .collect()
+    }
+
+    /// Builds and compiles job `name` with `params`; operators without a
+    /// parallelism get `parallelism`.
+    pub fn compile(&self, name: &str, params: &Value, parallelism: u32) -> Result<CompiledPlan, JobError> {
+        let entry = self.jobs.get(name).ok_or_else(|| JobError::UnknownJob {
+            name: name.to_owned(),
+            known: self.jobs.keys().cloned().collect(),
+        })?;
+        let flow = (entry.build)(JobParams::new(name, params))?;
+        Ok(CompiledPlan::compile(flow.build()?, parallelism)?)
+    }
+
+    /// The job graph to submit for job `name` with `params`.
+    pub fn job_graph(&self, name: &str, params: &Value, parallelism: u32) -> Result<JobGraph, JobError> {
+        let compiled = self.compile(name, params, parallelism)?;
+        Ok(compiled.job_graph(|vertex| {
+            serde_json::to_value(VertexArgs {
+                job: name.to_owned(),
+                params: params.clone(),
+                parallelism,
+                vertex,
+                fingerprint: compiled.fingerprint().to_owned(),
+            })
+            .unwrap_or(Value::Null)
+        }))
+    }
+
+    /// Registers the `dataflow` task in `tasks`: it rebuilds the job a vertex
+    /// names and runs that vertex, exchanging records through `exchange`
+    /// (`None` on a JobManager, which only validates).
+    pub fn install(&self, tasks: &mut TaskRegistry, exchange: Option<Exchange>) -> Result<(), RegisterError> {
+        self.install_with(tasks, exchange, Arc::new(SystemClock), Arc::clone(DataflowMetrics::global()))
+    }
+
+    /// [`install`](Self::install) with a given clock and metrics registry.
+    pub fn install_with(
+        &self,
+        tasks: &mut TaskRegistry,
+        exchange: Option<Exchange>,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<DataflowMetrics>,
+    ) -> Result<(), RegisterError> {
+        let registry = self.clone();
+        tasks.register(DATAFLOW_TASK, move |args: &Value, _info: &TaskInfo| {
+            let code: Box<dyn TaskCode> = Box::new(registry.task(args, exchange.clone(), Arc::clone(&clock), Arc::clone(&metrics))?);
+            Ok(code)
+        })
+    }
+
+    /// The task code of the vertex `args` names.
+    pub fn task(
+        &self,
+        args: &Value,
+        exchange: Option<Exchange>,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<DataflowMetrics>,
+    ) -> Result<DataflowTask, ArgsError> {
+        let bad = |argument: &str, expected: String| ArgsError::BadValue {
+            task: DATAFLOW_TASK.to_owned(),
+            argument: argument.to_owned(),
+            got: shorten(args),
+            expected,
+        };
+        let vertex_args: VertexArgs = serde_json::from_value(args.clone()).map_err(|e| {
+            bad(
+                "args",
+                format!("{{job, params, parallelism, vertex, fingerprint}} ({e})"),
+            )
+        })?;
+        let compiled = self
+            .compile(&vertex_args.job, &vertex_args.params, vertex_args.parallelism)
+            .map_err(|e| bad("params", format!("a job that builds: {e}")))?;
+        if compiled.fingerprint() != vertex_args.fingerprint {
+            return Err(bad(
+                "fingerprint",
+                format!(
+                    "{} — the plan this binary builds for job {:?} differs from the submitted one: \
+                     run the same build of the job on clients and TaskManagers",
+                    compiled.fingerprint(),
+                    vertex_args.job
+                ),
+            ));
+        }
+        if vertex_args.vertex as usize >= compiled.vertices().len() {
+            return Err(bad(
+                "vertex",
+                format!("below {}", compiled.vertices().len()),
+            ));
+        }
+        Ok(DataflowTask::new(
+            Arc::new(compiled),
+            vertex_args.vertex,
+            exchange,
+            clock,
+            metrics,
+        ))
+    }
+}
+
+fn shorten(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 200 {
+        text.chars().take(197).collect::<String>() + "..."
+    } else {
+        text
+    }
+}

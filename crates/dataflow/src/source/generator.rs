@@ -1,0 +1,207 @@
+//! [`Generator`]: a deterministic source for tests and benchmarks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_executor::TaskFailure;
+use serde_json::json;
+
+use crate::context::OperatorContext;
+use crate::data::Timestamp;
+use crate::source::{Poll, Source, SourcePosition, SourceReader};
+use crate::time::Clock;
+
+type MakeFn<T> = Arc<dyn Fn(u64) -> T + Send + Sync>;
+
+/// Makes record `f(i)` for every index `i` below `count` (or forever):
+/// subtask `s` of `p` makes indexes `s`, `s + p`, `s + 2p`, … so the whole
+/// source makes each index exactly once, whatever the parallelism. Optionally
+/// limited to `rate` records per second in all (split over the subtasks).
+pub struct Generator<T> {
+    count: Option<u64>,
+    rate: Option<u64>,
+    make: MakeFn<T>,
+}
+
+impl<T> Generator<T> {
+    /// Records `f(0)`, `f(1)`, … `f(count - 1)`; unbounded if `count` is
+    /// `None`.
+    pub fn new(count: Option<u64>, make: impl Fn(u64) -> T + Send + Sync + 'static) -> Generator<T> {
+        Generator {
+            count,
+            rate: None,
+            make: Arc::new(make),
+        }
+    }
+
+    /// At most `per_second` records per second in all (at least 1).
+    pub fn rate(mut self, per_second: u64) -> Generator<T> {
+        self.rate = Some(per_second.max(1));
+        self
+    }
+}
+
+impl<T: 'static> Source<T> for Generator<T> {
+    fn open(
+        &self,
+        ctx: &OperatorContext,
+        from: Option<&SourcePosition>,
+    ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
+        let parallelism = u64::from(ctx.parallelism().max(1));
+        let subtask = u64::from(ctx.subtask());
+        let made = match from {
+            Some(position) => position.u64_field("generator", "made")?,
+            None => 0,
+        };
+        // This subtask's share of the rate: the first `rate % p` subtasks
+        // take one more.
+        let rate = self.rate.map(|rate| {
+            let share = rate / parallelism + u64::from(subtask < rate % parallelism);
+            share.max(1)
+        });
+        Ok(Box::new(GeneratorReader {
+            make: Arc::clone(&self.make),
+            count: self.count,
+            subtask,
+            parallelism,
+            made,
+            rate,
+            clock: Arc::clone(ctx.clock()),
+            started: None,
+            made_at_start: made,
+        }))
+    }
+}
+
+struct GeneratorReader<T> {
+    make: MakeFn<T>,
+    count: Option<u64>,
+    subtask: u64,
+    parallelism: u64,
+    /// Records this subtask made so far: the next index is
+    /// `subtask + made * parallelism`.
+    made: u64,
+    rate: Option<u64>,
+    clock: Arc<dyn Clock>,
+    started: Option<Timestamp>,
+    made_at_start: u64,
+}
+
+impl<T> GeneratorReader<T> {
+    /// How many more records this subtask may make now, and if none, how
+    /// long until the next one.
+    fn allowance(&mut self, max: u64) -> Result<u64, Duration> {
+        let Some(rate) = self.rate else {
+            return Ok(max);
+        };
+        let now = self.clock.now();
+        let started = *self.started.get_or_insert(now);
+        let elapsed = u128::try_from(now.saturating_sub(started)).unwrap_or(0);
+        let due = (elapsed * u128::from(rate) / 1000) as u64;
+        let done = self.made - self.made_at_start;
+        if due > done {
+            Ok((due - done).min(max))
+        } else {
+            // The next record is due at (done + 1) / rate seconds.
+            let next_ms = ((u128::from(done) + 1) * 1000).div_ceil(u128::from(rate));
+            let wait = next_ms.saturating_sub(elapsed).max(1);
+            Err(Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX)))
+        }
+    }
+}
+
+impl<T> SourceReader<T> for GeneratorReader<T> {
+    fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
+        let remaining = match self.count {
+            Some(count) => {
+                let mine = count.saturating_sub(self.subtask).div_ceil(self.parallelism);
+                mine.saturating_sub(self.made)
+            }
+            None => u64::MAX,
+        };
+        if remaining == 0 {
+            return Ok(Poll::End);
+        }
+        let n = match self.allowance((max as u64).min(remaining)) {
+            Ok(n) => n,
+            Err(wait) => return Ok(Poll::Idle(wait)),
+        };
+        out.reserve(n as usize);
+        let step = self.parallelism;
+        let mut index = self.subtask + self.made * step;
+        for _ in 0..n {
+            out.push((self.make)(index));
+            index += step;
+        }
+        self.made += n;
+        Ok(if n == remaining { Poll::End } else { Poll::Ready })
+    }
+
+    fn position(&self) -> SourcePosition {
+        SourcePosition(json!({ "made": self.made }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::DataflowMetrics;
+    use crate::time::ManualClock;
+
+    fn ctx(subtask: u32, parallelism: u32, clock: Arc<dyn Clock>) -> OperatorContext {
+        OperatorContext::new("j", "gen", subtask, parallelism, clock, &DataflowMetrics::default())
+    }
+
+    fn drain(reader: &mut dyn SourceReader<u64>, max: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        while reader.poll(&mut out, max).unwrap() != Poll::End {}
+        out
+    }
+
+    #[test]
+    fn subtasks_together_make_each_index_once() {
+        let generator = Generator::new(Some(103), |i| i);
+        let mut all = Vec::new();
+        for subtask in 0..4 {
+            let mut reader = generator.open(&ctx(subtask, 4, ManualClock::at(0)), None).unwrap();
+            all.extend(drain(reader.as_mut(), 7));
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..103).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_reader_resumes_from_its_position() {
+        let generator = Generator::new(Some(50), |i| i * 10);
+        let c = ctx(1, 3, ManualClock::at(0));
+        let mut reader = generator.open(&c, None).unwrap();
+        let mut first = Vec::new();
+        reader.poll(&mut first, 5).unwrap();
+        let position = reader.position();
+        let rest = drain(generator.open(&c, Some(&position)).unwrap().as_mut(), 4);
+        let whole = drain(generator.open(&c, None).unwrap().as_mut(), 100);
+        first.extend(rest);
+        assert_eq!(first, whole);
+        let bad = SourcePosition(json!({"made": "x"}));
+        let error = generator.open(&c, Some(&bad)).err().unwrap();
+        assert!(error.message().contains("\"made\""), "{}", error.message());
+    }
+
+    #[test]
+    fn the_rate_limits_on_the_clock() {
+        let clock = ManualClock::at(1_000);
+        let generator = Generator::new(None, |i| i).rate(200); // 100/s per subtask
+        let mut reader = generator.open(&ctx(0, 2, clock.clone()), None).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(reader.poll(&mut out, 1000).unwrap(), Poll::Idle(Duration::from_millis(10)));
+        clock.advance(500);
+        assert_eq!(reader.poll(&mut out, 1000).unwrap(), Poll::Ready);
+        assert_eq!(out.len(), 50);
+        assert!(matches!(reader.poll(&mut out, 1000).unwrap(), Poll::Idle(_)));
+        clock.advance(500);
+        reader.poll(&mut out, 10).unwrap();
+        assert_eq!(out.len(), 60, "max caps a poll");
+        reader.poll(&mut out, 1000).unwrap();
+        assert_eq!(out.len(), 100);
+    }
+}

@@ -1,0 +1,70 @@
+//! Where records enter a dataflow: the [`Source`] trait and the built-in
+//! sources — a deterministic [`Generator`] (rate-limited or unbounded),
+//! line-oriented files split across parallel readers ([`FileLines`]) and
+//! in-memory [`Values`]. Every reader exposes its [`SourcePosition`] and can
+//! be reopened at one, which is what checkpoints will store to resume it.
+
+mod file;
+mod generator;
+mod values;
+
+use std::time::Duration;
+
+use holdfast_executor::TaskFailure;
+use serde_json::Value;
+
+use crate::context::OperatorContext;
+
+pub use file::FileLines;
+pub use generator::Generator;
+pub use values::Values;
+
+/// A source: a description (cheap, shared by all subtasks) that opens one
+/// [`SourceReader`] per subtask, each reading its share of the input.
+pub trait Source<T>: Send + Sync + 'static {
+    /// Opens subtask `ctx.subtask()`'s reader, from the start or, given a
+    /// position one of its readers reported, from there.
+    fn open(
+        &self,
+        ctx: &OperatorContext,
+        from: Option<&SourcePosition>,
+    ) -> Result<Box<dyn SourceReader<T>>, TaskFailure>;
+}
+
+/// What a poll found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Records may have been added; poll again.
+    Ready,
+    /// Nothing now: poll again after this long (or earlier).
+    Idle(Duration),
+    /// The input is complete (records may have been added in this poll).
+    End,
+}
+
+/// One subtask's reader. Called from the task's thread only; must not block
+/// for long (return [`Poll::Idle`] instead of sleeping).
+pub trait SourceReader<T> {
+    /// Appends up to `max` records to `out`.
+    fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure>;
+
+    /// Where the reader is: reopening at this position continues with the
+    /// first record not yet returned.
+    fn position(&self) -> SourcePosition;
+}
+
+/// A reader's position, as JSON (so it can be stored with a checkpoint).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SourcePosition(pub Value);
+
+impl SourcePosition {
+    /// Reads field `name` as an unsigned number, or says what is wrong.
+    pub fn u64_field(&self, source: &str, name: &str) -> Result<u64, TaskFailure> {
+        self.0.get(name).and_then(Value::as_u64).ok_or_else(|| {
+            TaskFailure::new(format!(
+                "{source}: cannot resume from position {}: field {name:?} must be a whole number",
+                self.0
+            ))
+        })
+    }
+}

@@ -1,0 +1,175 @@
+//! Building one vertex's chain at deployment: operators from the last to
+//! the head, each given the push of what follows it (chained operators,
+//! and a network writer per edge that leaves the vertex), then the head's
+//! input gate from the wiring the JobManager sent.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use holdfast_exchange::{ChannelSpec, Exchange, InputGate, Interrupt, PartitionId};
+use holdfast_executor::{TaskContext, TaskFailure};
+use holdfast_runtime::graph::Distribution;
+
+use crate::context::OperatorContext;
+use crate::metrics::DataflowMetrics;
+use crate::plan::{AnyBox, CompiledPlan, NodeOp};
+use crate::task::input::InputPort;
+use crate::task::output::exchange_failure;
+use crate::task::source_loop::SourceLoop;
+use crate::time::Clock;
+
+/// The head of a built chain.
+pub(crate) enum Head {
+    /// A source vertex.
+    Source(Box<dyn SourceLoop>),
+    /// A vertex fed by other vertices.
+    Input {
+        port: Box<dyn InputPort>,
+        gate: InputGate,
+    },
+}
+
+fn wiring_error(vertex: u32, what: String) -> TaskFailure {
+    TaskFailure::new(format!(
+        "vertex {vertex}: the deployment's wiring does not match the job: {what} (is the JobManager \
+         running another build?)"
+    ))
+}
+
+/// Builds vertex `vertex` of `compiled` for the attempt `ctx` runs.
+pub(crate) fn build(
+    compiled: &CompiledPlan,
+    vertex: u32,
+    ctx: &TaskContext,
+    exchange: &Exchange,
+    interrupt: &Interrupt,
+    canceled: &Arc<AtomicBool>,
+    clock: &Arc<dyn Clock>,
+    metrics: &DataflowMetrics,
+) -> Result<Head, TaskFailure> {
+    let plan = &compiled.plan;
+    let vp = compiled
+        .vertices
+        .get(vertex as usize)
+        .ok_or_else(|| wiring_error(vertex, "no such vertex".into()))?;
+    let wiring = &ctx.info().wiring;
+    let graph = compiled.job_graph(|_| serde_json::Value::Null);
+    let subtask = ctx.subtask();
+    let operator_ctx = |node: usize| {
+        OperatorContext::new(
+            &plan.name,
+            &plan.nodes[node].name,
+            subtask,
+            compiled.parallelism[node],
+            Arc::clone(clock),
+            metrics,
+        )
+        .with_cancel_flag(Arc::clone(canceled))
+    };
+
+    let mut inputs: HashMap<usize, AnyBox> = HashMap::new();
+    let mut source: Option<Box<dyn SourceLoop>> = None;
+    for &node in vp.nodes.iter().rev() {
+        let n = &plan.nodes[node];
+        let octx = operator_ctx(node);
+        let mut targets = Vec::new();
+        for (index, edge) in plan.edges.iter().enumerate().filter(|(_, e)| e.from == node) {
+            if compiled.vertex_of[edge.to] == vertex {
+                let push = inputs
+                    .remove(&edge.to)
+                    .ok_or_else(|| wiring_error(vertex, format!("operator {} built twice", edge.to)))?;
+                targets.push(push);
+                continue;
+            }
+            let graph_edge = compiled
+                .graph_edges
+                .iter()
+                .position(|&e| e == index)
+                .ok_or_else(|| wiring_error(vertex, format!("plan edge {index} has no graph edge")))?
+                as u32;
+            let output = wiring
+                .outputs
+                .iter()
+                .find(|o| o.edge == graph_edge)
+                .ok_or_else(|| wiring_error(vertex, format!("no output wiring for edge {graph_edge}")))?;
+            let writer = exchange
+                .create_partition(
+                    PartitionId {
+                        job: ctx.job(),
+                        producer: ctx.attempt(),
+                        edge: graph_edge,
+                    },
+                    &output.consumers,
+                    interrupt,
+                )
+                .map_err(exchange_failure)?;
+            let consumers = compiled.parallelism[edge.to];
+            targets.push(edge.kit.writer(
+                compiled.ships[index],
+                writer,
+                plan.batch_size,
+                consumers,
+            ));
+        }
+        let out = match &n.output {
+            Some(kit) => Some(kit.tee(targets, &n.name)?),
+            None => None,
+        };
+        match &n.op {
+            NodeOp::Source(make) => {
+                let out = out.ok_or_else(|| wiring_error(vertex, "a source without output".into()))?;
+                source = Some(make(&octx, None, out)?);
+            }
+            NodeOp::Operator(make) => {
+                let out = out.ok_or_else(|| wiring_error(vertex, "an operator without output".into()))?;
+                inputs.insert(node, make(&octx, out)?);
+            }
+            NodeOp::Sink(make) => {
+                inputs.insert(node, make(&octx)?);
+            }
+        }
+    }
+    if let Some(source) = source {
+        return Ok(Head::Source(source));
+    }
+    let head = vp.nodes[0];
+    let push = inputs
+        .remove(&head)
+        .ok_or_else(|| wiring_error(vertex, "the head was not built".into()))?;
+    let kit = plan.nodes[head]
+        .input
+        .as_ref()
+        .ok_or_else(|| wiring_error(vertex, "the head takes no input".into()))?;
+    let port = kit.input(push, &plan.nodes[head].name)?;
+    let mut channels = Vec::new();
+    for (graph_edge, edge) in graph.inputs_of(vertex) {
+        let gate = wiring
+            .inputs
+            .iter()
+            .find(|i| i.edge == graph_edge)
+            .ok_or_else(|| wiring_error(vertex, format!("no input wiring for edge {graph_edge}")))?;
+        let subpartition = match edge.distribution {
+            Distribution::Pointwise => 0,
+            Distribution::AllToAll => subtask,
+        };
+        for channel in &gate.channels {
+            channels.push(ChannelSpec {
+                partition: PartitionId {
+                    job: ctx.job(),
+                    producer: channel.producer,
+                    edge: graph_edge,
+                },
+                subpartition,
+                location: channel.location.clone(),
+            });
+        }
+    }
+    if channels.is_empty() {
+        return Err(wiring_error(vertex, "a vertex with neither a source nor inputs".into()));
+    }
+    let gate = exchange
+        .open_gate(channels, interrupt)
+        .map_err(exchange_failure)?;
+    Ok(Head::Input { port, gate })
+}

@@ -1,0 +1,202 @@
+//! The task code of a dataflow vertex ([`DataflowTask`]): it builds the
+//! vertex's operator chain, connects its inputs and outputs through the
+//! exchange as its wiring says, and runs either a source loop (poll, push,
+//! sleep when idle) or an input loop (take batches and watermarks from the
+//! gate, flush outputs whenever the input is momentarily idle, fire
+//! processing-time timers), until the input ends or the task is canceled.
+
+pub(crate) mod build;
+pub(crate) mod input;
+pub(crate) mod output;
+pub(crate) mod source_loop;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use holdfast_exchange::{Event, Exchange, ExchangeError, InputGate, Interrupt};
+use holdfast_executor::{TaskCode, TaskContext, TaskFailure};
+
+use crate::data::Timestamp;
+use crate::metrics::DataflowMetrics;
+use crate::plan::CompiledPlan;
+use crate::source::Poll;
+use crate::task::build::Head;
+use crate::task::input::{Chain, InputPort, Watermarks};
+use crate::task::source_loop::SourceLoop;
+use crate::time::Clock;
+
+/// The longest an idle task waits before looking at its timers again.
+const IDLE_WAIT: Duration = Duration::from_millis(500);
+
+/// What one subtask of a dataflow vertex runs.
+pub struct DataflowTask {
+    compiled: Arc<CompiledPlan>,
+    vertex: u32,
+    exchange: Option<Exchange>,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<DataflowMetrics>,
+}
+
+impl DataflowTask {
+    /// Vertex `vertex` of `compiled`, exchanging records through `exchange`
+    /// (`None`: the task can be validated but not run).
+    pub fn new(
+        compiled: Arc<CompiledPlan>,
+        vertex: u32,
+        exchange: Option<Exchange>,
+        clock: Arc<dyn Clock>,
+        metrics: Arc<DataflowMetrics>,
+    ) -> DataflowTask {
+        DataflowTask {
+            compiled,
+            vertex,
+            exchange,
+            clock,
+            metrics,
+        }
+    }
+
+    fn run_inner(
+        &mut self,
+        ctx: &TaskContext,
+        interrupt: &Interrupt,
+        canceled: &Arc<AtomicBool>,
+    ) -> Result<(), TaskFailure> {
+        let exchange = self.exchange.as_ref().ok_or_else(|| {
+            TaskFailure::new("this process has no data exchange: dataflow tasks run on TaskManagers")
+        })?;
+        let head = build::build(
+            &self.compiled,
+            self.vertex,
+            ctx,
+            exchange,
+            interrupt,
+            canceled,
+            &self.clock,
+            &self.metrics,
+        )?;
+        let batch_size = self.compiled.plan.batch_size;
+        match head {
+            Head::Source(source) => run_source(source, ctx, batch_size, &*self.clock),
+            Head::Input { port, gate } => run_input(port, gate, ctx, &*self.clock),
+        }
+    }
+}
+
+impl TaskCode for DataflowTask {
+    fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure> {
+        let interrupt = Interrupt::new();
+        let canceled = Arc::new(AtomicBool::new(false));
+        let (trigger, flag) = (interrupt.clone(), Arc::clone(&canceled));
+        ctx.on_cancel(move || {
+            flag.store(true, Ordering::Release);
+            trigger.trigger();
+        });
+        match self.run_inner(ctx, &interrupt, &canceled) {
+            // Canceled: whatever the code was doing stopped because of it.
+            Err(_) if ctx.is_canceled() => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// How long to wait for input before the next timer is due.
+fn wait_for(chain: &dyn Chain, clock: &dyn Clock) -> Duration {
+    match chain.next_timer() {
+        Some(at) => {
+            let ms = at.saturating_sub(clock.now()).clamp(0, IDLE_WAIT.as_millis() as i64);
+            Duration::from_millis(ms as u64)
+        }
+        None => IDLE_WAIT,
+    }
+}
+
+/// Fires processing-time timers that are due.
+fn fire_timers(chain: &mut dyn Chain, clock: &dyn Clock) -> Result<(), TaskFailure> {
+    if let Some(at) = chain.next_timer() {
+        let now: Timestamp = clock.now();
+        if now >= at {
+            chain.on_time(now)?;
+        }
+    }
+    Ok(())
+}
+
+fn gate_failure(error: ExchangeError) -> TaskFailure {
+    TaskFailure::with_source("cannot read records from upstream", error)
+}
+
+fn run_source(
+    mut source: Box<dyn SourceLoop>,
+    ctx: &TaskContext,
+    batch_size: usize,
+    clock: &dyn Clock,
+) -> Result<(), TaskFailure> {
+    loop {
+        if ctx.is_canceled() {
+            return Ok(());
+        }
+        let (poll, n) = source.poll(batch_size)?;
+        ctx.add_processed(n);
+        fire_timers(source.chain(), clock)?;
+        match poll {
+            Poll::Ready => {}
+            Poll::Idle(wait) => {
+                source.chain().flush()?;
+                let wait = wait.min(wait_for(source.chain(), clock));
+                if !ctx.sleep_or_cancel(wait) {
+                    return Ok(());
+                }
+            }
+            Poll::End => break,
+        }
+    }
+    source.chain().finish()
+}
+
+fn run_input(
+    mut port: Box<dyn InputPort>,
+    mut gate: InputGate,
+    ctx: &TaskContext,
+    clock: &dyn Clock,
+) -> Result<(), TaskFailure> {
+    let mut watermarks = Watermarks::new(gate.channels());
+    while !watermarks.all_ended() {
+        let next = match gate.try_next().map_err(gate_failure)? {
+            Some(next) => Some(next),
+            None => {
+                // Idle for now: send what is buffered before waiting.
+                port.chain().flush()?;
+                let wait = wait_for(port.chain(), clock);
+                gate.next(wait).map_err(gate_failure)?
+            }
+        };
+        if let Some((channel, event)) = next {
+            match event {
+                Event::Batch(batch) => {
+                    let n = port.batch(batch)?;
+                    ctx.add_processed(n);
+                }
+                Event::Watermark(watermark) => {
+                    if let Some(w) = watermarks.advance(channel, watermark) {
+                        port.chain().watermark(w)?;
+                    }
+                }
+                Event::End => {
+                    if let Some(w) = watermarks.end(channel) {
+                        port.chain().watermark(w)?;
+                    }
+                }
+                other => {
+                    return Err(TaskFailure::new(format!(
+                        "unexpected {} event from channel {channel}",
+                        other.kind()
+                    )));
+                }
+            }
+        }
+        fire_timers(port.chain(), clock)?;
+    }
+    port.chain().finish()
+}

@@ -1,0 +1,50 @@
+//! A source vertex's driver: [`SourceLoop`] polls the source's reader and
+//! pushes what it read into the chain, for the type-erased task loop.
+
+use holdfast_executor::TaskFailure;
+
+use crate::push::BoxPush;
+use crate::source::{Poll, SourceReader};
+use crate::task::input::Chain;
+
+/// Polls a source into its chain.
+pub(crate) trait SourceLoop {
+    /// Reads up to `max` records into the chain; returns what the poll found
+    /// and how many records it pushed.
+    fn poll(&mut self, max: usize) -> Result<(Poll, u64), TaskFailure>;
+    /// The chain, for watermarks, timers, flush and finish.
+    fn chain(&mut self) -> &mut dyn Chain;
+}
+
+/// The [`SourceLoop`] of record type `T`.
+pub(crate) struct TypedSourceLoop<T> {
+    reader: Box<dyn SourceReader<T>>,
+    chain: BoxPush<T>,
+    batch: Vec<T>,
+}
+
+impl<T> TypedSourceLoop<T> {
+    pub(crate) fn new(reader: Box<dyn SourceReader<T>>, chain: BoxPush<T>) -> TypedSourceLoop<T> {
+        TypedSourceLoop {
+            reader,
+            chain,
+            batch: Vec::new(),
+        }
+    }
+}
+
+impl<T> SourceLoop for TypedSourceLoop<T> {
+    fn poll(&mut self, max: usize) -> Result<(Poll, u64), TaskFailure> {
+        let poll = self.reader.poll(&mut self.batch, max)?;
+        let n = self.batch.len() as u64;
+        if n > 0 {
+            self.chain.push(&mut self.batch)?;
+            self.batch.clear();
+        }
+        Ok((poll, n))
+    }
+
+    fn chain(&mut self) -> &mut dyn Chain {
+        &mut self.chain
+    }
+}
