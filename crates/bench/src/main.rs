@@ -8,6 +8,7 @@
 //! cargo run --release -p holdfast-bench -- failover [--session-timeout 4,30] [--tick-ms 2000]
 //! cargo run --release -p holdfast-bench -- probe-under-load [--seconds 10]
 //! cargo run --release -p holdfast-bench -- cluster [--rounds 5] [--session-timeout 4,30] [--crash-rounds 5,3]
+//! cargo run --release -p holdfast-bench -- dataflow [--records 20000000] [--events 10000000] [--table-entries 10000000]
 //! cargo run --release -p holdfast-bench -- all
 //! ```
 //!
@@ -33,7 +34,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use crate::scenario::{cluster, failover, notify, ops, probe};
+use crate::scenario::{cluster, dataflow, failover, notify, ops, probe};
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
 #[derive(Debug, Parser)]
@@ -63,6 +64,9 @@ enum Scenario {
     /// JobManager/TaskManager processes: start, registration, submit,
     /// memory, and crash failover with a job running.
     Cluster(cluster::ClusterArgs),
+    /// Dataflow throughput in one process (stateless chain, keyed
+    /// aggregation, enrich) and the enrich table's load time.
+    Dataflow(dataflow::DataflowArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -101,12 +105,17 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::Failover(args) => vec![failover::run(args, tick).await?],
         Scenario::ProbeUnderLoad(args) => vec![probe::run(args, tick).await?],
         Scenario::Cluster(args) => vec![cluster::run(args, tick).await?],
+        Scenario::Dataflow(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || dataflow::run(&args)).await??]
+        }
         Scenario::All => vec![
             notify::run(&defaults(), tick).await?,
             ops::run(&defaults(), tick).await?,
             failover::run(&defaults(), tick).await?,
             probe::run(&defaults(), tick).await?,
             cluster::run(&defaults(), tick).await?,
+            tokio::task::spawn_blocking(|| dataflow::run(&defaults())).await??,
         ],
     })
 }

@@ -105,6 +105,55 @@ pub struct JobDetails {
     pub restarts: usize,
     /// The vertices and where their subtasks run.
     pub vertices: Vec<VertexView>,
+    /// The job graph as Flink's `plan`: each vertex with the edges into it.
+    #[serde(default)]
+    pub plan: PlanView,
+}
+
+/// The `plan` of `GET /jobs/{id}` (Flink's `JobPlanInfo.Plan` shape).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanView {
+    /// The job id.
+    pub jid: String,
+    /// The job's name.
+    pub name: String,
+    /// One node per vertex, in vertex order.
+    pub nodes: Vec<PlanNode>,
+}
+
+/// One vertex of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanNode {
+    /// The vertex's index (as in [`VertexView::id`]).
+    pub id: u32,
+    /// Its parallelism.
+    pub parallelism: u32,
+    /// The task kind it runs.
+    pub operator: String,
+    /// The vertex's name.
+    pub description: String,
+    /// The edges into it, one per input gate, in edge order (absent for a
+    /// source).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<PlanInput>,
+}
+
+/// One edge into a plan node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanInput {
+    /// The input gate's position among the node's inputs.
+    pub num: u32,
+    /// The producing vertex's index.
+    pub id: u32,
+    /// The edge's index in the job graph.
+    pub edge: u32,
+    /// `FORWARD` for a pointwise edge (subtask i feeds subtask i),
+    /// `ALL_TO_ALL` for an all-to-all edge (every producer subtask feeds
+    /// every consumer subtask).
+    pub ship_strategy: String,
+    /// How records are exchanged: `pipelined_bounded` (streamed through
+    /// bounded buffers), as in Flink's streaming jobs.
+    pub exchange: String,
 }
 
 /// One failure in `GET /jobs/{id}/exceptions`.
@@ -144,6 +193,9 @@ pub struct TaskManagerView {
     pub id: String,
     /// Its RPC address.
     pub path: String,
+    /// Its data-exchange server (`host:port`), if it runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_address: Option<String>,
     /// Its slots.
     pub slots_number: u32,
     /// Its slots not holding a task.

@@ -99,6 +99,8 @@ async fn garbage_in_the_job_store_is_skipped_and_left_in_place() -> Result<()> {
             slots: 2,
             rpc_bind: "127.0.0.1:0".parse()?,
             rpc_host: None,
+            data_port: 0,
+            data_address: None,
             ha_base: BASE.into(),
             policy: ErrorPolicy::Lease,
             client: ClientConfig::default(),

@@ -81,6 +81,11 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     let subtask = &job["vertices"][0]["subtasks"][1];
     assert_eq!(subtask["taskmanager"], "tm-1");
     assert_eq!(subtask["status"], "RUNNING");
+    let node = &job["plan"]["nodes"][0];
+    assert_eq!(
+        (&node["id"], &node["parallelism"], &node["description"]),
+        (&json!(0), &json!(2), &json!("source"))
+    );
 
     let exceptions = get(&format!("{}/jobs/{RUNNING}/exceptions", jm.url)).await?;
     assert_eq!(exceptions["root-exception"], "task 0.1 failed: boom");
@@ -99,6 +104,7 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     let taskmanagers = get(&format!("{}/taskmanagers", jm.url)).await?;
     let tm = &taskmanagers["taskmanagers"][0];
     assert_eq!(tm["slotsNumber"], 4);
+    assert_eq!(tm["dataAddress"], "127.0.0.1:6125");
     assert_eq!(tm["freeSlots"], 2);
     assert_eq!(tm["timeSinceLastHeartbeat"], 120);
     assert_eq!(tm["ha"]["lease-remaining-ms"], 30_000);

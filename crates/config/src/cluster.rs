@@ -35,6 +35,10 @@ pub struct ClusterConfig {
     pub jobmanager_rpc_port: u16,
     /// `taskmanager.rpc.port` (default 0 = any free port).
     pub taskmanager_rpc_port: u16,
+    /// `taskmanager.data.port`: where a TaskManager's data-exchange server
+    /// binds (default 0 = any free port); differs from
+    /// `taskmanager.rpc.port` unless either is 0.
+    pub taskmanager_data_port: u16,
     /// `rest.address` (default `localhost`).
     pub rest_address: String,
     /// `rest.bind-address` (default `localhost`).
@@ -63,6 +67,7 @@ impl Default for ClusterConfig {
             jobmanager_rpc_address: "localhost".into(),
             jobmanager_rpc_port: 6123,
             taskmanager_rpc_port: 0,
+            taskmanager_data_port: 0,
             rest_address: "localhost".into(),
             rest_bind_address: "localhost".into(),
             rest_port: 8081,
@@ -125,6 +130,14 @@ impl ClusterConfig {
             if value == 0 && !published {
                 return Err(ConfigError::ZeroPort { key, value });
             }
+        }
+        let (rpc, data) = (self.taskmanager_rpc_port, self.taskmanager_data_port);
+        if rpc != 0 && rpc == data {
+            return Err(ConfigError::SamePort {
+                key: TM_DATA_PORT,
+                other: TM_PORT,
+                value: data,
+            });
         }
         let addresses = [
             (JM_ADDRESS, &self.jobmanager_rpc_address),

@@ -93,6 +93,16 @@ pub enum ConfigError {
         /// The value.
         value: u16,
     },
+    /// Two servers of one process would bind the same fixed port.
+    #[error("{key} = {value}: {other} is {value} too; one process cannot bind a port twice")]
+    SamePort {
+        /// The key.
+        key: &'static str,
+        /// The key it clashes with.
+        other: &'static str,
+        /// The port.
+        value: u16,
+    },
     /// An address is empty.
     #[error("{key} = {value:?}: needs a host name or address")]
     EmptyAddress {

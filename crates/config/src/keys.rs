@@ -78,6 +78,8 @@ pub const JM_ADDRESS: &str = "jobmanager.rpc.address";
 pub const JM_PORT: &str = "jobmanager.rpc.port";
 /// `taskmanager.rpc.port`.
 pub const TM_PORT: &str = "taskmanager.rpc.port";
+/// `taskmanager.data.port`.
+pub const TM_DATA_PORT: &str = "taskmanager.data.port";
 /// `taskmanager.resource-id`.
 pub const TM_RESOURCE_ID: &str = "taskmanager.resource-id";
 /// `taskmanager.host`.
@@ -381,6 +383,14 @@ pub const KEYS: &[KeySpec] = &[
         "port",
         Cluster,
         "a TaskManager's RPC port; `0` picks any free port",
+    ),
+    key(
+        TM_DATA_PORT,
+        "0",
+        "port",
+        Cluster,
+        "the port of a TaskManager's data-exchange server (records between tasks on different \
+         TaskManagers); `0` picks any free port",
     ),
     key(
         PARALLELISM,

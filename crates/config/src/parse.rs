@@ -194,6 +194,7 @@ impl ClusterConfig {
         reader.set(&mut config.jobmanager_rpc_address, JM_ADDRESS, host)?;
         reader.set(&mut config.jobmanager_rpc_port, JM_PORT, port)?;
         reader.set(&mut config.taskmanager_rpc_port, TM_PORT, port)?;
+        reader.set(&mut config.taskmanager_data_port, TM_DATA_PORT, port)?;
         reader.set(&mut config.rest_address, REST_ADDRESS, host)?;
         reader.set(&mut config.rest_bind_address, REST_BIND_ADDRESS, host)?;
         reader.set(&mut config.rest_port, REST_PORT, port)?;

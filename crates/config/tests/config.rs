@@ -114,6 +114,7 @@ fn defaults_are_flinks() {
     assert_eq!(config.jobmanager_rpc_address, "localhost");
     assert_eq!(config.jobmanager_rpc_port, 6123);
     assert_eq!(config.taskmanager_rpc_port, 0);
+    assert_eq!(config.taskmanager_data_port, 0);
     assert_eq!(config.rest_address, "localhost");
     assert_eq!(config.rest_bind_address, "localhost");
     assert_eq!(config.rest_port, 8081);
@@ -145,6 +146,7 @@ fn every_key_is_read() {
         ),
         ("taskmanager.numberOfTaskSlots", "8"),
         ("taskmanager.rpc.port", "7000"),
+        ("taskmanager.data.port", "7001"),
         ("cluster.secret-file", "/etc/holdfast/secret"),
         ("high-availability", "zookeeper"),
         ("high-availability.zookeeper.quorum", "zk:2181"),
@@ -161,6 +163,7 @@ fn every_key_is_read() {
     );
     assert_eq!(config.task_slots, 8);
     assert_eq!(config.taskmanager_rpc_port, 7000);
+    assert_eq!(config.taskmanager_data_port, 7001);
     assert_eq!(
         config.cluster_secret_file.as_deref(),
         Some(std::path::Path::new("/etc/holdfast/secret"))
@@ -263,6 +266,20 @@ fn every_rule_names_the_key_and_the_value() {
             &["rest.port", "\"70000\"", "0 to 65535"],
         ),
         (&[("rest.port", "0")], &["rest.port = 0"]),
+        (
+            &[("taskmanager.data.port", "65536")],
+            &["taskmanager.data.port", "\"65536\"", "0 to 65535"],
+        ),
+        (
+            &[
+                ("taskmanager.data.port", "7000"),
+                ("taskmanager.rpc.port", "7000"),
+            ],
+            &[
+                "taskmanager.data.port = 7000",
+                "taskmanager.rpc.port is 7000",
+            ],
+        ),
         (
             &[("jobmanager.rpc.port", "0")],
             &["jobmanager.rpc.port = 0"],

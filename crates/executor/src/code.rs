@@ -21,9 +21,13 @@ use crate::context::TaskContext;
 /// - a panic is caught and fails the attempt with `"task panicked: …"`.
 ///
 /// Code that blocks (I/O, a long computation) should wait through
-/// [`TaskContext::sleep_or_cancel`] or check [`TaskContext::is_canceled`]
-/// often; the executor cannot interrupt it, and the attempt's slot stays
-/// busy until `run` returns.
+/// [`TaskContext::sleep_or_cancel`], check [`TaskContext::is_canceled`]
+/// often, or have [`TaskContext::on_cancel`] unblock it (close the channel
+/// or connection it waits on); the executor cannot interrupt it, and the
+/// attempt's slot stays busy until `run` returns.
+///
+/// [`TaskContext::wiring`] says which producer attempts feed the attempt
+/// and where its consumers run.
 pub trait TaskCode: Send + 'static {
     /// Runs the attempt to its end.
     fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure>;

@@ -1,23 +1,98 @@
-//! What a running attempt sees of the executor: its ids, its cancel signal
-//! and its processed counter ([`TaskContext`]), and the other end of the
-//! signal ([`CancelHandle`]).
+//! What a running attempt sees of the executor: its ids, its task info and
+//! wiring, its cancel signal and its processed counter ([`TaskContext`]),
+//! and the other end of the signal ([`CancelHandle`]).
 
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
+use holdfast_runtime::wiring::{DataLocation, Wiring};
 
 use crate::key::{AttemptKey, TaskInfo};
 
-/// A cancel flag that sleepers can wait on. The atomic makes
-/// [`TaskContext::is_canceled`] a plain load in hot loops; the mutex and
-/// condvar wake [`TaskContext::sleep_or_cancel`] at once.
-#[derive(Debug, Default)]
+/// Something to run once when a cancel is requested.
+type Callback = Box<dyn FnOnce() + Send + 'static>;
+
+/// A cancel flag that sleepers can wait on and callbacks can hang on. The
+/// atomic makes [`TaskContext::is_canceled`] a plain load in hot loops; the
+/// mutex and condvar wake [`TaskContext::sleep_or_cancel`] at once; the
+/// callbacks ([`TaskContext::on_cancel`]) are taken out under the mutex and
+/// run after it is released.
+#[derive(Default)]
 struct CancelSignal {
     flag: AtomicBool,
-    lock: Mutex<bool>,
+    lock: Mutex<SignalState>,
     wake: Condvar,
+}
+
+/// What the signal's mutex guards.
+#[derive(Default)]
+struct SignalState {
+    canceled: bool,
+    /// Registered and not yet run; empty once canceled.
+    callbacks: Vec<Callback>,
+}
+
+impl fmt::Debug for CancelSignal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state();
+        f.debug_struct("CancelSignal")
+            .field("canceled", &state.canceled)
+            .field("callbacks", &state.callbacks.len())
+            .finish()
+    }
+}
+
+impl CancelSignal {
+    fn state(&self) -> MutexGuard<'_, SignalState> {
+        self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the flag, wakes sleepers and runs the callbacks registered so
+    /// far (once: later cancels find none).
+    fn cancel(&self) {
+        let callbacks = {
+            let mut state = self.state();
+            state.canceled = true;
+            self.flag.store(true, Ordering::Release);
+            self.wake.notify_all();
+            std::mem::take(&mut state.callbacks)
+        };
+        for callback in callbacks {
+            run(callback);
+        }
+    }
+
+    /// Drops the callbacks not run yet, without running them (outside the
+    /// lock: dropping one may run anything its captures do on drop).
+    fn forget_callbacks(&self) {
+        let callbacks = std::mem::take(&mut self.state().callbacks);
+        drop(callbacks);
+    }
+
+    /// Runs `callback` at the cancel, or now if it already happened.
+    fn on_cancel(&self, callback: Callback) {
+        {
+            let mut state = self.state();
+            if !state.canceled {
+                state.callbacks.push(callback);
+                return;
+            }
+        }
+        run(callback);
+    }
+}
+
+/// Runs a cancel callback; a panic in it is logged, not passed on, so the
+/// other callbacks still run and the canceling thread (RPC, the executor's
+/// drop) is not torn down by task code.
+fn run(callback: Callback) {
+    if catch_unwind(AssertUnwindSafe(callback)).is_err() {
+        tracing::warn!("a task's cancel callback panicked");
+    }
 }
 
 /// Requests the cancel of one attempt; cloneable, and cheap to keep.
@@ -26,13 +101,12 @@ pub struct CancelHandle(Arc<CancelSignal>);
 
 impl CancelHandle {
     /// Asks the attempt to stop: its context reports canceled from now on,
-    /// and a [`TaskContext::sleep_or_cancel`] in progress returns `false` at
-    /// once. Idempotent.
+    /// a [`TaskContext::sleep_or_cancel`] in progress returns `false` at
+    /// once, and the callbacks registered with [`TaskContext::on_cancel`]
+    /// run, on this thread, after the signal's lock is released.
+    /// Idempotent: callbacks run at the first cancel only.
     pub fn cancel(&self) {
-        let mut canceled = self.0.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        *canceled = true;
-        self.0.flag.store(true, Ordering::Release);
-        self.0.wake.notify_all();
+        self.0.cancel();
     }
 
     /// Whether a cancel was requested.
@@ -103,14 +177,42 @@ impl TaskContext {
         self.info.parallelism
     }
 
-    /// The task's info (vertex name, parallelism).
+    /// The task's info (vertex name, parallelism, wiring).
     pub fn info(&self) -> &TaskInfo {
         &self.info
+    }
+
+    /// The attempt's wiring: which producer attempts feed it and where
+    /// they run, and where its consumers run (empty for a vertex without
+    /// edges, or code run outside a cluster).
+    pub fn wiring(&self) -> &Wiring<DataLocation> {
+        &self.info.wiring
     }
 
     /// Whether a cancel was requested: the code should return soon.
     pub fn is_canceled(&self) -> bool {
         self.cancel.flag.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` when a cancel is requested: at once, on the caller's
+    /// thread, if one already was; otherwise on the thread that requests
+    /// it ([`CancelHandle::cancel`]: an RPC or executor thread, so `f`
+    /// should only wake or close something — a channel, a socket — and
+    /// return). Never run while the signal's lock is held, and never more
+    /// than once, however many cancels come; a panic in `f` is logged.
+    ///
+    /// For code blocked where [`is_canceled`](Self::is_canceled) cannot be
+    /// polled, e.g. a read from another task's data connection. Not a
+    /// finalizer: when the attempt's code returns, the executor drops the
+    /// callbacks that did not run (and what they captured).
+    pub fn on_cancel(&self, f: impl FnOnce() + Send + 'static) {
+        self.cancel.on_cancel(Box::new(f));
+    }
+
+    /// Drops the cancel callbacks not run yet: the code returned, so there
+    /// is nothing left for them to unblock.
+    pub(crate) fn forget_cancel_callbacks(&self) {
+        self.cancel.forget_callbacks();
     }
 
     /// Adds `n` to the processed counter, which the executor reports in its
@@ -131,16 +233,16 @@ impl TaskContext {
     pub fn sleep_or_cancel(&self, duration: Duration) -> bool {
         let deadline = Instant::now().checked_add(duration);
         let signal = &*self.cancel;
-        let mut canceled = signal.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = signal.state();
         loop {
-            if *canceled {
+            if state.canceled {
                 return false;
             }
             match deadline {
                 None => {
-                    canceled = signal
+                    state = signal
                         .wake
-                        .wait(canceled)
+                        .wait(state)
                         .unwrap_or_else(PoisonError::into_inner);
                 }
                 Some(deadline) => {
@@ -148,9 +250,9 @@ impl TaskContext {
                     if now >= deadline {
                         return true;
                     }
-                    canceled = signal
+                    state = signal
                         .wake
-                        .wait_timeout(canceled, deadline - now)
+                        .wait_timeout(state, deadline - now)
                         .unwrap_or_else(PoisonError::into_inner)
                         .0;
                 }
@@ -207,5 +309,132 @@ mod tests {
         assert!(ctx.is_canceled() && handle.is_canceled());
         // Already canceled: returns at once, even for a long sleep.
         assert!(!ctx.sleep_or_cancel(Duration::from_secs(3600)));
+    }
+
+    /// A counter that callbacks add to.
+    fn counter() -> (Arc<AtomicU64>, impl Fn() -> Box<dyn FnOnce() + Send>) {
+        let count = Arc::new(AtomicU64::new(0));
+        let count2 = Arc::clone(&count);
+        let make = move || {
+            let count = Arc::clone(&count2);
+            Box::new(move || {
+                count.fetch_add(1, Ordering::SeqCst);
+            }) as Box<dyn FnOnce() + Send>
+        };
+        (count, make)
+    }
+
+    #[test]
+    fn callbacks_run_at_the_first_cancel_only() {
+        let (ctx, handle) = ctx();
+        let (count, add) = counter();
+        ctx.on_cancel(add());
+        ctx.on_cancel(add());
+        assert_eq!(count.load(Ordering::SeqCst), 0, "not before a cancel");
+        handle.cancel();
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+        handle.cancel();
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            2,
+            "a second cancel runs none again"
+        );
+    }
+
+    #[test]
+    fn a_callback_registered_after_the_cancel_runs_at_once_on_the_caller() {
+        let (ctx, handle) = ctx();
+        handle.cancel();
+        let (ran_on_tx, ran_on) = mpsc::channel();
+        ctx.on_cancel(move || ran_on_tx.send(std::thread::current().id()).unwrap());
+        assert_eq!(ran_on.try_recv(), Ok(std::thread::current().id()));
+    }
+
+    #[test]
+    fn callbacks_run_without_the_signal_lock() {
+        let (ctx, handle) = ctx();
+        let ctx = Arc::new(ctx);
+        let (done_tx, done) = mpsc::channel();
+        let (inner_ctx, inner_handle) = (Arc::clone(&ctx), handle.clone());
+        ctx.on_cancel(move || {
+            // Each of these takes the signal's lock: they would deadlock
+            // if the callback ran under it.
+            inner_handle.cancel();
+            assert!(!inner_ctx.sleep_or_cancel(Duration::from_secs(3600)));
+            let nested_tx = done_tx.clone();
+            inner_ctx.on_cancel(move || nested_tx.send("nested").unwrap());
+            done_tx.send("outer").unwrap();
+        });
+        let canceler = std::thread::spawn(move || handle.cancel());
+        let order: Vec<_> = (0..2)
+            .map(|_| {
+                done.recv_timeout(Duration::from_secs(10))
+                    .expect("no deadlock")
+            })
+            .collect();
+        assert_eq!(order, ["nested", "outer"], "the nested one ran at once");
+        canceler.join().unwrap();
+    }
+
+    #[test]
+    fn forgotten_callbacks_never_run_and_release_what_they_hold() {
+        let (ctx, handle) = ctx();
+        let (count, add) = counter();
+        let held = Arc::new(());
+        let captured = Arc::clone(&held);
+        ctx.on_cancel(move || drop(captured));
+        ctx.on_cancel(add());
+        ctx.forget_cancel_callbacks();
+        assert_eq!(Arc::strong_count(&held), 1, "the capture was dropped");
+        handle.cancel();
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_panicking_callback_does_not_keep_the_others_from_running() {
+        let (ctx, handle) = ctx();
+        let (count, add) = counter();
+        ctx.on_cancel(add());
+        ctx.on_cancel(|| panic!("callback bug"));
+        ctx.on_cancel(add());
+        handle.cancel();
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+        assert!(ctx.is_canceled());
+    }
+
+    /// Registering while two threads cancel: every callback runs exactly
+    /// once, whoever wins each race.
+    #[test]
+    fn registering_while_canceling_runs_each_callback_exactly_once() {
+        const CALLBACKS: u64 = 50;
+        for _ in 0..200 {
+            let (ctx, handle) = ctx();
+            let (count, add) = counter();
+            let start = Arc::new(std::sync::Barrier::new(3));
+            let cancelers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (handle, start) = (handle.clone(), Arc::clone(&start));
+                    std::thread::spawn(move || {
+                        start.wait();
+                        handle.cancel();
+                    })
+                })
+                .collect();
+            let registrar = std::thread::spawn(move || {
+                start.wait();
+                for _ in 0..CALLBACKS {
+                    ctx.on_cancel(add());
+                }
+                ctx
+            });
+            for canceler in cancelers {
+                canceler.join().unwrap();
+            }
+            let ctx = registrar.join().unwrap();
+            assert_eq!(count.load(Ordering::SeqCst), CALLBACKS);
+            handle.cancel();
+            ctx.on_cancel(|| {});
+            assert_eq!(count.load(Ordering::SeqCst), CALLBACKS);
+        }
     }
 }

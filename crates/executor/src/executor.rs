@@ -159,10 +159,12 @@ impl TaskExecutor {
     /// unknown or has ended. The attempt reports `Canceled` once its code
     /// returns; until then its status is `Canceling` and its slot busy.
     pub fn cancel(&self, key: &AttemptKey) -> bool {
-        let mut table = self.shared.table();
-        match table.cancel(key) {
+        // The signal is sent after the table's lock is released: it runs
+        // the attempt's cancel callbacks on this thread.
+        let handle = self.shared.table().cancel(key).map(|h| h.cancel.clone());
+        match handle {
             Some(handle) => {
-                handle.cancel.cancel();
+                handle.cancel();
                 tracing::info!(%key, "task canceling");
                 true
             }
@@ -181,20 +183,22 @@ impl TaskExecutor {
     }
 
     fn cancel_where(&self, mut wanted: impl FnMut(&AttemptKey) -> bool) -> usize {
-        let mut table = self.shared.table();
-        let keys: Vec<AttemptKey> = table
-            .entries()
-            .filter(|(key, entry)| !entry.status.is_terminal() && wanted(key))
-            .map(|(key, _)| *key)
-            .collect();
-        let mut canceled = 0;
-        for key in keys {
-            if let Some(handle) = table.cancel(&key) {
-                handle.cancel.cancel();
-                canceled += 1;
-            }
+        let handles: Vec<CancelHandle> = {
+            let mut table = self.shared.table();
+            let keys: Vec<AttemptKey> = table
+                .entries()
+                .filter(|(key, entry)| !entry.status.is_terminal() && wanted(key))
+                .map(|(key, _)| *key)
+                .collect();
+            keys.iter()
+                .filter_map(|key| table.cancel(key).map(|h| h.cancel.clone()))
+                .collect()
+        };
+        // Signaled after the table's lock is released (see `cancel`).
+        for handle in &handles {
+            handle.cancel();
         }
-        canceled
+        handles.len()
     }
 
     /// Every attempt the executor knows (running, canceling, or ended and

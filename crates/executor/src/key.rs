@@ -1,9 +1,10 @@
 //! What names a task attempt on a TaskManager ([`AttemptKey`]) and what the
-//! attempt is told about its task ([`TaskInfo`]).
+//! attempt is told about its task and its wiring ([`TaskInfo`]).
 
 use std::fmt;
 
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
+use holdfast_runtime::wiring::{DataLocation, Wiring};
 
 /// One task attempt on this TaskManager: the job plus the attempt.
 ///
@@ -38,24 +39,35 @@ impl fmt::Display for AttemptKey {
     }
 }
 
-/// What every subtask of a task is told about the task: the same for all
-/// subtasks and attempts of one vertex, so a JobManager can build it from the
-/// job graph to validate arguments before anything runs.
+/// What an attempt is told about its task: the vertex's name and
+/// parallelism (the same for all subtasks and attempts of one vertex, so a
+/// JobManager can build it from the job graph to validate arguments before
+/// anything runs) and the attempt's own wiring (empty until deployment).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskInfo {
     /// The vertex's name (for logs and errors).
     pub name: String,
     /// How many subtasks run the vertex, at least 1.
     pub parallelism: u32,
+    /// Which producer attempts feed this attempt and where they run, and
+    /// where its consumers run; empty (no inputs, no outputs) by default.
+    pub wiring: Wiring<DataLocation>,
 }
 
 impl TaskInfo {
-    /// The info of a vertex called `name` run by `parallelism` subtasks.
+    /// The info of a vertex called `name` run by `parallelism` subtasks,
+    /// with no wiring.
     pub fn new(name: impl Into<String>, parallelism: u32) -> TaskInfo {
         TaskInfo {
             name: name.into(),
             parallelism,
+            wiring: Wiring::default(),
         }
+    }
+
+    /// The same info with the attempt's `wiring`.
+    pub fn with_wiring(self, wiring: Wiring<DataLocation>) -> TaskInfo {
+        TaskInfo { wiring, ..self }
     }
 }
 
@@ -71,5 +83,24 @@ mod tests {
         let later_job = AttemptKey::new(JobId::from_u128(0xac), "0.0#0".parse().unwrap());
         assert!(key < later_job);
         assert_eq!(key.task().subtask, 7);
+    }
+
+    #[test]
+    fn info_has_no_wiring_until_given_one() {
+        let info = TaskInfo::new("map", 2);
+        assert_eq!(info.wiring, Wiring::default());
+        let wiring = Wiring {
+            inputs: Vec::new(),
+            outputs: vec![holdfast_runtime::wiring::OutputWiring {
+                edge: 0,
+                consumers: vec![DataLocation {
+                    task_manager: "tm-a".into(),
+                    address: "10.0.0.1:7000".into(),
+                }],
+            }],
+        };
+        let wired = info.clone().with_wiring(wiring.clone());
+        assert_eq!((wired.name.as_str(), wired.parallelism), ("map", 2));
+        assert_eq!(wired.wiring, wiring);
     }
 }

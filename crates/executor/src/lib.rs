@@ -9,12 +9,15 @@
 //!  TaskRegistry::create(name, args) ─► TaskCode
 //!  TaskExecutor::start(key, slot, code) ─────spawn──► "task-3.7#2": code.run(ctx)
 //!  TaskExecutor::cancel(key) ───────── CancelHandle ─► ctx.is_canceled() / sleep_or_cancel
+//!                                                        / on_cancel callbacks (canceler's thread)
 //!  TaskExecutor::snapshot() ◄──────── processed counter ── ctx.add_processed(n)
 //!  updates receiver ◄─────────────── TaskUpdate: Running, then Finished | Canceled | Failed
 //! ```
 //!
 //! - [`TaskCode`] is what an attempt runs (a built-in task now, an operator
-//!   chain of the dataflow later); it gets a [`TaskContext`].
+//!   chain of the dataflow later); it gets a [`TaskContext`], whose
+//!   [`TaskInfo`] carries the attempt's wiring (its producers and consumers
+//!   and where they run).
 //! - [`TaskRegistry`] makes code from a task name and JSON arguments; the
 //!   same registry validates a job at submission ([`ArgsError`] names the
 //!   task, the argument and what is wrong). [`builtin`] has `count`, `burn`,

@@ -70,10 +70,11 @@ fn body(shared: &Shared, slot: u32, code: Box<dyn TaskCode>, ctx: &TaskContext) 
     shared.report_returned(ctx.key(), exit, ctx.processed());
 }
 
-/// Runs the code and drops it, never letting a panic unwind further. The
-/// code runs even if a cancel came before its thread started: `Running`
-/// was already reported, so the code is the one to see the cancel (every
-/// built-in but `block` returns at once).
+/// Runs the code and drops it, never letting a panic unwind further, then
+/// drops the cancel callbacks it left (nothing is left for them to
+/// unblock). The code runs even if a cancel came before its thread started:
+/// `Running` was already reported, so the code is the one to see the
+/// cancel (every built-in but `block` returns at once).
 pub(crate) fn run_code(code: Box<dyn TaskCode>, ctx: &TaskContext) -> Exit {
     let outcome = catch_unwind(AssertUnwindSafe(move || {
         let mut code = code;
@@ -81,6 +82,7 @@ pub(crate) fn run_code(code: Box<dyn TaskCode>, ctx: &TaskContext) -> Exit {
         drop(code);
         result
     }));
+    ctx.forget_cancel_callbacks();
     match outcome {
         Ok(Ok(())) => Exit::Completed,
         Ok(Err(failure)) => Exit::Failed(failure.report()),
@@ -171,6 +173,30 @@ mod tests {
             (self.0)();
             Ok(())
         }
+    }
+
+    /// Registers a cancel callback holding `held`, then returns.
+    struct LeavesACallback(std::sync::Arc<()>);
+    impl TaskCode for LeavesACallback {
+        fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure> {
+            let held = std::sync::Arc::clone(&self.0);
+            ctx.on_cancel(move || drop(held));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn callbacks_left_when_the_code_returns_are_dropped() {
+        let key = AttemptKey::new(JobId::from_u128(1), "0.0#0".parse().unwrap());
+        let (ctx, _handle) = TaskContext::standalone(key, TaskInfo::new("v", 1));
+        let held = std::sync::Arc::new(());
+        let code = LeavesACallback(std::sync::Arc::clone(&held));
+        assert_eq!(run_code(Box::new(code), &ctx), Exit::Completed);
+        assert_eq!(
+            std::sync::Arc::strong_count(&held),
+            1,
+            "nothing holds it now"
+        );
     }
 
     #[test]

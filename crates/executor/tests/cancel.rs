@@ -1,12 +1,15 @@
 //! Cancel: prompt for tasks that check it, deferred for blocking code (whose
-//! slot stays busy until it returns), scoped to a job or to everything.
+//! slot stays busy until it returns), scoped to a job or to everything; cancel
+//! callbacks that unblock code.
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{builtin, executor, info, key};
-use holdfast_executor::{ForgetError, StartError, TaskStatus};
+use holdfast_executor::{ForgetError, StartError, TaskCode, TaskContext, TaskFailure, TaskStatus};
+use holdfast_runtime::wiring::{Channel, DataLocation, InputWiring, Wiring};
 use serde_json::json;
 
 /// Generous: a task that checks for cancel returns within milliseconds;
@@ -150,4 +153,67 @@ async fn dropping_the_executor_cancels_its_tasks() {
     updates.running(a).await;
     drop(executor);
     assert_eq!(updates.terminal(a).await.status, TaskStatus::Canceled);
+}
+
+/// Code blocked on a channel that only its cancel callback closes; it
+/// reports the wiring it was given, and its callback calls `probe`.
+struct BlockedOnChannel {
+    wiring: std::sync::mpsc::Sender<Wiring<DataLocation>>,
+    probe: Box<dyn Fn() + Send + Sync>,
+}
+
+impl TaskCode for BlockedOnChannel {
+    fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure> {
+        let _ = self.wiring.send(ctx.wiring().clone());
+        let (closer, blocked) = std::sync::mpsc::channel::<()>();
+        let probe = std::mem::replace(&mut self.probe, Box::new(|| {}));
+        ctx.on_cancel(move || {
+            probe();
+            drop(closer);
+        });
+        let _ = blocked.recv(); // returns once the callback drops the sender
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_callback_unblocks_code_and_may_call_the_executor() {
+    let (executor, mut updates) = executor(1);
+    let executor = Arc::new(executor);
+    let a = key(1, "1.0#2");
+    let wiring = Wiring {
+        inputs: vec![InputWiring {
+            edge: 0,
+            channels: vec![Channel {
+                producer: "0.0#2".parse().unwrap(),
+                location: DataLocation {
+                    task_manager: "tm-b".into(),
+                    address: "10.0.0.2:7000".into(),
+                },
+            }],
+        }],
+        outputs: Vec::new(),
+    };
+    let (wiring_tx, wiring_rx) = std::sync::mpsc::channel();
+    let weak = Arc::downgrade(&executor);
+    let (probed_tx, probed_rx) = std::sync::mpsc::channel();
+    let code = BlockedOnChannel {
+        wiring: wiring_tx,
+        // Takes the executor's table lock: it would deadlock if the
+        // callback ran while `cancel` holds it.
+        probe: Box::new(move || {
+            let held = weak.upgrade().map(|e| e.snapshot().len());
+            let _ = probed_tx.send(held);
+        }),
+    };
+    let info = info(1).with_wiring(wiring.clone());
+    executor.start(a, 0, Box::new(code), info).unwrap();
+    updates.running(a).await;
+    assert_eq!(wiring_rx.recv_timeout(PROMPT), Ok(wiring), "ctx.wiring()");
+
+    let start = Instant::now();
+    assert!(executor.cancel(&a));
+    assert_eq!(probed_rx.recv_timeout(PROMPT), Ok(Some(1)));
+    assert_eq!(updates.terminal(a).await.status, TaskStatus::Canceled);
+    assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
 }

@@ -149,7 +149,9 @@ impl Setup {
     }
 
     /// A TaskManager's options from the configuration, serving RPC on
-    /// `host` (any free port unless `taskmanager.rpc.port` names one).
+    /// `host` (any free port unless `taskmanager.rpc.port` names one). The
+    /// data-exchange port is `taskmanager.data.port`; whoever starts the
+    /// data server there sets `data_address` (none yet).
     pub fn taskmanager_options(
         &self,
         id: &str,
@@ -164,6 +166,8 @@ impl Setup {
             slots: self.config.task_slots,
             rpc_bind: bind_addr(host, self.config.taskmanager_rpc_port)?,
             rpc_host: self.config.taskmanager_host.clone(),
+            data_port: self.config.taskmanager_data_port,
+            data_address: None,
             ha_base: self.config.ha.base_path(),
             policy: self.config.ha.policy,
             client: self.client_config(),

@@ -114,7 +114,9 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
             auth.clone(),
             registry.clone(),
         )?;
-        options.rpc_bind.set_port(0); // several in one process
+        // Several in one process: any free ports.
+        options.rpc_bind.set_port(0);
+        options.data_port = 0;
         let started = setup
             .coordination
             .spawn({

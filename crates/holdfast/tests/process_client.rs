@@ -79,6 +79,7 @@ impl ClusterControl for Fake {
                 parallelism: 2,
                 subtasks: vec![subtask(0, Some("tm-east-1")), subtask(1, None)],
             }],
+            plan: Default::default(),
         })
     }
     fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError> {

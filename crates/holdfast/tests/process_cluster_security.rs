@@ -104,6 +104,7 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
         slots: 8,
         leader_epoch: epoch,
         tasks: Vec::new(),
+        data_address: String::new(),
     };
     let stranger = JobManagerClient::new(
         &jm.rpc,

@@ -8,6 +8,7 @@
 //! | [`proto::Attempt`] | `(JobId, ExecutionAttemptId)` |
 //! | [`proto::Fence`] | `(Epoch, ContenderId)` |
 //! | [`proto::TaskStatus`] | [`TaskState`] (`Deploying`, `Running`, `Finished`, `Canceled`, `Failed`) |
+//! | [`proto::Wiring`], [`proto::DataLocation`] | `Wiring<DataLocation>`, `DataLocation` ([`wiring`]) |
 
 use holdfast_ha::{ContenderId, Epoch};
 use holdfast_runtime::ids::{ExecutionAttemptId, IdError, JobId, TaskId};
@@ -15,6 +16,8 @@ use holdfast_runtime::lifecycle::TaskState;
 use tonic::Status;
 
 use crate::proto;
+
+pub mod wiring;
 
 /// A wire message with a field that does not convert.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +45,27 @@ pub enum ConvertError {
         field: &'static str,
         /// The number it held.
         value: i32,
+    },
+    /// An attempt of another job where only the deployed attempt's job
+    /// can be (a producer in its wiring).
+    #[error("{field} names job {got}, not the deployed attempt's job {expected}")]
+    OtherJob {
+        /// The field.
+        field: &'static str,
+        /// The deployed attempt's job.
+        expected: JobId,
+        /// The job named.
+        got: JobId,
+    },
+    /// An address field that is not `host:port`.
+    #[error("{field} = {value:?}: {reason}")]
+    BadAddress {
+        /// The field.
+        field: &'static str,
+        /// The value (at most its first 80 characters).
+        value: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A runtime state that is never sent over the wire.
     #[error("task state {0:?} has no wire form (only the JobManager uses it)")]

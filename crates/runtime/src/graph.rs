@@ -155,7 +155,6 @@ pub enum GraphError {
         /// The target's parallelism.
         to_parallelism: u32,
     },
-},
 }
 
 impl JobGraph {
@@ -333,7 +332,11 @@ mod tests {
         graph.edges[0].distribution = Distribution::Pointwise;
         assert!(matches!(
             graph.validate(),
-            Err(GraphError::PointwiseMismatch { from_parallelism: 2, to_parallelism: 1, .. })
+            Err(GraphError::PointwiseMismatch {
+                from_parallelism: 2,
+                to_parallelism: 1,
+                ..
+            })
         ));
         let mut graph = two();
         graph.name = " ".into();

@@ -14,6 +14,8 @@
 //! - [`master`]: the leading JobManager's scheduling, failure and restart
 //!   decisions ([`master::JobMasterCore`]).
 //! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
+//! - [`wiring`]: which producer attempts feed a deployed attempt and where
+//!   its consumers run, computed by the master for every `Deploy`.
 //!
 //! [`MonoTime`]: holdfast_ha::time::MonoTime
 //! [`RestartTracker`]: restart::RestartTracker

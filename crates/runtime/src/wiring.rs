@@ -21,8 +21,9 @@ pub struct DataLocation {
     pub address: String,
 }
 
-/// The inputs and outputs of one deployed attempt.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The inputs and outputs of one deployed attempt. The default is no
+/// inputs and no outputs (a vertex with no edges).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Wiring<L> {
     /// One gate per edge into the vertex, in edge order.
     pub inputs: Vec<InputWiring<L>>,
@@ -58,6 +59,16 @@ pub struct OutputWiring<L> {
     /// subtask for an all-to-all edge (subpartition `i` → consumer `i`), one
     /// for a pointwise edge.
     pub consumers: Vec<L>,
+}
+
+impl<L> Default for Wiring<L> {
+    /// No inputs and no outputs, for any location type.
+    fn default() -> Self {
+        Wiring {
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
 }
 
 impl<L: Clone> Wiring<L> {
@@ -109,6 +120,12 @@ impl<L: Clone> Wiring<L> {
             });
         }
         Some(wiring)
+    }
+
+    /// The same wiring with every location mapped by `f`.
+    pub fn map<M>(&self, mut f: impl FnMut(&L) -> M) -> Wiring<M> {
+        self.try_map(|location| Some(f(location)))
+            .unwrap_or_else(|| unreachable!("a mapping that never fails failed"))
     }
 
     /// The same wiring with every location mapped by `f` (`None` if `f`
@@ -192,7 +209,11 @@ mod tests {
         assert_eq!(map1.outputs[0].consumers, vec!["tm-0", "tm-1", "tm-0"]);
 
         let sink2 = Wiring::for_task(&graph, TaskId::new(2, 2), placed).unwrap();
-        let producers: Vec<_> = sink2.inputs[0].channels.iter().map(|c| c.producer.task).collect();
+        let producers: Vec<_> = sink2.inputs[0]
+            .channels
+            .iter()
+            .map(|c| c.producer.task)
+            .collect();
         assert_eq!(producers, vec![TaskId::new(1, 0), TaskId::new(1, 1)]);
         assert!(sink2.outputs.is_empty());
 
@@ -217,6 +238,11 @@ mod tests {
         let mapped = wiring.try_map(|l| Some(format!("{l}:9000"))).unwrap();
         assert_eq!(mapped.inputs[0].channels[0].location, "tm-0:9000");
         assert_eq!(mapped.outputs[0].consumers[1], "tm-1:9000");
-        assert!(wiring.try_map(|l| (l != "tm-1").then(|| l.clone())).is_none());
+        assert_eq!(wiring.map(|l| format!("{l}:9000")), mapped);
+        assert!(
+            wiring
+                .try_map(|l| (l != "tm-1").then(|| l.clone()))
+                .is_none()
+        );
     }
 }

@@ -193,12 +193,23 @@ impl Driver {
         for command in &out {
             match command {
                 MasterCommand::Deploy {
-                    tm, slot, attempt, ..
+                    tm,
+                    slot,
+                    attempt,
+                    wiring,
+                    ..
                 } => {
                     prop_assert_eq!(
                         self.core.slots().state(tm, *slot),
                         Some(SlotState::Allocated(*attempt)),
                         "a Deploy goes to a slot allocated to it"
+                    );
+                    let job = self.core.job(attempt.job).expect("a deployed job is known");
+                    let current = job.wiring(attempt.attempt.task);
+                    prop_assert_eq!(
+                        current.as_ref(),
+                        Some(wiring),
+                        "a Deploy is wired to the current attempts and where they run"
                     );
                     self.deployed.push((tm.clone(), *slot, *attempt));
                 }

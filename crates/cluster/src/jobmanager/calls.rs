@@ -51,6 +51,7 @@ impl<B: Backend> Actor<B> {
                 request.slots
             )));
         }
+        holdfast_rpc::convert::wiring::check_data_address(&request.data_address, "data_address")?;
         let client = TaskManagerClient::new(
             &request.rpc_address,
             self.client_auth.clone(),
@@ -65,6 +66,7 @@ impl<B: Backend> Actor<B> {
         let fence = (term.token.epoch, contender);
         let info = LinkInfo {
             rpc: request.rpc_address.clone(),
+            data_address: request.data_address.clone(),
             last_heard: now,
             connection: None,
         };
@@ -77,7 +79,8 @@ impl<B: Backend> Actor<B> {
             self.self_tx.clone(),
         );
         term.links.insert(tm.to_string(), link);
-        tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, slots = request.slots, "TaskManager registered");
+        tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,
+            slots = request.slots, "TaskManager registered");
         let tasks = request.tasks.iter().filter_map(convert::report).collect();
         self.step(MasterInput::TaskManagerRegistered {
             tm,

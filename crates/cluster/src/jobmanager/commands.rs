@@ -1,5 +1,6 @@
-//! The JobManager actor carrying out what its [`JobMasterCore`] says: deploy,
-//! cancel and heartbeat orders to the TaskManager links, dropped
+//! The JobManager actor carrying out what its [`JobMasterCore`] says: deploy
+//! (with each attempt's wiring, TaskManager ids turned into data
+//! addresses), cancel and heartbeat orders to the TaskManager links, dropped
 //! TaskManagers, job failures (history, metrics, logs) and job state
 //! changes; and the jobs a new leader takes over from the HA store.
 //!
@@ -11,6 +12,7 @@ use holdfast_rpc::proto;
 use holdfast_runtime::ids::JobId;
 use holdfast_runtime::master::{MasterCommand, MasterInput};
 use holdfast_runtime::restart::RestartDecision;
+use holdfast_runtime::wiring::DataLocation;
 
 use super::actor::{Actor, wall_ms};
 use super::link::Order;
@@ -48,10 +50,25 @@ impl<B: Backend> Actor<B> {
                 task,
                 args,
                 parallelism,
+                wiring,
             } => {
                 let Some(link) = term.links.get(&tm.to_string()) else {
                     return;
                 };
+                // TaskManager ids become where the attempt's neighbours run:
+                // the id (same id: in-process) and its data server.
+                let wiring = wiring.map(|tm| {
+                    let id = tm.to_string();
+                    let address = term
+                        .links
+                        .get(&id)
+                        .map(|l| l.info.data_address.clone())
+                        .unwrap_or_default();
+                    DataLocation {
+                        task_manager: id,
+                        address,
+                    }
+                });
                 let request = proto::DeployTaskRequest {
                     fence: fence(),
                     attempt: Some((attempt.job, attempt.attempt).into()),
@@ -59,6 +76,7 @@ impl<B: Backend> Actor<B> {
                     task_name: task,
                     task_args_json: args.to_string(),
                     parallelism,
+                    wiring: Some((attempt.job, &wiring).into()),
                 };
                 link.order(Order::Deploy(request, attempt));
             }

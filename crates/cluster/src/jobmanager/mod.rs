@@ -16,6 +16,7 @@ mod commands;
 mod control;
 mod convert;
 mod link;
+mod plan;
 mod publish;
 mod service;
 mod term;

@@ -79,6 +79,8 @@ pub struct Clocks {
 pub struct LinkInfo {
     /// Its RPC address.
     pub rpc: String,
+    /// Its data-exchange server (`host:port`; empty: it has none).
+    pub data_address: String,
     /// When it last answered a heartbeat (or registered).
     pub last_heard: MonoTime,
     /// Its connection as it last reported.
@@ -126,6 +128,9 @@ pub fn fill_leader(
             TaskManagerView {
                 id: tm.to_string(),
                 path: link.map(|l| l.rpc.clone()).unwrap_or_default(),
+                data_address: link
+                    .map(|l| l.data_address.clone())
+                    .filter(|a| !a.is_empty()),
                 slots_number: total,
                 free_slots: free,
                 time_since_last_heartbeat: link
@@ -185,6 +190,7 @@ fn details(job: &JobExecution, restarts: usize) -> JobDetails {
         start_time: job.submitted_at_ms,
         restarts,
         vertices,
+        plan: super::plan::plan(job.id, &job.graph),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The TaskManager actor's answers to the JobManager's RPC calls
-//! (heartbeat, deploy, cancel), each checked against the leader's fence
-//! first.
+//! (heartbeat, deploy — with the attempt's wiring, handed to its task —
+//! and cancel), each checked against the leader's fence first.
 
 use holdfast_executor::{AttemptKey, TaskInfo};
 use holdfast_ha::Epoch;
@@ -92,7 +92,9 @@ impl Actor {
             serde_json::from_str(&request.task_args_json)
                 .map_err(|e| Status::invalid_argument(format!("task_args_json is not JSON: {e}")))?
         };
-        let info = TaskInfo::new(request.task_name.clone(), request.parallelism);
+        let wiring = holdfast_rpc::convert::wiring::wiring(request.wiring.as_ref(), key.job)?;
+        let info =
+            TaskInfo::new(request.task_name.clone(), request.parallelism).with_wiring(wiring);
         let code = self
             .parts
             .options

@@ -44,6 +44,15 @@ pub struct TaskManagerOptions {
     pub rpc_bind: SocketAddr,
     /// The host the JobManager should call (the bind address if unset).
     pub rpc_host: Option<String>,
+    /// `taskmanager.data.port`: the port its data-exchange server is to
+    /// bind (0: any free port). Read by whoever starts that server; the
+    /// TaskManager itself does not bind it.
+    pub data_port: u16,
+    /// Where its data-exchange server listens, as other TaskManagers reach
+    /// it (`host:port`), set by the caller that started the server; sent
+    /// with every registration and handed by the leader to the attempts
+    /// that exchange records with this TaskManager. `None`: no server.
+    pub data_address: Option<String>,
     /// The cluster's HA base path (`<root>/<cluster-id>`).
     pub ha_base: String,
     /// The error policy (only `standard` fails tasks when retrieval forgets
@@ -116,6 +125,9 @@ pub async fn start<B: Backend>(
     connection: Connection<B>,
 ) -> anyhow::Result<TaskManagerHandle> {
     let peer = PeerId::new(options.id.to_string())?;
+    if let Some(address) = &options.data_address {
+        holdfast_rpc::convert::wiring::check_data_address(address, "data_address")?;
+    }
     let (updates_tx, updates) = mpsc::unbounded_channel();
     let executor = Arc::new(TaskExecutor::new(
         updates_tx,

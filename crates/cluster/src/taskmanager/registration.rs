@@ -73,6 +73,7 @@ impl Actor {
             task_manager_id: self.parts.options.id.to_string(),
             rpc_address: self.parts.advertised.clone(),
             slots: self.parts.options.slots,
+            data_address: self.parts.options.data_address.clone().unwrap_or_default(),
             leader_epoch: leader.epoch.0,
             tasks: snapshot
                 .iter()

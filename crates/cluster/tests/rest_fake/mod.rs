@@ -133,6 +133,17 @@ impl ClusterControl for Fake {
                 parallelism: 2,
                 subtasks: vec![subtask(0), subtask(1)],
             }],
+            plan: PlanView {
+                jid: id.to_string(),
+                name: "wordcount".into(),
+                nodes: vec![PlanNode {
+                    id: 0,
+                    parallelism: 2,
+                    operator: "counter".into(),
+                    description: "source".into(),
+                    inputs: Vec::new(),
+                }],
+            },
         })
     }
 
@@ -157,6 +168,7 @@ impl ClusterControl for Fake {
             taskmanagers: vec![TaskManagerView {
                 id: "tm-1".into(),
                 path: "127.0.0.1:6124".into(),
+                data_address: Some("127.0.0.1:6125".into()),
                 slots_number: 4,
                 free_slots: 2,
                 time_since_last_heartbeat: 120,

@@ -152,6 +152,17 @@ impl<T: Data> Stream<T> {
         stream
     }
 
+    /// Says how to read the event time of this stream's records, without
+    /// a new operator and without new watermarks: for a stream whose
+    /// records changed type after [`assign_timestamps`](Self::assign_timestamps)
+    /// (the watermarks made there still flow through every operator).
+    pub fn with_timestamps(&self, timestamp: impl Fn(&T) -> Timestamp + Send + Sync + 'static) -> Stream<T> {
+        Stream {
+            timestamps: Some(Arc::new(timestamp)),
+            ..self.clone()
+        }
+    }
+
     /// Partitions by `key(record)`: every record of a key reaches the same
     /// subtask of the next operator, which may keep state per key.
     pub fn key_by<K: Key>(&self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> KeyedStream<T, K> {

@@ -542,7 +542,9 @@ impl JobMasterCore {
     }
 
     /// Deploys every running job whose tasks all wait for slots, oldest
-    /// submission first, if the free slots suffice for all its tasks.
+    /// submission first, if the free slots suffice for all its tasks. Two
+    /// passes per job: every waiting attempt gets its slot, then each is
+    /// deployed with its wiring (which needs every neighbour's slot).
     fn schedule(&mut self, step: &mut Step<'_>) {
         let mut waiting: Vec<&JobExecution> = self
             .jobs
@@ -565,20 +567,31 @@ impl JobMasterCore {
             let Some(slots) = self.pool.allocate(&attempts) else {
                 continue;
             };
-            for ((task, attempt), slot) in pending.into_iter().zip(attempts).zip(slots) {
-                job.apply_task(task, TaskEvent::Deploy);
+            for (task, slot) in pending.iter().zip(slots) {
+                job.apply_task(*task, TaskEvent::Deploy);
+                if let Some(t) = job.tasks.get_mut(task) {
+                    t.slot = Some(slot);
+                }
+            }
+            for (task, attempt) in pending.into_iter().zip(attempts) {
+                let Some(slot) = job.tasks.get(&task).and_then(|t| t.slot.clone()) else {
+                    continue;
+                };
+                // Every task of a running job waits for a slot together (a
+                // restart renews them all), so every neighbour was placed
+                // just now; an unplaced one would be a bug here.
+                let wiring = job.wiring(task);
+                debug_assert!(wiring.is_some(), "{attempt}: a neighbour has no slot");
                 let vertex = &job.graph.vertices[task.vertex as usize];
                 step.out.push(MasterCommand::Deploy {
-                    tm: slot.task_manager.clone(),
+                    tm: slot.task_manager,
                     slot: slot.index,
                     attempt,
                     task: vertex.task.clone(),
                     args: vertex.args.clone(),
                     parallelism: vertex.parallelism,
+                    wiring: wiring.unwrap_or_default(),
                 });
-                if let Some(t) = job.tasks.get_mut(&task) {
-                    t.slot = Some(slot);
-                }
             }
         }
     }

@@ -7,10 +7,11 @@ use holdfast_ha::MonoTime;
 
 use super::AttemptRef;
 use crate::graph::JobGraph;
-use crate::ids::{ExecutionAttemptId, JobId, SlotId, TaskId};
+use crate::ids::{ExecutionAttemptId, JobId, SlotId, TaskId, TaskManagerId};
 use crate::lifecycle::job::{self, JobEvent, JobState};
 use crate::lifecycle::task::{self, TaskEvent, TaskState};
 use crate::restart::RestartTracker;
+use crate::wiring::Wiring;
 
 /// The current attempt of one task.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +101,21 @@ impl JobExecution {
     /// How many restarts were decided.
     pub fn restart_count(&self) -> usize {
         self.tracker.history().restarts()
+    }
+
+    /// The wiring of `task`'s current attempt: its neighbours' current
+    /// attempts and the TaskManagers of their slots. `None` if the task is
+    /// unknown or a neighbour holds no slot (is not placed).
+    pub fn wiring(&self, task: TaskId) -> Option<Wiring<TaskManagerId>> {
+        Wiring::for_task(&self.graph, task, |neighbour| {
+            let execution = self.tasks.get(&neighbour)?;
+            let slot = execution.slot.as_ref()?;
+            let attempt = ExecutionAttemptId {
+                task: neighbour,
+                attempt: execution.attempt,
+            };
+            Some((attempt, slot.task_manager.clone()))
+        })
     }
 
     /// The attempt reference of task `task`'s current attempt.

@@ -9,6 +9,10 @@
 //! loses leadership drops its core, so a deposed leader has nothing left to
 //! issue; a new leader builds a fresh core from the jobs in the HA store.
 //!
+//! A job is deployed all at once: every attempt gets a slot first, then
+//! each `Deploy` carries the attempt's [`Wiring`] (which producer attempts
+//! feed it and where they run, where its consumers run).
+//!
 //! Failover is Flink's "full" strategy: any task failure restarts every task
 //! of its job, as new attempts, after the restart strategy's delay and only
 //! once every old attempt has stopped (its slot is free again).
@@ -25,6 +29,7 @@ use crate::graph::JobGraph;
 use crate::ids::{ExecutionAttemptId, JobId, TaskManagerId};
 use crate::lifecycle::job::JobState;
 use crate::restart::{FailureCause, RestartDecision};
+use crate::wiring::Wiring;
 
 /// One attempt of one task of one job: the unit deployed into a slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -160,6 +165,11 @@ pub enum MasterCommand {
         args: serde_json::Value,
         /// The vertex's parallelism.
         parallelism: u32,
+        /// The attempt's producers (current attempts and their
+        /// TaskManagers) and the TaskManagers of its consumers: every
+        /// attempt of the job is placed before any is deployed, so this is
+        /// complete; after a restart it names the new attempts.
+        wiring: Wiring<TaskManagerId>,
     },
     /// Cancel an attempt.
     Cancel {

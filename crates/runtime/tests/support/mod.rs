@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use holdfast_ha::MonoTime;
-use holdfast_runtime::graph::{JobGraph, Vertex};
+use holdfast_runtime::graph::{Distribution, Edge, JobGraph, Vertex};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, SlotId, TaskId, TaskManagerId};
 use holdfast_runtime::lifecycle::{JobState, TaskState};
 use holdfast_runtime::master::{
@@ -25,6 +25,7 @@ use holdfast_runtime::master::{
     TaskReport,
 };
 use holdfast_runtime::restart::RestartStrategy;
+use holdfast_runtime::wiring::Wiring;
 
 /// `s` seconds.
 pub fn secs(s: u64) -> Duration {
@@ -67,8 +68,13 @@ pub fn graph(parallelism: u32) -> JobGraph {
     JobGraph::single("job", "map", serde_json::json!({"n": 1}), parallelism)
 }
 
-/// A job of two vertices (`source` feeding `sink`).
+/// A job of two vertices (`source` feeding `sink`, all-to-all).
 pub fn graph2(source: u32, sink: u32) -> JobGraph {
+    graph2_with(Distribution::AllToAll, source, sink)
+}
+
+/// A job of two vertices, `source` feeding `sink` by `distribution`.
+pub fn graph2_with(distribution: Distribution, source: u32, sink: u32) -> JobGraph {
     let mut graph = JobGraph::single("job", "source", serde_json::json!({}), source);
     graph.vertices.push(Vertex {
         name: "sink".into(),
@@ -76,9 +82,11 @@ pub fn graph2(source: u32, sink: u32) -> JobGraph {
         args: serde_json::json!(null),
         parallelism: sink,
     });
-    graph
-        .edges
-        .push(holdfast_runtime::graph::Edge::all_to_all(0, 1));
+    graph.edges.push(Edge {
+        from: 0,
+        to: 1,
+        distribution,
+    });
     graph
 }
 
@@ -107,6 +115,25 @@ pub fn deploys(commands: &[MasterCommand]) -> Vec<(TaskManagerId, u32, AttemptRe
             MasterCommand::Deploy {
                 tm, slot, attempt, ..
             } => Some((tm.clone(), *slot, *attempt)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every `Deploy` in `commands` with its wiring, by attempt, as
+/// (TaskManager, wiring).
+pub fn wirings(
+    commands: &[MasterCommand],
+) -> BTreeMap<AttemptRef, (TaskManagerId, Wiring<TaskManagerId>)> {
+    commands
+        .iter()
+        .filter_map(|c| match c {
+            MasterCommand::Deploy {
+                tm,
+                attempt,
+                wiring,
+                ..
+            } => Some((*attempt, (tm.clone(), wiring.clone()))),
             _ => None,
         })
         .collect()

@@ -173,6 +173,7 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
             Duration::from_millis(shape.out_of_orderness_ms as u64),
         )
         .then::<Enriched>("enrich", make)
+        .with_timestamps(|e: &Enriched| e.time)
         .key_by(|e: &Enriched| Arc::clone(&e.attribute))
         .window(WindowSpec::tumbling(window))
         .allowed_lateness(Duration::from_secs(lateness))
