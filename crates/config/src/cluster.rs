@@ -39,6 +39,9 @@ pub struct ClusterConfig {
     /// binds (default 0 = any free port); differs from
     /// `taskmanager.rpc.port` unless either is 0.
     pub taskmanager_data_port: u16,
+    /// `taskmanager.network.memory.buffers-per-channel`: batches queued per
+    /// data channel on each side (credits), 1 to 1024.
+    pub buffers_per_channel: u32,
     /// `rest.address` (default `localhost`).
     pub rest_address: String,
     /// `rest.bind-address` (default `localhost`).
@@ -68,6 +71,7 @@ impl Default for ClusterConfig {
             jobmanager_rpc_port: 6123,
             taskmanager_rpc_port: 0,
             taskmanager_data_port: 0,
+            buffers_per_channel: 4,
             rest_address: "localhost".into(),
             rest_bind_address: "localhost".into(),
             rest_port: 8081,

@@ -80,6 +80,8 @@ pub const JM_PORT: &str = "jobmanager.rpc.port";
 pub const TM_PORT: &str = "taskmanager.rpc.port";
 /// `taskmanager.data.port`.
 pub const TM_DATA_PORT: &str = "taskmanager.data.port";
+/// `taskmanager.network.memory.buffers-per-channel`.
+pub const TM_BUFFERS_PER_CHANNEL: &str = "taskmanager.network.memory.buffers-per-channel";
 /// `taskmanager.resource-id`.
 pub const TM_RESOURCE_ID: &str = "taskmanager.resource-id";
 /// `taskmanager.host`.
@@ -391,6 +393,14 @@ pub const KEYS: &[KeySpec] = &[
         Cluster,
         "the port of a TaskManager's data-exchange server (records between tasks on different \
          TaskManagers); `0` picks any free port",
+    ),
+    key(
+        TM_BUFFERS_PER_CHANNEL,
+        "4",
+        "count",
+        Cluster,
+        "batches queued per data channel on each side (the credits of credit-based flow control): \
+         1 to 1024; more smooths bursts, fewer bounds memory tighter",
     ),
     key(
         PARALLELISM,

@@ -56,6 +56,15 @@ fn invalid(key: &'static str, entry: &Entry, reason: String) -> ConfigError {
     }
 }
 
+fn buffers(text: &str) -> Result<u32, String> {
+    match count(text)? {
+        n @ 1..=1024 => Ok(n),
+        n => Err(format!(
+            "{n} is out of range: 1 to 1024 batches per channel"
+        )),
+    }
+}
+
 fn count(text: &str) -> Result<u32, String> {
     text.trim()
         .parse()
@@ -195,6 +204,11 @@ impl ClusterConfig {
         reader.set(&mut config.jobmanager_rpc_port, JM_PORT, port)?;
         reader.set(&mut config.taskmanager_rpc_port, TM_PORT, port)?;
         reader.set(&mut config.taskmanager_data_port, TM_DATA_PORT, port)?;
+        reader.set(
+            &mut config.buffers_per_channel,
+            TM_BUFFERS_PER_CHANNEL,
+            buffers,
+        )?;
         reader.set(&mut config.rest_address, REST_ADDRESS, host)?;
         reader.set(&mut config.rest_bind_address, REST_BIND_ADDRESS, host)?;
         reader.set(&mut config.rest_port, REST_PORT, port)?;

@@ -49,6 +49,21 @@ fn local_job_id() -> JobId {
     JobId::from_halves(nanos ^ u64::from(std::process::id()), n)
 }
 
+impl LocalError {
+    /// Whether this is a task failing because a neighbour failed (its
+    /// input's producer, or its output's consumer).
+    fn is_secondary(&self) -> bool {
+        match self {
+            LocalError::Task { failure, .. } => {
+                let text = failure.report();
+                text.starts_with(crate::task::UPSTREAM_FAILED)
+                    || text.starts_with(crate::task::DOWNSTREAM_FAILED)
+            }
+            LocalError::Plan(_) => false,
+        }
+    }
+}
+
 /// Options of a local run.
 #[derive(Clone, Debug)]
 pub struct LocalRun {
@@ -107,7 +122,8 @@ impl LocalRun {
                     Some((ExecutionAttemptId::new(t, 0), location.clone()))
                 })
                 .expect("every task of the graph is placed");
-                let info = TaskInfo::new(vertex.name.clone(), vertex.parallelism).with_wiring(wiring);
+                let info =
+                    TaskInfo::new(vertex.name.clone(), vertex.parallelism).with_wiring(wiring);
                 let key = AttemptKey::new(job, ExecutionAttemptId::new(task, 0));
                 let (ctx, cancel) = TaskContext::standalone(key, info);
                 let mut code = DataflowTask::new(
@@ -122,15 +138,17 @@ impl LocalRun {
                 let thread = thread::Builder::new()
                     .name(format!("local-{task}"))
                     .spawn(move || {
-                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| code.run(&ctx)))
-                            .unwrap_or_else(|panic| {
-                                let message = panic
-                                    .downcast_ref::<String>()
-                                    .map(String::as_str)
-                                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                                    .unwrap_or("(no message)");
-                                Err(TaskFailure::new(format!("task panicked: {message}")))
-                            });
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            code.run(&ctx)
+                        }))
+                        .unwrap_or_else(|panic| {
+                            let message = panic
+                                .downcast_ref::<String>()
+                                .map(String::as_str)
+                                .or_else(|| panic.downcast_ref::<&str>().copied())
+                                .unwrap_or("(no message)");
+                            Err(TaskFailure::new(format!("task panicked: {message}")))
+                        });
                         let _ = done.send((task, name, result));
                     })
                     .expect("spawn a task thread");
@@ -138,19 +156,29 @@ impl LocalRun {
             }
         }
         drop(done_tx);
-        let mut failure = None;
+        // The first failure cancels the rest; the failure reported is the
+        // first that is not just a neighbour's failure seen through the
+        // exchange (that one names the cause).
+        let mut failures: Vec<LocalError> = Vec::new();
         for (task, name, result) in done_rx {
-            if let (Err(error), None) = (result, &failure) {
-                failure = Some(LocalError::Task {
+            if let Err(error) = result {
+                if failures.is_empty() {
+                    for (cancel, _) in &handles {
+                        cancel.cancel();
+                    }
+                }
+                failures.push(LocalError::Task {
                     task,
                     name,
                     failure: error,
                 });
-                for (cancel, _) in &handles {
-                    cancel.cancel();
-                }
             }
         }
+        let failure = failures
+            .iter()
+            .position(|f| !f.is_secondary())
+            .map(|i| failures.swap_remove(i))
+            .or_else(|| failures.into_iter().next());
         for (_, thread) in handles {
             let _ = thread.join();
         }

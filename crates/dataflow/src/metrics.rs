@@ -85,13 +85,19 @@ impl DataflowMetrics {
             job: job.to_owned(),
             operator: operator.to_owned(),
         };
-        let mut operators = self.operators.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut operators = self
+            .operators
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         Arc::clone(operators.entry(key).or_default())
     }
 
     /// Every operator's counters now, ordered by job and operator.
     pub fn snapshot(&self) -> Vec<(OperatorKey, CountersSnapshot)> {
-        let operators = self.operators.lock().unwrap_or_else(PoisonError::into_inner);
+        let operators = self
+            .operators
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         operators
             .iter()
             .map(|(key, counters)| (key.clone(), counters.snapshot()))

@@ -42,10 +42,16 @@ pub(crate) type BoxPush<T> = Box<dyn Push<T>>;
 /// transform records.
 macro_rules! forward_control {
     ($next:ident) => {
-        fn watermark(&mut self, watermark: $crate::data::Timestamp) -> Result<(), holdfast_executor::TaskFailure> {
+        fn watermark(
+            &mut self,
+            watermark: $crate::data::Timestamp,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
             self.$next.watermark(watermark)
         }
-        fn on_time(&mut self, now: $crate::data::Timestamp) -> Result<(), holdfast_executor::TaskFailure> {
+        fn on_time(
+            &mut self,
+            now: $crate::data::Timestamp,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
             self.$next.on_time(now)
         }
         fn next_timer(&self) -> Option<$crate::data::Timestamp> {
@@ -93,7 +99,9 @@ impl<T: Clone> Push<T> for Tee<T> {
     }
 
     fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure> {
-        self.targets.iter_mut().try_for_each(|t| t.watermark(watermark))
+        self.targets
+            .iter_mut()
+            .try_for_each(|t| t.watermark(watermark))
     }
 
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
@@ -154,18 +162,21 @@ pub(crate) mod testing {
         Finish,
     }
 
+    /// What a [`Recorder`] saw, shared with the test.
+    pub(crate) type Log<T> = Rc<RefCell<Vec<Seen<T>>>>;
+
     /// Records everything; the log is shared with the test.
-    pub(crate) struct Recorder<T>(pub(crate) Rc<RefCell<Vec<Seen<T>>>>);
+    pub(crate) struct Recorder<T>(pub(crate) Log<T>);
 
     impl<T> Recorder<T> {
-        pub(crate) fn new() -> (Recorder<T>, Rc<RefCell<Vec<Seen<T>>>>) {
+        pub(crate) fn new() -> (Recorder<T>, Log<T>) {
             let log = Rc::new(RefCell::new(Vec::new()));
             (Recorder(Rc::clone(&log)), log)
         }
     }
 
     /// Every record in the log, in order.
-    pub(crate) fn records<T: Clone>(log: &Rc<RefCell<Vec<Seen<T>>>>) -> Vec<T> {
+    pub(crate) fn records<T: Clone>(log: &Log<T>) -> Vec<T> {
         log.borrow()
             .iter()
             .flat_map(|s| match s {

@@ -162,7 +162,12 @@ impl JobRegistry {
 
     /// Builds and compiles job `name` with `params`; operators without a
     /// parallelism get `parallelism`.
-    pub fn compile(&self, name: &str, params: &Value, parallelism: u32) -> Result<CompiledPlan, JobError> {
+    pub fn compile(
+        &self,
+        name: &str,
+        params: &Value,
+        parallelism: u32,
+    ) -> Result<CompiledPlan, JobError> {
         let entry = self.jobs.get(name).ok_or_else(|| JobError::UnknownJob {
             name: name.to_owned(),
             known: self.jobs.keys().cloned().collect(),
@@ -172,7 +177,12 @@ impl JobRegistry {
     }
 
     /// The job graph to submit for job `name` with `params`.
-    pub fn job_graph(&self, name: &str, params: &Value, parallelism: u32) -> Result<JobGraph, JobError> {
+    pub fn job_graph(
+        &self,
+        name: &str,
+        params: &Value,
+        parallelism: u32,
+    ) -> Result<JobGraph, JobError> {
         let compiled = self.compile(name, params, parallelism)?;
         Ok(compiled.job_graph(|vertex| {
             serde_json::to_value(VertexArgs {
@@ -189,8 +199,17 @@ impl JobRegistry {
     /// Registers the `dataflow` task in `tasks`: it rebuilds the job a vertex
     /// names and runs that vertex, exchanging records through `exchange`
     /// (`None` on a JobManager, which only validates).
-    pub fn install(&self, tasks: &mut TaskRegistry, exchange: Option<Exchange>) -> Result<(), RegisterError> {
-        self.install_with(tasks, exchange, Arc::new(SystemClock), Arc::clone(DataflowMetrics::global()))
+    pub fn install(
+        &self,
+        tasks: &mut TaskRegistry,
+        exchange: Option<Exchange>,
+    ) -> Result<(), RegisterError> {
+        self.install_with(
+            tasks,
+            exchange,
+            Arc::new(SystemClock),
+            Arc::clone(DataflowMetrics::global()),
+        )
     }
 
     /// [`install`](Self::install) with a given clock and metrics registry.
@@ -203,7 +222,12 @@ impl JobRegistry {
     ) -> Result<(), RegisterError> {
         let registry = self.clone();
         tasks.register(DATAFLOW_TASK, move |args: &Value, _info: &TaskInfo| {
-            let code: Box<dyn TaskCode> = Box::new(registry.task(args, exchange.clone(), Arc::clone(&clock), Arc::clone(&metrics))?);
+            let code: Box<dyn TaskCode> = Box::new(registry.task(
+                args,
+                exchange.clone(),
+                Arc::clone(&clock),
+                Arc::clone(&metrics),
+            )?);
             Ok(code)
         })
     }
@@ -229,7 +253,11 @@ impl JobRegistry {
             )
         })?;
         let compiled = self
-            .compile(&vertex_args.job, &vertex_args.params, vertex_args.parallelism)
+            .compile(
+                &vertex_args.job,
+                &vertex_args.params,
+                vertex_args.parallelism,
+            )
             .map_err(|e| bad("params", format!("a job that builds: {e}")))?;
         if compiled.fingerprint() != vertex_args.fingerprint {
             return Err(bad(

@@ -13,7 +13,9 @@ use holdfast_dataflow::window::{Firing, WindowResult, WindowSpec};
 use holdfast_dataflow::{Dataflow, LocalRun};
 
 fn run(flow: Dataflow, parallelism: u32) {
-    LocalRun::with_parallelism(parallelism).run(flow).expect("the job runs");
+    LocalRun::with_parallelism(parallelism)
+        .run(flow)
+        .expect("the job runs");
 }
 
 #[test]
@@ -54,7 +56,10 @@ fn rolling_sums_end_at_the_total_per_key_whatever_the_parallelism() {
     assert_eq!(records.len(), 5_000, "one update per record");
     for (key, sum) in records {
         let entry = last.entry(key).or_insert(i64::MIN);
-        assert!(sum >= *entry, "a key's rolling sum only grows (same subtask, in order)");
+        assert!(
+            sum >= *entry,
+            "a key's rolling sum only grows (same subtask, in order)"
+        );
         *entry = sum;
     }
     for key in 0..5 {
@@ -82,7 +87,8 @@ fn rebalance_broadcast_and_union_deliver_the_expected_multisets() {
         .sink("broadcast sink", broadcast.clone());
     let odd = numbers.filter("odd", |i: &u32| i % 2 == 1);
     let tens = numbers.map("tens", |i: u32| i * 10);
-    odd.union("union", &[&tens]).sink("union sink", unioned.clone());
+    odd.union("union", &[&tens])
+        .sink("union sink", unioned.clone());
     run(flow, 2);
     let mut r = rebalanced.records();
     r.sort_unstable();
@@ -93,7 +99,10 @@ fn rebalance_broadcast_and_union_deliver_the_expected_multisets() {
     assert_eq!(b, expected, "every record reaches each of 3 subtasks");
     let mut u = unioned.records();
     u.sort_unstable();
-    let mut expected: Vec<u32> = (0..1_000).filter(|i| i % 2 == 1).chain((0..1_000).map(|i| i * 10)).collect();
+    let mut expected: Vec<u32> = (0..1_000)
+        .filter(|i| i % 2 == 1)
+        .chain((0..1_000).map(|i| i * 10))
+        .collect();
     expected.sort_unstable();
     assert_eq!(u, expected);
 }
@@ -115,7 +124,8 @@ fn events() -> Vec<(String, i64)> {
 fn event_time_windows_count_out_of_order_events_and_drop_late_ones() {
     let metrics = Arc::new(DataflowMetrics::default());
     let flow = Dataflow::new("windows");
-    flow.set_watermark_interval(Duration::ZERO).set_batch_size(10);
+    flow.set_watermark_interval(Duration::ZERO)
+        .set_batch_size(10);
     let out = Collect::new();
     flow.source("events", Values::new(events()))
         .set_parallelism(1)
@@ -155,7 +165,10 @@ fn malformed_records_are_counted_and_skipped_not_fatal() {
     let metrics = Arc::new(DataflowMetrics::default());
     let flow = Dataflow::new("parse");
     let out = Collect::new();
-    let lines: Vec<String> = vec!["1", "2", "three", "4", "", "6x"].into_iter().map(String::from).collect();
+    let lines: Vec<String> = vec!["1", "2", "three", "4", "", "6x"]
+        .into_iter()
+        .map(String::from)
+        .collect();
     flow.source("lines", Values::new(lines))
         .try_map("parse", |s: String| s.parse::<u64>())
         .sink("collect", out.clone());
@@ -191,12 +204,20 @@ fn a_failing_operator_fails_the_run_with_its_message_and_stops_the_rest() {
 fn plan_mistakes_are_named() {
     let flow = Dataflow::new("bad");
     flow.source("a", Values::new(vec![1u8])).print("a");
-    let error = flow.build().map(|p| holdfast_dataflow::plan::CompiledPlan::compile(p, 1)).unwrap().unwrap_err();
-    assert!(error.to_string().contains("two operators are named \"a\""), "{error}");
+    let error = flow
+        .build()
+        .map(|p| holdfast_dataflow::plan::CompiledPlan::compile(p, 1))
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("two operators are named \"a\""),
+        "{error}"
+    );
 
     let flow = Dataflow::new("nosink");
     flow.source("a", Values::new(vec![1u8])).map("b", |x: u8| x);
-    let error = holdfast_dataflow::plan::CompiledPlan::compile(flow.build().unwrap(), 1).unwrap_err();
+    let error =
+        holdfast_dataflow::plan::CompiledPlan::compile(flow.build().unwrap(), 1).unwrap_err();
     assert!(error.to_string().contains("has no sink"), "{error}");
 
     let flow = Dataflow::new("no timestamps");
@@ -215,6 +236,12 @@ fn plan_mistakes_are_named() {
         .map("b", |x: u8| x)
         .set_parallelism(3)
         .sink("s", Collect::new());
-    let error = holdfast_dataflow::plan::CompiledPlan::compile(flow.build().unwrap(), 1).unwrap_err();
-    assert!(error.to_string().contains("forward needs equal parallelism"), "{error}");
+    let error =
+        holdfast_dataflow::plan::CompiledPlan::compile(flow.build().unwrap(), 1).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("forward needs equal parallelism"),
+        "{error}"
+    );
 }

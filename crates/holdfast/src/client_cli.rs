@@ -13,6 +13,7 @@ use clap::{ArgGroup, Args, Subcommand};
 use holdfast_cluster::client::{ClientError, RestClient};
 use holdfast_cluster::view::{JobDetails, JobExceptions, JobsOverview};
 use holdfast_config::ClusterConfig;
+use holdfast_dataflow::JobRegistry;
 use holdfast_runtime::graph::{JobGraph, MAX_PARALLELISM};
 use holdfast_runtime::ids::JobId;
 use serde_json::{Value, json};
@@ -25,7 +26,8 @@ const POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// The client commands.
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// Submit a job: a built-in TASK as a one-vertex job, or a job graph
+    /// Submit a job: a dataflow job of this binary by NAME (`holdfast jobs`
+    /// lists them), a built-in task as a one-vertex job, or a job graph
     /// (`--graph FILE.json`). Prints the job id.
     Run(Box<RunArgs>),
     /// List the jobs: id, name, state, restarts, tasks running/total.
@@ -58,12 +60,15 @@ pub struct Target {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("job").required(true).args(["task", "graph"])))]
 pub struct RunArgs {
-    /// A built-in task (e.g. `count`, `burn`, `block`, `fail`).
+    /// A dataflow job (e.g. `wordcount`, `enrich`, `datagen`) or a built-in
+    /// task (e.g. `count`, `burn`, `block`, `fail`).
+    #[arg(value_name = "NAME")]
     task: Option<String>,
     /// Submit this job graph (JSON: name, vertices, edges) instead of a task.
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["args", "parallelism", "name"])]
     graph: Option<PathBuf>,
-    /// The task's arguments: a JSON object, e.g. '{"limit": 100}'.
+    /// The job's parameters or the task's arguments: a JSON object, e.g.
+    /// '{"limit": 100}'.
     #[arg(long, value_name = "JSON", value_parser = parse_args)]
     args: Option<Value>,
     /// How many subtasks run the task [default: parallelism.default].
@@ -104,13 +109,13 @@ fn parse_args(text: &str) -> Result<Value, String> {
 }
 
 /// Runs one client command to completion.
-pub fn run(command: ClientCommand) -> Result<()> {
+pub fn run(command: ClientCommand, jobs: &JobRegistry) -> Result<()> {
     let main = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     main.block_on(async {
         match command {
-            ClientCommand::Run(args) => submit(*args).await,
+            ClientCommand::Run(args) => submit(*args, jobs).await,
             ClientCommand::List(target) => list(*target).await,
             ClientCommand::Status(args) => status(*args).await,
             ClientCommand::Cancel(args) => cancel(*args).await,
@@ -139,10 +144,19 @@ fn plain(error: ClientError) -> anyhow::Error {
     anyhow!("{error}")
 }
 
-async fn submit(args: RunArgs) -> Result<()> {
+async fn submit(args: RunArgs, jobs: &JobRegistry) -> Result<()> {
     let (config, client) = args.target.connect()?;
     let graph = match (&args.graph, &args.task) {
         (Some(path), _) => read_graph(path)?,
+        (None, Some(job)) if jobs.contains(job) => {
+            let params = args.args.clone().unwrap_or(Value::Null);
+            let parallelism = args.parallelism.unwrap_or(config.parallelism_default);
+            let mut graph = jobs.job_graph(job, &params, parallelism)?;
+            if let Some(name) = &args.name {
+                graph.name.clone_from(name);
+            }
+            graph
+        }
         (None, Some(task)) => JobGraph::single(
             args.name.as_deref().unwrap_or(task),
             task,

@@ -15,6 +15,7 @@ use holdfast_cluster::metrics::ClusterMetrics;
 use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
 use holdfast_cluster::view::ConfigEntry;
 use holdfast_config::{ClusterConfig, ConfigSource};
+use holdfast_dataflow::JobRegistry;
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::config::BackendKind;
 use holdfast_ha::connection::Connection;
@@ -28,6 +29,7 @@ use holdfast_runtime::master::MasterConfig;
 use serde_json::json;
 
 use crate::config_args::ConfigArgs;
+use crate::data_plane::{DataPlane, task_registry};
 use crate::metrics_server;
 use crate::standalone;
 
@@ -150,8 +152,8 @@ impl Setup {
 
     /// A TaskManager's options from the configuration, serving RPC on
     /// `host` (any free port unless `taskmanager.rpc.port` names one). The
-    /// data-exchange port is `taskmanager.data.port`; whoever starts the
-    /// data server there sets `data_address` (none yet).
+    /// data-exchange port is `taskmanager.data.port`; the caller starts the
+    /// data server there ([`DataPlane`]) and sets `data_address`.
     pub fn taskmanager_options(
         &self,
         id: &str,
@@ -271,7 +273,7 @@ fn main_runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
+pub fn run_jobmanager(args: JobManagerArgs, jobs: &JobRegistry) -> Result<()> {
     let mut setup = Setup::new(&args.process)?;
     let main = main_runtime()?;
     main.block_on(async {
@@ -279,7 +281,7 @@ pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
         let connection = setup.zk_connection("jobmanager", "jobmanager")?;
         let id = args.id.unwrap_or_else(|| generated_id("jm"));
         let options =
-            setup.jobmanager_options(id, setup.auth(None)?, Arc::new(TaskRegistry::builtin()))?;
+            setup.jobmanager_options(id, setup.auth(None)?, task_registry(jobs, None)?)?;
         let id = options.id.clone();
         let handle =
             jobmanager::start(options, connection.clone(), Some(&setup.coordination)).await?;
@@ -298,7 +300,7 @@ pub fn run_jobmanager(args: JobManagerArgs) -> Result<()> {
     })
 }
 
-pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
+pub fn run_taskmanager(args: TaskManagerArgs, jobs: &JobRegistry) -> Result<()> {
     let mut setup = Setup::new(&args.process)?;
     let main = main_runtime()?;
     main.block_on(async {
@@ -314,8 +316,18 @@ pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
             .taskmanager_host
             .clone()
             .unwrap_or_else(|| "127.0.0.1".to_owned());
-        let registry = Arc::new(TaskRegistry::builtin());
-        let options = setup.taskmanager_options(&id, &host, setup.auth(None)?, registry)?;
+        let auth = setup.auth(None)?;
+        let data = DataPlane::start(
+            &id,
+            &host,
+            setup.config.taskmanager_data_port,
+            auth.clone(),
+            setup.config.buffers_per_channel,
+        )
+        .await?;
+        let registry = task_registry(jobs, Some(data.exchange().clone()))?;
+        let mut options = setup.taskmanager_options(&id, &host, auth, registry)?;
+        options.data_address = data.address();
         let handle = setup
             .coordination
             .spawn({
@@ -327,10 +339,12 @@ pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
             "{}",
             json!({"event": "started", "role": "taskmanager", "id": id,
                    "rpc": handle.rpc_address().to_string(),
+                   "data": data.address(),
                    "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
         );
         wait_for_signal().await;
         handle.shutdown().await;
+        data.shutdown();
         close(&setup.coordination, connection).await;
         Ok(())
     })
@@ -338,9 +352,9 @@ pub fn run_taskmanager(args: TaskManagerArgs) -> Result<()> {
 
 pub use standalone::StandaloneArgs;
 
-pub fn run_standalone(args: StandaloneArgs) -> Result<()> {
+pub fn run_standalone(args: StandaloneArgs, jobs: &JobRegistry) -> Result<()> {
     let setup = Setup::new(&args.process)?;
-    main_runtime()?.block_on(standalone::run(setup, args))
+    main_runtime()?.block_on(standalone::run(setup, args, jobs))
 }
 
 /// SIGTERM or Ctrl-C.

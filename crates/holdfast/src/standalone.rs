@@ -1,6 +1,7 @@
 //! `holdfast standalone`: a JobManager and TaskManagers in one process on
-//! the embedded HA backend — the one-machine default. With `--run TASK` it
-//! submits a job of a built-in task and shows its progress.
+//! the embedded HA backend — the one-machine default. With `--run NAME` it
+//! submits a dataflow job of this binary (`holdfast jobs` lists them) or a
+//! job of one built-in task, and shows its progress.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +11,9 @@ use clap::Args;
 use holdfast_cluster::control::ClusterControl;
 use holdfast_cluster::jobmanager;
 use holdfast_cluster::taskmanager;
-use holdfast_executor::TaskRegistry;
+use holdfast_dataflow::JobRegistry;
+use holdfast_dataflow::jobs::enrich::cache;
+use holdfast_dataflow::metrics::DataflowMetrics;
 use holdfast_ha::connection::Connection;
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::{Runtime, TokioRuntime};
@@ -20,6 +23,7 @@ use holdfast_runtime::ids::JobId;
 use serde_json::json;
 
 use crate::cluster_cmd::{ProcessArgs, Setup, close, wait_for_signal};
+use crate::data_plane::{DataPlane, task_registry};
 
 /// `holdfast standalone`.
 #[derive(Debug, Args)]
@@ -30,10 +34,13 @@ pub struct StandaloneArgs {
     /// `taskmanager.numberOfTaskSlots` slots.
     #[arg(long, default_value_t = 2)]
     taskmanagers: u32,
-    /// Submit a job running this built-in task (count, burn, block, fail).
-    #[arg(long, value_name = "TASK")]
+    /// Submit this dataflow job (`holdfast jobs` lists them: wordcount,
+    /// enrich, datagen, …) or a job of this built-in task (count, burn,
+    /// block, fail).
+    #[arg(long, value_name = "NAME")]
     run: Option<String>,
-    /// The task's arguments, as JSON (e.g. '{"records": 1000000}').
+    /// The job's parameters or the task's arguments, as JSON (e.g.
+    /// '{"records": 1000000}').
     #[arg(long, value_name = "JSON", default_value = "{}", requires = "run")]
     args: String,
     /// The job's parallelism (default `parallelism.default`).
@@ -44,24 +51,46 @@ pub struct StandaloneArgs {
     exit_when_done: bool,
 }
 
-pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
-    let graph = match &args.run {
-        Some(task) => {
-            let task_args: serde_json::Value = serde_json::from_str(&args.args)
-                .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
-            let parallelism = args.parallelism.unwrap_or(setup.config.parallelism_default);
-            if parallelism == 0 {
-                bail!("--parallelism must be at least 1");
-            }
-            Some(JobGraph::single(
-                &format!("{task}-job"),
-                task,
-                task_args,
-                parallelism,
-            ))
-        }
-        None => None,
+/// What `--run` submits.
+struct Submission {
+    graph: JobGraph,
+    /// For a dataflow job: its name and its source and sink operators, to
+    /// show records read and written.
+    dataflow: Option<(String, Vec<String>, Vec<String>)>,
+}
+
+fn submission(
+    args: &StandaloneArgs,
+    setup: &Setup,
+    jobs: &JobRegistry,
+) -> Result<Option<Submission>> {
+    let Some(name) = &args.run else {
+        return Ok(None);
     };
+    let params: serde_json::Value = serde_json::from_str(&args.args)
+        .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
+    let parallelism = args.parallelism.unwrap_or(setup.config.parallelism_default);
+    if parallelism == 0 {
+        bail!("--parallelism must be at least 1");
+    }
+    if !jobs.contains(name) {
+        return Ok(Some(Submission {
+            graph: JobGraph::single(&format!("{name}-job"), name, params, parallelism),
+            dataflow: None,
+        }));
+    }
+    let compiled = jobs.compile(name, &params, parallelism)?;
+    let graph = jobs.job_graph(name, &params, parallelism)?;
+    let plan = compiled.plan();
+    Ok(Some(Submission {
+        graph,
+        dataflow: Some((plan.name().to_owned(), plan.sources(), plan.sinks())),
+    }))
+}
+
+pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> Result<()> {
+    let submission = submission(&args, &setup, jobs)?;
+    let graph = submission.as_ref().map(|s| s.graph.clone());
     if args.taskmanagers == 0 || args.taskmanagers > 64 {
         bail!("--taskmanagers must be 1 to 64, not {}", args.taskmanagers);
     }
@@ -100,23 +129,34 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
         .flat_map(|_| runtime.random_u64().to_le_bytes())
         .collect();
     let auth = setup.auth(Some(ClusterSecret::from_bytes(random)?))?;
-    let registry = Arc::new(TaskRegistry::builtin());
     let jm_connection = connect("jobmanager");
-    let options =
-        setup.jobmanager_options("jm-standalone".to_owned(), auth.clone(), registry.clone())?;
+    let options = setup.jobmanager_options(
+        "jm-standalone".to_owned(),
+        auth.clone(),
+        task_registry(jobs, None)?,
+    )?;
     let jm = jobmanager::start(options, jm_connection.clone(), Some(&setup.coordination)).await?;
     let mut tms = Vec::new();
+    let mut data_planes = Vec::new();
     for index in 0..args.taskmanagers {
         let connection = connect(&format!("taskmanager-{index}"));
-        let mut options = setup.taskmanager_options(
-            &format!("tm-standalone-{index}"),
+        let id = format!("tm-standalone-{index}");
+        // Several in one process: any free ports. Records between them go
+        // over loopback TCP, as between machines.
+        let data = DataPlane::start(
+            &id,
             "127.0.0.1",
+            0,
             auth.clone(),
-            registry.clone(),
-        )?;
-        // Several in one process: any free ports.
+            setup.config.buffers_per_channel,
+        )
+        .await?;
+        let registry = task_registry(jobs, Some(data.exchange().clone()))?;
+        let mut options = setup.taskmanager_options(&id, "127.0.0.1", auth.clone(), registry)?;
         options.rpc_bind.set_port(0);
         options.data_port = 0;
+        options.data_address = data.address();
+        data_planes.push(data);
         let started = setup
             .coordination
             .spawn({
@@ -136,8 +176,8 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
         let handles: Vec<_> = tms.iter().map(|(tm, _)| tm).collect();
         move || handles.iter().map(|tm| tm.processed()).sum::<u64>()
     };
-    let outcome = match graph {
-        Some(graph) => follow(jm.control(), graph, args.exit_when_done, processed).await,
+    let outcome = match submission {
+        Some(submission) => follow(jm.control(), submission, args.exit_when_done, processed).await,
         None => {
             eprintln!(
                 "holdfast standalone: JobManager at http://{} with {} TaskManagers; submit jobs with `holdfast run`, \
@@ -153,6 +193,9 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
         tm.shutdown().await;
         close(&setup.coordination, connection).await;
     }
+    for data in data_planes {
+        data.shutdown();
+    }
     jm.shutdown().await;
     close(&setup.coordination, jm_connection).await;
     outcome
@@ -162,12 +205,12 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs) -> Result<()> {
 /// second until it ends (or forever, until a signal, without `exit`).
 async fn follow(
     control: Arc<dyn ClusterControl>,
-    graph: JobGraph,
+    submission: Submission,
     exit: bool,
     live_processed: impl Fn() -> u64,
 ) -> Result<()> {
     let started = Instant::now();
-    let job = submit_when_leading(&*control, graph).await?;
+    let job = submit_when_leading(&*control, submission.graph).await?;
     eprintln!("submitted job {job}");
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     let mut last = (started, 0u64);
@@ -190,13 +233,17 @@ async fn follow(
         // this process have them live (a finished attempt's count stays
         // with the leader).
         let reported: u64 = subtasks.iter().map(|s| s.processed).sum();
-        let processed = reported.max(live_processed());
+        let (processed, extra) = match &submission.dataflow {
+            // A dataflow: records read by its sources, written by its sinks.
+            Some((name, sources, sinks)) => dataflow_progress(name, sources, sinks),
+            None => (reported.max(live_processed()), String::new()),
+        };
         let now = Instant::now();
         let rate = processed.saturating_sub(last.1) as f64
             / now.duration_since(last.0).as_secs_f64().max(1e-3);
         last = (now, processed);
         eprintln!(
-            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  processed {processed:>13}  ({})  restarts {}",
+            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  processed {processed:>13}  ({})  restarts {}{extra}",
             started.elapsed().as_secs_f64(),
             details.name,
             details.state,
@@ -216,6 +263,45 @@ async fn follow(
             bail!("job {job} ended {}: {cause}", details.state);
         }
     }
+}
+
+/// Records read by `sources` and what else is worth showing: records written
+/// by `sinks`, malformed and late records, and a lookup table still loading
+/// (with a bar).
+fn dataflow_progress(job: &str, sources: &[String], sinks: &[String]) -> (u64, String) {
+    let metrics = DataflowMetrics::global().snapshot();
+    let mine = metrics.iter().filter(|(key, _)| key.job == job);
+    let (mut read, mut written, mut malformed, mut late) = (0, 0, 0, 0);
+    for (key, counters) in mine {
+        if sources.contains(&key.operator) {
+            read += counters.records_out;
+        }
+        if sinks.contains(&key.operator) {
+            written += counters.records_in;
+        }
+        malformed += counters.malformed;
+        late += counters.late_dropped;
+    }
+    let mut extra = format!("  written {written}");
+    if malformed > 0 {
+        extra.push_str(&format!("  malformed {malformed}"));
+    }
+    if late > 0 {
+        extra.push_str(&format!("  late {late}"));
+    }
+    for load in cache::loads().iter().filter(|l| l.loading) {
+        let fraction = load.bytes_read as f64 / load.total_bytes.max(1) as f64;
+        let filled = (fraction * 20.0).round() as usize;
+        extra.push_str(&format!(
+            "\n          loading lookup table {} [{}{}] {:.0}% {} entries",
+            load.path.display(),
+            "=".repeat(filled.min(20)),
+            " ".repeat(20 - filled.min(20)),
+            fraction * 100.0,
+            load.entries
+        ));
+    }
+    (read, extra)
 }
 
 /// A rate as `12.34 M/s`, `5.67 k/s` or `89 /s`.

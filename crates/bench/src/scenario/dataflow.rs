@@ -60,7 +60,13 @@ fn run_job(jobs: &JobRegistry, name: &str, params: &Value) -> Result<Run> {
     Ok(Run { wall, cpu })
 }
 
-fn measure(jobs: &JobRegistry, name: &str, params: &Value, records: u64, rounds: usize) -> Result<(Summary, Summary, Value)> {
+fn measure(
+    jobs: &JobRegistry,
+    name: &str,
+    params: &Value,
+    records: u64,
+    rounds: usize,
+) -> Result<(Summary, Summary, Value)> {
     let mut per_wall = Vec::new();
     let mut per_cpu = Vec::new();
     for round in 0..rounds.max(1) {
@@ -90,12 +96,28 @@ pub fn run(args: &DataflowArgs) -> Result<Report> {
     let dir = tempfile::tempdir()?;
     let mut table_view = Table::new(
         "dataflow in one process (parallelism 1): records per second",
-        &["pipeline", "records", "per second (wall, median)", "per CPU second (median)", "range per CPU second"],
+        &[
+            "pipeline",
+            "records",
+            "per second (wall, median)",
+            "per CPU second (median)",
+            "range per CPU second",
+        ],
     );
     let mut results = serde_json::Map::new();
     let pipelines = [
-        ("stateless chain (datagen)", "datagen", json!({"records": args.records, "pipeline": "stateless"}), args.records),
-        ("keyed aggregation (datagen)", "datagen", json!({"records": args.records, "pipeline": "keyed"}), args.records),
+        (
+            "stateless chain (datagen)",
+            "datagen",
+            json!({"records": args.records, "pipeline": "stateless"}),
+            args.records,
+        ),
+        (
+            "keyed aggregation (datagen)",
+            "datagen",
+            json!({"records": args.records, "pipeline": "keyed"}),
+            args.records,
+        ),
     ];
     for (label, name, params, records) in &pipelines {
         eprintln!("dataflow: {label}");
@@ -165,6 +187,10 @@ fn time_load(path: &Path) -> Result<Duration> {
     let started = Instant::now();
     let (table, _) = table::load(path, |_, _, _| true)?;
     let elapsed = started.elapsed();
-    eprintln!("dataflow: loaded {} entries in {:.2} s", table.len(), elapsed.as_secs_f64());
+    eprintln!(
+        "dataflow: loaded {} entries in {:.2} s",
+        table.len(),
+        elapsed.as_secs_f64()
+    );
     Ok(elapsed)
 }

@@ -48,11 +48,19 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
 
     /// The running reduction of each key's records: for every record, the
     /// reduction of its key's records so far (Flink's rolling `reduce`).
-    pub fn reduce(&self, name: &str, f: impl FnMut(&T, &T) -> T + Clone + Send + Sync + 'static) -> Stream<T> {
+    pub fn reduce(
+        &self,
+        name: &str,
+        f: impl FnMut(&T, &T) -> T + Clone + Send + Sync + 'static,
+    ) -> Stream<T> {
         let key = Arc::clone(&self.key);
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<T>(out, ctx.operator())?;
-            Ok(boxed::<T>(Box::new(Reduce::new(Arc::clone(&key), f.clone(), next))))
+            Ok(boxed::<T>(Box::new(Reduce::new(
+                Arc::clone(&key),
+                f.clone(),
+                next,
+            ))))
         });
         self.then(name, make)
     }

@@ -121,7 +121,11 @@ impl Dataflow {
                   -> Result<Box<dyn SourceLoop>, holdfast_executor::TaskFailure> {
                 let chain = unbox::<T>(out, ctx.operator())?;
                 let reader = source.open(ctx, from)?;
-                Ok(Box::new(TypedSourceLoop::new(reader, chain)))
+                Ok(Box::new(TypedSourceLoop::new(
+                    reader,
+                    chain,
+                    Arc::clone(ctx.counters()),
+                )))
             },
         );
         let node = self.add_node(Node {
@@ -156,7 +160,11 @@ impl Dataflow {
 pub(crate) fn add_node(
     inner: &Rc<RefCell<Builder>>,
     mut node: Node,
-    edges: Vec<(usize, Option<crate::plan::Ship>, Arc<dyn crate::plan::EdgeKit>)>,
+    edges: Vec<(
+        usize,
+        Option<crate::plan::Ship>,
+        Arc<dyn crate::plan::EdgeKit>,
+    )>,
 ) -> usize {
     let mut inner = inner.borrow_mut();
     let id = inner.plan.nodes.len();
@@ -178,6 +186,9 @@ pub(crate) fn make_sink<T: Data>(sink: impl crate::sink::Sink<T>) -> crate::plan
     let sink = Arc::new(sink);
     Arc::new(move |ctx: &OperatorContext| {
         let writer = sink.open(ctx)?;
-        Ok(boxed::<T>(Box::new(crate::ops::sink::SinkPush::new(writer, ctx.clone()))))
+        Ok(boxed::<T>(Box::new(crate::ops::sink::SinkPush::new(
+            writer,
+            ctx.clone(),
+        ))))
     })
 }

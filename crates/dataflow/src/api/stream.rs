@@ -75,7 +75,11 @@ impl<T: Data> Stream<T> {
     }
 
     /// `f` applied to every record.
-    pub fn map<U: Data>(&self, name: &str, f: impl FnMut(T) -> U + Clone + Send + Sync + 'static) -> Stream<U> {
+    pub fn map<U: Data>(
+        &self,
+        name: &str,
+        f: impl FnMut(T) -> U + Clone + Send + Sync + 'static,
+    ) -> Stream<U> {
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<U>(out, ctx.operator())?;
             Ok(boxed::<T>(Box::new(MapOp::new(f.clone(), next))))
@@ -84,7 +88,11 @@ impl<T: Data> Stream<T> {
     }
 
     /// The records for which `f` holds (keeps event time).
-    pub fn filter(&self, name: &str, f: impl FnMut(&T) -> bool + Clone + Send + Sync + 'static) -> Stream<T> {
+    pub fn filter(
+        &self,
+        name: &str,
+        f: impl FnMut(&T) -> bool + Clone + Send + Sync + 'static,
+    ) -> Stream<T> {
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<T>(out, ctx.operator())?;
             Ok(boxed::<T>(Box::new(FilterOp::new(f.clone(), next))))
@@ -118,7 +126,11 @@ impl<T: Data> Stream<T> {
     ) -> Stream<U> {
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<U>(out, ctx.operator())?;
-            Ok(boxed::<T>(Box::new(TryMapOp::new(f.clone(), ctx.clone(), next))))
+            Ok(boxed::<T>(Box::new(TryMapOp::new(
+                f.clone(),
+                ctx.clone(),
+                next,
+            ))))
         });
         self.then(name, make)
     }
@@ -156,7 +168,10 @@ impl<T: Data> Stream<T> {
     /// a new operator and without new watermarks: for a stream whose
     /// records changed type after [`assign_timestamps`](Self::assign_timestamps)
     /// (the watermarks made there still flow through every operator).
-    pub fn with_timestamps(&self, timestamp: impl Fn(&T) -> Timestamp + Send + Sync + 'static) -> Stream<T> {
+    pub fn with_timestamps(
+        &self,
+        timestamp: impl Fn(&T) -> Timestamp + Send + Sync + 'static,
+    ) -> Stream<T> {
         Stream {
             timestamps: Some(Arc::new(timestamp)),
             ..self.clone()
@@ -165,7 +180,10 @@ impl<T: Data> Stream<T> {
 
     /// Partitions by `key(record)`: every record of a key reaches the same
     /// subtask of the next operator, which may keep state per key.
-    pub fn key_by<K: Key>(&self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> KeyedStream<T, K> {
+    pub fn key_by<K: Key>(
+        &self,
+        key: impl Fn(&T) -> K + Send + Sync + 'static,
+    ) -> KeyedStream<T, K> {
         KeyedStream::new(self.clone(), Arc::new(key))
     }
 
@@ -203,9 +221,9 @@ impl<T: Data> Stream<T> {
             edges.push(other.edge());
         }
         if !same_flow {
-            self.flow
-                .borrow_mut()
-                .error(format!("union {name:?} joins streams of different dataflows"));
+            self.flow.borrow_mut().error(format!(
+                "union {name:?} joins streams of different dataflows"
+            ));
             edges.truncate(1);
         }
         let make: MakeOperator = Arc::new(|_: &OperatorContext, out: AnyBox| Ok(out));
@@ -272,6 +290,8 @@ impl SinkHandle {
 }
 
 /// The key hash for hash partitioning by `key`.
-pub(crate) fn key_edge<T: Data, K: Key>(key: Arc<dyn Fn(&T) -> K + Send + Sync>) -> Arc<dyn EdgeKit> {
+pub(crate) fn key_edge<T: Data, K: Key>(
+    key: Arc<dyn Fn(&T) -> K + Send + Sync>,
+) -> Arc<dyn EdgeKit> {
     EdgeOf::<T>::keyed(Arc::new(move |record: &T| key_hash(&key(record))))
 }

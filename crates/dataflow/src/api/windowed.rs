@@ -9,7 +9,9 @@ use crate::data::{Data, Key};
 use crate::ops::windowed::WindowOp;
 use crate::plan::kit::{boxed, unbox};
 use crate::plan::{AnyBox, MakeOperator};
-use crate::window::{Aggregate, Count, Reduce, Sum, SumValue, TimeDomain, WindowCore, WindowResult, WindowSpec};
+use crate::window::{
+    Aggregate, Count, Reduce, Sum, SumValue, TimeDomain, WindowCore, WindowResult, WindowSpec,
+};
 
 /// Tumbling or sliding windows over each key's records, in event time
 /// (the default: windows fire when the watermark passes their end, records
@@ -78,7 +80,10 @@ impl<T: Data, K: Key> WindowedStream<T, K> {
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<WindowResult<K, A::Out>>(out, ctx.operator())?;
             let core = WindowCore::new(spec, domain, aggregate.clone()).map_err(|e| {
-                holdfast_executor::TaskFailure::with_source(format!("window {:?}", ctx.operator()), e)
+                holdfast_executor::TaskFailure::with_source(
+                    format!("window {:?}", ctx.operator()),
+                    e,
+                )
             })?;
             Ok(boxed::<T>(Box::new(WindowOp::new(
                 core,

@@ -50,9 +50,8 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     let records = args.opt_u64("records", Some(10_000_000))?;
     let rate = args.opt_u64("rate", None)?;
     let keys = args.u64_at_least("keys", 1, 10_000)?;
-    let keys = u32::try_from(keys).map_err(|_| {
-        args.bad_value("keys", &serde_json::json!(keys), "at most 4294967295")
-    })?;
+    let keys = u32::try_from(keys)
+        .map_err(|_| args.bad_value("keys", &serde_json::json!(keys), "at most 4294967295"))?;
     let pipeline = args.string("pipeline", "stateless")?;
     let flow = Dataflow::new(NAME);
     let mut generator = Generator::new(records, move |i| record(i, keys));
@@ -63,7 +62,10 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     match pipeline.as_str() {
         "stateless" => {
             source
-                .map("scale", |r: Record| Record { value: r.value * 3, ..r })
+                .map("scale", |r: Record| Record {
+                    value: r.value * 3,
+                    ..r
+                })
                 .filter("even", |r: &Record| r.value % 2 == 0)
                 .map("project", |r: Record| (r.key, r.value))
                 .sink("discard", Discard::new());

@@ -37,7 +37,10 @@ pub(crate) fn paths(
             .collect(),
         _ => None,
     };
-    paths.ok_or_else(|| args.bad_value(name, &value, "a path or a non-empty list of paths").into())
+    paths.ok_or_else(|| {
+        args.bad_value(name, &value, "a path or a non-empty list of paths")
+            .into()
+    })
 }
 
 /// Builds the job.
@@ -52,7 +55,9 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
         .key_by(|word: &String| word.clone())
         .aggregate_at_end("count", Count);
     if output.is_empty() {
-        counts.map("format", |(w, n): (String, u64)| format!("{w} {n}")).print("print");
+        counts
+            .map("format", |(w, n): (String, u64)| format!("{w} {n}"))
+            .print("print");
     } else {
         counts.sink(
             "write",

@@ -90,7 +90,10 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for RollingAggregate<T, K, A> {
             let aggregate = &self.aggregate;
             let acc = match self.state.get_mut(&key) {
                 Some(acc) => acc,
-                None => self.state.entry(key.clone()).or_insert_with(|| aggregate.create()),
+                None => self
+                    .state
+                    .entry(key.clone())
+                    .or_insert_with(|| aggregate.create()),
             };
             aggregate.add(acc, &record);
             let result = aggregate.result(acc);
@@ -112,7 +115,11 @@ pub(crate) struct FinalAggregate<T, K, A: Aggregate<T>> {
 }
 
 impl<T, K: Key, A: Aggregate<T>> FinalAggregate<T, K, A> {
-    pub(crate) fn new(key: KeyFn<T, K>, aggregate: A, next: BoxPush<(K, A::Out)>) -> FinalAggregate<T, K, A> {
+    pub(crate) fn new(
+        key: KeyFn<T, K>,
+        aggregate: A,
+        next: BoxPush<(K, A::Out)>,
+    ) -> FinalAggregate<T, K, A> {
         FinalAggregate {
             key,
             aggregate,

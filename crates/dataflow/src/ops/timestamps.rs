@@ -120,8 +120,13 @@ mod tests {
     fn watermarks_trail_the_largest_timestamp_and_never_go_back() {
         let clock = ManualClock::at(0);
         let (rec, log) = Recorder::new();
-        let mut assign =
-            AssignTimestamps::new(Arc::new(|t: &i64| *t), 100, 200, clock.clone(), Box::new(rec));
+        let mut assign = AssignTimestamps::new(
+            Arc::new(|t: &i64| *t),
+            100,
+            200,
+            clock.clone(),
+            Box::new(rec),
+        );
         assign.push(&mut vec![1_000, 900]).unwrap(); // emits at once (first)
         assign.push(&mut vec![2_000]).unwrap(); // within the interval: not yet
         clock.advance(200);
@@ -136,8 +141,13 @@ mod tests {
     #[test]
     fn no_watermark_before_the_first_record() {
         let (rec, log) = Recorder::new();
-        let mut assign =
-            AssignTimestamps::new(Arc::new(|t: &i64| *t), 0, 1, ManualClock::at(0), Box::new(rec));
+        let mut assign = AssignTimestamps::new(
+            Arc::new(|t: &i64| *t),
+            0,
+            1,
+            ManualClock::at(0),
+            Box::new(rec),
+        );
         assign.flush().unwrap();
         assign.finish().unwrap();
         assert!(watermarks(&log.borrow()).is_empty());

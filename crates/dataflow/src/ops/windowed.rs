@@ -45,7 +45,9 @@ impl<T, K: Key, A: Aggregate<T>> WindowOp<T, K, A> {
     fn emit(&mut self) -> Result<(), TaskFailure> {
         let late = self.core.late_dropped();
         if late > self.late_counted {
-            self.ctx.counters().add_late_dropped(late - self.late_counted);
+            self.ctx
+                .counters()
+                .add_late_dropped(late - self.late_counted);
             self.late_counted = late;
         }
         if self.out.is_empty() {
@@ -67,13 +69,15 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
             Some(timestamp) => {
                 for record in batch.drain(..) {
                     let ts = timestamp(&record);
-                    self.core.on_record((self.key)(&record), ts, &record, &mut self.out);
+                    self.core
+                        .on_record((self.key)(&record), ts, &record, &mut self.out);
                 }
             }
             None => {
                 let now = self.ctx.clock().now();
                 for record in batch.drain(..) {
-                    self.core.on_record((self.key)(&record), now, &record, &mut self.out);
+                    self.core
+                        .on_record((self.key)(&record), now, &record, &mut self.out);
                 }
             }
         }

@@ -22,7 +22,9 @@ pub const DATAFLOW_TASK: &str = "dataflow";
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// Two operators share a name.
-    #[error("job {job:?}: two operators are named {name:?}; operator names must be unique in a job")]
+    #[error(
+        "job {job:?}: two operators are named {name:?}; operator names must be unique in a job"
+    )]
     DuplicateName {
         /// The job.
         job: String,
@@ -36,7 +38,9 @@ pub enum PlanError {
         job: String,
     },
     /// A parallelism is out of range.
-    #[error("job {job:?}: operator {operator:?} has parallelism {parallelism}; it must be 1 to {MAX_PARALLELISM}")]
+    #[error(
+        "job {job:?}: operator {operator:?} has parallelism {parallelism}; it must be 1 to {MAX_PARALLELISM}"
+    )]
     BadParallelism {
         /// The job.
         job: String,
@@ -63,7 +67,9 @@ pub enum PlanError {
         to_parallelism: u32,
     },
     /// The job has no sink: it would compute nothing anyone sees.
-    #[error("job {job:?} has no sink: add one (e.g. print(), a file sink) so its results go somewhere")]
+    #[error(
+        "job {job:?} has no sink: add one (e.g. print(), a file sink) so its results go somewhere"
+    )]
     NoSink {
         /// The job.
         job: String,
@@ -270,7 +276,13 @@ impl CompiledPlan {
             .edges
             .iter()
             .zip(&self.ships)
-            .map(|(e, s)| (self.plan.nodes[e.from].name.as_str(), self.plan.nodes[e.to].name.as_str(), *s))
+            .map(|(e, s)| {
+                (
+                    self.plan.nodes[e.from].name.as_str(),
+                    self.plan.nodes[e.to].name.as_str(),
+                    *s,
+                )
+            })
             .collect()
     }
 }
@@ -279,7 +291,14 @@ fn fingerprint(plan: &Plan, parallelism: &[u32], ships: &[Ship]) -> String {
     let mut text = String::new();
     let _ = write!(text, "{}|{}|", plan.batch_size, plan.watermark_interval_ms);
     for (node, p) in plan.nodes.iter().zip(parallelism) {
-        let _ = write!(text, "{}:{}:{}:{:?};", node.name, node.op.kind(), p, node.inputs);
+        let _ = write!(
+            text,
+            "{}:{}:{}:{:?};",
+            node.name,
+            node.op.kind(),
+            p,
+            node.inputs
+        );
     }
     for (edge, ship) in plan.edges.iter().zip(ships) {
         let _ = write!(text, "{}>{}:{};", edge.from, edge.to, ship.name());

@@ -78,7 +78,13 @@ pub(crate) type KeyHashFn<T> = Arc<dyn Fn(&T) -> u64 + Send + Sync>;
 /// Type-erased network writer of one edge.
 pub(crate) trait EdgeKit: Send + Sync {
     /// A push writing this edge's records into `writer`'s subpartitions.
-    fn writer(&self, ship: Ship, writer: PartitionWriter, batch_size: usize, consumers: u32) -> AnyBox;
+    fn writer(
+        &self,
+        ship: Ship,
+        writer: PartitionWriter,
+        batch_size: usize,
+        consumers: u32,
+    ) -> AnyBox;
 }
 
 /// The [`EdgeKit`] of an edge carrying `T`.
@@ -99,7 +105,13 @@ impl<T: Data> EdgeOf<T> {
 }
 
 impl<T: Data> EdgeKit for EdgeOf<T> {
-    fn writer(&self, ship: Ship, writer: PartitionWriter, batch_size: usize, consumers: u32) -> AnyBox {
+    fn writer(
+        &self,
+        ship: Ship,
+        writer: PartitionWriter,
+        batch_size: usize,
+        consumers: u32,
+    ) -> AnyBox {
         let partitioner = match (ship, &self.key_hash) {
             (Ship::Hash, Some(hash)) => Partitioner::Hash {
                 hash: Arc::clone(hash),
@@ -110,6 +122,10 @@ impl<T: Data> EdgeKit for EdgeOf<T> {
             // A hash edge without a key cannot be built by the API.
             (Ship::Rebalance | Ship::Hash, _) => Partitioner::Rebalance { next: 0 },
         };
-        boxed::<T>(Box::new(NetworkOutput::<T>::new(writer, partitioner, batch_size)))
+        boxed::<T>(Box::new(NetworkOutput::<T>::new(
+            writer,
+            partitioner,
+            batch_size,
+        )))
     }
 }

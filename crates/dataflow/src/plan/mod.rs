@@ -27,7 +27,11 @@ pub(crate) type AnyBox = Box<dyn Any>;
 
 /// Makes a source node's loop: its reader feeding the given output push.
 pub(crate) type MakeSource = Arc<
-    dyn Fn(&OperatorContext, Option<&SourcePosition>, AnyBox) -> Result<Box<dyn SourceLoop>, TaskFailure>
+    dyn Fn(
+            &OperatorContext,
+            Option<&SourcePosition>,
+            AnyBox,
+        ) -> Result<Box<dyn SourceLoop>, TaskFailure>
         + Send
         + Sync,
 >;
@@ -37,7 +41,8 @@ pub(crate) type MakeOperator =
     Arc<dyn Fn(&OperatorContext, AnyBox) -> Result<AnyBox, TaskFailure> + Send + Sync>;
 
 /// Makes a sink's input push.
-pub(crate) type MakeSink = Arc<dyn Fn(&OperatorContext) -> Result<AnyBox, TaskFailure> + Send + Sync>;
+pub(crate) type MakeSink =
+    Arc<dyn Fn(&OperatorContext) -> Result<AnyBox, TaskFailure> + Send + Sync>;
 
 /// What a node does.
 #[derive(Clone)]
@@ -144,6 +149,24 @@ impl Plan {
     /// The job's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The names of the source operators.
+    pub fn sources(&self) -> Vec<String> {
+        self.names_of(|op| matches!(op, NodeOp::Source(_)))
+    }
+
+    /// The names of the sink operators.
+    pub fn sinks(&self) -> Vec<String> {
+        self.names_of(|op| matches!(op, NodeOp::Sink(_)))
+    }
+
+    fn names_of(&self, pick: impl Fn(&NodeOp) -> bool) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| pick(&n.op))
+            .map(|n| n.name.clone())
+            .collect()
     }
 
     /// The operators' names, in the order they were added.

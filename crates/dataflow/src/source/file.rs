@@ -286,7 +286,14 @@ mod tests {
 
     fn read_all(source: &FileLines, subtask: u32, parallelism: u32, max: usize) -> Vec<String> {
         let metrics = DataflowMetrics::default();
-        let ctx = OperatorContext::new("j", "read", subtask, parallelism, ManualClock::at(0), &metrics);
+        let ctx = OperatorContext::new(
+            "j",
+            "read",
+            subtask,
+            parallelism,
+            ManualClock::at(0),
+            &metrics,
+        );
         let mut reader = source.open(&ctx, None).unwrap();
         let mut out = Vec::new();
         while reader.poll(&mut out, max).unwrap() != Poll::End {}
@@ -352,6 +359,10 @@ mod tests {
     fn a_missing_input_is_named() {
         let source = FileLines::new(["/nonexistent/input.txt"]);
         let error = source.files().unwrap_err();
-        assert!(error.message().contains("/nonexistent/input.txt"), "{}", error.message());
+        assert!(
+            error.message().contains("/nonexistent/input.txt"),
+            "{}",
+            error.message()
+        );
     }
 }

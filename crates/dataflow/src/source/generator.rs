@@ -26,7 +26,10 @@ pub struct Generator<T> {
 impl<T> Generator<T> {
     /// Records `f(0)`, `f(1)`, … `f(count - 1)`; unbounded if `count` is
     /// `None`.
-    pub fn new(count: Option<u64>, make: impl Fn(u64) -> T + Send + Sync + 'static) -> Generator<T> {
+    pub fn new(
+        count: Option<u64>,
+        make: impl Fn(u64) -> T + Send + Sync + 'static,
+    ) -> Generator<T> {
         Generator {
             count,
             rate: None,
@@ -105,7 +108,9 @@ impl<T> GeneratorReader<T> {
             // The next record is due at (done + 1) / rate seconds.
             let next_ms = ((u128::from(done) + 1) * 1000).div_ceil(u128::from(rate));
             let wait = next_ms.saturating_sub(elapsed).max(1);
-            Err(Duration::from_millis(u64::try_from(wait).unwrap_or(u64::MAX)))
+            Err(Duration::from_millis(
+                u64::try_from(wait).unwrap_or(u64::MAX),
+            ))
         }
     }
 }
@@ -114,7 +119,9 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
     fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
         let remaining = match self.count {
             Some(count) => {
-                let mine = count.saturating_sub(self.subtask).div_ceil(self.parallelism);
+                let mine = count
+                    .saturating_sub(self.subtask)
+                    .div_ceil(self.parallelism);
                 mine.saturating_sub(self.made)
             }
             None => u64::MAX,
@@ -134,7 +141,11 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
             index += step;
         }
         self.made += n;
-        Ok(if n == remaining { Poll::End } else { Poll::Ready })
+        Ok(if n == remaining {
+            Poll::End
+        } else {
+            Poll::Ready
+        })
     }
 
     fn position(&self) -> SourcePosition {
@@ -149,7 +160,14 @@ mod tests {
     use crate::time::ManualClock;
 
     fn ctx(subtask: u32, parallelism: u32, clock: Arc<dyn Clock>) -> OperatorContext {
-        OperatorContext::new("j", "gen", subtask, parallelism, clock, &DataflowMetrics::default())
+        OperatorContext::new(
+            "j",
+            "gen",
+            subtask,
+            parallelism,
+            clock,
+            &DataflowMetrics::default(),
+        )
     }
 
     fn drain(reader: &mut dyn SourceReader<u64>, max: usize) -> Vec<u64> {
@@ -163,7 +181,9 @@ mod tests {
         let generator = Generator::new(Some(103), |i| i);
         let mut all = Vec::new();
         for subtask in 0..4 {
-            let mut reader = generator.open(&ctx(subtask, 4, ManualClock::at(0)), None).unwrap();
+            let mut reader = generator
+                .open(&ctx(subtask, 4, ManualClock::at(0)), None)
+                .unwrap();
             all.extend(drain(reader.as_mut(), 7));
         }
         all.sort_unstable();
@@ -193,11 +213,17 @@ mod tests {
         let generator = Generator::new(None, |i| i).rate(200); // 100/s per subtask
         let mut reader = generator.open(&ctx(0, 2, clock.clone()), None).unwrap();
         let mut out = Vec::new();
-        assert_eq!(reader.poll(&mut out, 1000).unwrap(), Poll::Idle(Duration::from_millis(10)));
+        assert_eq!(
+            reader.poll(&mut out, 1000).unwrap(),
+            Poll::Idle(Duration::from_millis(10))
+        );
         clock.advance(500);
         assert_eq!(reader.poll(&mut out, 1000).unwrap(), Poll::Ready);
         assert_eq!(out.len(), 50);
-        assert!(matches!(reader.poll(&mut out, 1000).unwrap(), Poll::Idle(_)));
+        assert!(matches!(
+            reader.poll(&mut out, 1000).unwrap(),
+            Poll::Idle(_)
+        ));
         clock.advance(500);
         reader.poll(&mut out, 10).unwrap();
         assert_eq!(out.len(), 60, "max caps a poll");

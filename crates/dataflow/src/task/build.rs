@@ -37,17 +37,31 @@ fn wiring_error(vertex: u32, what: String) -> TaskFailure {
     ))
 }
 
+/// What a task's chain is built with besides the plan.
+pub(crate) struct TaskEnv<'a> {
+    pub(crate) exchange: &'a Exchange,
+    /// Wakes the task's blocked sends and reads when it is canceled.
+    pub(crate) interrupt: &'a Interrupt,
+    /// Set when the task is canceled (operators that wait check it).
+    pub(crate) canceled: &'a Arc<AtomicBool>,
+    pub(crate) clock: &'a Arc<dyn Clock>,
+    pub(crate) metrics: &'a DataflowMetrics,
+}
+
 /// Builds vertex `vertex` of `compiled` for the attempt `ctx` runs.
 pub(crate) fn build(
     compiled: &CompiledPlan,
     vertex: u32,
     ctx: &TaskContext,
-    exchange: &Exchange,
-    interrupt: &Interrupt,
-    canceled: &Arc<AtomicBool>,
-    clock: &Arc<dyn Clock>,
-    metrics: &DataflowMetrics,
+    env: &TaskEnv<'_>,
 ) -> Result<Head, TaskFailure> {
+    let TaskEnv {
+        exchange,
+        interrupt,
+        canceled,
+        clock,
+        metrics,
+    } = *env;
     let plan = &compiled.plan;
     let vp = compiled
         .vertices
@@ -74,11 +88,16 @@ pub(crate) fn build(
         let n = &plan.nodes[node];
         let octx = operator_ctx(node);
         let mut targets = Vec::new();
-        for (index, edge) in plan.edges.iter().enumerate().filter(|(_, e)| e.from == node) {
+        for (index, edge) in plan
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.from == node)
+        {
             if compiled.vertex_of[edge.to] == vertex {
-                let push = inputs
-                    .remove(&edge.to)
-                    .ok_or_else(|| wiring_error(vertex, format!("operator {} built twice", edge.to)))?;
+                let push = inputs.remove(&edge.to).ok_or_else(|| {
+                    wiring_error(vertex, format!("operator {} built twice", edge.to))
+                })?;
                 targets.push(push);
                 continue;
             }
@@ -86,13 +105,16 @@ pub(crate) fn build(
                 .graph_edges
                 .iter()
                 .position(|&e| e == index)
-                .ok_or_else(|| wiring_error(vertex, format!("plan edge {index} has no graph edge")))?
-                as u32;
+                .ok_or_else(|| {
+                    wiring_error(vertex, format!("plan edge {index} has no graph edge"))
+                })? as u32;
             let output = wiring
                 .outputs
                 .iter()
                 .find(|o| o.edge == graph_edge)
-                .ok_or_else(|| wiring_error(vertex, format!("no output wiring for edge {graph_edge}")))?;
+                .ok_or_else(|| {
+                    wiring_error(vertex, format!("no output wiring for edge {graph_edge}"))
+                })?;
             let writer = exchange
                 .create_partition(
                     PartitionId {
@@ -118,11 +140,13 @@ pub(crate) fn build(
         };
         match &n.op {
             NodeOp::Source(make) => {
-                let out = out.ok_or_else(|| wiring_error(vertex, "a source without output".into()))?;
+                let out =
+                    out.ok_or_else(|| wiring_error(vertex, "a source without output".into()))?;
                 source = Some(make(&octx, None, out)?);
             }
             NodeOp::Operator(make) => {
-                let out = out.ok_or_else(|| wiring_error(vertex, "an operator without output".into()))?;
+                let out =
+                    out.ok_or_else(|| wiring_error(vertex, "an operator without output".into()))?;
                 inputs.insert(node, make(&octx, out)?);
             }
             NodeOp::Sink(make) => {
@@ -148,7 +172,9 @@ pub(crate) fn build(
             .inputs
             .iter()
             .find(|i| i.edge == graph_edge)
-            .ok_or_else(|| wiring_error(vertex, format!("no input wiring for edge {graph_edge}")))?;
+            .ok_or_else(|| {
+                wiring_error(vertex, format!("no input wiring for edge {graph_edge}"))
+            })?;
         let subpartition = match edge.distribution {
             Distribution::Pointwise => 0,
             Distribution::AllToAll => subtask,
@@ -166,7 +192,10 @@ pub(crate) fn build(
         }
     }
     if channels.is_empty() {
-        return Err(wiring_error(vertex, "a vertex with neither a source nor inputs".into()));
+        return Err(wiring_error(
+            vertex,
+            "a vertex with neither a source nor inputs".into(),
+        ));
     }
     let gate = exchange
         .open_gate(channels, interrupt)

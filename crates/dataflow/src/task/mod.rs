@@ -64,18 +64,18 @@ impl DataflowTask {
         canceled: &Arc<AtomicBool>,
     ) -> Result<(), TaskFailure> {
         let exchange = self.exchange.as_ref().ok_or_else(|| {
-            TaskFailure::new("this process has no data exchange: dataflow tasks run on TaskManagers")
+            TaskFailure::new(
+                "this process has no data exchange: dataflow tasks run on TaskManagers",
+            )
         })?;
-        let head = build::build(
-            &self.compiled,
-            self.vertex,
-            ctx,
+        let env = build::TaskEnv {
             exchange,
             interrupt,
             canceled,
-            &self.clock,
-            &self.metrics,
-        )?;
+            clock: &self.clock,
+            metrics: &self.metrics,
+        };
+        let head = build::build(&self.compiled, self.vertex, ctx, &env)?;
         let batch_size = self.compiled.plan.batch_size;
         match head {
             Head::Source(source) => run_source(source, ctx, batch_size, &*self.clock),
@@ -105,7 +105,9 @@ impl TaskCode for DataflowTask {
 fn wait_for(chain: &dyn Chain, clock: &dyn Clock) -> Duration {
     match chain.next_timer() {
         Some(at) => {
-            let ms = at.saturating_sub(clock.now()).clamp(0, IDLE_WAIT.as_millis() as i64);
+            let ms = at
+                .saturating_sub(clock.now())
+                .clamp(0, IDLE_WAIT.as_millis() as i64);
             Duration::from_millis(ms as u64)
         }
         None => IDLE_WAIT,
@@ -123,8 +125,13 @@ fn fire_timers(chain: &mut dyn Chain, clock: &dyn Clock) -> Result<(), TaskFailu
     Ok(())
 }
 
+/// How a task failing to read its input says so.
+pub(crate) const UPSTREAM_FAILED: &str = "cannot read records from upstream";
+/// How a task failing to write its output says so.
+pub(crate) const DOWNSTREAM_FAILED: &str = "cannot send records downstream";
+
 fn gate_failure(error: ExchangeError) -> TaskFailure {
-    TaskFailure::with_source("cannot read records from upstream", error)
+    TaskFailure::with_source(UPSTREAM_FAILED, error)
 }
 
 fn run_source(

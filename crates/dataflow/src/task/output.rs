@@ -17,8 +17,13 @@ use crate::push::Push;
 /// How records choose their subpartition.
 pub(crate) enum Partitioner<T> {
     Forward,
-    Rebalance { next: usize },
-    Hash { hash: KeyHashFn<T>, max_parallelism: u32 },
+    Rebalance {
+        next: usize,
+    },
+    Hash {
+        hash: KeyHashFn<T>,
+        max_parallelism: u32,
+    },
     Broadcast,
 }
 
@@ -32,7 +37,7 @@ pub(crate) struct NetworkOutput<T> {
 }
 
 pub(crate) fn exchange_failure(error: ExchangeError) -> TaskFailure {
-    TaskFailure::with_source("cannot send records downstream", error)
+    TaskFailure::with_source(crate::task::DOWNSTREAM_FAILED, error)
 }
 
 /// Encodes a batch (compact binary: postcard).
@@ -46,7 +51,11 @@ pub(crate) fn encode<T: Serialize>(records: &[T]) -> Result<Batch, TaskFailure> 
 }
 
 impl<T: Data> NetworkOutput<T> {
-    pub(crate) fn new(writer: PartitionWriter, partitioner: Partitioner<T>, batch_size: usize) -> NetworkOutput<T> {
+    pub(crate) fn new(
+        writer: PartitionWriter,
+        partitioner: Partitioner<T>,
+        batch_size: usize,
+    ) -> NetworkOutput<T> {
         let n = writer.subpartitions();
         let remote = (0..n).map(|i| writer.is_remote(i)).collect();
         NetworkOutput {

@@ -1,7 +1,11 @@
 //! A source vertex's driver: [`SourceLoop`] polls the source's reader and
 //! pushes what it read into the chain, for the type-erased task loop.
 
+use std::sync::Arc;
+
 use holdfast_executor::TaskFailure;
+
+use crate::metrics::OperatorCounters;
 
 use crate::push::BoxPush;
 use crate::source::{Poll, SourceReader};
@@ -21,14 +25,20 @@ pub(crate) struct TypedSourceLoop<T> {
     reader: Box<dyn SourceReader<T>>,
     chain: BoxPush<T>,
     batch: Vec<T>,
+    counters: Arc<OperatorCounters>,
 }
 
 impl<T> TypedSourceLoop<T> {
-    pub(crate) fn new(reader: Box<dyn SourceReader<T>>, chain: BoxPush<T>) -> TypedSourceLoop<T> {
+    pub(crate) fn new(
+        reader: Box<dyn SourceReader<T>>,
+        chain: BoxPush<T>,
+        counters: Arc<OperatorCounters>,
+    ) -> TypedSourceLoop<T> {
         TypedSourceLoop {
             reader,
             chain,
             batch: Vec::new(),
+            counters,
         }
     }
 }
@@ -38,6 +48,7 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
         let poll = self.reader.poll(&mut self.batch, max)?;
         let n = self.batch.len() as u64;
         if n > 0 {
+            self.counters.add_out(n);
             self.chain.push(&mut self.batch)?;
             self.batch.clear();
         }

@@ -223,9 +223,9 @@ fn loader(inner: &Inner, path: &Path, reload: Option<Duration>) {
 
 fn humanize(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs >= 3600 && secs % 3600 == 0 {
+    if secs >= 3600 && secs.is_multiple_of(3600) {
         format!("{} h", secs / 3600)
-    } else if secs >= 60 && secs % 60 == 0 {
+    } else if secs >= 60 && secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{:.1} s", d.as_secs_f64())
@@ -244,7 +244,10 @@ mod tests {
         generate(&path, 100, 3, |_, _| {}).unwrap();
         let a = acquire(&path, Some(Duration::from_millis(50)));
         let b = acquire(&path, Some(Duration::from_millis(50)));
-        assert!(Arc::ptr_eq(&a, &b), "same file and schedule share one table");
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "same file and schedule share one table"
+        );
         let first = a.wait(Duration::from_secs(30)).unwrap().expect("loaded");
         assert_eq!(first.len(), 100);
         generate(&path, 200, 3, |_, _| {}).unwrap();

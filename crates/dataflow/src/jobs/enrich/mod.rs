@@ -139,7 +139,9 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     let shape = EventShape {
         users: args.u64_at_least("users", 1, 10_000_000)?,
         events_per_second: args.u64_at_least("events_per_second", 1, 10_000)?,
-        out_of_orderness_ms: args.u64_at_least("out_of_orderness_ms", 0, 1_000)?.min(86_400_000) as i64,
+        out_of_orderness_ms: args
+            .u64_at_least("out_of_orderness_ms", 0, 1_000)?
+            .min(86_400_000) as i64,
     };
     let window = args.u64_at_least("window_secs", 1, 60)?.min(365 * 86_400) as i64 * 1000;
     let lateness = args.u64_at_least("lateness_secs", 0, 0)?.min(365 * 86_400);
@@ -183,7 +185,10 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
                 crate::window::Firing::OnTime => "",
                 crate::window::Firing::Late => " late",
             };
-            format!("{} {} {} {}{late}", r.window.start, r.window.end, r.key, r.value)
+            format!(
+                "{} {} {} {}{late}",
+                r.window.start, r.window.end, r.key, r.value
+            )
         });
     if output.is_empty() {
         counts.print("print");
@@ -215,7 +220,9 @@ impl EnrichOp {
         }
         loop {
             if self.ctx.is_canceled() {
-                return Err(TaskFailure::new("canceled while waiting for the lookup table"));
+                return Err(TaskFailure::new(
+                    "canceled while waiting for the lookup table",
+                ));
             }
             match self.shared.wait(WAIT_SLICE) {
                 Ok(Some(table)) => {

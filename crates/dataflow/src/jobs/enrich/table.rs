@@ -98,7 +98,8 @@ fn parse_line(line: &[u8]) -> Result<(u64, &str), String> {
         .ok()
         .and_then(|k| k.parse::<u64>().ok())
         .ok_or("the key is not a whole number")?;
-    let attribute = std::str::from_utf8(&line[tab + 1..]).map_err(|_| "the attribute is not UTF-8")?;
+    let attribute =
+        std::str::from_utf8(&line[tab + 1..]).map_err(|_| "the attribute is not UTF-8")?;
     if attribute.is_empty() {
         return Err("the attribute is empty".into());
     }
