@@ -1,24 +1,25 @@
 //! Running a dataflow inside this process ([`LocalRun`]): every subtask of
-//! every vertex on its own thread, records exchanged in memory through a
-//! local [`Exchange`]. For tests, examples and programs that embed a small
-//! job; a cluster runs the same task code on TaskManagers.
+//! every vertex on its own thread. With one TaskManager (the default)
+//! records move in memory; with several, each has its own exchange server
+//! on a loopback port and subtask `s` of every vertex runs on TaskManager
+//! `s % n`, so records between them cross real TCP connections with credits
+//! — the same code paths as a cluster, in one test process. For tests,
+//! examples and programs that embed a small job.
 
 use std::sync::Arc;
 use std::thread;
 
-use holdfast_exchange::Exchange;
-use holdfast_executor::{AttemptKey, TaskCode, TaskContext, TaskFailure, TaskInfo};
+use holdfast_exchange::{Exchange, ExchangeOptions};
+use holdfast_executor::{AttemptKey, CancelHandle, TaskCode, TaskContext, TaskFailure, TaskInfo};
+use holdfast_rpc::auth::Auth;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
-use holdfast_runtime::wiring::{DataLocation, Wiring};
+use holdfast_runtime::wiring::Wiring;
 
 use crate::api::Dataflow;
 use crate::metrics::DataflowMetrics;
 use crate::plan::{CompiledPlan, PlanError};
 use crate::task::DataflowTask;
 use crate::time::{Clock, SystemClock};
-
-/// The location every local task has.
-const LOCAL: &str = "local";
 
 /// Why a local run failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,17 +37,9 @@ pub enum LocalError {
         /// Why.
         failure: TaskFailure,
     },
-}
-
-/// A job id unique in this process (and very likely beyond it).
-fn local_job_id() -> JobId {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    JobId::from_halves(nanos ^ u64::from(std::process::id()), n)
+    /// The in-process TaskManagers could not start.
+    #[error("cannot start the in-process exchange: {0}")]
+    Exchange(String),
 }
 
 impl LocalError {
@@ -59,7 +52,7 @@ impl LocalError {
                 text.starts_with(crate::task::UPSTREAM_FAILED)
                     || text.starts_with(crate::task::DOWNSTREAM_FAILED)
             }
-            LocalError::Plan(_) => false,
+            _ => false,
         }
     }
 }
@@ -69,6 +62,9 @@ impl LocalError {
 pub struct LocalRun {
     /// Parallelism of operators that set none.
     pub parallelism: u32,
+    /// In-process TaskManagers (at least 1): with more than one, records
+    /// between them go over loopback TCP.
+    pub taskmanagers: u32,
     /// Batches queued per channel.
     pub buffers_per_channel: usize,
     /// The processing-time clock.
@@ -81,11 +77,33 @@ impl Default for LocalRun {
     fn default() -> Self {
         LocalRun {
             parallelism: 1,
+            taskmanagers: 1,
             buffers_per_channel: 4,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(DataflowMetrics::default()),
         }
     }
+}
+
+/// A job a [`LocalRun`] started: cancel it, or wait for its end.
+pub struct LocalJob {
+    job: JobId,
+    cancels: Vec<CancelHandle>,
+    threads: Vec<thread::JoinHandle<()>>,
+    done: std::sync::mpsc::Receiver<(TaskId, String, Result<(), TaskFailure>)>,
+    exchanges: Vec<Exchange>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// A job id unique in this process (and very likely beyond it).
+fn local_job_id() -> JobId {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    JobId::from_halves(nanos ^ u64::from(std::process::id()), n)
 }
 
 impl LocalRun {
@@ -106,20 +124,24 @@ impl LocalRun {
     /// Runs a compiled plan to the end: all subtasks at once; the first
     /// failure cancels the others and is returned.
     pub fn run_compiled(&self, compiled: Arc<CompiledPlan>) -> Result<(), LocalError> {
-        let exchange = Exchange::local(LOCAL, self.buffers_per_channel);
+        self.start(compiled)?.join()
+    }
+
+    /// Starts a compiled plan; it runs until it ends or is canceled.
+    pub fn start(&self, compiled: Arc<CompiledPlan>) -> Result<LocalJob, LocalError> {
+        let (exchanges, runtime) = self.exchanges()?;
         let graph = compiled.job_graph(|_| serde_json::Value::Null);
         let job = local_job_id();
-        let location = DataLocation {
-            task_manager: LOCAL.to_owned(),
-            address: String::new(),
-        };
-        let mut handles = Vec::new();
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let n = exchanges.len() as u32;
+        let place = |task: TaskId| -> &Exchange { &exchanges[(task.subtask % n) as usize] };
+        let mut cancels = Vec::new();
+        let mut threads = Vec::new();
+        let (done_tx, done) = std::sync::mpsc::channel();
         for (v, vertex) in graph.vertices.iter().enumerate() {
             for s in 0..vertex.parallelism {
                 let task = TaskId::new(v as u32, s);
                 let wiring = Wiring::for_task(&graph, task, |t| {
-                    Some((ExecutionAttemptId::new(t, 0), location.clone()))
+                    Some((ExecutionAttemptId::new(t, 0), place(t).location()))
                 })
                 .expect("every task of the graph is placed");
                 let info =
@@ -129,7 +151,7 @@ impl LocalRun {
                 let mut code = DataflowTask::new(
                     Arc::clone(&compiled),
                     v as u32,
-                    Some(exchange.clone()),
+                    Some(place(task).clone()),
                     Arc::clone(&self.clock),
                     Arc::clone(&self.metrics),
                 );
@@ -152,20 +174,66 @@ impl LocalRun {
                         let _ = done.send((task, name, result));
                     })
                     .expect("spawn a task thread");
-                handles.push((cancel, thread));
+                cancels.push(cancel);
+                threads.push(thread);
             }
         }
-        drop(done_tx);
-        // The first failure cancels the rest; the failure reported is the
-        // first that is not just a neighbour's failure seen through the
-        // exchange (that one names the cause).
+        Ok(LocalJob {
+            job,
+            cancels,
+            threads,
+            done,
+            exchanges,
+            runtime,
+        })
+    }
+
+    fn exchanges(&self) -> Result<(Vec<Exchange>, Option<tokio::runtime::Runtime>), LocalError> {
+        if self.taskmanagers <= 1 {
+            return Ok((
+                vec![Exchange::local("local-0", self.buffers_per_channel)],
+                None,
+            ));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("local-exchange")
+            .enable_all()
+            .build()
+            .map_err(|e| LocalError::Exchange(e.to_string()))?;
+        let mut exchanges = Vec::new();
+        for index in 0..self.taskmanagers {
+            let mut options = ExchangeOptions::new(format!("local-{index}"), Auth::Disabled);
+            options.buffers_per_channel = self.buffers_per_channel;
+            let exchange = runtime
+                .block_on(Exchange::start(options))
+                .map_err(|e| LocalError::Exchange(e.to_string()))?;
+            exchanges.push(exchange);
+        }
+        Ok((exchanges, Some(runtime)))
+    }
+}
+
+impl LocalJob {
+    /// Asks every subtask to stop.
+    pub fn cancel(&self) {
+        for cancel in &self.cancels {
+            cancel.cancel();
+        }
+    }
+
+    /// Waits for every subtask to end. The first failure cancels the rest;
+    /// the failure returned is the first that is not just a neighbour's seen
+    /// through the exchange (that one names the cause).
+    pub fn join(mut self) -> Result<(), LocalError> {
         let mut failures: Vec<LocalError> = Vec::new();
-        for (task, name, result) in done_rx {
+        for _ in 0..self.threads.len() {
+            let Ok((task, name, result)) = self.done.recv() else {
+                break;
+            };
             if let Err(error) = result {
                 if failures.is_empty() {
-                    for (cancel, _) in &handles {
-                        cancel.cancel();
-                    }
+                    self.cancel();
                 }
                 failures.push(LocalError::Task {
                     task,
@@ -174,15 +242,19 @@ impl LocalRun {
                 });
             }
         }
-        let failure = failures
-            .iter()
-            .position(|f| !f.is_secondary())
-            .map(|i| failures.swap_remove(i))
-            .or_else(|| failures.into_iter().next());
-        for (_, thread) in handles {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
-        exchange.release_job(job);
-        failure.map_or(Ok(()), Err)
+        for exchange in &self.exchanges {
+            exchange.release_job(self.job);
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        let first = failures.iter().position(|f| !f.is_secondary());
+        match first {
+            Some(i) => Err(failures.swap_remove(i)),
+            None => failures.into_iter().next().map_or(Ok(()), Err),
+        }
     }
 }

@@ -29,6 +29,7 @@ use holdfast_runtime::master::MasterConfig;
 use serde_json::json;
 
 use crate::config_args::ConfigArgs;
+use crate::data_metrics::DataMetrics;
 use crate::data_plane::{DataPlane, task_registry};
 use crate::metrics_server;
 use crate::standalone;
@@ -67,6 +68,7 @@ pub struct Setup {
     pub registry: Registry,
     pub ha_metrics: HaMetrics,
     pub metrics: ClusterMetrics,
+    pub data_metrics: Arc<DataMetrics>,
     pub coordination: CoordinationRuntime,
 }
 
@@ -76,6 +78,7 @@ impl Setup {
         let mut registry = Registry::default();
         let ha_metrics = HaMetrics::new(&mut registry);
         let metrics = ClusterMetrics::new(&mut registry);
+        let data_metrics = DataMetrics::register(&mut registry);
         let coordination = CoordinationRuntime::start("holdfast-ha")?;
         Ok(Setup {
             config,
@@ -83,6 +86,7 @@ impl Setup {
             registry,
             ha_metrics,
             metrics,
+            data_metrics,
             coordination,
         })
     }
@@ -325,6 +329,7 @@ pub fn run_taskmanager(args: TaskManagerArgs, jobs: &JobRegistry) -> Result<()> 
             setup.config.buffers_per_channel,
         )
         .await?;
+        setup.data_metrics.add_exchange(data.exchange().clone());
         let registry = task_registry(jobs, Some(data.exchange().clone()))?;
         let mut options = setup.taskmanager_options(&id, &host, auth, registry)?;
         options.data_address = data.address();

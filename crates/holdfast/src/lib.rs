@@ -17,6 +17,7 @@
 mod client_cli;
 mod cluster_cmd;
 mod config_args;
+mod data_metrics;
 mod data_plane;
 mod demo;
 mod ha;

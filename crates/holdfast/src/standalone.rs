@@ -151,6 +151,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
             setup.config.buffers_per_channel,
         )
         .await?;
+        setup.data_metrics.add_exchange(data.exchange().clone());
         let registry = task_registry(jobs, Some(data.exchange().clone()))?;
         let mut options = setup.taskmanager_options(&id, "127.0.0.1", auth.clone(), registry)?;
         options.rpc_bind.set_port(0);
