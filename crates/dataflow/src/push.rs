@@ -67,6 +67,29 @@ macro_rules! forward_control {
 }
 pub(crate) use forward_control;
 
+/// Watermarks, processing time and timers mean nothing here: for the ends
+/// of a chain (sinks, discards).
+macro_rules! ignore_time {
+    () => {
+        fn watermark(
+            &mut self,
+            _: $crate::data::Timestamp,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
+            Ok(())
+        }
+        fn on_time(
+            &mut self,
+            _: $crate::data::Timestamp,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
+            Ok(())
+        }
+        fn next_timer(&self) -> Option<$crate::data::Timestamp> {
+            None
+        }
+    };
+}
+pub(crate) use ignore_time;
+
 /// Sends every batch to several pushes (a stream with several consumers):
 /// clones for all but the last.
 pub(crate) struct Tee<T> {
@@ -129,15 +152,7 @@ impl<T> Push<T> for Discard {
         batch.clear();
         Ok(())
     }
-    fn watermark(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
-        Ok(())
-    }
-    fn on_time(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
-        Ok(())
-    }
-    fn next_timer(&self) -> Option<Timestamp> {
-        None
-    }
+    ignore_time!();
     fn flush(&mut self) -> Result<(), TaskFailure> {
         Ok(())
     }

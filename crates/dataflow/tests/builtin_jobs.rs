@@ -11,7 +11,9 @@ use serde_json::json;
 
 fn run(name: &str, params: serde_json::Value, parallelism: u32, taskmanagers: u32) {
     let jobs = JobRegistry::builtin();
-    let compiled = jobs.compile(name, &params, parallelism).expect("the job builds");
+    let compiled = jobs
+        .compile(name, &params, parallelism)
+        .expect("the job builds");
     let run = LocalRun {
         parallelism,
         taskmanagers,
@@ -24,8 +26,18 @@ fn lines(dir: &Path) -> Vec<String> {
     let mut all = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("part-") {
-            all.extend(std::fs::read_to_string(path).unwrap().lines().map(str::to_owned));
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("part-")
+        {
+            all.extend(
+                std::fs::read_to_string(path)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned),
+            );
         }
     }
     all.sort();
@@ -86,7 +98,12 @@ fn enrich_counts_events_per_attribute_and_window_like_a_loop() {
 #[test]
 fn datagen_runs_each_pipeline_and_refuses_an_unknown_one() {
     for pipeline in ["stateless", "keyed", "rebalance"] {
-        run("datagen", json!({"records": 50_000, "pipeline": pipeline}), 2, 1);
+        run(
+            "datagen",
+            json!({"records": 50_000, "pipeline": pipeline}),
+            2,
+            1,
+        );
     }
     let error = JobRegistry::builtin()
         .compile("datagen", &json!({"pipeline": "sideways"}), 1)
@@ -99,12 +116,24 @@ fn bad_parameters_and_unknown_jobs_are_named() {
     let jobs = JobRegistry::builtin();
     let error = jobs.compile("enrich", &json!({}), 1).unwrap_err();
     assert!(error.to_string().contains("\"table\""), "{error}");
-    let error = jobs.compile("wordcount", &json!({"input": 7}), 1).unwrap_err();
+    let error = jobs
+        .compile("wordcount", &json!({"input": 7}), 1)
+        .unwrap_err();
     assert!(error.to_string().contains("\"input\""), "{error}");
-    let error = jobs.compile("wordcount", &json!({"input": "x", "colour": 1}), 1).unwrap_err();
-    assert!(error.to_string().contains("unknown argument \"colour\""), "{error}");
+    let error = jobs
+        .compile("wordcount", &json!({"input": "x", "colour": 1}), 1)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("unknown argument \"colour\""),
+        "{error}"
+    );
     let error = jobs.compile("nope", &json!({}), 1).unwrap_err();
-    assert!(error.to_string().contains("known jobs: datagen, enrich, wordcount"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("known jobs: datagen, enrich, wordcount"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -114,15 +143,31 @@ fn a_task_from_another_build_of_the_job_is_refused() {
     let graph = jobs.job_graph("datagen", &params, 2).unwrap();
     let mut args = graph.vertices[0].args.clone();
     let metrics = Arc::new(holdfast_dataflow::metrics::DataflowMetrics::default());
-    let clock: Arc<dyn holdfast_dataflow::time::Clock> = Arc::new(holdfast_dataflow::time::SystemClock);
-    assert!(jobs.task(&args, None, Arc::clone(&clock), Arc::clone(&metrics)).is_ok());
+    let clock: Arc<dyn holdfast_dataflow::time::Clock> =
+        Arc::new(holdfast_dataflow::time::SystemClock);
+    assert!(
+        jobs.task(&args, None, Arc::clone(&clock), Arc::clone(&metrics))
+            .is_ok()
+    );
     let mut other = args.clone();
     other["fingerprint"] = json!("0000000000000000");
-    let error = jobs.task(&other, None, Arc::clone(&clock), Arc::clone(&metrics)).err().unwrap();
-    assert!(error.to_string().contains("differs from the submitted one"), "{error}");
+    let error = jobs
+        .task(&other, None, Arc::clone(&clock), Arc::clone(&metrics))
+        .err()
+        .unwrap();
+    assert!(
+        error.to_string().contains("differs from the submitted one"),
+        "{error}"
+    );
     args["vertex"] = json!(99);
-    let error = jobs.task(&args, None, Arc::clone(&clock), Arc::clone(&metrics)).err().unwrap();
+    let error = jobs
+        .task(&args, None, Arc::clone(&clock), Arc::clone(&metrics))
+        .err()
+        .unwrap();
     assert!(error.to_string().contains("\"vertex\""), "{error}");
-    let error = jobs.task(&json!({"job": "datagen"}), None, clock, metrics).err().unwrap();
+    let error = jobs
+        .task(&json!({"job": "datagen"}), None, clock, metrics)
+        .err()
+        .unwrap();
     assert!(error.to_string().contains("fingerprint"), "{error}");
 }

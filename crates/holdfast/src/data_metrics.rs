@@ -8,7 +8,7 @@ use holdfast_dataflow::jobs::enrich::cache;
 use holdfast_dataflow::metrics::DataflowMetrics;
 use holdfast_exchange::{Exchange, ExchangeMetrics};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -74,24 +74,11 @@ fn counter_family(
     Ok(())
 }
 
-fn gauge_family(
+fn gauge_family<N: EncodeGaugeValue + Copy + std::fmt::Debug>(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    values: &[(Labels, i64)],
-) -> Result<(), std::fmt::Error> {
-    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    for (labels, value) in values {
-        ConstGauge::new(*value).encode(family.encode_family(labels)?)?;
-    }
-    Ok(())
-}
-
-fn gauge_f64_family(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    values: &[(Labels, f64)],
+    values: &[(Labels, N)],
 ) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, value) in values {
@@ -192,7 +179,7 @@ impl Collector for DataMetrics {
                 .iter()
                 .filter_map(|l| l.last_duration.map(|d| (path(&l.path), d.as_secs_f64())))
                 .collect();
-            gauge_f64_family(
+            gauge_family(
                 &mut encoder,
                 "holdfast_enrich_table_load_seconds",
                 "how long the last completed load of the lookup table took",

@@ -7,7 +7,7 @@ use crate::api::stream::key_edge;
 use crate::api::{Stream, WindowedStream, add_node};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::ops::keyed::{FinalAggregate, KeyFn, Reduce, RollingAggregate};
+use crate::ops::keyed::{Emit, KeyFn, KeyedAggregate, Reduce};
 use crate::plan::kit::{Kit, boxed, unbox};
 use crate::plan::{AnyBox, MakeOperator, Node, NodeOp, Ship};
 use crate::window::{Aggregate, Count, Sum, SumValue, WindowSpec};
@@ -29,14 +29,12 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
         let flow = &self.stream.flow;
         let node = add_node(
             flow,
-            Node {
-                name: name.to_owned(),
-                parallelism: None,
-                op: NodeOp::Operator(make),
-                inputs: Vec::new(),
-                input: Some(Kit::<T>::shared()),
-                output: Some(Kit::<U>::shared()),
-            },
+            Node::new(
+                name,
+                NodeOp::Operator(make),
+                Some(Kit::<T>::shared()),
+                Some(Kit::<U>::shared()),
+            ),
             vec![(
                 self.stream.node,
                 Some(Ship::Hash),
@@ -72,16 +70,7 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
         A: Aggregate<T> + Clone + Sync,
         A::Out: Data,
     {
-        let key = Arc::clone(&self.key);
-        let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
-            let next = unbox::<(K, A::Out)>(out, ctx.operator())?;
-            Ok(boxed::<T>(Box::new(RollingAggregate::new(
-                Arc::clone(&key),
-                aggregate.clone(),
-                next,
-            ))))
-        });
-        self.then(name, make)
+        self.keyed_aggregate(name, aggregate, Emit::EveryRecord)
     }
 
     /// Each key's aggregate over all its records, emitted once per key when
@@ -92,12 +81,21 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
         A: Aggregate<T> + Clone + Sync,
         A::Out: Data,
     {
+        self.keyed_aggregate(name, aggregate, Emit::AtEnd)
+    }
+
+    fn keyed_aggregate<A>(&self, name: &str, aggregate: A, emit: Emit) -> Stream<(K, A::Out)>
+    where
+        A: Aggregate<T> + Clone + Sync,
+        A::Out: Data,
+    {
         let key = Arc::clone(&self.key);
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<(K, A::Out)>(out, ctx.operator())?;
-            Ok(boxed::<T>(Box::new(FinalAggregate::new(
+            Ok(boxed::<T>(Box::new(KeyedAggregate::new(
                 Arc::clone(&key),
                 aggregate.clone(),
+                emit,
                 next,
             ))))
         });

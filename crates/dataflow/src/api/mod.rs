@@ -128,14 +128,12 @@ impl Dataflow {
                 )))
             },
         );
-        let node = self.add_node(Node {
-            name: name.to_owned(),
-            parallelism: None,
-            op: NodeOp::Source(make),
-            inputs: Vec::new(),
-            input: None,
-            output: Some(Kit::<T>::shared()),
-        });
+        let node = self.add_node(Node::new(
+            name,
+            NodeOp::Source(make),
+            None,
+            Some(Kit::<T>::shared()),
+        ));
         Stream::new(Rc::clone(&self.inner), node)
     }
 

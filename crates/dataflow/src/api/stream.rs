@@ -55,14 +55,12 @@ impl<T: Data> Stream<T> {
     pub(crate) fn then<U: Data>(&self, name: &str, make: MakeOperator) -> Stream<U> {
         let node = add_node(
             &self.flow,
-            Node {
-                name: name.to_owned(),
-                parallelism: None,
-                op: NodeOp::Operator(make),
-                inputs: Vec::new(),
-                input: Some(Kit::<T>::shared()),
-                output: Some(Kit::<U>::shared()),
-            },
+            Node::new(
+                name,
+                NodeOp::Operator(make),
+                Some(Kit::<T>::shared()),
+                Some(Kit::<U>::shared()),
+            ),
             vec![self.edge()],
         );
         Stream::new(Rc::clone(&self.flow), node)
@@ -229,14 +227,12 @@ impl<T: Data> Stream<T> {
         let make: MakeOperator = Arc::new(|_: &OperatorContext, out: AnyBox| Ok(out));
         let node = add_node(
             &self.flow,
-            Node {
-                name: name.to_owned(),
-                parallelism: None,
-                op: NodeOp::Operator(make),
-                inputs: Vec::new(),
-                input: Some(Kit::<T>::shared()),
-                output: Some(Kit::<T>::shared()),
-            },
+            Node::new(
+                name,
+                NodeOp::Operator(make),
+                Some(Kit::<T>::shared()),
+                Some(Kit::<T>::shared()),
+            ),
             edges,
         );
         let mut stream = Stream::new(Rc::clone(&self.flow), node);
@@ -250,14 +246,12 @@ impl<T: Data> Stream<T> {
     pub fn sink(&self, name: &str, sink: impl Sink<T>) -> SinkHandle {
         let node = add_node(
             &self.flow,
-            Node {
-                name: name.to_owned(),
-                parallelism: None,
-                op: NodeOp::Sink(make_sink(sink)),
-                inputs: Vec::new(),
-                input: Some(Kit::<T>::shared()),
-                output: None,
-            },
+            Node::new(
+                name,
+                NodeOp::Sink(make_sink(sink)),
+                Some(Kit::<T>::shared()),
+                None,
+            ),
             vec![self.edge()],
         );
         SinkHandle {

@@ -57,25 +57,37 @@ impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
     forward_control!(next);
 }
 
-/// Rolling `aggregate`: each key's accumulator, emitted as `(key, result)`
-/// for every record.
-pub(crate) struct RollingAggregate<T, K, A: Aggregate<T>> {
+/// When a keyed aggregate emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Emit {
+    /// `(key, result)` for every record (Flink's rolling aggregations).
+    EveryRecord,
+    /// `(key, result)` once per key when the input ends (a bounded job's
+    /// result, like Flink's batch execution), nothing before.
+    AtEnd,
+}
+
+/// Keyed `aggregate`: one accumulator per key, emitted as [`Emit`] says.
+pub(crate) struct KeyedAggregate<T, K, A: Aggregate<T>> {
     key: KeyFn<T, K>,
     aggregate: A,
+    emit: Emit,
     state: HashMap<K, A::Acc, FxBuildHasher>,
     out: Vec<(K, A::Out)>,
     next: BoxPush<(K, A::Out)>,
 }
 
-impl<T, K: Key, A: Aggregate<T>> RollingAggregate<T, K, A> {
+impl<T, K: Key, A: Aggregate<T>> KeyedAggregate<T, K, A> {
     pub(crate) fn new(
         key: KeyFn<T, K>,
         aggregate: A,
+        emit: Emit,
         next: BoxPush<(K, A::Out)>,
-    ) -> RollingAggregate<T, K, A> {
-        RollingAggregate {
+    ) -> KeyedAggregate<T, K, A> {
+        KeyedAggregate {
             key,
             aggregate,
+            emit,
             state: HashMap::default(),
             out: Vec::new(),
             next,
@@ -83,11 +95,11 @@ impl<T, K: Key, A: Aggregate<T>> RollingAggregate<T, K, A> {
     }
 }
 
-impl<T, K: Key, A: Aggregate<T>> Push<T> for RollingAggregate<T, K, A> {
+impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
+        let aggregate = &self.aggregate;
         for record in batch.drain(..) {
             let key = (self.key)(&record);
-            let aggregate = &self.aggregate;
             let acc = match self.state.get_mut(&key) {
                 Some(acc) => acc,
                 None => self
@@ -96,51 +108,11 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for RollingAggregate<T, K, A> {
                     .or_insert_with(|| aggregate.create()),
             };
             aggregate.add(acc, &record);
-            let result = aggregate.result(acc);
-            self.out.push((key, result));
+            if self.emit == Emit::EveryRecord {
+                self.out.push((key, aggregate.result(acc)));
+            }
         }
         self.next.push(&mut self.out)
-    }
-    forward_control!(next);
-}
-
-/// Final aggregate per key at the end of input (a bounded job's result,
-/// like Flink's batch execution): emits `(key, result)` once per key when
-/// the input ends, nothing before.
-pub(crate) struct FinalAggregate<T, K, A: Aggregate<T>> {
-    key: KeyFn<T, K>,
-    aggregate: A,
-    state: HashMap<K, A::Acc, FxBuildHasher>,
-    next: BoxPush<(K, A::Out)>,
-}
-
-impl<T, K: Key, A: Aggregate<T>> FinalAggregate<T, K, A> {
-    pub(crate) fn new(
-        key: KeyFn<T, K>,
-        aggregate: A,
-        next: BoxPush<(K, A::Out)>,
-    ) -> FinalAggregate<T, K, A> {
-        FinalAggregate {
-            key,
-            aggregate,
-            state: HashMap::default(),
-            next,
-        }
-    }
-}
-
-impl<T, K: Key, A: Aggregate<T>> Push<T> for FinalAggregate<T, K, A> {
-    fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
-        for record in batch.drain(..) {
-            let key = (self.key)(&record);
-            let aggregate = &self.aggregate;
-            let acc = match self.state.get_mut(&key) {
-                Some(acc) => acc,
-                None => self.state.entry(key).or_insert_with(|| aggregate.create()),
-            };
-            aggregate.add(acc, &record);
-        }
-        Ok(())
     }
 
     fn watermark(&mut self, watermark: crate::data::Timestamp) -> Result<(), TaskFailure> {
@@ -160,14 +132,15 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for FinalAggregate<T, K, A> {
     }
 
     fn finish(&mut self) -> Result<(), TaskFailure> {
-        let mut out = Vec::with_capacity(1024);
-        for (key, acc) in self.state.drain() {
-            out.push((key, self.aggregate.result(&acc)));
-            if out.len() == 1024 {
-                self.next.push(&mut out)?;
+        if self.emit == Emit::AtEnd {
+            for (key, acc) in self.state.drain() {
+                self.out.push((key, self.aggregate.result(&acc)));
+                if self.out.len() == 1024 {
+                    self.next.push(&mut self.out)?;
+                }
             }
+            self.next.push(&mut self.out)?;
         }
-        self.next.push(&mut out)?;
         self.next.finish()
     }
 }
@@ -191,7 +164,7 @@ mod tests {
                 Box::new(rec),
             );
             let (crec, clog) = Recorder::new();
-            let mut count = RollingAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Box::new(crec));
+            let mut count = KeyedAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Emit::EveryRecord, Box::new(crec));
             for chunk in input.chunks(split) {
                 reduce.push(&mut chunk.to_vec()).unwrap();
                 count.push(&mut chunk.to_vec()).unwrap();
@@ -212,7 +185,7 @@ mod tests {
             prop_assert_eq!(records(&clog), expected_counts);
 
             let (frec, flog) = Recorder::new();
-            let mut last = FinalAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Box::new(frec));
+            let mut last = KeyedAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Emit::AtEnd, Box::new(frec));
             for chunk in input.chunks(split) {
                 last.push(&mut chunk.to_vec()).unwrap();
             }

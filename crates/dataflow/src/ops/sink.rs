@@ -3,8 +3,7 @@
 use holdfast_executor::TaskFailure;
 
 use crate::context::OperatorContext;
-use crate::data::Timestamp;
-use crate::push::Push;
+use crate::push::{Push, ignore_time};
 use crate::sink::SinkWriter;
 
 /// Writes every batch with a sink's writer.
@@ -29,15 +28,7 @@ impl<T> Push<T> for SinkPush<T> {
         batch.clear();
         Ok(())
     }
-    fn watermark(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
-        Ok(())
-    }
-    fn on_time(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
-        Ok(())
-    }
-    fn next_timer(&self) -> Option<Timestamp> {
-        None
-    }
+    ignore_time!();
     fn flush(&mut self) -> Result<(), TaskFailure> {
         self.writer.flush()
     }

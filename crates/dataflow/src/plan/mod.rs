@@ -82,6 +82,26 @@ pub(crate) struct Node {
     pub(crate) output: Option<Arc<dyn StreamKit>>,
 }
 
+impl Node {
+    /// A node called `name` doing `op`, with the default parallelism and no
+    /// inputs yet; `input`/`output` are the typed pieces of its record types.
+    pub(crate) fn new(
+        name: &str,
+        op: NodeOp,
+        input: Option<Arc<dyn StreamKit>>,
+        output: Option<Arc<dyn StreamKit>>,
+    ) -> Node {
+        Node {
+            name: name.to_owned(),
+            parallelism: None,
+            op,
+            inputs: Vec::new(),
+            input,
+            output,
+        }
+    }
+}
+
 /// How records travel along an edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ship {

@@ -186,7 +186,7 @@ async fn refuse(net: &Net, io: FrameIo, remote: SocketAddr, refusal: Refusal) {
             reason = %refusal.reason,
             kind = refusal.kind,
             suppressed_since_last = suppressed,
-            "data server: refused a connection"
+            "data server: refused a connection; nothing from it was accepted and it is closed (repeats from this address and reason are counted, not logged, for a while)"
         );
     }
     let frame = Frame::Error {
