@@ -245,3 +245,35 @@ fn plan_mistakes_are_named() {
         "{error}"
     );
 }
+
+#[test]
+fn processing_time_windows_group_records_by_the_tasks_clock() {
+    // The clock stands still inside one window: every record lands in it,
+    // whatever its content; the window fires by the clock or at the end.
+    let clock = holdfast_dataflow::time::ManualClock::at(1_000_500);
+    let flow = Dataflow::new("processing time");
+    let out = Collect::new();
+    let words: Vec<String> = ["a", "b", "a", "c", "a"].map(String::from).to_vec();
+    flow.source("words", Values::new(words))
+        .key_by(|w: &String| w.clone())
+        .window(WindowSpec::tumbling(1_000))
+        .processing_time()
+        .count("count")
+        .sink("collect", out.clone());
+    let options = LocalRun {
+        parallelism: 2,
+        clock: clock.clone(),
+        ..LocalRun::default()
+    };
+    options.run(flow).unwrap();
+    let got: BTreeMap<String, (i64, u64)> = out
+        .records()
+        .into_iter()
+        .map(|r: WindowResult<String, u64>| (r.key, (r.window.start, r.value)))
+        .collect();
+    let expected: BTreeMap<String, (i64, u64)> = [("a", 3), ("b", 1), ("c", 1)]
+        .into_iter()
+        .map(|(k, n)| (k.to_owned(), (1_000_000, n)))
+        .collect();
+    assert_eq!(got, expected);
+}
