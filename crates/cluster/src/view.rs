@@ -11,7 +11,9 @@ pub struct Overview {
     pub taskmanagers: usize,
     /// Slots of all registered TaskManagers.
     pub slots_total: u32,
-    /// Slots not holding a task.
+    /// Slots holding no task attempt. A job's attempts share slots (subtask
+    /// *i* of every vertex in one), so a job takes as many slots as its
+    /// highest parallelism.
     pub slots_available: u32,
     /// Jobs not in a terminal state.
     pub jobs_running: usize,
@@ -68,7 +70,8 @@ pub struct SubtaskView {
     pub status: String,
     /// The TaskManager running it, if deployed.
     pub taskmanager: Option<String>,
-    /// The slot index on that TaskManager.
+    /// The slot index on that TaskManager (shared with the same subtask of
+    /// the job's other vertices).
     pub slot: Option<u32>,
     /// Records (units of work) processed, as last reported.
     pub processed: u64,
@@ -198,7 +201,8 @@ pub struct TaskManagerView {
     pub data_address: Option<String>,
     /// Its slots.
     pub slots_number: u32,
-    /// Its slots not holding a task.
+    /// Its slots holding no task attempt (a slot shared by several
+    /// attempts of one job counts once, as used).
     pub free_slots: u32,
     /// Milliseconds since its last heartbeat reply.
     pub time_since_last_heartbeat: u64,

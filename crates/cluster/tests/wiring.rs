@@ -183,7 +183,8 @@ async fn attempts_learn_their_producers_and_consumers_with_data_addresses() -> R
         "{data:?}"
     );
 
-    // source(2) =all-to-all=> sink(2) fills the 4 slots of both.
+    // source(2) =all-to-all=> sink(2) shares 2 of the 4 slots: subtask i
+    // of both vertices runs in one slot (Flink's default slot sharing).
     let graph = JobGraph {
         name: "wired".into(),
         vertices: vec![vertex("source", 2), vertex("sink", 2)],
@@ -200,6 +201,33 @@ async fn attempts_learn_their_producers_and_consumers_with_data_addresses() -> R
         (all && seen.lock().expect("seen lock").len() == 4).then_some(details)
     })
     .await?;
+
+    // Slot sharing, as the REST views show it: source i and sink i in one
+    // slot, one slot on each TaskManager, two slots left free.
+    let slot_of = |vertex: usize, subtask: usize| {
+        let s = &details.vertices[vertex].subtasks[subtask];
+        (s.taskmanager.clone(), s.slot)
+    };
+    for subtask in 0..2 {
+        ensure!(
+            slot_of(0, subtask) == slot_of(1, subtask),
+            "subtask {subtask}: {:?}",
+            details.vertices
+        );
+    }
+    ensure!(slot_of(0, 0).0 != slot_of(0, 1).0, "{:?}", details.vertices);
+    ensure!(
+        control.overview().slots_available == 2,
+        "{:?}",
+        control.overview()
+    );
+    let free: Vec<u32> = control
+        .taskmanagers()?
+        .taskmanagers
+        .iter()
+        .map(|t| t.free_slots)
+        .collect();
+    ensure!(free == [1, 1], "{free:?}");
 
     // Where each task runs, as the leader shows it.
     let placed: BTreeMap<TaskId, DataLocation> = details

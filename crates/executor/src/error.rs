@@ -15,12 +15,16 @@ pub enum StartError {
         /// How many slots there are.
         slots: u32,
     },
-    /// Another attempt still occupies the slot (its code has not returned).
-    #[error("slot {slot} is busy with {occupant}")]
+    /// The slot runs an attempt it cannot be shared with (its code has not
+    /// returned): one of another job, or of the same vertex. A slot runs
+    /// attempts of one job, at most one per vertex.
+    #[error(
+        "slot {slot} is busy with {occupant} (a slot runs attempts of one job, at most one per vertex)"
+    )]
     SlotBusy {
         /// The slot asked for.
         slot: u32,
-        /// The attempt in it.
+        /// The attempt in it that it cannot be shared with.
         occupant: AttemptKey,
     },
     /// The executor already knows this attempt (running, or ended and not

@@ -59,9 +59,9 @@ impl Shared {
         });
     }
 
-    /// Called by the attempt's thread when its code has returned: frees the
-    /// slot and sends the terminal update, under the lock, so the update is
-    /// sent before anything can start in the slot again.
+    /// Called by the attempt's thread when its code has returned: takes it
+    /// out of its slot and sends the terminal update, under the lock, so the
+    /// update is sent before anything can take its place in the slot.
     pub(crate) fn report_returned(&self, key: AttemptKey, exit: Exit, processed: u64) {
         let failure = match &exit {
             Exit::Failed(message) => Some(message.clone()),
@@ -85,13 +85,15 @@ impl Shared {
     }
 }
 
-/// Runs a TaskManager's task attempts, one per slot, each on its own named
-/// OS thread at a lower priority than the process's other threads.
+/// Runs a TaskManager's task attempts in its slots, each on its own named
+/// OS thread at a lower priority than the process's other threads. A slot
+/// is shared as the JobManager places attempts (Flink's slot sharing): it
+/// runs attempts of one job, at most one per vertex.
 ///
 /// Every attempt sends `Running` when its thread starts and then exactly one
 /// terminal update (`Finished`, `Canceled` or `Failed`) on the update
-/// channel. A slot is busy from [`start`](Self::start) until the attempt's
-/// code has returned. Ended attempts stay in [`snapshot`](Self::snapshot)
+/// channel. An attempt holds its slot from [`start`](Self::start) until its
+/// code has returned; the slot is free once no attempt holds it. Ended attempts stay in [`snapshot`](Self::snapshot)
 /// (and their keys stay taken) until [`forget`](Self::forget): the
 /// TaskManager forgets an attempt once the JobManager has acknowledged its
 /// final state, so nothing is lost if a report must be repeated.
@@ -130,8 +132,8 @@ impl TaskExecutor {
 
     /// Starts attempt `key` of a task described by `info` in `slot`,
     /// running `code` on a new thread. Refuses a slot that does not exist
-    /// or is busy, a key the executor still knows, and a subtask not below
-    /// the parallelism.
+    /// or runs an attempt of another job or of the same vertex, a key the
+    /// executor still knows, and a subtask not below the parallelism.
     pub fn start(
         &self,
         key: AttemptKey,
@@ -228,7 +230,7 @@ impl TaskExecutor {
         })
     }
 
-    /// The slots whose attempt's code has not returned, ascending.
+    /// The slots holding an attempt whose code has not returned, ascending.
     pub fn busy_slots(&self) -> Vec<u32> {
         self.shared.table().busy_slots()
     }

@@ -18,8 +18,8 @@ pub enum TaskPriority {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecutorOptions {
     /// How many slots the TaskManager offers: slot indices run from 0 to
-    /// `slots - 1`, one attempt per slot. Default 1 (Flink's
-    /// `taskmanager.numberOfTaskSlots`).
+    /// `slots - 1`; a slot runs attempts of one job, at most one per vertex
+    /// (slot sharing). Default 1 (Flink's `taskmanager.numberOfTaskSlots`).
     pub slots: u32,
     /// The task threads' priority. Default `Nice(10)`: under contention a
     /// thread at nice 0 (RPC, heartbeats, ZooKeeper) gets about nine times

@@ -20,8 +20,8 @@ pub enum TaskStatus {
     /// Started: its thread is starting or running its code, which has not
     /// returned.
     Running,
-    /// A cancel was requested; its code has not returned yet (its slot is
-    /// still busy).
+    /// A cancel was requested; its code has not returned yet (it still
+    /// holds its slot).
     Canceling,
     /// Terminal: the code returned `Ok` without a cancel.
     Finished,
@@ -33,7 +33,8 @@ pub enum TaskStatus {
 }
 
 impl TaskStatus {
-    /// Whether the attempt can never change state again (its slot is free).
+    /// Whether the attempt can never change state again (it no longer holds
+    /// its slot).
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,

@@ -1,10 +1,12 @@
 //! The executor's pure core: which attempts it knows, their status and
-//! which slot each occupies. No threads, no clock: the shell
+//! which slot each occupies. Slots are shared as the JobManager places
+//! attempts (Flink's slot sharing): a slot runs attempts of one job, at
+//! most one per vertex, at a time. No threads, no clock: the shell
 //! ([`TaskExecutor`](crate::TaskExecutor)) calls it under its lock and
 //! performs what it decides. `H` is whatever the shell keeps per attempt
 //! (its cancel handle and counter); tests use `()`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{ForgetError, StartError};
 use crate::key::AttemptKey;
@@ -23,8 +25,8 @@ pub(crate) struct Entry<H> {
 pub(crate) struct AttemptTable<H> {
     slots: u32,
     attempts: BTreeMap<AttemptKey, Entry<H>>,
-    /// Slot → the attempt whose code has not returned yet.
-    busy: BTreeMap<u32, AttemptKey>,
+    /// Slot → the attempts in it whose code has not returned yet.
+    busy: BTreeMap<u32, BTreeSet<AttemptKey>>,
 }
 
 impl<H> AttemptTable<H> {
@@ -36,7 +38,10 @@ impl<H> AttemptTable<H> {
         }
     }
 
-    /// Admits `key` into `slot` as `Running`, or says why not.
+    /// Admits `key` into `slot` as `Running`, or says why not: the slot
+    /// must exist and may already run attempts of the same job's other
+    /// vertices, but none of another job or of the same vertex (a previous
+    /// attempt still stopping, or a second subtask).
     pub(crate) fn start(
         &mut self,
         key: AttemptKey,
@@ -56,7 +61,10 @@ impl<H> AttemptTable<H> {
                 status: entry.status.clone(),
             });
         }
-        if let Some(occupant) = self.busy.get(&slot) {
+        let conflict = self.busy.get(&slot).into_iter().flatten().find(|other| {
+            other.job != key.job || other.attempt.task.vertex == key.attempt.task.vertex
+        });
+        if let Some(occupant) = conflict {
             return Err(StartError::SlotBusy {
                 slot,
                 occupant: *occupant,
@@ -70,7 +78,7 @@ impl<H> AttemptTable<H> {
                 parallelism,
             });
         }
-        self.busy.insert(slot, key);
+        self.busy.entry(slot).or_default().insert(key);
         let status = TaskStatus::Running;
         self.attempts.insert(
             key,
@@ -86,7 +94,7 @@ impl<H> AttemptTable<H> {
     /// Undoes [`start`](Self::start) when the thread could not be spawned.
     pub(crate) fn abort(&mut self, key: &AttemptKey) {
         if let Some(entry) = self.attempts.remove(key) {
-            self.busy.remove(&entry.slot);
+            self.leave(entry.slot, key);
         }
     }
 
@@ -105,8 +113,19 @@ impl<H> AttemptTable<H> {
     pub(crate) fn returned(&mut self, key: &AttemptKey, exit: Exit) -> Option<(u32, TaskStatus)> {
         let entry = self.attempts.get_mut(key)?;
         entry.status = transition(&entry.status, AttemptEvent::Returned(exit)).ok()?;
-        self.busy.remove(&entry.slot);
-        Some((entry.slot, entry.status.clone()))
+        let (slot, status) = (entry.slot, entry.status.clone());
+        self.leave(slot, key);
+        Some((slot, status))
+    }
+
+    /// `key`'s code no longer runs in `slot`; the slot is free once none does.
+    fn leave(&mut self, slot: u32, key: &AttemptKey) {
+        if let Some(keys) = self.busy.get_mut(&slot) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.busy.remove(&slot);
+            }
+        }
     }
 
     /// Removes an attempt that has ended.
@@ -129,7 +148,7 @@ impl<H> AttemptTable<H> {
         self.attempts.iter()
     }
 
-    /// The slots whose attempt's code has not returned, ascending.
+    /// The slots holding an attempt whose code has not returned, ascending.
     pub(crate) fn busy_slots(&self) -> Vec<u32> {
         self.busy.keys().copied().collect()
     }
@@ -183,6 +202,43 @@ mod tests {
         table.abort(&a);
         assert_eq!(table.busy_slots(), Vec::<u32>::new());
         assert!(statuses(&table).is_empty());
+    }
+
+    #[test]
+    fn a_slot_is_shared_by_one_job_s_vertices_and_free_when_all_returned() {
+        let mut table = AttemptTable::new(2);
+        let (source, map, sink) = (key(1, "0.1#0"), key(1, "1.1#0"), key(1, "2.1#0"));
+        for k in [source, map, sink] {
+            table.start(k, 1, 2, ()).unwrap();
+        }
+        assert_eq!(table.busy_slots(), [1], "three attempts, one slot");
+        // Not another job, not a second attempt of a vertex it runs.
+        assert!(matches!(
+            table.start(key(2, "3.1#0"), 1, 2, ()),
+            Err(StartError::SlotBusy { slot: 1, occupant }) if occupant.job == source.job
+        ));
+        assert!(matches!(
+            table.start(key(1, "1.1#1"), 1, 2, ()),
+            Err(StartError::SlotBusy { slot: 1, occupant }) if occupant == map
+        ));
+        assert!(matches!(
+            table.start(key(1, "2.0#0"), 1, 2, ()),
+            Err(StartError::SlotBusy { slot: 1, occupant }) if occupant == sink
+        ));
+        table.returned(&source, Exit::Completed).unwrap();
+        table.returned(&map, Exit::Completed).unwrap();
+        assert_eq!(table.busy_slots(), [1], "the sink still runs");
+        assert!(
+            table.start(key(2, "0.0#0"), 1, 1, ()).is_err(),
+            "still job 1's"
+        );
+        table.returned(&sink, Exit::Completed).unwrap();
+        assert!(table.busy_slots().is_empty());
+        // Free: another job may use it now, and a new attempt of the map.
+        table.start(key(2, "0.0#0"), 1, 1, ()).unwrap();
+        assert!(table.start(key(1, "1.1#1"), 1, 2, ()).is_err());
+        table.start(key(1, "1.1#1"), 0, 2, ()).unwrap();
+        assert_eq!(table.busy_slots(), [0, 1]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Cancel: prompt for tasks that check it, deferred for blocking code (whose
-//! slot stays busy until it returns), scoped to a job or to everything; cancel
-//! callbacks that unblock code.
+//! slot stays busy until it returns, even when shared), scoped to a job or to
+//! everything; cancel callbacks that unblock code.
 
 mod common;
 
@@ -216,4 +216,41 @@ async fn a_cancel_callback_unblocks_code_and_may_call_the_executor() {
     assert_eq!(probed_rx.recv_timeout(PROMPT), Ok(Some(1)));
     assert_eq!(updates.terminal(a).await.status, TaskStatus::Canceled);
     assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
+}
+
+#[tokio::test]
+async fn a_shared_slot_runs_one_job_s_vertices_at_once_and_frees_when_the_last_returns() {
+    // Slot sharing: the source, map and sink of subtask 0 run in slot 0
+    // together; the slot stays busy while the blocked sink still runs.
+    let (executor, mut updates) = executor(1);
+    let (source, map, sink) = (key(1, "0.0#0"), key(1, "1.0#0"), key(1, "2.0#0"));
+    for k in [source, map] {
+        executor
+            .start(k, 0, builtin("count", json!({})), info(1))
+            .unwrap();
+    }
+    let blocking = Duration::from_millis(1500);
+    let block = builtin("block", json!({"seconds": blocking.as_secs_f64()}));
+    executor.start(sink, 0, block, info(1)).unwrap();
+    for k in [source, map, sink] {
+        assert_eq!(updates.running(k).await.slot, 0);
+    }
+    assert_eq!(executor.busy_slots(), [0]);
+    match executor.start(key(2, "0.0#0"), 0, builtin("count", json!({})), info(1)) {
+        Err(StartError::SlotBusy { slot: 0, occupant }) => assert_eq!(occupant.job, source.job),
+        other => panic!("another job must not share slot 0: {other:?}"),
+    }
+
+    assert_eq!(executor.cancel_all_of_job(source.job), 3);
+    for k in [source, map] {
+        assert_eq!(updates.terminal(k).await.status, TaskStatus::Canceled);
+    }
+    assert_eq!(executor.busy_slots(), [0], "the sink has not returned");
+    assert_eq!(updates.terminal(sink).await.status, TaskStatus::Canceled);
+    assert!(executor.busy_slots().is_empty());
+    let next = key(2, "0.0#0");
+    executor
+        .start(next, 0, builtin("count", json!({"records": 5})), info(1))
+        .unwrap();
+    assert_eq!(updates.terminal(next).await.status, TaskStatus::Finished);
 }

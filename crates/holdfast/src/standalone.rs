@@ -95,13 +95,14 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         bail!("--taskmanagers must be 1 to 64, not {}", args.taskmanagers);
     }
     let slots = args.taskmanagers.saturating_mul(setup.config.task_slots);
+    // Slots are shared: a job needs as many as its highest parallelism.
     if let Some(graph) = &graph
-        && graph.total_subtasks() > slots
+        && graph.slots_needed() > slots
     {
         bail!(
             "the job needs {} slots but {} TaskManagers × taskmanager.numberOfTaskSlots {} offer {slots}: \
              lower --parallelism or raise --taskmanagers or -D taskmanager.numberOfTaskSlots",
-            graph.total_subtasks(),
+            graph.slots_needed(),
             args.taskmanagers,
             setup.config.task_slots
         );
@@ -234,6 +235,11 @@ async fn follow(
         // this process have them live (a finished attempt's count stays
         // with the leader).
         let reported: u64 = subtasks.iter().map(|s| s.processed).sum();
+        let label = if submission.dataflow.is_some() {
+            "read"
+        } else {
+            "processed"
+        };
         let (processed, extra) = match &submission.dataflow {
             // A dataflow: records read by its sources, written by its sinks.
             Some((name, sources, sinks)) => dataflow_progress(name, sources, sinks),
@@ -244,7 +250,7 @@ async fn follow(
             / now.duration_since(last.0).as_secs_f64().max(1e-3);
         last = (now, processed);
         eprintln!(
-            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  processed {processed:>13}  ({})  restarts {}{extra}",
+            "[{:>6.1}s] {} {:<10} tasks {running}/{} running  {label} {processed:>13}  ({})  restarts {}{extra}",
             started.elapsed().as_secs_f64(),
             details.name,
             details.state,

@@ -23,7 +23,8 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// The README's main command, with a smaller table and fewer events: the
+/// The README's main command, with a smaller table and fewer events (at a
+/// rate that makes it last two seconds, so progress shows it running): the
 /// table is written, `enrich` runs over two TaskManagers to the end, the
 /// progress shows the table loading, records read and written, and the
 /// windows' counts add up to the events.
@@ -32,14 +33,25 @@ async fn the_main_command_runs_enrich_to_the_end_and_shows_progress() -> Result<
     let dir = tempfile::tempdir()?;
     let table = dir.path().join("enrich-table.tsv");
     let table_arg = table.display().to_string();
-    let out = run(&strings(&["enrich-table", "--entries", "300000", "--output", &table_arg])).await?;
+    let out = run(&strings(&[
+        "enrich-table",
+        "--entries",
+        "300000",
+        "--output",
+        &table_arg,
+    ]))
+    .await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    ensure!(out.status.success(), "enrich-table: exit {:?}: {stderr}", out.status);
+    ensure!(
+        out.status.success(),
+        "enrich-table: exit {:?}: {stderr}",
+        out.status
+    );
     ensure!(stderr.contains("wrote 300000 entries"), "{stderr}");
 
     let output = dir.path().join("out");
     let params = serde_json::json!({
-        "table": table, "events": 200_000, "users": 300_000, "output": output,
+        "table": table, "events": 200_000, "rate": 100_000, "users": 300_000, "output": output,
     })
     .to_string();
     let mut args = strings(&["standalone", "--run", "enrich", "--args", &params]);
@@ -48,22 +60,34 @@ async fn the_main_command_runs_enrich_to_the_end_and_shows_progress() -> Result<
     let out = run(&args).await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure!(out.status.success(), "exit {:?}: {stderr}", out.status);
-    ensure!(stderr.contains("enrich RUNNING"), "no progress shown: {stderr}");
+    ensure!(
+        stderr.contains("enrich RUNNING"),
+        "no progress shown: {stderr}"
+    );
     let last = stderr
         .lines()
         .rfind(|l| l.contains("enrich "))
         .context("no progress line")?;
-    ensure!(last.contains("FINISHED") && last.contains("read        200000"), "{last}");
+    ensure!(
+        last.contains("FINISHED") && last.contains("read        200000"),
+        "{last}"
+    );
     let mut counted = 0u64;
     for entry in std::fs::read_dir(&output)? {
         let path = entry?.path();
-        if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("part-")) {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
+        {
             for line in std::fs::read_to_string(&path)?.lines() {
                 counted += line.rsplit(' ').next().context("a count")?.parse::<u64>()?;
             }
         }
     }
-    ensure!(counted == 200_000, "the windows count {counted} events, not 200000");
+    ensure!(
+        counted == 200_000,
+        "the windows count {counted} events, not 200000"
+    );
     Ok(())
 }
 

@@ -15,7 +15,7 @@ pub const MAX_PARALLELISM: u32 = 1024;
 pub const MAX_VERTICES: usize = 256;
 /// The most edges one job may have.
 pub const MAX_EDGES: usize = 1024;
-/// The most subtasks (= slots) one job may have in all.
+/// The most subtasks one job may have in all.
 pub const MAX_SUBTASKS: u32 = 4096;
 
 /// A submitted job.
@@ -224,11 +224,23 @@ impl JobGraph {
         self.check_acyclic()
     }
 
-    /// How many subtasks the whole job has (= slots it needs).
+    /// How many subtasks the whole job has.
     pub fn total_subtasks(&self) -> u32 {
         self.vertices
             .iter()
             .fold(0u32, |total, v| total.saturating_add(v.parallelism))
+    }
+
+    /// How many task slots the job needs: its highest vertex parallelism.
+    /// Slots are shared as in Flink's default slot sharing group — subtask
+    /// *i* of every vertex runs in the job's *i*-th slot — so a job of 3
+    /// vertices at parallelism 2 needs 2 slots, not 6.
+    pub fn slots_needed(&self) -> u32 {
+        self.vertices
+            .iter()
+            .map(|v| v.parallelism)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The edges into vertex `vertex`, with their indexes, in edge order:
@@ -309,6 +321,7 @@ mod tests {
         let graph = two();
         assert_eq!(graph.validate(), Ok(()));
         assert_eq!(graph.total_subtasks(), 3);
+        assert_eq!(graph.slots_needed(), 2, "the highest parallelism");
     }
 
     #[test]

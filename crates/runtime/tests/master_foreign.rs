@@ -4,7 +4,7 @@
 mod support;
 
 use holdfast_runtime::lifecycle::{JobState, TaskState};
-use holdfast_runtime::master::{MasterCommand, MasterInput, ReportedStatus, SlotState, TaskReport};
+use holdfast_runtime::master::{MasterCommand, MasterInput, ReportedStatus, TaskReport};
 use support::*;
 
 /// tm-a (2 slots) registers holding two attempts of a previous leader's
@@ -15,9 +15,9 @@ fn with_foreign_attempts() -> (Sim, [holdfast_runtime::master::AttemptRef; 2]) {
     sim.tms.insert(tm("tm-a"), SimTm::new(2));
     for (slot, a) in old.iter().enumerate() {
         sim.tm("tm-a").held.insert(
-            slot as u32,
+            *a,
             SimTask {
-                attempt: *a,
+                slot: slot as u32,
                 status: ReportedStatus::Running,
             },
         );
@@ -33,10 +33,9 @@ fn foreign_attempts_are_canceled_once_and_hold_their_slots_until_they_stop() {
     let out = sim.register("tm-a");
     assert_eq!(cancels(&out), [(tm("tm-a"), old[0]), (tm("tm-a"), old[1])]);
     for (slot, a) in old.iter().enumerate() {
-        assert_eq!(
-            sim.core.slots().state(&tm("tm-a"), slot as u32),
-            Some(SlotState::Foreign(*a))
-        );
+        let state = sim.slot("tm-a", slot as u32);
+        assert_eq!(state.foreign(), &set(&[*a]));
+        assert!(state.allocated().is_empty());
     }
     assert_eq!(sim.core.slots().free(), 0);
 
@@ -54,10 +53,7 @@ fn foreign_attempts_are_canceled_once_and_hold_their_slots_until_they_stop() {
     // At 30 the first stops (and says so): its slot takes the new job.
     let out = sim.run_until(at(30));
     assert_eq!(deploys(&out), [(tm("tm-a"), 0, attempt(j, 0, 0, 0))]);
-    assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), 1),
-        Some(SlotState::Foreign(old[1]))
-    );
+    assert_eq!(sim.slot("tm-a", 1).foreign(), &set(&[old[1]]));
     let out = sim.run_until(at(45));
     assert!(deploys(&out).is_empty());
     assert_eq!(sim.core.slots().free(), 1);
@@ -152,7 +148,7 @@ fn a_task_manager_registering_again_keeps_what_it_still_runs() {
     assert_eq!(sim.task_states(j), [TaskState::Running; 2]);
     assert_eq!([sim.current(j, 0, 0), sim.current(j, 0, 1)], before);
 
-    sim.tm("tm-a").held.retain(|_, t| t.attempt != before[1]);
+    sim.tm("tm-a").held.remove(&before[1]);
     let out = sim.register("tm-a");
     assert!(
         out.iter().any(|c| matches!(c, MasterCommand::JobFailed { cause, .. }
@@ -186,23 +182,14 @@ fn an_attempt_whose_deploy_failed_but_started_anyway_is_canceled_and_freed() {
     // Canceled at once, in case the deploy arrived after all; its slot is
     // held until the TaskManager says it is gone.
     assert!(cancels(&out).contains(&(tm("tm-a"), lost)), "{out:?}");
-    assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), 0),
-        Some(SlotState::Foreign(lost))
-    );
+    assert_eq!(sim.slot("tm-a", 0).foreign(), &set(&[lost]));
     // It turns out to run: no second cancel, the slot stays held.
     let out = sim.report("tm-a", lost, ReportedStatus::Running);
     assert!(cancels(&out).is_empty(), "{out:?}");
-    assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), 0),
-        Some(SlotState::Foreign(lost))
-    );
+    assert_eq!(sim.slot("tm-a", 0).foreign(), &set(&[lost]));
     // It stops at 3 (the job still restarting): its slot is free at once.
     sim.run_until(at(3));
-    assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), 0),
-        Some(SlotState::Free)
-    );
+    assert!(sim.slot("tm-a", 0).is_free());
     // The other stops at 5: the restart (due at 1) deploys then, not at the
     // next heartbeat.
     let out = sim.run_until(at(5));
@@ -222,9 +209,9 @@ fn a_new_leader_numbers_its_attempts_past_those_a_task_manager_still_holds() {
         let old = attempt(j, 0, 0, 3);
         sim.tms.insert(tm("tm-a"), SimTm::new(2));
         sim.tm("tm-a").held.insert(
-            1,
+            old,
             SimTask {
-                attempt: old,
+                slot: 1,
                 status: ReportedStatus::Running,
             },
         );
@@ -302,8 +289,8 @@ fn an_attempt_a_task_manager_stops_on_its_own_fails_at_once_and_keeps_its_slot()
     );
     assert_eq!(sim.task_states(j), [TaskState::Failed]);
     assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), 0),
-        Some(SlotState::Foreign(running)),
+        sim.slot("tm-a", 0).foreign(),
+        &set(&[running]),
         "still busy on the TaskManager"
     );
     let out = sim.report(
@@ -316,8 +303,5 @@ fn an_attempt_a_task_manager_stops_on_its_own_fails_at_once_and_keeps_its_slot()
             .any(|c| matches!(c, MasterCommand::JobFailed { .. })),
         "one failure, not two: {out:?}"
     );
-    assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), 0),
-        Some(SlotState::Free)
-    );
+    assert!(sim.slot("tm-a", 0).is_free());
 }

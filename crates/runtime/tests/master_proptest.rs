@@ -1,6 +1,8 @@
 //! Property tests of `JobMasterCore`: random input sequences never panic
 //! (the `debug_assert` on illegal job transitions included) and keep the
-//! invariants of [`support::check_invariants`] after every step (tier 1/2).
+//! invariants of [`support::check_invariants`] after every step — among
+//! them slot sharing: no slot holds two attempts of one vertex or attempts
+//! of two jobs (tier 1/2).
 
 mod support;
 
@@ -8,11 +10,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use holdfast_ha::MonoTime;
-use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::graph::{Distribution, JobGraph};
 use holdfast_runtime::ids::TaskManagerId;
 use holdfast_runtime::lifecycle::{JobState, TaskState};
 use holdfast_runtime::master::{
-    AttemptRef, JobMasterCore, MasterCommand, MasterInput, ReportedStatus, SlotState, TaskReport,
+    AttemptRef, JobMasterCore, MasterCommand, MasterInput, ReportedStatus, TaskReport,
 };
 use holdfast_runtime::restart::RestartStrategy;
 use proptest::prelude::*;
@@ -43,10 +45,14 @@ fn strategies() -> impl Strategy<Value = RestartStrategy> {
     ]
 }
 
+/// Jobs of one to three vertices; those of several share slots by subtask
+/// index.
 fn small_graph() -> impl Strategy<Value = JobGraph> {
     prop_oneof![
         (1u32..4).prop_map(graph),
-        (1u32..3, 1u32..3).prop_map(|(a, b)| graph2(a, b))
+        (1u32..3, 1u32..3).prop_map(|(a, b)| graph2(a, b)),
+        (1u32..4).prop_map(|p| graph2_with(Distribution::Pointwise, p, p)),
+        (1u32..4).prop_map(graph3),
     ]
 }
 
@@ -199,9 +205,11 @@ impl Driver {
                     wiring,
                     ..
                 } => {
-                    prop_assert_eq!(
-                        self.core.slots().state(tm, *slot),
-                        Some(SlotState::Allocated(*attempt)),
+                    prop_assert!(
+                        self.core
+                            .slots()
+                            .state(tm, *slot)
+                            .is_some_and(|s| s.allocated().contains(attempt)),
                         "a Deploy goes to a slot allocated to it"
                     );
                     let job = self.core.job(attempt.job).expect("a deployed job is known");
@@ -213,7 +221,15 @@ impl Driver {
                     );
                     self.deployed.push((tm.clone(), *slot, *attempt));
                 }
-                MasterCommand::Cancel { attempt, .. } => self.canceled.push(*attempt),
+                MasterCommand::Cancel { tm, attempt } => {
+                    prop_assert!(
+                        self.core.slots().contains(tm),
+                        "a Cancel of {} to {}, which is not registered (lost)",
+                        attempt,
+                        tm
+                    );
+                    self.canceled.push(*attempt);
+                }
                 MasterCommand::TaskManagerTimedOut { tm } => {
                     prop_assert!(
                         registered_before.contains(tm),
@@ -342,6 +358,9 @@ enum Fault {
     FailTask(usize),
     /// A held attempt finishes.
     FinishTask(usize),
+    /// The TaskManager stops a held attempt on its own; it is gone after
+    /// this many seconds.
+    StopOnOwn(usize, u64),
     /// A held attempt's cancel blocks for this many seconds.
     Block(usize, u64),
     /// The shell reports a deploy failure for a deployed attempt.
@@ -360,6 +379,7 @@ fn fault() -> impl Strategy<Value = Fault> {
         1 => tm.prop_map(Fault::Reregister),
         2 => any::<usize>().prop_map(Fault::FailTask),
         1 => any::<usize>().prop_map(Fault::FinishTask),
+        1 => (any::<usize>(), 0u64..30).prop_map(|(p, s)| Fault::StopOnOwn(p, s)),
         1 => (any::<usize>(), 1u64..120).prop_map(|(p, s)| Fault::Block(p, s)),
         1 => any::<usize>().prop_map(Fault::DeployFailed),
         1 => (0u8..3).prop_map(Fault::Cancel),
@@ -420,6 +440,14 @@ proptest! {
                     };
                     sim.report(&t.to_string(), a, status);
                 }
+                Fault::StopOnOwn(pick, s) => {
+                    let held = sim.held();
+                    if held.is_empty() {
+                        continue;
+                    }
+                    let (t, _, a) = held[pick % held.len()].clone();
+                    sim.stop_on_own(&t.to_string(), a, secs(s));
+                }
                 Fault::Block(pick, s) => {
                     let held = sim.held();
                     if held.is_empty() {
@@ -471,18 +499,16 @@ proptest! {
             let settled = state.is_terminal()
                 || (state == JobState::Running
                     && tasks.iter().all(|t| matches!(t, TaskState::Running | TaskState::Finished)))
-                // More subtasks than the cluster has slots: it waits.
+                // It needs more slots than the cluster has free: it waits.
                 || (state == JobState::Running
                     && tasks.iter().all(|t| *t == TaskState::Scheduled)
-                    && j.graph.total_subtasks() > sim.core.slots().free());
+                    && j.graph.slots_needed() > sim.core.slots().free());
             prop_assert!(settled, "job {} is {:?} with tasks {:?}", j.id, state, tasks);
         }
         for (id, slots, _) in sim.core.slots().task_managers() {
             for index in 0..slots {
-                prop_assert!(
-                    !matches!(sim.core.slots().state(id, index), Some(SlotState::Foreign(_))),
-                    "{}:{} still foreign", id, index
-                );
+                let state = sim.core.slots().state(id, index).expect("a registered slot");
+                prop_assert!(state.foreign().is_empty(), "{}:{} still holds {:?}", id, index, state);
             }
         }
     }

@@ -6,7 +6,7 @@ mod support;
 use std::collections::BTreeSet;
 
 use holdfast_runtime::lifecycle::{JobState, TaskState};
-use holdfast_runtime::master::{MasterCommand, MasterInput, ReportedStatus, SlotState, TaskReport};
+use holdfast_runtime::master::{MasterCommand, MasterInput, ReportedStatus, TaskReport};
 use holdfast_runtime::restart::{GiveUpReason, RestartDecision, RestartStrategy};
 use support::*;
 
@@ -200,10 +200,7 @@ fn a_late_cancel_ack_holds_its_slot_until_it_comes() {
     let out = sim.run_until(at(94));
     assert!(deploys(&out).is_empty(), "{out:?}");
     assert_eq!(sim.state(j), JobState::Restarting);
-    assert_eq!(
-        sim.core.slots().state(&tm("tm-a"), blocked_slot),
-        Some(SlotState::Allocated(blocked))
-    );
+    assert_eq!(sim.slot("tm-a", blocked_slot).allocated(), &set(&[blocked]));
     assert_eq!(sim.core.slots().free(), 1);
     let wake = sim.core.next_wakeup().expect("heartbeats");
     assert!(
@@ -299,7 +296,7 @@ fn deploy_failed_fails_the_attempt_and_restarts_per_strategy() {
         "the failed deploy is canceled too, in case it arrived after all"
     );
     // The TaskManager drops the one it never got.
-    sim.tm("tm-a").held.retain(|_, t| t.attempt != bad);
+    sim.tm("tm-a").held.remove(&bad);
     sim.tm("tm-a").start_delay = Some(secs(0));
     let out = sim.run_until(at(1));
     assert_eq!(deploys(&out).len(), 2);
@@ -321,7 +318,7 @@ fn deploy_failed_with_restart_strategy_none_fails_the_job() {
     sim.add_tm("tm-a", 3);
     sim.submit(j, graph(3));
     let bad = sim.current(j, 0, 1);
-    sim.tm("tm-a").held.retain(|_, t| t.attempt != bad);
+    sim.tm("tm-a").held.remove(&bad);
     let out = sim.input(MasterInput::DeployFailed {
         attempt: bad,
         error: "refused".into(),
@@ -367,7 +364,7 @@ fn reports_of_old_attempts_or_from_the_wrong_place_change_nothing() {
     let slots_before: Vec<_> = sim
         .held()
         .into_iter()
-        .map(|(t, s, _)| sim.core.slots().state(&t, s))
+        .map(|(t, s, _)| sim.core.slots().state(&t, s).cloned())
         .collect();
 
     // Old attempt #0, every status, from where it ran and from elsewhere.
@@ -434,7 +431,7 @@ fn reports_of_old_attempts_or_from_the_wrong_place_change_nothing() {
     let slots_after: Vec<_> = sim
         .held()
         .into_iter()
-        .map(|(t, s, _)| sim.core.slots().state(&t, s))
+        .map(|(t, s, _)| sim.core.slots().state(&t, s).cloned())
         .collect();
     assert_eq!(slots_after, slots_before);
 
@@ -456,8 +453,8 @@ fn reports_of_old_attempts_or_from_the_wrong_place_change_nothing() {
     );
     assert_eq!(format!("{:?}", sim.core.jobs().collect::<Vec<_>>()), before);
     assert_eq!(
-        sim.core.slots().state(&holder, slot),
-        Some(SlotState::Allocated(current))
+        sim.slot(&holder.to_string(), slot).allocated(),
+        &set(&[current])
     );
 }
 

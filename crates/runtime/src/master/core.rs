@@ -167,9 +167,8 @@ impl JobMasterCore {
                 };
                 let reason =
                     format!("TaskManager {tm} registered again, so it no longer runs this attempt");
-                for attempt in lost {
-                    self.fail_attempt(&mut step, attempt, &reason);
-                }
+                let lost: Vec<_> = lost.into_iter().map(|a| (a, reason.clone())).collect();
+                self.fail_attempts(&mut step, &lost);
                 self.heartbeats.unmonitor(&tm);
                 self.heartbeats.on_heartbeat(tm.clone(), now);
                 self.reconcile(&mut step, &tm, &tasks);
@@ -223,6 +222,10 @@ impl JobMasterCore {
             }
             MasterInput::Cancel { job } => self.cancel_job(&mut step, job),
             MasterInput::Tick => {
+                // TaskManagers that time out together are dropped together,
+                // before any of their attempts fails its job: the failure
+                // then cancels only what runs on TaskManagers still there.
+                let mut lost = Vec::new();
                 for command in self.heartbeats.poll(now) {
                     match command {
                         HeartbeatCommand::SendHeartbeat { peer } => {
@@ -235,10 +238,11 @@ impl JobMasterCore {
                                 "TaskManager {peer} timed out: no heartbeat answer for {:.1}s",
                                 now.since(last_heard).as_secs_f64()
                             );
-                            self.lose(&mut step, &peer, &reason);
+                            lost.extend(self.drop_task_manager(&peer, &reason));
                         }
                     }
                 }
+                self.fail_attempts(&mut step, &lost);
             }
         }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
@@ -254,10 +258,12 @@ impl JobMasterCore {
         for report in tasks {
             self.on_report(step, tm, report);
         }
-        self.pool.release_foreign_unless(tm, |index| {
+        // A foreign attempt stays until the TaskManager stops reporting it
+        // (live) in its slot; the slot is free once nothing is left in it.
+        self.pool.release_foreign_unless(tm, |index, attempt| {
             tasks
                 .iter()
-                .any(|r| r.slot == index && !r.status.is_terminal())
+                .any(|r| r.slot == index && r.attempt == attempt && !r.status.is_terminal())
         });
     }
 
@@ -407,21 +413,43 @@ impl JobMasterCore {
     /// Fails a current attempt that has not stopped; a running job then
     /// fails and asks its restart strategy.
     fn fail_attempt(&mut self, step: &mut Step<'_>, attempt: AttemptRef, message: &str) {
-        let Some(job) = self.jobs.get_mut(&attempt.job) else {
-            return;
-        };
-        let task = attempt.attempt.task;
-        let live = job.is_current(&attempt.attempt)
-            && job.tasks.get(&task).is_some_and(|t| !t.state.is_terminal());
-        if !live {
-            return;
+        self.fail_attempts(step, &[(attempt, message.to_owned())]);
+    }
+
+    /// Fails current attempts that stopped together, each for its reason
+    /// (those of lost TaskManagers, whose shared slots held several attempts
+    /// of a job). Each is failed before its job fails, so the job's failure
+    /// (caused by its first attempt listed) cancels only what still runs
+    /// elsewhere; attempts that are not current or stopped already are
+    /// skipped.
+    fn fail_attempts(&mut self, step: &mut Step<'_>, failures: &[(AttemptRef, String)]) {
+        let mut causes: Vec<(AttemptRef, &str)> = Vec::new();
+        for (attempt, message) in failures {
+            let attempt = *attempt;
+            let Some(job) = self.jobs.get_mut(&attempt.job) else {
+                continue;
+            };
+            let task = attempt.attempt.task;
+            let live = job.is_current(&attempt.attempt)
+                && job.tasks.get(&task).is_some_and(|t| !t.state.is_terminal());
+            if !live {
+                continue;
+            }
+            job.apply_task(task, TaskEvent::Fail);
+            self.release(attempt);
+            if !causes.iter().any(|(c, _)| c.job == attempt.job) {
+                causes.push((attempt, message));
+            }
         }
-        job.apply_task(task, TaskEvent::Fail);
-        self.release(attempt);
-        let job = self.jobs.get_mut(&attempt.job).expect("found above");
-        if job.state == JobState::Running {
-            let cause = FailureCause::of_task(attempt.attempt, message);
-            self.job_failure(step, attempt.job, cause);
+        for (cause, message) in causes {
+            if self
+                .jobs
+                .get(&cause.job)
+                .is_some_and(|j| j.state == JobState::Running)
+            {
+                let failure = FailureCause::of_task(cause.attempt, message);
+                self.job_failure(step, cause.job, failure);
+            }
         }
     }
 
@@ -489,10 +517,16 @@ impl JobMasterCore {
 
     /// A TaskManager is gone: its attempts fail.
     fn lose(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, reason: &str) {
+        let lost = self.drop_task_manager(tm, reason);
+        self.fail_attempts(step, &lost);
+    }
+
+    /// Forgets a TaskManager that is gone; returns the attempts it held,
+    /// each with `reason`, for [`fail_attempts`](Self::fail_attempts).
+    fn drop_task_manager(&mut self, tm: &TaskManagerId, reason: &str) -> Vec<(AttemptRef, String)> {
         self.heartbeats.unmonitor(tm);
-        for attempt in self.pool.remove(tm) {
-            self.fail_attempt(step, attempt, reason);
-        }
+        let lost = self.pool.remove(tm);
+        lost.into_iter().map(|a| (a, reason.to_owned())).collect()
     }
 
     /// Moves a job on when what it waits for has happened.
@@ -542,9 +576,13 @@ impl JobMasterCore {
     }
 
     /// Deploys every running job whose tasks all wait for slots, oldest
-    /// submission first, if the free slots suffice for all its tasks. Two
-    /// passes per job: every waiting attempt gets its slot, then each is
-    /// deployed with its wiring (which needs every neighbour's slot).
+    /// submission first, if the free slots suffice for the whole job. Its
+    /// tasks share slots by subtask index (Flink's default slot sharing):
+    /// subtask *i* of every vertex goes into the job's *i*-th slot, so the
+    /// job needs as many slots as its highest parallelism, and forward
+    /// neighbours run in one slot. Two passes per job: every waiting attempt
+    /// gets its slot, then each is deployed with its wiring (which needs
+    /// every neighbour's slot).
     fn schedule(&mut self, step: &mut Step<'_>) {
         let mut waiting: Vec<&JobExecution> = self
             .jobs
@@ -556,24 +594,37 @@ impl JobMasterCore {
         let ids: Vec<JobId> = waiting.iter().map(|j| j.id).collect();
         for id in ids {
             let job = self.jobs.get_mut(&id).expect("collected above");
-            let pending: Vec<_> = job
+            let pending: Vec<TaskId> = job
                 .tasks
                 .iter()
                 .filter(|(_, t)| t.state == TaskState::Scheduled)
                 .map(|(task, _)| *task)
                 .collect();
-            let attempts: Vec<AttemptRef> =
-                pending.iter().filter_map(|t| job.current(*t)).collect();
+            // One group per subtask index, holding that subtask of every
+            // vertex (one attempt per vertex, all of this job).
+            let mut groups: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
+            for task in &pending {
+                groups.entry(task.subtask).or_default().push(*task);
+            }
+            let attempts: Vec<Vec<AttemptRef>> = groups
+                .values()
+                .map(|tasks| tasks.iter().filter_map(|t| job.current(*t)).collect())
+                .collect();
             let Some(slots) = self.pool.allocate(&attempts) else {
                 continue;
             };
-            for (task, slot) in pending.iter().zip(slots) {
-                job.apply_task(*task, TaskEvent::Deploy);
-                if let Some(t) = job.tasks.get_mut(task) {
-                    t.slot = Some(slot);
+            for (tasks, slot) in groups.values().zip(slots) {
+                for task in tasks {
+                    job.apply_task(*task, TaskEvent::Deploy);
+                    if let Some(t) = job.tasks.get_mut(task) {
+                        t.slot = Some(slot.clone());
+                    }
                 }
             }
-            for (task, attempt) in pending.into_iter().zip(attempts) {
+            for task in pending {
+                let Some(attempt) = job.current(task) else {
+                    continue;
+                };
                 let Some(slot) = job.tasks.get(&task).and_then(|t| t.slot.clone()) else {
                     continue;
                 };

@@ -20,7 +20,8 @@ pub struct TaskExecution {
     pub attempt: u32,
     /// Its state.
     pub state: TaskState,
-    /// The slot it was deployed to, while it holds one.
+    /// The slot it was deployed to, while it holds one: the job's slot of
+    /// its subtask index, shared with that subtask of every other vertex.
     pub slot: Option<SlotId>,
     /// Records processed, as last reported.
     pub processed: u64,

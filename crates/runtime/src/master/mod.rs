@@ -11,11 +11,15 @@
 //!
 //! A job is deployed all at once: every attempt gets a slot first, then
 //! each `Deploy` carries the attempt's [`Wiring`] (which producer attempts
-//! feed it and where they run, where its consumers run).
+//! feed it and where they run, where its consumers run). Slots are shared
+//! as in Flink's default slot sharing group: subtask *i* of every vertex of
+//! a job runs in the job's *i*-th slot, so a job needs
+//! [`JobGraph::slots_needed`] slots (its highest vertex parallelism), and a
+//! slot holds at most one attempt per vertex of one job.
 //!
 //! Failover is Flink's "full" strategy: any task failure restarts every task
 //! of its job, as new attempts, after the restart strategy's delay and only
-//! once every old attempt has stopped (its slot is free again).
+//! once every old attempt has stopped (and left its slot).
 
 mod core;
 mod execution;
@@ -31,7 +35,8 @@ use crate::lifecycle::job::JobState;
 use crate::restart::{FailureCause, RestartDecision};
 use crate::wiring::Wiring;
 
-/// One attempt of one task of one job: the unit deployed into a slot.
+/// One attempt of one task of one job: the unit deployed into a slot
+/// (which it shares with the same subtask of the job's other vertices).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AttemptRef {
     /// The job.
@@ -67,7 +72,7 @@ pub enum ReportedStatus {
 }
 
 impl ReportedStatus {
-    /// Whether the attempt has stopped (its slot is free).
+    /// Whether the attempt has stopped (it no longer holds its slot).
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
@@ -151,7 +156,8 @@ pub enum MasterInput {
 /// What the shell must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MasterCommand {
-    /// Deploy an attempt into a slot.
+    /// Deploy an attempt into a slot (which may already run attempts of
+    /// the job's other vertices: slots are shared).
     Deploy {
         /// Where.
         tm: TaskManagerId,

@@ -1,22 +1,62 @@
 //! The leader's view of every registered TaskManager's slots: which are
-//! free, which hold one of our attempts, and which still hold something we
-//! did not deploy (an attempt of a previous leader that is still stopping).
+//! free, which hold our attempts, and which still hold something we did
+//! not deploy (an attempt of a previous leader, or one we gave up, that is
+//! still stopping).
+//!
+//! Slots are shared as in Flink's default slot sharing group: a slot holds
+//! up to one attempt of each vertex of **one** job — subtask *i* of every
+//! vertex goes into the job's *i*-th slot — so a job needs as many slots as
+//! its highest vertex parallelism. A slot is handed out only while it holds
+//! nothing, and is free again once every attempt in it is gone:
+//!
+//! ```text
+//!   Free ──allocate(group)──► { allocated: 0.i, 1.i, 2.i }      (one job)
+//!     ▲                         │ release / mark_foreign (each attempt)
+//!     └── last attempt gone ── { allocated: …, foreign: … }
+//! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::AttemptRef;
-use crate::ids::{SlotId, TaskManagerId};
+use crate::ids::{JobId, SlotId, TaskManagerId};
 
-/// What one slot holds, as far as the leader knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SlotState {
-    /// Nothing: it can take an attempt.
-    Free,
-    /// An attempt this leader deployed (or is deploying) there.
-    Allocated(AttemptRef),
-    /// An attempt this leader did not deploy (a previous leader's, still
-    /// stopping). Free again once the TaskManager stops reporting it.
-    Foreign(AttemptRef),
+/// What one slot holds, as far as the leader knows: attempts this leader
+/// placed there and attempts it did not (still stopping). It is free when
+/// it holds neither.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlotState {
+    allocated: BTreeSet<AttemptRef>,
+    foreign: BTreeSet<AttemptRef>,
+}
+
+impl SlotState {
+    /// Whether it holds nothing, so it can take a group of attempts.
+    pub fn is_free(&self) -> bool {
+        self.allocated.is_empty() && self.foreign.is_empty()
+    }
+
+    /// The attempts this leader deployed (or is deploying) there: all of
+    /// one job, at most one per vertex.
+    pub fn allocated(&self) -> &BTreeSet<AttemptRef> {
+        &self.allocated
+    }
+
+    /// The attempts this leader did not deploy there (a previous leader's,
+    /// or its own it gave up), still stopping; each leaves once the
+    /// TaskManager stops reporting it.
+    pub fn foreign(&self) -> &BTreeSet<AttemptRef> {
+        &self.foreign
+    }
+
+    /// The job whose attempts are allocated there, if any.
+    pub fn job(&self) -> Option<JobId> {
+        self.allocated.first().map(|a| a.job)
+    }
+
+    /// Whether `attempt` is allocated or foreign there.
+    pub fn holds(&self, attempt: AttemptRef) -> bool {
+        self.allocated.contains(&attempt) || self.foreign.contains(&attempt)
+    }
 }
 
 /// Every registered TaskManager's slots.
@@ -32,7 +72,7 @@ impl SlotPool {
     pub fn register(&mut self, tm: &TaskManagerId, slots: u32) -> Vec<AttemptRef> {
         let lost = self.remove(tm);
         self.task_managers
-            .insert(tm.clone(), vec![SlotState::Free; slots as usize]);
+            .insert(tm.clone(), vec![SlotState::default(); slots as usize]);
         lost
     }
 
@@ -42,10 +82,7 @@ impl SlotPool {
             .remove(tm)
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|slot| match slot {
-                SlotState::Allocated(attempt) => Some(attempt),
-                _ => None,
-            })
+            .flat_map(|slot| slot.allocated)
             .collect()
     }
 
@@ -54,17 +91,14 @@ impl SlotPool {
         self.task_managers.get(tm).map(|s| s.len() as u32)
     }
 
-    /// The attempts allocated on `tm`, by slot index.
+    /// The attempts allocated on `tm`, with their slot index, by slot.
     pub fn allocated_on(&self, tm: &TaskManagerId) -> Vec<(u32, AttemptRef)> {
         self.task_managers
             .get(tm)
             .into_iter()
             .flatten()
             .enumerate()
-            .filter_map(|(index, slot)| match slot {
-                SlotState::Allocated(attempt) => Some((index as u32, *attempt)),
-                _ => None,
-            })
+            .flat_map(|(index, slot)| slot.allocated.iter().map(move |a| (index as u32, *a)))
             .collect()
     }
 
@@ -73,16 +107,21 @@ impl SlotPool {
         self.task_managers.contains_key(tm)
     }
 
-    /// Allocates one slot per attempt, all or nothing, spreading them over
-    /// the TaskManagers: each attempt goes to the TaskManager with the most
-    /// free slots (ties broken by id), so a job's subtasks land on as many
-    /// TaskManagers as possible.
-    pub fn allocate(&mut self, attempts: &[AttemptRef]) -> Option<Vec<SlotId>> {
-        if attempts.len() > self.free() as usize {
+    /// Allocates one free slot per group of attempts, all or nothing,
+    /// spreading the groups over the TaskManagers: each goes to the
+    /// TaskManager with the most free slots (ties broken by id), so a job's
+    /// groups land on as many TaskManagers as possible. Returns each
+    /// group's slot, in order.
+    ///
+    /// A group is what shares a slot: attempts of one job, at most one per
+    /// vertex (the caller's to ensure; a slot never mixes jobs).
+    pub fn allocate(&mut self, groups: &[Vec<AttemptRef>]) -> Option<Vec<SlotId>> {
+        if groups.len() > self.free() as usize {
             return None;
         }
-        let mut slots = Vec::with_capacity(attempts.len());
-        for attempt in attempts {
+        let mut slots = Vec::with_capacity(groups.len());
+        for group in groups {
+            debug_assert!(is_shareable(group), "not one slot's worth: {group:?}");
             let (tm, states) = self
                 .task_managers
                 .iter_mut()
@@ -92,9 +131,9 @@ impl SlotPool {
                 .expect("free() counted a free slot, so a TaskManager exists");
             let index = states
                 .iter()
-                .position(|s| *s == SlotState::Free)
+                .position(SlotState::is_free)
                 .expect("the TaskManager with the most free slots has one");
-            states[index] = SlotState::Allocated(*attempt);
+            states[index].allocated = group.iter().copied().collect();
             slots.push(SlotId {
                 task_manager: tm.clone(),
                 index: index as u32,
@@ -103,46 +142,45 @@ impl SlotPool {
         Some(slots)
     }
 
-    /// Frees `slot` if it holds `attempt` (allocated or foreign); returns
-    /// whether it did.
+    /// Takes `attempt` (allocated or foreign) out of `slot`; returns whether
+    /// it was there. The slot is free once nothing else is in it.
     pub fn release(&mut self, slot: &SlotId, attempt: AttemptRef) -> bool {
         let Some(state) = self.state_mut(&slot.task_manager, slot.index) else {
             return false;
         };
-        let holds =
-            matches!(*state, SlotState::Allocated(a) | SlotState::Foreign(a) if a == attempt);
-        if holds {
-            *state = SlotState::Free;
-        }
-        holds
+        state.allocated.remove(&attempt) | state.foreign.remove(&attempt)
     }
 
-    /// Marks `slot` as held by an attempt we did not deploy; returns whether
-    /// it changed (false if unknown, or already held by something).
+    /// Records that slot `index` of `tm` holds `attempt`, which we did not
+    /// deploy there (or gave up): the slot stays busy until it is released.
+    /// Returns whether it changed (false if the slot is unknown, or already
+    /// holds the attempt).
     pub fn mark_foreign(&mut self, tm: &TaskManagerId, index: u32, attempt: AttemptRef) -> bool {
         match self.state_mut(tm, index) {
-            Some(state @ SlotState::Free) => {
-                *state = SlotState::Foreign(attempt);
-                true
-            }
+            Some(state) if !state.allocated.contains(&attempt) => state.foreign.insert(attempt),
             _ => false,
         }
     }
 
-    /// Frees every foreign slot of `tm` for which `still_held` is false.
-    pub fn release_foreign_unless(&mut self, tm: &TaskManagerId, still_held: impl Fn(u32) -> bool) {
+    /// Takes every foreign attempt out of `tm`'s slots for which
+    /// `still_held(slot index, attempt)` is false.
+    pub fn release_foreign_unless(
+        &mut self,
+        tm: &TaskManagerId,
+        still_held: impl Fn(u32, AttemptRef) -> bool,
+    ) {
         if let Some(states) = self.task_managers.get_mut(tm) {
             for (index, state) in states.iter_mut().enumerate() {
-                if matches!(state, SlotState::Foreign(_)) && !still_held(index as u32) {
-                    *state = SlotState::Free;
-                }
+                state
+                    .foreign
+                    .retain(|attempt| still_held(index as u32, *attempt));
             }
         }
     }
 
     /// What a slot holds (None if the TaskManager or index is unknown).
-    pub fn state(&self, tm: &TaskManagerId, index: u32) -> Option<SlotState> {
-        self.task_managers.get(tm)?.get(index as usize).copied()
+    pub fn state(&self, tm: &TaskManagerId, index: u32) -> Option<&SlotState> {
+        self.task_managers.get(tm)?.get(index as usize)
     }
 
     /// Free slots over all TaskManagers.
@@ -155,7 +193,8 @@ impl SlotPool {
         self.task_managers.values().map(|s| s.len() as u32).sum()
     }
 
-    /// Each TaskManager with its slot count and free slots.
+    /// Each TaskManager with its slot count and free slots (those holding
+    /// no attempt at all).
     pub fn task_managers(&self) -> impl Iterator<Item = (&TaskManagerId, u32, u32)> {
         self.task_managers
             .iter()
@@ -168,26 +207,39 @@ impl SlotPool {
 }
 
 fn free_in(states: &[SlotState]) -> u32 {
-    states.iter().filter(|s| **s == SlotState::Free).count() as u32
+    states.iter().filter(|s| s.is_free()).count() as u32
+}
+
+/// Whether `group` may share a slot: attempts of one job, at most one per
+/// vertex.
+fn is_shareable(group: &[AttemptRef]) -> bool {
+    let mut vertices = BTreeSet::new();
+    group
+        .iter()
+        .all(|a| a.job == group[0].job && vertices.insert(a.attempt.task.vertex))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{ExecutionAttemptId, JobId, TaskId};
+    use crate::ids::{ExecutionAttemptId, TaskId};
 
     fn tm(name: &str) -> TaskManagerId {
         name.parse().unwrap()
     }
 
-    fn attempt(subtask: u32) -> AttemptRef {
+    fn attempt(vertex: u32, subtask: u32) -> AttemptRef {
         AttemptRef {
             job: JobId::from_u128(1),
             attempt: ExecutionAttemptId {
-                task: TaskId { vertex: 0, subtask },
+                task: TaskId { vertex, subtask },
                 attempt: 0,
             },
         }
+    }
+
+    fn one(subtask: u32) -> Vec<AttemptRef> {
+        vec![attempt(0, subtask)]
     }
 
     #[test]
@@ -195,28 +247,60 @@ mod tests {
         let mut pool = SlotPool::default();
         pool.register(&tm("a"), 2);
         pool.register(&tm("b"), 2);
-        let slots = pool.allocate(&[attempt(0), attempt(1)]).unwrap();
+        let slots = pool.allocate(&[one(0), one(1)]).unwrap();
         assert_ne!(slots[0].task_manager, slots[1].task_manager);
         assert_eq!(pool.free(), 2);
-        assert!(
-            pool.allocate(&[attempt(2), attempt(3), attempt(4)])
-                .is_none()
-        );
+        assert!(pool.allocate(&[one(2), one(3), one(4)]).is_none());
         assert_eq!(pool.free(), 2, "a refused allocation takes nothing");
+    }
+
+    #[test]
+    fn a_group_shares_one_slot_which_frees_when_its_last_attempt_leaves() {
+        let mut pool = SlotPool::default();
+        pool.register(&tm("a"), 2);
+        let group = vec![attempt(0, 0), attempt(1, 0), attempt(2, 0)];
+        let slot = pool.allocate(std::slice::from_ref(&group)).unwrap()[0].clone();
+        assert_eq!(pool.free(), 1, "three attempts, one slot");
+        let state = pool.state(&tm("a"), slot.index).unwrap();
+        assert_eq!(state.allocated().len(), 3);
+        assert_eq!(state.job(), Some(JobId::from_u128(1)));
+        assert_eq!(
+            pool.allocated_on(&tm("a")),
+            group.iter().map(|a| (slot.index, *a)).collect::<Vec<_>>()
+        );
+        assert!(pool.release(&slot, group[0]));
+        assert!(!pool.release(&slot, group[0]), "already out");
+        // One attempt turns foreign (it stops on its own); the slot stays
+        // busy until it, too, is gone.
+        assert!(pool.release(&slot, group[1]));
+        assert!(pool.mark_foreign(&slot.task_manager, slot.index, group[1]));
+        assert!(pool.release(&slot, group[2]));
+        assert_eq!(pool.free(), 1);
+        assert!(!pool.state(&tm("a"), slot.index).unwrap().is_free());
+        pool.release_foreign_unless(&tm("a"), |_, a| a == group[1]);
+        assert_eq!(pool.free(), 1, "still reported");
+        pool.release_foreign_unless(&tm("a"), |_, _| false);
+        assert_eq!(pool.free(), 2);
     }
 
     #[test]
     fn release_needs_the_holder_and_reregistration_returns_the_lost() {
         let mut pool = SlotPool::default();
         pool.register(&tm("a"), 1);
-        let slot = pool.allocate(&[attempt(0)]).unwrap().remove(0);
-        assert!(!pool.release(&slot, attempt(1)), "not the holder");
-        assert_eq!(pool.register(&tm("a"), 1), vec![attempt(0)]);
+        let slot = pool.allocate(&[one(0)]).unwrap().remove(0);
+        assert!(!pool.release(&slot, attempt(0, 1)), "not the holder");
+        assert!(
+            !pool.mark_foreign(&tm("a"), 0, attempt(0, 0)),
+            "allocated there already"
+        );
+        assert_eq!(pool.register(&tm("a"), 1), one(0));
         assert_eq!(pool.free(), 1);
-        assert!(pool.mark_foreign(&tm("a"), 0, attempt(9)));
-        pool.release_foreign_unless(&tm("a"), |_| true);
+        assert!(pool.mark_foreign(&tm("a"), 0, attempt(0, 9)));
+        assert!(!pool.mark_foreign(&tm("a"), 0, attempt(0, 9)), "once");
+        assert!(!pool.mark_foreign(&tm("a"), 1, attempt(0, 9)), "no slot 1");
+        pool.release_foreign_unless(&tm("a"), |_, _| true);
         assert_eq!(pool.free(), 0);
-        pool.release_foreign_unless(&tm("a"), |_| false);
+        pool.release_foreign_unless(&tm("a"), |_, _| false);
         assert_eq!(pool.free(), 1);
     }
 }

@@ -10,6 +10,9 @@
 //!                                              SendHeartbeat → reply (unless silent)
 //! ```
 //!
+//! A simulated TaskManager shares its slots as the executor does: a slot
+//! takes attempts of one job, at most one per vertex.
+//!
 //! Nothing sleeps: time is a [`MonoTime`] the simulation moves forward.
 #![allow(dead_code)]
 
@@ -26,6 +29,9 @@ use holdfast_runtime::master::{
 };
 use holdfast_runtime::restart::RestartStrategy;
 use holdfast_runtime::wiring::Wiring;
+
+/// Why a simulated TaskManager stops an attempt on its own.
+pub const STOPPED: &str = "stopped by its TaskManager (a newer leader was elected)";
 
 /// `s` seconds.
 pub fn secs(s: u64) -> Duration {
@@ -68,6 +74,22 @@ pub fn graph(parallelism: u32) -> JobGraph {
     JobGraph::single("job", "map", serde_json::json!({"n": 1}), parallelism)
 }
 
+/// A chain of three vertices at `parallelism`: `source` =forward=> `map`
+/// =all-to-all=> `sink`.
+pub fn graph3(parallelism: u32) -> JobGraph {
+    let mut graph = graph2_with(Distribution::Pointwise, parallelism, parallelism);
+    graph.vertices[1].name = "map".into();
+    graph.vertices[1].task = "map".into();
+    graph.vertices.push(Vertex {
+        name: "sink".into(),
+        task: "sink".into(),
+        args: serde_json::json!(null),
+        parallelism,
+    });
+    graph.edges.push(Edge::all_to_all(1, 2));
+    graph
+}
+
 /// A job of two vertices (`source` feeding `sink`, all-to-all).
 pub fn graph2(source: u32, sink: u32) -> JobGraph {
     graph2_with(Distribution::AllToAll, source, sink)
@@ -88,6 +110,11 @@ pub fn graph2_with(distribution: Distribution, source: u32, sink: u32) -> JobGra
         distribution,
     });
     graph
+}
+
+/// The attempts in `list`, as a set (what a slot holds).
+pub fn set(list: &[AttemptRef]) -> BTreeSet<AttemptRef> {
+    list.iter().copied().collect()
 }
 
 /// Heartbeats every 10 s, timeout 50 s, and `restart`.
@@ -175,8 +202,8 @@ pub fn heartbeats(commands: &[MasterCommand]) -> Vec<TaskManagerId> {
 /// One attempt a simulated TaskManager holds.
 #[derive(Clone, Debug)]
 pub struct SimTask {
-    /// The attempt.
-    pub attempt: AttemptRef,
+    /// The slot it occupies.
+    pub slot: u32,
     /// What the TaskManager would report about it.
     pub status: ReportedStatus,
 }
@@ -186,8 +213,8 @@ pub struct SimTask {
 pub struct SimTm {
     /// Its slot count.
     pub slots: u32,
-    /// What each occupied slot runs.
-    pub held: BTreeMap<u32, SimTask>,
+    /// Every attempt it holds, with its slot.
+    pub held: BTreeMap<AttemptRef, SimTask>,
     /// How long after a `Deploy` it reports the attempt running; `None`:
     /// never by itself (it stays deploying).
     pub start_delay: Option<Duration>,
@@ -203,7 +230,8 @@ pub struct SimTm {
     pub deploys: Vec<(u32, AttemptRef)>,
     /// Cancels it received, in order.
     pub cancels: Vec<AttemptRef>,
-    /// Deploys it refused because the slot was taken or unknown.
+    /// Deploys it refused because the slot was unknown or held another
+    /// job's attempt or one of the same vertex.
     pub refused: Vec<(u32, AttemptRef)>,
 }
 
@@ -228,20 +256,38 @@ impl SimTm {
     pub fn reports(&self) -> Vec<TaskReport> {
         self.held
             .iter()
-            .map(|(slot, t)| TaskReport {
-                attempt: t.attempt,
-                slot: *slot,
+            .map(|(attempt, t)| TaskReport {
+                attempt: *attempt,
+                slot: t.slot,
                 status: t.status.clone(),
                 processed: 0,
             })
             .collect()
     }
 
-    fn slot_of(&self, attempt: AttemptRef) -> Option<u32> {
+    /// Whether it can take `attempt` into `slot`: the slot exists and holds
+    /// no attempt of another job or of the same vertex (as the executor
+    /// checks).
+    pub fn takes(&self, slot: u32, attempt: AttemptRef) -> bool {
+        slot < self.slots
+            && !self.held.iter().any(|(a, t)| {
+                t.slot == slot
+                    && (a.job != attempt.job
+                        || a.attempt.task.vertex == attempt.attempt.task.vertex)
+            })
+    }
+
+    /// The attempts in `slot`.
+    pub fn in_slot(&self, slot: u32) -> Vec<AttemptRef> {
         self.held
             .iter()
-            .find(|(_, t)| t.attempt == attempt)
-            .map(|(slot, _)| *slot)
+            .filter(|(_, t)| t.slot == slot)
+            .map(|(a, _)| *a)
+            .collect()
+    }
+
+    fn slot_of(&self, attempt: AttemptRef) -> Option<u32> {
+        self.held.get(&attempt).map(|t| t.slot)
     }
 }
 
@@ -256,6 +302,9 @@ enum Event {
     AckCancel(TaskManagerId, AttemptRef),
     /// A TaskManager answers a heartbeat with what it holds then.
     Reply(TaskManagerId),
+    /// An attempt a TaskManager stopped on its own has stopped (and it
+    /// says so).
+    Stopped(TaskManagerId, AttemptRef),
 }
 
 /// The core, its TaskManagers and simulated time.
@@ -403,9 +452,9 @@ impl Sim {
             .slot_of(attempt)
             .expect("the TaskManager holds the attempt");
         if status.is_terminal() {
-            t.held.remove(&slot);
+            t.held.remove(&attempt);
         } else {
-            t.held.get_mut(&slot).expect("held").status = status.clone();
+            t.held.get_mut(&attempt).expect("held").status = status.clone();
         }
         self.input(MasterInput::TaskUpdate {
             tm: tm(name),
@@ -416,6 +465,20 @@ impl Sim {
                 processed: 0,
             },
         })
+    }
+
+    /// TaskManager `name` stops `attempt` on its own (a newer leader, a
+    /// JobManager heartbeat timeout): it reports it failing now, and failed
+    /// `after` that.
+    pub fn stop_on_own(
+        &mut self,
+        name: &str,
+        attempt: AttemptRef,
+        after: Duration,
+    ) -> Vec<MasterCommand> {
+        let out = self.report(name, attempt, ReportedStatus::Failing(STOPPED.into()));
+        self.queue_at(self.now.plus(after), Event::Stopped(tm(name), attempt));
+        out
     }
 
     /// The task running `attempt` fails on its TaskManager.
@@ -429,7 +492,7 @@ impl Sim {
         let held: Vec<(String, AttemptRef)> = self
             .tms
             .iter()
-            .flat_map(|(id, t)| t.held.values().map(move |h| (id.to_string(), h.attempt)))
+            .flat_map(|(id, t)| t.held.keys().map(move |a| (id.to_string(), *a)))
             .collect();
         let mut out = Vec::new();
         for (name, attempt) in held {
@@ -450,7 +513,7 @@ impl Sim {
     pub fn held(&self) -> Vec<(TaskManagerId, u32, AttemptRef)> {
         self.tms
             .iter()
-            .flat_map(|(id, t)| t.held.iter().map(move |(s, h)| (id.clone(), *s, h.attempt)))
+            .flat_map(|(id, t)| t.held.iter().map(move |(a, h)| (id.clone(), h.slot, *a)))
             .collect()
     }
 
@@ -464,6 +527,15 @@ impl Sim {
         let number =
             self.core.job(id).expect("known job").tasks()[&TaskId { vertex, subtask }].attempt;
         attempt(id, vertex, subtask, number)
+    }
+
+    /// What slot `index` of TaskManager `name` holds, as the core sees it.
+    pub fn slot(&self, name: &str, index: u32) -> SlotState {
+        self.core
+            .slots()
+            .state(&tm(name), index)
+            .cloned()
+            .expect("a registered TaskManager's slot")
     }
 
     /// The state of job `id`.
@@ -500,19 +572,19 @@ impl Sim {
                     return; // crashed: the call is lost
                 };
                 t.deploys.push((*slot, *attempt));
-                if *slot >= t.slots || t.held.contains_key(slot) {
+                if t.held.contains_key(attempt) || !t.takes(*slot, *attempt) {
                     t.refused.push((*slot, *attempt));
                     let input = MasterInput::DeployFailed {
                         attempt: *attempt,
-                        error: format!("slot {slot} is not free"),
+                        error: format!("slot {slot} is busy or unknown"),
                     };
                     self.queue_at(now, Event::ToCore(input));
                     return;
                 }
                 t.held.insert(
-                    *slot,
+                    *attempt,
                     SimTask {
-                        attempt: *attempt,
+                        slot: *slot,
                         status: ReportedStatus::Deploying,
                     },
                 );
@@ -525,12 +597,13 @@ impl Sim {
                     return;
                 };
                 t.cancels.push(*attempt);
-                let Some(slot) = t.slot_of(*attempt) else {
+                let Some(task) = t.held.get_mut(attempt) else {
                     return; // nothing to stop
                 };
-                if let Some(task) = t.held.get_mut(&slot)
-                    && !task.status.is_terminal()
-                {
+                if matches!(task.status, ReportedStatus::Failing(_)) {
+                    return; // already stopping on its own; it says when it stopped
+                }
+                if !task.status.is_terminal() {
                     task.status = ReportedStatus::Canceling;
                 }
                 let when = match t.blocked.get(attempt) {
@@ -561,7 +634,7 @@ impl Sim {
                 let running = self
                     .tms
                     .get(&id)
-                    .and_then(|t| t.slot_of(attempt).map(|s| t.held[&s].status.clone()))
+                    .and_then(|t| t.held.get(&attempt).map(|h| h.status.clone()))
                     == Some(ReportedStatus::Deploying);
                 if running {
                     self.report(&id.to_string(), attempt, ReportedStatus::Running)
@@ -576,6 +649,21 @@ impl Sim {
                     .is_some_and(|t| t.slot_of(attempt).is_some());
                 if holds {
                     self.report(&id.to_string(), attempt, ReportedStatus::Canceled)
+                } else {
+                    Vec::new()
+                }
+            }
+            Event::Stopped(id, attempt) => {
+                let holds = self
+                    .tms
+                    .get(&id)
+                    .is_some_and(|t| t.slot_of(attempt).is_some());
+                if holds {
+                    self.report(
+                        &id.to_string(),
+                        attempt,
+                        ReportedStatus::Failed(STOPPED.into()),
+                    )
                 } else {
                     Vec::new()
                 }
@@ -603,19 +691,26 @@ pub fn assert_invariants(core: &JobMasterCore) {
 }
 
 /// The invariants, by name:
-/// - `slot-count`: free + allocated + foreign = total, and `free()` agrees;
-/// - `allocated-owner`: an Allocated slot holds a current, deployed,
-///   non-terminal attempt whose `slot` points back at it;
-/// - `slot-shared`: no attempt holds two slots;
+/// - `slot-count`: free + in use = total, per TaskManager and in all, and
+///   `free()` agrees; a slot is free exactly when it holds nothing;
+/// - `allocated-owner`: an attempt allocated in a slot is current, deployed
+///   and non-terminal, and its `slot` points back at that slot; it is not
+///   also foreign there;
+/// - `slot-shared`: no attempt is allocated in two slots;
+/// - `slot-sharing`: no slot holds allocated attempts of two jobs, two of
+///   the same vertex, or of two subtask indexes (subtask *i* of every
+///   vertex shares the job's *i*-th slot);
+/// - `slot-group`: a job's deployed attempts of one subtask index all sit
+///   in one slot;
 /// - `deployed-holds-slot`: every Deploying/Running/Canceling attempt sits on
-///   a registered TaskManager in a slot Allocated to it;
+///   a registered TaskManager in a slot it is allocated in;
 /// - `scheduled-no-slot`: a Scheduled attempt has no slot;
 /// - `job-vs-tasks`: a terminal job has only terminal tasks; a job that is
 ///   not running has no Scheduled, Deploying or Running task; a running job
 ///   has no Canceling task.
 pub fn check_invariants(core: &JobMasterCore) -> Result<(), String> {
     let pool = core.slots();
-    let (mut free, mut allocated, mut foreign, mut total) = (0u32, 0u32, 0u32, 0u32);
+    let (mut free, mut in_use, mut total) = (0u32, 0u32, 0u32);
     let mut owners: BTreeSet<AttemptRef> = BTreeSet::new();
     for (id, slots, free_here) in pool.task_managers() {
         total += slots;
@@ -625,48 +720,73 @@ pub fn check_invariants(core: &JobMasterCore) -> Result<(), String> {
                 task_manager: id.clone(),
                 index,
             };
-            match pool.state(id, index) {
-                Some(SlotState::Free) => {
-                    free += 1;
-                    free_counted += 1;
+            let Some(state) = pool.state(id, index) else {
+                return Err(format!("slot-count: {slot} has no state"));
+            };
+            let empty = state.allocated().is_empty() && state.foreign().is_empty();
+            if state.is_free() != empty {
+                return Err(format!(
+                    "slot-count: {slot} is_free() = {} but holds {state:?}",
+                    state.is_free()
+                ));
+            }
+            if empty {
+                free += 1;
+                free_counted += 1;
+                continue;
+            }
+            in_use += 1;
+            let mut vertices = BTreeSet::new();
+            for &a in state.allocated() {
+                let first = state.allocated().first().expect("iterating it");
+                if a.job != first.job || a.attempt.task.subtask != first.attempt.task.subtask {
+                    return Err(format!(
+                        "slot-sharing: {slot} holds {a} and {first} ({state:?})"
+                    ));
                 }
-                Some(SlotState::Foreign(_)) => foreign += 1,
-                Some(SlotState::Allocated(a)) => {
-                    allocated += 1;
-                    if !owners.insert(a) {
-                        return Err(format!(
-                            "slot-shared: {a} holds more than one slot ({slot})"
-                        ));
-                    }
-                    let job = core.job(a.job).ok_or(format!(
-                        "allocated-owner: {slot} holds {a} of an unknown job"
-                    ))?;
-                    let task = job.tasks().get(&a.attempt.task).ok_or(format!(
-                        "allocated-owner: {slot} holds {a}, an unknown task"
-                    ))?;
-                    if task.attempt != a.attempt.attempt {
-                        return Err(format!(
-                            "allocated-owner: {slot} holds {a}, but the current attempt is #{}",
-                            task.attempt
-                        ));
-                    }
-                    if !matches!(
-                        task.state,
-                        TaskState::Deploying | TaskState::Running | TaskState::Canceling
-                    ) {
-                        return Err(format!(
-                            "allocated-owner: {slot} holds {a}, which is {:?}",
-                            task.state
-                        ));
-                    }
-                    if task.slot.as_ref() != Some(&slot) {
-                        return Err(format!(
-                            "allocated-owner: {slot} holds {a}, whose slot is {:?}",
-                            task.slot
-                        ));
-                    }
+                if !vertices.insert(a.attempt.task.vertex) {
+                    return Err(format!(
+                        "slot-sharing: {slot} holds two attempts of vertex {} ({state:?})",
+                        a.attempt.task.vertex
+                    ));
                 }
-                None => return Err(format!("slot-count: {slot} has no state")),
+                if state.foreign().contains(&a) {
+                    return Err(format!(
+                        "allocated-owner: {slot} holds {a} as allocated and foreign"
+                    ));
+                }
+                if !owners.insert(a) {
+                    return Err(format!(
+                        "slot-shared: {a} holds more than one slot ({slot})"
+                    ));
+                }
+                let job = core.job(a.job).ok_or(format!(
+                    "allocated-owner: {slot} holds {a} of an unknown job"
+                ))?;
+                let task = job.tasks().get(&a.attempt.task).ok_or(format!(
+                    "allocated-owner: {slot} holds {a}, an unknown task"
+                ))?;
+                if task.attempt != a.attempt.attempt {
+                    return Err(format!(
+                        "allocated-owner: {slot} holds {a}, but the current attempt is #{}",
+                        task.attempt
+                    ));
+                }
+                if !matches!(
+                    task.state,
+                    TaskState::Deploying | TaskState::Running | TaskState::Canceling
+                ) {
+                    return Err(format!(
+                        "allocated-owner: {slot} holds {a}, which is {:?}",
+                        task.state
+                    ));
+                }
+                if task.slot.as_ref() != Some(&slot) {
+                    return Err(format!(
+                        "allocated-owner: {slot} holds {a}, whose slot is {:?}",
+                        task.slot
+                    ));
+                }
             }
         }
         if free_counted != free_here {
@@ -675,10 +795,30 @@ pub fn check_invariants(core: &JobMasterCore) -> Result<(), String> {
             ));
         }
     }
-    if free + allocated + foreign != total || pool.total() != total || pool.free() != free {
+    if free + in_use != total || pool.total() != total || pool.free() != free {
         return Err(format!(
-            "slot-count: {free} free + {allocated} allocated + {foreign} foreign != {total} total"
+            "slot-count: {free} free + {in_use} in use != {total} total (pool: {} free of {})",
+            pool.free(),
+            pool.total()
         ));
+    }
+    for job in core.jobs() {
+        let mut groups: BTreeMap<u32, &SlotId> = BTreeMap::new();
+        for (task, execution) in job.tasks() {
+            let deployed = matches!(
+                execution.state,
+                TaskState::Deploying | TaskState::Running | TaskState::Canceling
+            );
+            if let (true, Some(slot)) = (deployed, execution.slot.as_ref()) {
+                let group = *groups.entry(task.subtask).or_insert(slot);
+                if group != slot {
+                    return Err(format!(
+                        "slot-group: job {} has subtask {} in {group} and in {slot}",
+                        job.id, task.subtask
+                    ));
+                }
+            }
+        }
     }
     for job in core.jobs() {
         for (task, execution) in job.tasks() {
@@ -696,7 +836,7 @@ pub fn check_invariants(core: &JobMasterCore) -> Result<(), String> {
                         execution.state
                     ))?;
                     let state = pool.state(&slot.task_manager, slot.index);
-                    if state != Some(SlotState::Allocated(me)) {
+                    if !state.is_some_and(|s| s.allocated().contains(&me)) {
                         return Err(format!(
                             "deployed-holds-slot: {me} is {:?} in {slot}, which is {state:?}",
                             execution.state
