@@ -67,6 +67,14 @@ pub enum JobError {
     /// The plan is wrong.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The job's build function panicked.
+    #[error("building job {job:?} panicked: {message}")]
+    BuildPanicked {
+        /// The job.
+        job: String,
+        /// The panic's message.
+        message: String,
+    },
 }
 
 /// Builds a job's dataflow from its parameters.
@@ -172,7 +180,20 @@ impl JobRegistry {
             name: name.to_owned(),
             known: self.jobs.keys().cloned().collect(),
         })?;
-        let flow = (entry.build)(JobParams::new(name, params))?;
+        // A job's own code must not take down the process that builds it
+        // (a JobManager validating, a TaskManager deploying).
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            (entry.build)(JobParams::new(name, params))
+        }));
+        let flow = built.map_err(|panic| JobError::BuildPanicked {
+            job: name.to_owned(),
+            message: panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)")
+                .to_owned(),
+        })??;
         Ok(CompiledPlan::compile(flow.build()?, parallelism)?)
     }
 

@@ -127,6 +127,12 @@ fn bad_parameters_and_unknown_jobs_are_named() {
         error.to_string().contains("unknown argument \"colour\""),
         "{error}"
     );
+    let mut broken = JobRegistry::new();
+    broken
+        .register("broken", "panics", |_| panic!("a bug in the job"))
+        .unwrap();
+    let error = broken.compile("broken", &json!({}), 1).unwrap_err();
+    assert!(error.to_string().contains("a bug in the job"), "{error}");
     let error = jobs.compile("nope", &json!({}), 1).unwrap_err();
     assert!(
         error

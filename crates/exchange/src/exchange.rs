@@ -74,7 +74,11 @@ impl Exchange {
             Auth::Disabled => None,
         };
         let counters = Arc::new(Counters::default());
-        let registry = Registry::new(options.buffers_per_channel, Arc::clone(&counters));
+        let registry = Registry::new(
+            options.buffers_per_channel,
+            Arc::clone(&counters),
+            options.request_timeout.saturating_mul(2),
+        );
         let net = Arc::new(Net::new(
             tokio::runtime::Handle::current(),
             options.clone(),
@@ -124,7 +128,11 @@ impl Exchange {
 
     fn in_memory(options: ExchangeOptions) -> Exchange {
         let counters = Arc::new(Counters::default());
-        let registry = Registry::new(options.buffers_per_channel, Arc::clone(&counters));
+        let registry = Registry::new(
+            options.buffers_per_channel,
+            Arc::clone(&counters),
+            options.request_timeout.saturating_mul(2),
+        );
         Exchange::from_inner(Inner {
             location: DataLocation {
                 task_manager: options.task_manager.clone(),

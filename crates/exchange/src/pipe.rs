@@ -260,6 +260,11 @@ impl Pipe {
         !std::mem::replace(&mut lock(&self.state).claimed, true)
     }
 
+    /// Whether a consumer holds its end.
+    pub(crate) fn is_claimed(&self) -> bool {
+        lock(&self.state).claimed
+    }
+
     /// The fault, if the pipe is dead.
     pub(crate) fn fault(&self) -> Option<Fault> {
         lock(&self.state).core.fault().cloned()

@@ -2,7 +2,7 @@
 //! ranges.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use holdfast_executor::TaskFailure;
@@ -21,7 +21,10 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// that *start* in its range (Hadoop's split rule), so every line is read
 /// exactly once whatever the parallelism. Line ends (`\n`, `\r\n`) are
 /// stripped; a line that is not UTF-8 or longer than [`MAX_LINE_BYTES`] is
-/// counted as malformed and skipped.
+/// counted as malformed and skipped. Each file is read up to the length it
+/// had when the reader opened: inputs should not change while a job reads
+/// them (what is appended meanwhile is not read; a file that shrinks ends
+/// early).
 #[derive(Clone, Debug)]
 pub struct FileLines {
     paths: Vec<PathBuf>,
@@ -114,7 +117,9 @@ struct FileLinesReader {
     base: u64,
     /// The global offset of the next line to return.
     offset: u64,
-    open: Option<BufReader<File>>,
+    /// The file being read, limited to the length it was listed with (a
+    /// file that grows while read does not shift the next file's ranges).
+    open: Option<BufReader<std::io::Take<File>>>,
     /// Whether the first line must be skipped if the range starts inside it.
     align: bool,
     ctx: OperatorContext,
@@ -122,7 +127,7 @@ struct FileLinesReader {
 }
 
 /// What reading one line found.
-enum Line {
+pub(crate) enum Line {
     /// A line of this many bytes (with its end) is in the buffer.
     Read(u64),
     /// A line of this many bytes was too long and skipped.
@@ -133,7 +138,11 @@ enum Line {
 
 /// Reads one line (through `\n` or the end of the file) into `buf`, keeping
 /// at most `max` bytes.
-fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+pub(crate) fn read_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
     buf.clear();
     let mut consumed = 0u64;
     let mut too_long = false;
@@ -186,7 +195,7 @@ impl FileLinesReader {
                 let seek_to = if align { local - 1 } else { local };
                 file.seek(SeekFrom::Start(seek_to))
                     .map_err(|e| self.failed("seek in", e))?;
-                let mut reader = BufReader::with_capacity(256 * 1024, file);
+                let mut reader = BufReader::with_capacity(256 * 1024, file.take(len - seek_to));
                 self.align = false;
                 if align {
                     let skipped = match read_line(&mut reader, &mut self.line, 0)
@@ -353,6 +362,22 @@ mod tests {
         while resumed.poll(&mut rest, 10).unwrap() != Poll::End {}
         assert_eq!(rest, vec!["four", "five"]);
         assert_eq!(metrics.operator("j", "read").snapshot().malformed, 1);
+    }
+
+    #[test]
+    fn a_file_that_grows_while_read_does_not_shift_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, "a0\na1\n").unwrap();
+        std::fs::write(dir.path().join("b"), "b0\nb1\n").unwrap();
+        let metrics = DataflowMetrics::default();
+        let ctx = OperatorContext::new("j", "read", 0, 1, ManualClock::at(0), &metrics);
+        let mut reader = FileLines::new([dir.path()]).open(&ctx, None).unwrap();
+        let mut out = Vec::new();
+        reader.poll(&mut out, 1).unwrap();
+        std::fs::write(&a, "a0\na1\na2\n").unwrap();
+        while reader.poll(&mut out, 10).unwrap() != Poll::End {}
+        assert_eq!(out, vec!["a0", "a1", "b0", "b1"]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! in-memory [`Values`]. Every reader exposes its [`SourcePosition`] and can
 //! be reopened at one, which is what checkpoints will store to resume it.
 
-mod file;
+pub(crate) mod file;
 mod generator;
 mod values;
 

@@ -127,6 +127,19 @@ pub(crate) fn build(
                 )
                 .map_err(exchange_failure)?;
             let consumers = compiled.parallelism[edge.to];
+            let expected = match graph.edges[graph_edge as usize].distribution {
+                Distribution::Pointwise => 1,
+                Distribution::AllToAll => consumers as usize,
+            };
+            if output.consumers.len() != expected {
+                return Err(wiring_error(
+                    vertex,
+                    format!(
+                        "edge {graph_edge} has {} consumers, the job {expected}",
+                        output.consumers.len()
+                    ),
+                ));
+            }
             targets.push(edge.kit.writer(
                 compiled.ships[index],
                 writer,
@@ -175,10 +188,22 @@ pub(crate) fn build(
             .ok_or_else(|| {
                 wiring_error(vertex, format!("no input wiring for edge {graph_edge}"))
             })?;
-        let subpartition = match edge.distribution {
-            Distribution::Pointwise => 0,
-            Distribution::AllToAll => subtask,
+        let (subpartition, expected) = match edge.distribution {
+            Distribution::Pointwise => (0, 1),
+            Distribution::AllToAll => (
+                subtask,
+                graph.vertices[edge.from as usize].parallelism as usize,
+            ),
         };
+        if gate.channels.len() != expected {
+            return Err(wiring_error(
+                vertex,
+                format!(
+                    "edge {graph_edge} has {} producers, the job {expected}",
+                    gate.channels.len()
+                ),
+            ));
+        }
         for channel in &gate.channels {
             channels.push(ChannelSpec {
                 partition: PartitionId {

@@ -57,6 +57,17 @@ impl DataflowTask {
         }
     }
 
+    /// `Err(expected)` unless `parallelism` is the vertex's parallelism in
+    /// the compiled plan.
+    pub fn check_parallelism(&self, parallelism: u32) -> Result<(), u32> {
+        let expected = self.compiled.vertices[self.vertex as usize].parallelism;
+        if parallelism == expected {
+            Ok(())
+        } else {
+            Err(expected)
+        }
+    }
+
     fn run_inner(
         &mut self,
         ctx: &TaskContext,

@@ -40,14 +40,25 @@ pub(crate) fn exchange_failure(error: ExchangeError) -> TaskFailure {
     TaskFailure::with_source(crate::task::DOWNSTREAM_FAILED, error)
 }
 
-/// Encodes a batch (compact binary: postcard).
-pub(crate) fn encode<T: Serialize>(records: &[T]) -> Result<Batch, TaskFailure> {
+/// An encoded batch larger than this is split in halves (records are never
+/// split), keeping frames well under the exchange's 64 MiB limit.
+const MAX_ENCODED_BATCH: usize = 8 << 20;
+
+/// Encodes `records` (compact binary: postcard) as one batch, or several if
+/// one would exceed [`MAX_ENCODED_BATCH`] bytes; appends them to `out`.
+pub(crate) fn encode<T: Serialize>(records: &[T], out: &mut Vec<Batch>) -> Result<(), TaskFailure> {
     let bytes = postcard::to_stdvec(records)
         .map_err(|e| TaskFailure::with_source("cannot encode a batch of records", e))?;
-    Ok(Batch::Encoded {
+    if bytes.len() > MAX_ENCODED_BATCH && records.len() > 1 {
+        let (first, second) = records.split_at(records.len() / 2);
+        encode(first, out)?;
+        return encode(second, out);
+    }
+    out.push(Batch::Encoded {
         records: records.len() as u32,
         bytes: Bytes::from(bytes),
-    })
+    });
+    Ok(())
 }
 
 impl<T: Data> NetworkOutput<T> {
@@ -73,22 +84,41 @@ impl<T: Data> NetworkOutput<T> {
             .ok_or_else(|| TaskFailure::new("internal error: records after the end of output"))
     }
 
-    /// Sends subpartition `i`'s buffer as one batch.
+    /// Sends subpartition `i`'s buffer: as one batch, or in batches of
+    /// `batch_size` records if it grew larger (a window firing many keys at
+    /// once), so every batch that takes a credit is bounded.
     fn send(&mut self, i: usize) -> Result<(), TaskFailure> {
         if self.buffers[i].is_empty() {
             return Ok(());
         }
-        let batch = if self.remote[i] {
-            let batch = encode(&self.buffers[i])?;
+        let size = self.batch_size;
+        let mut batches = Vec::new();
+        if self.remote[i] {
+            for chunk in self.buffers[i].chunks(size) {
+                encode(chunk, &mut batches)?;
+            }
             self.buffers[i].clear();
-            batch
+        } else if self.buffers[i].len() <= size {
+            let full = std::mem::replace(&mut self.buffers[i], Vec::with_capacity(size));
+            batches.push(Batch::Local(Box::new(full)));
         } else {
-            let full = std::mem::replace(&mut self.buffers[i], Vec::with_capacity(self.batch_size));
-            Batch::Local(Box::new(full))
-        };
-        self.writer()?
-            .send(i, Event::Batch(batch))
-            .map_err(exchange_failure)
+            let mut records = std::mem::take(&mut self.buffers[i]).into_iter();
+            loop {
+                let chunk: Vec<T> = records.by_ref().take(size).collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                batches.push(Batch::Local(Box::new(chunk)));
+            }
+            self.buffers[i] = Vec::with_capacity(size);
+        }
+        let writer = self.writer()?;
+        for batch in batches {
+            writer
+                .send(i, Event::Batch(batch))
+                .map_err(exchange_failure)?;
+        }
+        Ok(())
     }
 
     fn send_full(&mut self) -> Result<(), TaskFailure> {
@@ -120,20 +150,26 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
                     self.buffers[0].append(batch);
                 }
             }
-            Partitioner::Rebalance { next } => {
-                for record in batch.drain(..) {
-                    self.buffers[*next].push(record);
-                    *next = if *next + 1 == n { 0 } else { *next + 1 };
-                }
-            }
-            Partitioner::Hash {
-                hash,
-                max_parallelism,
-            } => {
-                let parallelism = n as u32;
-                for record in batch.drain(..) {
-                    let target = subtask_for(hash(&record), *max_parallelism, parallelism);
-                    self.buffers[target as usize].push(record);
+            Partitioner::Rebalance { .. } | Partitioner::Hash { .. } => {
+                // A buffer is sent as soon as it is full: none grows past a
+                // batch, however large the input.
+                for record in std::mem::take(batch) {
+                    let target = match &mut self.partitioner {
+                        Partitioner::Rebalance { next } => {
+                            let target = *next;
+                            *next = if target + 1 == n { 0 } else { target + 1 };
+                            target
+                        }
+                        Partitioner::Hash {
+                            hash,
+                            max_parallelism,
+                        } => subtask_for(hash(&record), *max_parallelism, n as u32) as usize,
+                        _ => 0,
+                    };
+                    self.buffers[target].push(record);
+                    if self.buffers[target].len() >= self.batch_size {
+                        self.send(target)?;
+                    }
                 }
             }
             Partitioner::Broadcast => {
@@ -172,5 +208,97 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
             Some(writer) => writer.finish().map_err(exchange_failure),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use holdfast_exchange::{ChannelSpec, Exchange, Interrupt, PartitionId};
+    use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
+    use holdfast_runtime::wiring::DataLocation;
+    use std::time::Duration;
+
+    /// Pushes `input` through a writer of `batch_size` to `consumers`
+    /// consumers in one process; returns the batch sizes each received.
+    fn batches(
+        partitioner: Partitioner<u64>,
+        consumers: usize,
+        input: Vec<Vec<u64>>,
+    ) -> Vec<Vec<usize>> {
+        let exchange = Exchange::local("tm", 1_000);
+        let here = exchange.location();
+        let id = PartitionId {
+            job: JobId::from_u128(7),
+            producer: ExecutionAttemptId::new(TaskId::new(0, 0), 0),
+            edge: 0,
+        };
+        let interrupt = Interrupt::new();
+        let writer = exchange
+            .create_partition(id, &vec![here.clone(); consumers], &interrupt)
+            .unwrap();
+        let mut output = NetworkOutput::new(writer, partitioner, 10);
+        for mut batch in input {
+            output.push(&mut batch).unwrap();
+        }
+        output.finish().unwrap();
+        (0..consumers)
+            .map(|c| {
+                let spec = ChannelSpec {
+                    partition: id,
+                    subpartition: c as u32,
+                    location: DataLocation { ..here.clone() },
+                };
+                let mut gate = exchange.open_gate(vec![spec], &interrupt).unwrap();
+                let mut sizes = Vec::new();
+                while let Some((_, event)) = gate.next(Duration::from_secs(10)).unwrap() {
+                    match event {
+                        Event::Batch(Batch::Local(b)) => {
+                            sizes.push(b.downcast::<Vec<u64>>().unwrap().len())
+                        }
+                        Event::End => break,
+                        _ => {}
+                    }
+                }
+                sizes
+            })
+            .collect()
+    }
+
+    #[test]
+    fn no_batch_exceeds_the_batch_size_however_large_the_input() {
+        let big = vec![(0..1_005).collect::<Vec<u64>>()];
+        for (partitioner, consumers) in [
+            (Partitioner::Forward, 1),
+            (Partitioner::Rebalance { next: 0 }, 3),
+            (Partitioner::Broadcast, 2),
+        ] {
+            let sizes = batches(partitioner, consumers, big.clone());
+            let total: usize = sizes.iter().flatten().sum();
+            let expected = if consumers == 2 { 2 * 1_005 } else { 1_005 };
+            assert_eq!(total, expected);
+            assert!(sizes.iter().flatten().all(|n| *n <= 10), "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn a_huge_encoded_batch_is_split_in_halves() {
+        let records: Vec<String> = (0..4)
+            .map(|i| "x".repeat(3 << 20) + &i.to_string())
+            .collect();
+        let mut out = Vec::new();
+        encode(&records, &mut out).unwrap();
+        assert_eq!(out.len(), 2, "12 MiB of records in two batches under 8 MiB");
+        assert!(out.iter().all(|b| b.encoded_len() <= MAX_ENCODED_BATCH));
+        let back: Vec<String> = out
+            .into_iter()
+            .flat_map(|b| match b {
+                Batch::Encoded { bytes, .. } => {
+                    postcard::from_bytes::<Vec<String>>(&bytes).unwrap()
+                }
+                Batch::Local(_) => Vec::new(),
+            })
+            .collect();
+        assert_eq!(back, records);
     }
 }

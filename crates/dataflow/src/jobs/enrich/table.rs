@@ -7,11 +7,13 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
+
+use crate::source::file::{Line, read_line};
 
 /// A loaded table: key → attribute.
 #[derive(Debug, Default)]
@@ -74,6 +76,14 @@ pub enum TableError {
         /// The file.
         path: String,
     },
+    /// Too many entries, or not enough memory for them.
+    #[error("lookup table {path} is too large: {why}")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Which limit.
+        why: String,
+    },
     /// Too many distinct attributes.
     #[error("lookup table {path} has more than {max} distinct attributes")]
     TooManyAttributes {
@@ -86,6 +96,15 @@ pub enum TableError {
 
 /// The most distinct attributes a table may have.
 pub const MAX_ATTRIBUTES: usize = 1 << 24;
+
+/// The most entries a table may have (about 4 GiB of memory).
+pub const MAX_ENTRIES: usize = 200_000_000;
+
+/// A line longer than this is malformed (and skipped).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Entries reserved up front at most (the map grows past it if needed).
+const MAX_RESERVE: usize = 20_000_000;
 
 fn parse_line(line: &[u8]) -> Result<(u64, &str), String> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
@@ -119,9 +138,18 @@ pub fn load(
     };
     let file = File::open(path).map_err(io)?;
     let total = file.metadata().map_err(io)?.len();
-    // Roughly 16 bytes a line: reserve to avoid rehashing 10M entries.
-    let mut entries: HashMap<u64, u32, FxBuildHasher> =
-        HashMap::with_capacity_and_hasher((total / 16) as usize, FxBuildHasher);
+    // Roughly 16 bytes a line: reserve to avoid rehashing 10M entries (a
+    // huge file given by mistake must not reserve all memory up front).
+    let mut entries: HashMap<u64, u32, FxBuildHasher> = HashMap::with_hasher(FxBuildHasher);
+    let reserve = usize::try_from(total / 16)
+        .unwrap_or(usize::MAX)
+        .min(MAX_RESERVE);
+    entries
+        .try_reserve(reserve)
+        .map_err(|e| TableError::TooLarge {
+            path: name.clone(),
+            why: format!("cannot reserve {reserve} entries: {e}"),
+        })?;
     let mut names: HashMap<Arc<str>, u32, FxBuildHasher> = HashMap::default();
     let mut attributes: Vec<Arc<str>> = Vec::new();
     let mut report = LoadReport::default();
@@ -129,14 +157,25 @@ pub fn load(
     let mut line = Vec::with_capacity(128);
     let (mut read, mut next_report) = (0u64, 0u64);
     loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        read += n as u64;
+        let parsed = match read_line(&mut reader, &mut line, MAX_LINE_BYTES).map_err(io)? {
+            Line::Eof => break,
+            Line::TooLong(n) => {
+                read += n;
+                Err(format!("longer than {MAX_LINE_BYTES} bytes"))
+            }
+            Line::Read(n) => {
+                read += n;
+                parse_line(&line)
+            }
+        };
         report.lines += 1;
-        match parse_line(&line) {
+        if entries.len() >= MAX_ENTRIES {
+            return Err(TableError::TooLarge {
+                path: name,
+                why: format!("more than {MAX_ENTRIES} entries"),
+            });
+        }
+        match parsed {
             Ok((key, attribute)) => {
                 let index = match names.get(attribute) {
                     Some(index) => *index,
@@ -220,6 +259,8 @@ mod tests {
         assert!(calls >= 2);
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("banana\tx\nno tab here\n5\t\n");
+        text.push_str(&"9".repeat(MAX_LINE_BYTES + 1));
+        text.push('\n');
         std::fs::write(&path, text).unwrap();
         let mut last = (0, 0, 0);
         let (table, report) = load(&path, |r, t, e| {
@@ -231,8 +272,8 @@ mod tests {
         assert_eq!(table.attributes(), 7);
         assert_eq!(&**table.lookup(42), generated_attribute(42, 7));
         assert_eq!(&**table.lookup(1_000_000), "unknown");
-        assert_eq!(report.lines, 1_003);
-        assert_eq!(report.malformed, 3);
+        assert_eq!(report.lines, 1_004);
+        assert_eq!(report.malformed, 4);
         assert_eq!(
             report.first_malformed,
             Some((1_001, "the key is not a whole number".to_string()))
