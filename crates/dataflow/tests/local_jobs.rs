@@ -277,3 +277,52 @@ fn processing_time_windows_group_records_by_the_tasks_clock() {
         .collect();
     assert_eq!(got, expected);
 }
+
+#[test]
+fn a_processing_time_window_fires_by_the_clock_while_the_job_runs() {
+    let clock = holdfast_dataflow::time::ManualClock::at(0);
+    let flow = Dataflow::new("timers");
+    let out = Collect::new();
+    flow.source("numbers", Generator::new(None, |i| i))
+        .key_by(|_: &u64| 0u8)
+        .window(WindowSpec::tumbling(1_000))
+        .processing_time()
+        .count("count")
+        .sink("collect", out.clone());
+    let metrics = Arc::new(DataflowMetrics::default());
+    let run = LocalRun {
+        clock: clock.clone(),
+        metrics: Arc::clone(&metrics),
+        ..LocalRun::default()
+    };
+    let compiled =
+        holdfast_dataflow::plan::CompiledPlan::compile(flow.build().unwrap(), 1).unwrap();
+    let job = run.start(Arc::new(compiled)).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // Once the window holds records of [0, 1000), time moves past it. The
+    // source never ends, and a canceled job fires nothing at its end: a
+    // result can only come from the window's timer.
+    while metrics.operator("timers", "count").snapshot().records_in == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no record reached the window"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    clock.set(1_000);
+    let fired = loop {
+        if let Some(result) = out.records().into_iter().next() {
+            break result;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no window fired by the clock"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    job.cancel();
+    job.join().unwrap();
+    let fired: WindowResult<u8, u64> = fired;
+    assert_eq!((fired.window.start, fired.window.end), (0, 1_000));
+    assert!(fired.value > 0);
+}
