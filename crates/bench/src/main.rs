@@ -9,6 +9,7 @@
 //! cargo run --release -p holdfast-bench -- probe-under-load [--seconds 10]
 //! cargo run --release -p holdfast-bench -- cluster [--rounds 5] [--session-timeout 4,30] [--crash-rounds 5,3]
 //! cargo run --release -p holdfast-bench -- dataflow [--records 20000000] [--events 10000000] [--table-entries 10000000]
+//! cargo run --release -p holdfast-bench -- table-load [--entries 10000000] [--session-timeout 10] [--rounds 5]
 //! cargo run --release -p holdfast-bench -- all
 //! ```
 //!
@@ -34,7 +35,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use crate::scenario::{cluster, dataflow, failover, notify, ops, probe};
+use crate::scenario::{cluster, dataflow, failover, notify, ops, probe, table_load};
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
 #[derive(Debug, Parser)]
@@ -67,6 +68,10 @@ enum Scenario {
     /// Dataflow throughput in one process (stateless chain, keyed
     /// aggregation, enrich) and the enrich table's load time.
     Dataflow(dataflow::DataflowArgs),
+    /// A TaskManager loads the enrich job's lookup table while it serves:
+    /// ZooKeeper suspensions, heartbeat and probe round trips, against an
+    /// idle control.
+    TableLoad(table_load::TableLoadArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -105,6 +110,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::Failover(args) => vec![failover::run(args, tick).await?],
         Scenario::ProbeUnderLoad(args) => vec![probe::run(args, tick).await?],
         Scenario::Cluster(args) => vec![cluster::run(args, tick).await?],
+        Scenario::TableLoad(args) => vec![table_load::run(args, tick).await?],
         Scenario::Dataflow(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || dataflow::run(&args)).await??]
@@ -116,6 +122,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
             probe::run(&defaults(), tick).await?,
             cluster::run(&defaults(), tick).await?,
             tokio::task::spawn_blocking(|| dataflow::run(&defaults())).await??,
+            table_load::run(&defaults(), tick).await?,
         ],
     })
 }
@@ -176,6 +183,10 @@ mod tests {
         assert_eq!(defaults::<ops::OpsArgs>().session_timeout, 10.0);
         assert_eq!(defaults::<probe::ProbeArgs>().interval_ms, 100);
         assert_eq!(defaults::<cluster::ClusterArgs>().crash_rounds, [5, 3]);
+        assert_eq!(
+            defaults::<table_load::TableLoadArgs>().heartbeat_interval,
+            Duration::from_secs(1)
+        );
         <Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -9,7 +9,15 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// Upper bounds (seconds) of the heartbeat round-trip histogram's buckets:
+/// fine below 100 ms (a p99 under 100 ms can be read off them), coarse up to
+/// 10 s, about where `heartbeat.timeout` lies.
+pub const ROUND_TRIP_BUCKETS: [f64; 13] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
 
 /// Label of [`ClusterMetrics::task_failures`].
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -30,7 +38,7 @@ pub struct StateLabel {
 }
 
 /// The cluster's metrics. Cheap to clone; clones share the values.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ClusterMetrics {
     /// TaskManager: successful registrations with a leader.
     pub registrations: Counter,
@@ -53,6 +61,29 @@ pub struct ClusterMetrics {
     pub records_processed: Gauge,
     /// JobManager: 1 while this JobManager leads and serves as leader.
     pub leading: Gauge,
+    /// JobManager (leader): round trip of each answered heartbeat call to
+    /// a TaskManager, in seconds.
+    pub taskmanager_heartbeat_round_trip: Histogram,
+}
+
+impl Default for ClusterMetrics {
+    /// Metrics registered nowhere (for tests, or a process without a
+    /// metrics endpoint).
+    fn default() -> Self {
+        ClusterMetrics {
+            registrations: Counter::default(),
+            jobmanager_heartbeat_timeouts: Counter::default(),
+            taskmanager_heartbeat_timeouts: Counter::default(),
+            stale_calls_rejected: Counter::default(),
+            task_failures: Family::default(),
+            job_failures: Family::default(),
+            job_restarts: Counter::default(),
+            jobs: Family::default(),
+            records_processed: Gauge::default(),
+            leading: Gauge::default(),
+            taskmanager_heartbeat_round_trip: Histogram::new(ROUND_TRIP_BUCKETS),
+        }
+    }
 }
 
 impl ClusterMetrics {
@@ -110,6 +141,12 @@ impl ClusterMetrics {
             "1 while this JobManager serves as leader",
             metrics.leading.clone(),
         );
+        r.register_with_unit(
+            "taskmanager_heartbeat_round_trip",
+            "round trip of each answered heartbeat call from the leader to a TaskManager",
+            Unit::Seconds,
+            metrics.taskmanager_heartbeat_round_trip.clone(),
+        );
         metrics
     }
 
@@ -161,7 +198,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 10, "{text}");
+        assert_eq!(names.len(), 11, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),

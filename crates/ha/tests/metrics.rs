@@ -217,6 +217,7 @@ async fn fresh_handles_export_every_series_at_zero() {
         assert_sample(&text, &series, "0");
     }
     assert_sample(&text, &series("lease_remaining_seconds", "jm"), "0.0");
+    assert_sample(&text, &series("probe_round_trip_seconds_count", "jm"), "0");
     assert_sample(&text, &series("is_leader", "jm"), "0");
     assert_sample(&text, &series("leader_epoch", "jm"), "0");
     assert_sample(&text, &series("leadership_grants_total", "jm"), "0");
@@ -412,4 +413,58 @@ async fn metrics_follow_suspension_reconnection_loss_and_leader_changes() {
         ]
     );
     assert_counted_once(&text, &seen, &leadership, &retrieved);
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_answered_probe_is_timed() {
+    let world = World::new();
+    // 15 ms each way: every probe takes 30 ms there and back.
+    world
+        .cluster
+        .set_link_latency("t", Duration::from_millis(15));
+    let connection = world.connect("t");
+    world
+        .wait_for("a session", || connection.session().is_some())
+        .await;
+    // The first probe goes out at once; the next one only T/5 later.
+    world.sleep(Duration::from_millis(500)).await;
+    let text = world.scrape();
+    assert_sample(&text, &series("probe_round_trip_seconds_count", "t"), "1");
+    let sum = value(&text, &series("probe_round_trip_seconds_sum", "t"));
+    assert!((sum - 0.030).abs() < 1e-3, "round trip {sum} s");
+    let bucket = |le: &str| {
+        format!("holdfast_ha_probe_round_trip_seconds_bucket{{le=\"{le}\",component=\"t\"}}")
+    };
+    assert_sample(&text, &bucket("0.02"), "0");
+    assert_sample(&text, &bucket("0.05"), "1");
+    assert_sample(&text, &bucket("+Inf"), "1");
+
+    // One more per probe interval (T/5 = 2 s).
+    world.sleep(Duration::from_secs(4)).await;
+    let text = world.scrape();
+    assert_sample(&text, &series("probe_round_trip_seconds_count", "t"), "3");
+    connection.close().await;
+}
+
+#[test]
+fn every_metric_is_documented_in_metrics_md() {
+    let (metrics, registry) = HaMetrics::standalone();
+    let _connection = metrics.connection("c");
+    let _election = metrics.election("c");
+    let _retrieval = metrics.retrieval("c");
+    let text = metrics::encode(&registry);
+    let doc = include_str!("../../../docs/METRICS.md");
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(names.len(), 14, "{text}");
+    for name in names {
+        // Counters are documented with their `_total` suffix.
+        assert!(
+            doc.contains(&format!("`{name}")),
+            "{name} is not in docs/METRICS.md"
+        );
+    }
 }

@@ -1,7 +1,9 @@
-//! Dataflow throughput in one process: the built-in `datagen` pipelines
-//! (stateless chain, keyed aggregation) and `enrich`, run with
-//! [`LocalRun`] at parallelism 1, and the time to generate and load the
-//! `enrich` lookup table.
+//! Dataflow throughput: the built-in `datagen` pipelines (stateless chain,
+//! keyed aggregation) and `enrich`, run with [`LocalRun`] at parallelism 1
+//! on one TaskManager, and at parallelism 2 over two in-process
+//! TaskManagers whose records cross loopback TCP (the keyed exchange goes
+//! over the network for the share of keys on the other TaskManager); and
+//! the time to generate and load the `enrich` lookup table.
 //!
 //! Throughput is reported per wall-clock second and per CPU second of this
 //! process (user + system, from `/proc`): "records per second per core" is
@@ -46,14 +48,35 @@ struct Run {
     cpu: Duration,
 }
 
-fn run_job(jobs: &JobRegistry, name: &str, params: &Value) -> Result<Run> {
+/// Where a pipeline runs: parallelism and in-process TaskManagers (more
+/// than one: records between them cross loopback TCP).
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    parallelism: u32,
+    taskmanagers: u32,
+}
+
+const ONE: Placement = Placement {
+    parallelism: 1,
+    taskmanagers: 1,
+};
+const TWO_TMS: Placement = Placement {
+    parallelism: 2,
+    taskmanagers: 2,
+};
+
+fn run_job(jobs: &JobRegistry, name: &str, params: &Value, placement: Placement) -> Result<Run> {
     let compiled = jobs
-        .compile(name, params, 1)
+        .compile(name, params, placement.parallelism)
         .with_context(|| format!("build {name}"))?;
     let cpu_before = own_cpu_time().context("read /proc/self/stat")?;
     let started = Instant::now();
-    LocalRun::with_parallelism(1)
-        .run_compiled(Arc::new(compiled))
+    LocalRun {
+        parallelism: placement.parallelism,
+        taskmanagers: placement.taskmanagers,
+        ..LocalRun::default()
+    }
+    .run_compiled(Arc::new(compiled))
         .with_context(|| format!("run {name}"))?;
     let wall = started.elapsed();
     let cpu = own_cpu_time().context("read /proc/self/stat")? - cpu_before;
@@ -66,11 +89,12 @@ fn measure(
     params: &Value,
     records: u64,
     rounds: usize,
+    placement: Placement,
 ) -> Result<(Summary, Summary, Value)> {
     let mut per_wall = Vec::new();
     let mut per_cpu = Vec::new();
     for round in 0..rounds.max(1) {
-        let run = run_job(jobs, name, params)?;
+        let run = run_job(jobs, name, params, placement)?;
         eprintln!(
             "  {name} round {}: {records} records in {:.2} s wall, {:.2} s CPU",
             round + 1,
@@ -86,6 +110,13 @@ fn measure(
     Ok((wall, cpu, json))
 }
 
+fn where_(placement: Placement) -> String {
+    match placement.taskmanagers {
+        1 => format!("1 TM, parallelism {}", placement.parallelism),
+        n => format!("{n} TMs (TCP), parallelism {}", placement.parallelism),
+    }
+}
+
 fn millions(x: f64) -> String {
     format!("{:.2} M", x / 1e6)
 }
@@ -95,9 +126,10 @@ pub fn run(args: &DataflowArgs) -> Result<Report> {
     let jobs = JobRegistry::builtin();
     let dir = tempfile::tempdir()?;
     let mut table_view = Table::new(
-        "dataflow in one process (parallelism 1): records per second",
+        "dataflow: records per second",
         &[
             "pipeline",
+            "where",
             "records",
             "per second (wall, median)",
             "per CPU second (median)",
@@ -105,31 +137,32 @@ pub fn run(args: &DataflowArgs) -> Result<Report> {
         ],
     );
     let mut results = serde_json::Map::new();
+    let stateless = json!({"records": args.records, "pipeline": "stateless"});
+    let keyed = json!({"records": args.records, "pipeline": "keyed"});
     let pipelines = [
-        (
-            "stateless chain (datagen)",
-            "datagen",
-            json!({"records": args.records, "pipeline": "stateless"}),
-            args.records,
-        ),
-        (
-            "keyed aggregation (datagen)",
-            "datagen",
-            json!({"records": args.records, "pipeline": "keyed"}),
-            args.records,
-        ),
+        ("stateless chain (datagen)", &stateless, ONE),
+        ("keyed aggregation (datagen)", &keyed, ONE),
+        ("keyed aggregation (datagen)", &keyed, TWO_TMS),
     ];
-    for (label, name, params, records) in &pipelines {
-        eprintln!("dataflow: {label}");
-        let (wall, cpu, json) = measure(&jobs, name, params, *records, args.rounds)?;
+    for (label, params, placement) in pipelines {
+        eprintln!("dataflow: {label}, {}", where_(placement));
+        let (wall, cpu, json) = measure(
+            &jobs,
+            "datagen",
+            params,
+            args.records,
+            args.rounds,
+            placement,
+        )?;
         table_view.row(vec![
-            (*label).to_owned(),
-            records.to_string(),
+            label.to_owned(),
+            where_(placement),
+            args.records.to_string(),
             millions(wall.p50),
             millions(cpu.p50),
             format!("{} – {}", millions(cpu.min), millions(cpu.max)),
         ]);
-        results.insert((*label).to_owned(), json);
+        results.insert(format!("{label}, {}", where_(placement)), json);
     }
 
     // The lookup table: generate, load (timed), then keep it loaded so the
@@ -148,15 +181,18 @@ pub fn run(args: &DataflowArgs) -> Result<Report> {
         .context("the table did not load within 10 minutes")?;
     eprintln!("dataflow: enrich over {} entries", loaded.len());
     let params = json!({"table": path, "events": args.events, "users": args.table_entries, "output": dir.path().join("out")});
-    let (wall, cpu, json) = measure(&jobs, "enrich", &params, args.events, args.rounds)?;
-    table_view.row(vec![
-        "enrich (table lookup, event-time windows)".to_owned(),
-        args.events.to_string(),
-        millions(wall.p50),
-        millions(cpu.p50),
-        format!("{} – {}", millions(cpu.min), millions(cpu.max)),
-    ]);
-    results.insert("enrich".to_owned(), json);
+    for placement in [ONE, TWO_TMS] {
+        let (wall, cpu, json) = measure(&jobs, "enrich", &params, args.events, args.rounds, placement)?;
+        table_view.row(vec![
+            "enrich (table lookup, event-time windows)".to_owned(),
+            where_(placement),
+            args.events.to_string(),
+            millions(wall.p50),
+            millions(cpu.p50),
+            format!("{} – {}", millions(cpu.min), millions(cpu.max)),
+        ]);
+        results.insert(format!("enrich {}", where_(placement)), json);
+    }
     drop(shared);
 
     let mut load_view = Table::new(

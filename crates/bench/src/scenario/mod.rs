@@ -7,6 +7,7 @@ pub mod failover;
 pub mod notify;
 pub mod ops;
 pub mod probe;
+pub mod table_load;
 
 use std::time::Duration;
 

@@ -77,6 +77,10 @@ impl<B: Backend> Actor<B> {
             term.token.epoch,
             leading,
             self.self_tx.clone(),
+            self.options
+                .metrics
+                .taskmanager_heartbeat_round_trip
+                .clone(),
         );
         term.links.insert(tm.to_string(), link);
         tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,

@@ -2,7 +2,8 @@
 //! through one ordered queue per TaskManager, so a cancel never overtakes
 //! the deployment it cancels; heartbeats go beside it. Every call is made
 //! only if the JobManager still leads at the link's epoch, checked (with the
-//! lease) right before sending.
+//! lease) right before sending. Each answered heartbeat's round trip goes
+//! to `holdfast_taskmanager_heartbeat_round_trip_seconds`.
 
 use std::sync::Arc;
 
@@ -12,7 +13,9 @@ use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::TaskManagerId;
 use holdfast_runtime::master::AttemptRef;
+use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::actor::Message;
 use super::views::LinkInfo;
@@ -35,6 +38,8 @@ pub(super) struct Link {
     actor: mpsc::UnboundedSender<Message>,
     orders: mpsc::UnboundedSender<Order>,
     worker: tokio::task::JoinHandle<()>,
+    /// Where each answered heartbeat's round trip is observed.
+    round_trips: Histogram,
 }
 
 impl Drop for Link {
@@ -53,6 +58,7 @@ impl Link {
         epoch: Epoch,
         leading: Leading,
         actor: mpsc::UnboundedSender<Message>,
+        round_trips: Histogram,
     ) -> Link {
         let (orders, queue) = mpsc::unbounded_channel();
         let worker = tokio::spawn(work(
@@ -71,6 +77,7 @@ impl Link {
             actor,
             orders,
             worker,
+            round_trips,
         }
     }
 
@@ -85,9 +92,12 @@ impl Link {
             return;
         }
         let (client, actor, epoch) = (self.client.clone(), self.actor.clone(), self.epoch);
+        let round_trips = self.round_trips.clone();
         tokio::spawn(async move {
+            let sent = Instant::now();
             match client.heartbeat(request).await {
                 Ok(reply) => {
+                    round_trips.observe(sent.elapsed().as_secs_f64());
                     let _ = actor.send(Message::HeartbeatReply(epoch, tm, reply));
                 }
                 Err(error) => {

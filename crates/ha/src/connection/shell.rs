@@ -408,6 +408,9 @@ async fn run_session<B: Backend>(
                         let result = session.probe().await;
                         if result.as_ref().map_or_else(|error| error.is_answer(), |_| true) {
                             inner.acknowledged(id, sent_at);
+                            if let Some(metrics) = &inner.options.metrics {
+                                metrics.probe_answered(inner.runtime.now().since(sent_at));
+                            }
                         }
                         probing.store(false, Ordering::SeqCst);
                     });

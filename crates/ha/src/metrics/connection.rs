@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -56,6 +57,7 @@ impl ConnectionMetrics {
         let component = metrics.component_labels();
         let _ = metrics.families.lease_remaining.get_or_create(&component);
         let _ = metrics.families.session_timeout.get_or_create(&component);
+        let _ = metrics.families.probe_round_trip.get_or_create(&component);
         metrics
     }
 
@@ -75,6 +77,14 @@ impl ConnectionMetrics {
                     .and_then(|view| view.lease_remaining())
                     .map_or(0.0, |remaining| remaining.as_secs_f64())
             });
+    }
+
+    /// Records the round trip of one answered lease probe.
+    pub(crate) fn probe_answered(&self, round_trip: Duration) {
+        self.families
+            .probe_round_trip
+            .get_or_create(&self.component_labels())
+            .observe(round_trip.as_secs_f64());
     }
 
     /// Records one published transition. Call it once per event, in the

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicU64;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::labels::{Component, ReasonLabels, StateLabels, TransitionLabels};
@@ -14,13 +15,30 @@ use super::scrape::ScrapeGauge;
 /// A gauge of seconds.
 pub(super) type SecondsGauge = Gauge<f64, AtomicU64>;
 
+/// Upper bounds (seconds) of the probe round-trip histogram's buckets:
+/// fine below 100 ms, so that a p99 well under a lease's margin can be
+/// read off the buckets, and up to 10 s, beyond which the lease (`0.89·T`)
+/// would have run out anyway.
+pub(super) const ROUND_TRIP_BUCKETS: [f64; 13] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
+
+/// How a family's histograms are made (the same buckets for every series).
+pub(super) type HistogramFamily = Family<Component, Histogram, fn() -> Histogram>;
+
+/// A histogram with [`ROUND_TRIP_BUCKETS`].
+fn round_trip_histogram() -> Histogram {
+    Histogram::new(ROUND_TRIP_BUCKETS)
+}
+
 /// The metric families, shared by every component-scoped handle.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Families {
     pub(super) connection_state: Family<StateLabels, Gauge>,
     pub(super) connection_transitions: Family<TransitionLabels, Counter>,
     pub(super) lease_remaining: Family<Component, ScrapeGauge<f64>>,
     pub(super) session_timeout: Family<Component, SecondsGauge>,
+    pub(super) probe_round_trip: HistogramFamily,
     pub(super) leadership_grants: Family<Component, Counter>,
     pub(super) leadership_revocations: Family<ReasonLabels, Counter>,
     pub(super) is_leader: Family<Component, ScrapeGauge<i64>>,
@@ -30,6 +48,27 @@ pub(super) struct Families {
     pub(super) retrieval_malformed: Family<Component, Counter>,
     pub(super) retrieval_leader_confirmed: Family<Component, Gauge>,
     pub(super) retrieval_leader_epoch: Family<Component, Gauge>,
+}
+
+impl Default for Families {
+    fn default() -> Self {
+        Families {
+            connection_state: Family::default(),
+            connection_transitions: Family::default(),
+            lease_remaining: Family::default(),
+            session_timeout: Family::default(),
+            probe_round_trip: Family::new_with_constructor(round_trip_histogram),
+            leadership_grants: Family::default(),
+            leadership_revocations: Family::default(),
+            is_leader: Family::default(),
+            leader_epoch: Family::default(),
+            retrieval_leader_changes: Family::default(),
+            retrieval_no_leader: Family::default(),
+            retrieval_malformed: Family::default(),
+            retrieval_leader_confirmed: Family::default(),
+            retrieval_leader_epoch: Family::default(),
+        }
+    }
 }
 
 impl Families {
@@ -58,6 +97,12 @@ impl Families {
             "The negotiated session timeout",
             Unit::Seconds,
             self.session_timeout.clone(),
+        );
+        registry.register_with_unit(
+            "probe_round_trip",
+            "Round trip of each answered lease probe, from sending it to processing its answer",
+            Unit::Seconds,
+            self.probe_round_trip.clone(),
         );
         registry.register(
             "leadership_grants",

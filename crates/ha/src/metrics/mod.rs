@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Each shell updates its metrics where it publishes an event, exactly once
-//! per event. The lease, `is_leader` and `leader_epoch` gauges are computed
+//! per event; the connection also times every answered lease probe. The lease, `is_leader` and `leader_epoch` gauges are computed
 //! when scraped, from the connection's lease deadline and its
 //! [`Runtime`](crate::Runtime) clock, so they are exact at scrape time
 //! (virtual time in tests).
@@ -27,6 +27,7 @@
 //! | `connection_transitions_total` | counter | `state`, `reason` | transitions into `state`; `reason` is set for `lost` only (`session_expired`, `lease_expired`, `closed`, `auth_failed`), else empty |
 //! | `lease_remaining_seconds` | gauge | | time left on the client-side lease now; 0 without a live session |
 //! | `session_timeout_seconds` | gauge | | the negotiated session timeout `T` |
+//! | `probe_round_trip_seconds` | histogram | | round trip of each answered lease probe (buckets 1 ms … 10 s) |
 //! | `leadership_grants_total` | counter | | leadership grants |
 //! | `leadership_revocations_total` | counter | `reason` | revocations, by [`revoke_reason`] |
 //! | `is_leader` | gauge | | 1 while this contender leads now (lease-checked, as [`LeaderElection::is_leader`](crate::election::LeaderElection::is_leader)) |

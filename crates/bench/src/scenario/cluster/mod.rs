@@ -33,10 +33,10 @@ use crate::zk;
 
 mod failover;
 mod harness;
-mod logs;
-mod process;
+pub(crate) mod logs;
+pub(crate) mod process;
 mod report;
-mod rest;
+pub(crate) mod rest;
 mod results;
 mod startup;
 
