@@ -47,11 +47,7 @@ impl LocalError {
     /// input's producer, or its output's consumer).
     fn is_secondary(&self) -> bool {
         match self {
-            LocalError::Task { failure, .. } => {
-                let text = failure.report();
-                text.starts_with(crate::task::UPSTREAM_FAILED)
-                    || text.starts_with(crate::task::DOWNSTREAM_FAILED)
-            }
+            LocalError::Task { failure, .. } => crate::task::is_secondary(failure),
             _ => false,
         }
     }

@@ -107,6 +107,17 @@ impl TaskCode for DataflowTask {
         match self.run_inner(ctx, &interrupt, &canceled) {
             // Canceled: whatever the code was doing stopped because of it.
             Err(_) if ctx.is_canceled() => Ok(()),
+            // A neighbour stopped first: when the job is being canceled or
+            // restarted, this task's own cancel is on its way. Waiting for
+            // it a moment keeps a cancel from logging failures, and lets the
+            // neighbour's own failure (the cause) reach the JobManager first.
+            Err(failure) if is_secondary(&failure) => {
+                if ctx.sleep_or_cancel(SECONDARY_GRACE) {
+                    Err(failure)
+                } else {
+                    Ok(())
+                }
+            }
             other => other,
         }
     }
@@ -134,6 +145,16 @@ fn fire_timers(chain: &mut dyn Chain, clock: &dyn Clock) -> Result<(), TaskFailu
         }
     }
     Ok(())
+}
+
+/// How long a task whose neighbour stopped waits for its own cancel before
+/// it reports the failure.
+const SECONDARY_GRACE: Duration = Duration::from_secs(1);
+
+/// Whether `failure` is a neighbour's failure seen through the exchange.
+pub(crate) fn is_secondary(failure: &TaskFailure) -> bool {
+    let text = failure.message();
+    text.starts_with(UPSTREAM_FAILED) || text.starts_with(DOWNSTREAM_FAILED)
 }
 
 /// How a task failing to read its input says so.
