@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use holdfast_executor::TaskFailure;
 use serde::{Deserialize, Serialize};
+use smol_str::SmolStr;
 
 use crate::api::Dataflow;
 use crate::context::OperatorContext;
@@ -63,8 +64,10 @@ pub struct Event {
 /// An event with the user's attribute from the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Enriched {
-    /// The user's attribute (`"unknown"` if the table lacks the user).
-    pub attribute: Arc<str>,
+    /// The user's attribute (`"unknown"` if the table lacks the user); short
+    /// names are stored inline, so enriching copies bytes instead of
+    /// sharing a reference count across task threads.
+    pub attribute: SmolStr,
     /// Event time.
     pub time: Timestamp,
     /// The amount.
@@ -176,11 +179,11 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
         )
         .then::<Enriched>("enrich", make)
         .with_timestamps(|e: &Enriched| e.time)
-        .key_by(|e: &Enriched| Arc::clone(&e.attribute))
+        .key_by(|e: &Enriched| e.attribute.clone())
         .window(WindowSpec::tumbling(window))
         .allowed_lateness(Duration::from_secs(lateness))
         .count("count")
-        .map("format", |r: WindowResult<Arc<str>, u64>| {
+        .map("format", |r: WindowResult<SmolStr, u64>| {
             let late = match r.firing {
                 crate::window::Firing::OnTime => "",
                 crate::window::Firing::Late => " late",
@@ -240,7 +243,7 @@ impl Push<Event> for EnrichOp {
     fn push(&mut self, batch: &mut Vec<Event>) -> Result<(), TaskFailure> {
         let table = self.table()?;
         self.out.extend(batch.drain(..).map(|e| Enriched {
-            attribute: Arc::clone(table.lookup(e.user)),
+            attribute: table.lookup(e.user).clone(),
             time: e.time,
             amount: e.amount,
         }));

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
-use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
+use smol_str::SmolStr;
 
 use crate::source::file::{Line, read_line};
 
@@ -19,13 +19,13 @@ use crate::source::file::{Line, read_line};
 #[derive(Debug, Default)]
 pub struct Table {
     entries: HashMap<u64, u32, FxBuildHasher>,
-    attributes: Vec<Arc<str>>,
-    unknown: Arc<str>,
+    attributes: Vec<SmolStr>,
+    unknown: SmolStr,
 }
 
 impl Table {
     /// The attribute of `key`, or `"unknown"`.
-    pub fn lookup(&self, key: u64) -> &Arc<str> {
+    pub fn lookup(&self, key: u64) -> &SmolStr {
         match self.entries.get(&key) {
             Some(index) => &self.attributes[*index as usize],
             None => &self.unknown,
@@ -150,8 +150,8 @@ pub fn load(
             path: name.clone(),
             why: format!("cannot reserve {reserve} entries: {e}"),
         })?;
-    let mut names: HashMap<Arc<str>, u32, FxBuildHasher> = HashMap::default();
-    let mut attributes: Vec<Arc<str>> = Vec::new();
+    let mut names: HashMap<SmolStr, u32, FxBuildHasher> = HashMap::default();
+    let mut attributes: Vec<SmolStr> = Vec::new();
     let mut report = LoadReport::default();
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut line = Vec::with_capacity(128);
@@ -186,9 +186,9 @@ pub fn load(
                                 max: MAX_ATTRIBUTES,
                             });
                         }
-                        let shared: Arc<str> = attribute.into();
+                        let shared = SmolStr::new(attribute);
                         let index = attributes.len() as u32;
-                        attributes.push(Arc::clone(&shared));
+                        attributes.push(shared.clone());
                         names.insert(shared, index);
                         index
                     }
@@ -213,7 +213,7 @@ pub fn load(
     let table = Table {
         entries,
         attributes,
-        unknown: "unknown".into(),
+        unknown: SmolStr::new_static("unknown"),
     };
     Ok((table, report))
 }
