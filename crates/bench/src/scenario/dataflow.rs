@@ -77,7 +77,7 @@ fn run_job(jobs: &JobRegistry, name: &str, params: &Value, placement: Placement)
         ..LocalRun::default()
     }
     .run_compiled(Arc::new(compiled))
-        .with_context(|| format!("run {name}"))?;
+    .with_context(|| format!("run {name}"))?;
     let wall = started.elapsed();
     let cpu = own_cpu_time().context("read /proc/self/stat")? - cpu_before;
     Ok(Run { wall, cpu })
@@ -182,7 +182,14 @@ pub fn run(args: &DataflowArgs) -> Result<Report> {
     eprintln!("dataflow: enrich over {} entries", loaded.len());
     let params = json!({"table": path, "events": args.events, "users": args.table_entries, "output": dir.path().join("out")});
     for placement in [ONE, TWO_TMS] {
-        let (wall, cpu, json) = measure(&jobs, "enrich", &params, args.events, args.rounds, placement)?;
+        let (wall, cpu, json) = measure(
+            &jobs,
+            "enrich",
+            &params,
+            args.events,
+            args.rounds,
+            placement,
+        )?;
         table_view.row(vec![
             "enrich (table lookup, event-time windows)".to_owned(),
             where_(placement),
