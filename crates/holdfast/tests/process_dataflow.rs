@@ -185,3 +185,66 @@ async fn a_keyed_job_over_two_taskmanager_processes_matches_one_process_and_a_pl
     ensure!(two == reference, "the counts differ from a plain count");
     Ok(())
 }
+
+/// A dataflow job whose tasks fail (its lookup table is missing) restarts
+/// with new attempts wired to each other across both TaskManager
+/// processes, and once the table appears runs to the end with every event
+/// counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_dataflow_job_restarts_across_processes_and_then_finishes() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let table = data.path().join("table.tsv");
+    let output = data.path().join("out");
+    let cluster = Cluster::start(
+        "lease",
+        "restart-strategy.fixed-delay.attempts: 1000\nrestart-strategy.fixed-delay.delay: 200ms",
+    )
+    .await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let _tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&client, 2).await?;
+    let params = json!({"table": table, "events": 30_000, "users": 1_000, "output": output});
+    let graph = holdfast_dataflow::JobRegistry::builtin().job_graph("enrich", &params, 2)?;
+    let job = client.submit(&graph).await?;
+    eventually("the job restarts for its missing table", || async {
+        let details = client.job(job).await?;
+        Ok((details.restarts >= 1).then_some(()))
+    })
+    .await?;
+    let exceptions = client.exceptions(job).await?;
+    let cause = exceptions.root_exception.unwrap_or_default();
+    ensure!(
+        cause.contains("table.tsv"),
+        "the cause names the table: {cause}"
+    );
+
+    holdfast_dataflow::jobs::enrich::table::generate(&table, 1_000, 5, |_, _| {})?;
+    let details = eventually("the job finishes once the table exists", || async {
+        let details = client.job(job).await?;
+        ensure!(details.state != "FAILED", "the job failed: {details:?}");
+        Ok((details.state == "FINISHED").then_some(details))
+    })
+    .await?;
+    ensure!(details.restarts >= 1);
+    let mut counted = 0u64;
+    for entry in std::fs::read_dir(&output)? {
+        let path = entry?.path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
+        {
+            for line in std::fs::read_to_string(&path)?.lines() {
+                counted += line.rsplit(' ').next().context("a count")?.parse::<u64>()?;
+            }
+        }
+    }
+    ensure!(
+        counted == 30_000,
+        "the windows count {counted} events, not 30000"
+    );
+    Ok(())
+}
