@@ -6,36 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use holdfast_cluster::jobmanager::{self, JobManagerOptions};
+use holdfast_cluster::jobmanager;
 use holdfast_cluster::metrics::ClusterMetrics;
-use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
+use holdfast_cluster::taskmanager;
 use holdfast_executor::TaskRegistry;
+use holdfast_ha::TokioRuntime;
 use holdfast_ha::backend::CreateMode;
 use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
-use holdfast_ha::{ErrorPolicy, TokioRuntime};
-use holdfast_rpc::auth::{Auth, ClusterSecret};
-use holdfast_rpc::config::ClientConfig;
 use holdfast_runtime::graph::JobGraph;
-use holdfast_runtime::master::MasterConfig;
-use holdfast_runtime::restart::RestartStrategy;
 use serde_json::json;
 
-const BASE: &str = "/holdfast/default";
+mod support;
 
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> Result<T> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = check() {
-            return Ok(value);
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use support::{BASE, eventually};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_in_the_job_store_is_skipped_and_left_in_place() -> Result<()> {
@@ -65,50 +49,22 @@ async fn garbage_in_the_job_store_is_skipped_and_left_in_place() -> Result<()> {
             .await?;
     }
 
-    let auth = Auth::with_secret(ClusterSecret::from_bytes(
-        &b"an-embedded-test-secret-32-bytes"[..],
-    )?);
+    let auth = support::auth()?;
     let registry = Arc::new(TaskRegistry::builtin());
     let jm = jobmanager::start(
-        JobManagerOptions {
-            id: "jm-1".into(),
-            rpc_bind: "127.0.0.1:0".parse()?,
-            rest_bind: "127.0.0.1:0".parse()?,
-            advertised_host: None,
-            ha_base: BASE.into(),
-            policy: "lease".into(),
-            master: MasterConfig {
-                heartbeat_interval: Duration::from_millis(200),
-                heartbeat_timeout: Duration::from_secs(2),
-                restart: RestartStrategy::fixed_delay(),
-            },
-            client: ClientConfig::default(),
-            auth: auth.clone(),
-            registry: registry.clone(),
-            metrics: ClusterMetrics::default(),
-            election_metrics: None,
-            config: Vec::new(),
-        },
+        support::jobmanager_options(
+            "jm-1",
+            Duration::from_millis(200),
+            &auth,
+            &registry,
+            ClusterMetrics::default(),
+        )?,
         connect("jm-1"),
         None,
     )
     .await?;
     let tm = taskmanager::start(
-        TaskManagerOptions {
-            id: "tm-1".parse()?,
-            slots: 2,
-            rpc_bind: "127.0.0.1:0".parse()?,
-            rpc_host: None,
-            data_port: 0,
-            data_address: None,
-            ha_base: BASE.into(),
-            policy: ErrorPolicy::Lease,
-            client: ClientConfig::default(),
-            heartbeat_timeout: Duration::from_secs(2),
-            auth,
-            registry,
-            metrics: ClusterMetrics::default(),
-        },
+        support::taskmanager_options("tm-1", 2, None, &auth, &registry)?,
         connect("tm-1"),
     )
     .await?;

@@ -6,20 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use holdfast_cluster::jobmanager::{self, JobManagerOptions};
+use holdfast_cluster::jobmanager;
 use holdfast_cluster::metrics::ClusterMetrics;
-use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
+use holdfast_cluster::taskmanager;
 use holdfast_executor::TaskRegistry;
+use holdfast_ha::TokioRuntime;
 use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::metrics::{Registry, encode};
-use holdfast_ha::{ErrorPolicy, TokioRuntime};
-use holdfast_rpc::auth::{Auth, ClusterSecret};
-use holdfast_rpc::config::ClientConfig;
-use holdfast_runtime::master::MasterConfig;
-use holdfast_runtime::restart::RestartStrategy;
 
-const BASE: &str = "/holdfast/default";
+mod support;
+
 const COUNT: &str = "holdfast_taskmanager_heartbeat_round_trip_seconds_count";
 const SUM: &str = "holdfast_taskmanager_heartbeat_round_trip_seconds_sum";
 
@@ -40,54 +37,26 @@ async fn the_leader_times_each_heartbeat() -> Result<()> {
             ConnectionOptions::default(),
         )
     };
-    let auth = Auth::with_secret(ClusterSecret::from_bytes(
-        &b"an-embedded-test-secret-32-bytes"[..],
-    )?);
+    let auth = support::auth()?;
     let registry = Arc::new(TaskRegistry::builtin());
     let mut prometheus = Registry::default();
     let metrics = ClusterMetrics::new(&mut prometheus);
     let text = encode(&prometheus);
     ensure!(sample(&text, COUNT) == Some(0.0), "{text}");
     let jm = jobmanager::start(
-        JobManagerOptions {
-            id: "jm-1".into(),
-            rpc_bind: "127.0.0.1:0".parse()?,
-            rest_bind: "127.0.0.1:0".parse()?,
-            advertised_host: None,
-            ha_base: BASE.into(),
-            policy: "lease".into(),
-            master: MasterConfig {
-                heartbeat_interval: Duration::from_millis(50),
-                heartbeat_timeout: Duration::from_secs(2),
-                restart: RestartStrategy::fixed_delay(),
-            },
-            client: ClientConfig::default(),
-            auth: auth.clone(),
-            registry: registry.clone(),
-            metrics: metrics.clone(),
-            election_metrics: None,
-            config: Vec::new(),
-        },
+        support::jobmanager_options(
+            "jm-1",
+            Duration::from_millis(50),
+            &auth,
+            &registry,
+            metrics.clone(),
+        )?,
         connect("jm-1"),
         None,
     )
     .await?;
     let tm = taskmanager::start(
-        TaskManagerOptions {
-            id: "tm-1".parse()?,
-            slots: 1,
-            rpc_bind: "127.0.0.1:0".parse()?,
-            rpc_host: None,
-            data_port: 0,
-            data_address: None,
-            ha_base: BASE.into(),
-            policy: ErrorPolicy::Lease,
-            client: ClientConfig::default(),
-            heartbeat_timeout: Duration::from_secs(2),
-            auth,
-            registry,
-            metrics: ClusterMetrics::default(),
-        },
+        support::taskmanager_options("tm-1", 1, None, &auth, &registry)?,
         connect("tm-1"),
     )
     .await?;

@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use holdfast_cluster::jobmanager::{self, JobManagerHandle, JobManagerOptions};
+use holdfast_cluster::jobmanager::{self, JobManagerHandle};
 use holdfast_cluster::metrics::ClusterMetrics;
-use holdfast_cluster::taskmanager::{self, TaskManagerHandle, TaskManagerOptions};
+use holdfast_cluster::taskmanager::{self, TaskManagerHandle};
 use holdfast_executor::{AttemptKey, TaskCode, TaskContext, TaskFailure, TaskInfo, TaskRegistry};
+use holdfast_ha::TokioRuntime;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
-use holdfast_ha::{ErrorPolicy, TokioRuntime};
 use holdfast_rpc::auth::{Auth, ClientAuth, ClusterSecret, PeerId};
 use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::config::ClientConfig;
@@ -24,12 +24,12 @@ use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
 use holdfast_runtime::graph::{Edge, JobGraph, Vertex};
 use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
-use holdfast_runtime::master::MasterConfig;
-use holdfast_runtime::restart::RestartStrategy;
 use holdfast_runtime::wiring::{DataLocation, Wiring};
 use serde_json::{Value, json};
 
-const BASE: &str = "/holdfast/default";
+mod support;
+
+use support::eventually;
 
 /// What each attempt found in its context, by attempt.
 type Seen = Arc<Mutex<BTreeMap<AttemptKey, Wiring<DataLocation>>>>;
@@ -45,20 +45,6 @@ impl TaskCode for Wired {
             .insert(ctx.key(), ctx.wiring().clone());
         while ctx.sleep_or_cancel(Duration::from_secs(3600)) {}
         Ok(())
-    }
-}
-
-async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> Result<T> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(value) = check() {
-            return Ok(value);
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within 20 s"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -78,30 +64,14 @@ async fn start_jm<B: Backend>(
     auth: &Auth,
     registry: &Arc<TaskRegistry>,
 ) -> Result<JobManagerHandle> {
-    jobmanager::start(
-        JobManagerOptions {
-            id: "jm-1".into(),
-            rpc_bind: "127.0.0.1:0".parse()?,
-            rest_bind: "127.0.0.1:0".parse()?,
-            advertised_host: None,
-            ha_base: BASE.into(),
-            policy: "lease".into(),
-            master: MasterConfig {
-                heartbeat_interval: Duration::from_millis(200),
-                heartbeat_timeout: Duration::from_secs(2),
-                restart: RestartStrategy::fixed_delay(),
-            },
-            client: ClientConfig::default(),
-            auth: auth.clone(),
-            registry: registry.clone(),
-            metrics: ClusterMetrics::default(),
-            election_metrics: None,
-            config: Vec::new(),
-        },
-        connection,
-        None,
-    )
-    .await
+    let options = support::jobmanager_options(
+        "jm-1",
+        Duration::from_millis(200),
+        auth,
+        registry,
+        ClusterMetrics::default(),
+    )?;
+    jobmanager::start(options, connection, None).await
 }
 
 async fn start_tm<B: Backend>(
@@ -111,25 +81,8 @@ async fn start_tm<B: Backend>(
     auth: &Auth,
     registry: &Arc<TaskRegistry>,
 ) -> Result<TaskManagerHandle> {
-    taskmanager::start(
-        TaskManagerOptions {
-            id: id.parse()?,
-            slots: 2,
-            rpc_bind: "127.0.0.1:0".parse()?,
-            rpc_host: None,
-            data_port: 0,
-            data_address: data_address.map(str::to_owned),
-            ha_base: BASE.into(),
-            policy: ErrorPolicy::Lease,
-            client: ClientConfig::default(),
-            heartbeat_timeout: Duration::from_secs(2),
-            auth: auth.clone(),
-            registry: registry.clone(),
-            metrics: ClusterMetrics::default(),
-        },
-        connection,
-    )
-    .await
+    let options = support::taskmanager_options(id, 2, data_address, auth, registry)?;
+    taskmanager::start(options, connection).await
 }
 
 fn vertex(name: &str, parallelism: u32) -> Vertex {
