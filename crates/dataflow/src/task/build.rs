@@ -224,6 +224,6 @@ pub(crate) fn build(
     }
     let gate = exchange
         .open_gate(channels, interrupt)
-        .map_err(exchange_failure)?;
+        .map_err(|e| TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e))?;
     Ok(Head::Input { port, gate })
 }
