@@ -242,13 +242,24 @@ impl JobRegistry {
         metrics: Arc<DataflowMetrics>,
     ) -> Result<(), RegisterError> {
         let registry = self.clone();
-        tasks.register(DATAFLOW_TASK, move |args: &Value, _info: &TaskInfo| {
-            let code: Box<dyn TaskCode> = Box::new(registry.task(
+        tasks.register(DATAFLOW_TASK, move |args: &Value, info: &TaskInfo| {
+            let task = registry.task(
                 args,
                 exchange.clone(),
                 Arc::clone(&clock),
                 Arc::clone(&metrics),
-            )?);
+            )?;
+            task.check_parallelism(info.parallelism)
+                .map_err(|expected| ArgsError::BadValue {
+                    task: DATAFLOW_TASK.to_owned(),
+                    argument: "parallelism".to_owned(),
+                    got: info.parallelism.to_string(),
+                    expected: format!(
+                        "{expected}: a vertex's parallelism in the job graph must be the one its \
+                         job compiles to (submit the graph `holdfast run` builds)"
+                    ),
+                })?;
+            let code: Box<dyn TaskCode> = Box::new(task);
             Ok(code)
         })
     }
