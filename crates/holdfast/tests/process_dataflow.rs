@@ -40,21 +40,12 @@ fn write_input(dir: &Path) -> Result<BTreeMap<String, u64>> {
 /// The `word count` lines of every part file in `dir`.
 fn read_counts(dir: &Path) -> Result<BTreeMap<String, u64>> {
     let mut counts = BTreeMap::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if !path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
-        {
-            continue;
-        }
-        for line in std::fs::read_to_string(&path)?.lines() {
-            let (word, count) = line.split_once(' ').context("a `word count` line")?;
-            ensure!(
-                counts.insert(word.to_owned(), count.parse()?).is_none(),
-                "{word} counted in two places"
-            );
-        }
+    for line in support::part_lines(dir)? {
+        let (word, count) = line.split_once(' ').context("a `word count` line")?;
+        ensure!(
+            counts.insert(word.to_owned(), count.parse()?).is_none(),
+            "{word} counted in two places"
+        );
     }
     Ok(counts)
 }
@@ -230,18 +221,7 @@ async fn a_failing_dataflow_job_restarts_across_processes_and_then_finishes() ->
     })
     .await?;
     ensure!(details.restarts >= 1);
-    let mut counted = 0u64;
-    for entry in std::fs::read_dir(&output)? {
-        let path = entry?.path();
-        if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
-        {
-            for line in std::fs::read_to_string(&path)?.lines() {
-                counted += line.rsplit(' ').next().context("a count")?.parse::<u64>()?;
-            }
-        }
-    }
+    let counted = support::counted_events(&output)?;
     ensure!(
         counted == 30_000,
         "the windows count {counted} events, not 30000"

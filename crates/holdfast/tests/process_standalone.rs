@@ -72,18 +72,7 @@ async fn the_main_command_runs_enrich_to_the_end_and_shows_progress() -> Result<
         last.contains("FINISHED") && last.contains("read        200000"),
         "{last}"
     );
-    let mut counted = 0u64;
-    for entry in std::fs::read_dir(&output)? {
-        let path = entry?.path();
-        if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
-        {
-            for line in std::fs::read_to_string(&path)?.lines() {
-                counted += line.rsplit(' ').next().context("a count")?.parse::<u64>()?;
-            }
-        }
-    }
+    let counted = support::counted_events(&output)?;
     ensure!(
         counted == 200_000,
         "the windows count {counted} events, not 200000"

@@ -303,3 +303,28 @@ pub async fn wait_for_participants(connect: &str, name: &str, count: usize) -> R
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The lines of every finished `part-*` file a file sink wrote to `dir`.
+pub fn part_lines(dir: &std::path::Path) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
+        {
+            lines.extend(std::fs::read_to_string(&path)?.lines().map(str::to_owned));
+        }
+    }
+    Ok(lines)
+}
+
+/// The events `enrich` counted in `dir`: the sum of its window results'
+/// counts (the last field of each line).
+pub fn counted_events(dir: &std::path::Path) -> Result<u64> {
+    let mut counted = 0;
+    for line in part_lines(dir)? {
+        counted += line.rsplit(' ').next().context("a count")?.parse::<u64>()?;
+    }
+    Ok(counted)
+}
