@@ -37,8 +37,10 @@ async fn a_leader_frozen_past_its_session_wakes_up_revoked() -> Result<()> {
         "b's epoch is not higher"
     );
 
-    a.signal(Signal::SIGCONT)?;
+    // Read the clock before the signal: the thawed process may revoke
+    // before this thread runs again.
     let thawed_at = monotonic_ns();
+    a.signal(Signal::SIGCONT)?;
     let revoked = a.next("revoked").await?;
     let reason = revoked["reason"].as_str().unwrap_or_default().to_owned();
     ensure!(
