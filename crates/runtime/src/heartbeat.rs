@@ -57,6 +57,8 @@ pub struct HeartbeatMonitor<P> {
     timeout: Duration,
     peers: BTreeMap<P, Peer>,
     last_poll: Option<MonoTime>,
+    /// The pause the latest `poll` found, if it found one.
+    paused: Option<Duration>,
 }
 
 impl<P: Ord + Clone> HeartbeatMonitor<P> {
@@ -69,6 +71,7 @@ impl<P: Ord + Clone> HeartbeatMonitor<P> {
             timeout,
             peers: BTreeMap::new(),
             last_poll: None,
+            paused: None,
         }
     }
 
@@ -110,6 +113,7 @@ impl<P: Ord + Clone> HeartbeatMonitor<P> {
     /// What is due at `now`, peers in order.
     pub fn poll(&mut self, now: MonoTime) -> Vec<HeartbeatCommand<P>> {
         let mut commands = Vec::new();
+        self.paused = None;
         if let Some(last) = self
             .last_poll
             .replace(now.max(self.last_poll.unwrap_or(now)))
@@ -118,6 +122,7 @@ impl<P: Ord + Clone> HeartbeatMonitor<P> {
             // This process did not run for `paused`: listening only
             // resumes now, so nobody's silence grew meanwhile.
             let paused = now.since(last) - self.interval;
+            self.paused = Some(paused);
             for state in self.peers.values_mut() {
                 state.last_heard = state.last_heard.plus(paused).min(now);
             }
@@ -135,6 +140,12 @@ impl<P: Ord + Clone> HeartbeatMonitor<P> {
             }
         }
         commands
+    }
+
+    /// How long this process was found paused by the latest
+    /// [`poll`](Self::poll) (the time credited to every peer), if it was.
+    pub fn paused(&self) -> Option<Duration> {
+        self.paused
     }
 
     /// The earliest time `poll` has something to do, if any peer is alive.
@@ -255,10 +266,12 @@ mod tests {
         // was last heard at 0, but only 100..=1_000 minus one interval of
         // that was unheard through no fault of its own.
         assert_eq!(m.poll(at(1_000)), [send("tm1")]);
+        assert_eq!(m.paused(), Some(Duration::from_millis(800)));
         assert!(m.is_alive(&"tm1"));
         // Still silent after the pause: the credit moved its last hearing
         // to 800, so it times out at 800 + 350.
         assert_eq!(m.poll(at(1_100)), [send("tm1")]);
+        assert_eq!(m.paused(), None);
         assert_eq!(
             m.poll(at(1_150)),
             [HeartbeatCommand::TimedOut {

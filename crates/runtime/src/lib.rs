@@ -9,10 +9,14 @@
 //! - [`lifecycle`]: job and task states, each with one transition function.
 //! - [`restart`]: restart strategies as values and a [`RestartTracker`] that
 //!   decides, per failure, whether and when to restart.
-//! - [`heartbeat`]: a per-peer heartbeat monitor.
+//! - [`heartbeat`]: a per-peer heartbeat monitor (the leader watches its
+//!   TaskManagers with it, a TaskManager its JobManager).
 //! - [`graph`]: the job graph a client submits, with validation.
 //! - [`master`]: the leading JobManager's scheduling, failure and restart
 //!   decisions ([`master::JobMasterCore`]).
+//! - [`taskmanager`]: a TaskManager's registration, call-fencing and
+//!   task-failure decisions ([`taskmanager::TaskManagerCore`]).
+//! - [`failure`]: why an attempt failed, as a typed value.
 //! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
 //! - [`wiring`]: which producer attempts feed a deployed attempt and where
 //!   its consumers run, computed by the master for every `Deploy`.
@@ -22,6 +26,7 @@
 //! [`EpochFence`]: fencing::EpochFence
 #![warn(missing_docs)]
 
+pub mod failure;
 pub mod fencing;
 pub mod graph;
 pub mod heartbeat;
@@ -29,4 +34,5 @@ pub mod ids;
 pub mod lifecycle;
 pub mod master;
 pub mod restart;
+pub mod taskmanager;
 pub mod wiring;

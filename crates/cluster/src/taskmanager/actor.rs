@@ -1,27 +1,32 @@
-//! The TaskManager's actor: one task owns all its state; RPC calls, task
-//! updates, leader changes and timers arrive as messages.
+//! The TaskManager's actor: one task owns the shell's state; RPC calls,
+//! task updates, leader changes and timers arrive as messages, become
+//! [`TmInput`]s for the [`TaskManagerCore`], and the core's commands are
+//! carried out here.
 //!
-//! This file holds the [`Actor`] type, its [`Message`]s, the run loop, the
-//! dispatch of messages and the reaction to leader changes. The other `impl`
-//! blocks are in sibling modules: `registration` (registering with the
-//! leader), `calls` (the JobManager's RPC calls) and `tasks` (task updates,
-//! failing tasks, the heartbeat timeout and the published status).
+//! This file holds the [`Actor`] type, its [`Message`]s, the run loop and
+//! the one place commands are executed. The other `impl` blocks are in
+//! sibling modules: `registration` (the registration call), `calls` (the
+//! JobManager's RPC calls), `tasks` (task updates and reports) and
+//! `notices` (the core's notices as log lines and metrics).
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use holdfast_executor::{AttemptKey, TaskExecutor, TaskUpdate};
 use holdfast_ha::retrieval::RetrievalEvent;
 use holdfast_ha::types::LeaderInfo;
-use holdfast_ha::{Epoch, ErrorPolicy};
+use holdfast_ha::{Epoch, MonoTime, Runtime};
 use holdfast_rpc::auth::ClientAuth;
+use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
-use holdfast_runtime::fencing::EpochFence;
+use holdfast_runtime::master::AttemptRef;
+use holdfast_runtime::taskmanager::{
+    CallRejection, LeaderRef, TaskManagerCore, TmCommand, TmInput,
+};
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 
-use super::registration::{FIRST_BACKOFF, Registered, Registration};
+use super::registration::Registered;
 use super::service::Call;
 use super::{TaskManagerOptions, TaskManagerStatus};
 
@@ -46,39 +51,44 @@ pub(super) struct Parts {
     pub(super) connection_state: crate::shared::ConnectionReader,
     pub(super) status: Arc<Mutex<TaskManagerStatus>>,
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
+    /// The clock the core's times come from.
+    pub(super) runtime: Arc<dyn Runtime>,
+}
+
+/// The JobManager this TaskManager is registered with, as the shell calls
+/// it.
+pub(super) struct JobManagerLink {
+    pub(super) epoch: Epoch,
+    pub(super) client: JobManagerClient,
 }
 
 /// The TaskManager process's one actor (its `impl` blocks are spread over
 /// this file and its siblings).
 pub(super) struct Actor {
     pub(super) parts: Parts,
-    pub(super) fence: EpochFence,
-    pub(super) leader: Option<LeaderInfo>,
-    pub(super) registration: Option<Registration>,
-    pub(super) registering: Option<Epoch>,
+    pub(super) core: TaskManagerCore,
+    /// The client of the registration the core holds.
+    pub(super) jobmanager: Option<JobManagerLink>,
     /// Task reports sent and not yet answered.
     pub(super) pending_reports: usize,
-    pub(super) backoff: Duration,
-    /// The leader epoch that deployed each attempt.
-    pub(super) task_epochs: HashMap<AttemptKey, Epoch>,
-    /// Attempts this TaskManager stopped itself, with the failure to report.
-    pub(super) fail_reasons: HashMap<AttemptKey, String>,
-    pub(super) registrations: u64,
+}
+
+/// What executing the core's commands produced for the caller.
+#[derive(Default)]
+pub(super) struct Executed {
+    /// The call's answer, if the input was a call.
+    pub(super) verdict: Option<Result<Epoch, CallRejection>>,
+    /// Attempts failed.
+    pub(super) failed: usize,
 }
 
 impl Actor {
-    pub(super) fn new(parts: Parts) -> Actor {
+    pub(super) fn new(parts: Parts, core: TaskManagerCore) -> Actor {
         Actor {
             parts,
-            fence: EpochFence::new(),
-            leader: None,
-            registration: None,
-            registering: None,
+            core,
+            jobmanager: None,
             pending_reports: 0,
-            backoff: FIRST_BACKOFF,
-            task_epochs: HashMap::new(),
-            fail_reasons: HashMap::new(),
-            registrations: 0,
         }
     }
 
@@ -101,23 +111,23 @@ impl Actor {
             self.on_leader_event(RetrievalEvent::Leader(leader));
         }
         loop {
-            let deadline = self
-                .registration
-                .as_ref()
-                .map(|r| r.last_heartbeat + r.timeout);
+            let wakeup = self.core.next_wakeup();
+            let runtime = self.parts.runtime.clone();
             tokio::select! {
                 _ = &mut stop => break,
                 Some(message) = messages.recv() => self.on_message(message),
                 Some(update) = updates.recv() => self.on_update(update),
                 Some(event) = leader_events.recv() => self.on_leader_event(event),
-                () = sleep_until(deadline) => self.on_heartbeat_timeout(),
+                () = sleep_until(runtime, wakeup) => {
+                    self.step(TmInput::Tick);
+                }
             }
             self.publish_status();
         }
         // Tell the leader what stops with us, so it restarts the job now
         // rather than after heartbeat.timeout (bounded: task code that
         // ignores its cancel is left behind).
-        let failed = self.fail_tasks(|_| true, "the TaskManager is shutting down", "shutdown");
+        let failed = self.step(TmInput::Shutdown).failed;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         while self.live_tasks() > 0 || self.pending_reports > 0 {
             tokio::select! {
@@ -130,17 +140,69 @@ impl Actor {
             "TaskManager stopped");
     }
 
+    /// Now, on the core's clock.
+    pub(super) fn now(&self) -> MonoTime {
+        self.parts.runtime.now()
+    }
+
+    /// Feeds `input` to the core and carries out what it decides.
+    pub(super) fn step(&mut self, input: TmInput) -> Executed {
+        self.step_with(input, None)
+    }
+
+    /// [`step`](Self::step), with the task update that caused the input
+    /// (its reports carry what the update says).
+    pub(super) fn step_with(&mut self, input: TmInput, update: Option<&TaskUpdate>) -> Executed {
+        let mut executed = Executed::default();
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let now = self.now();
+            for command in self.core.handle(now, input) {
+                match command {
+                    TmCommand::Register { leader } => {
+                        if let Some(refused) = self.register(leader) {
+                            inputs.push_back(refused);
+                        }
+                    }
+                    TmCommand::RetryRegistration { epoch, after } => {
+                        let tx = self.parts.self_tx.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(after).await;
+                            let _ = tx.send(Message::RetryRegistration(epoch));
+                        });
+                    }
+                    TmCommand::Accept { epoch } => executed.verdict = Some(Ok(epoch)),
+                    TmCommand::Reject(rejection) => executed.verdict = Some(Err(rejection)),
+                    TmCommand::Report {
+                        attempt,
+                        terminal,
+                        registration,
+                    } => self.report(
+                        attempt,
+                        terminal,
+                        registration.epoch,
+                        &registration.id,
+                        update,
+                    ),
+                    TmCommand::FailTasks { attempts, failure } => {
+                        executed.failed += attempts.len();
+                        self.fail(&attempts, &failure);
+                    }
+                    TmCommand::Forget { attempts } => {
+                        for attempt in attempts {
+                            let _ = self.parts.executor.forget(&key(attempt));
+                        }
+                    }
+                    TmCommand::Notice(notice) => self.notice(notice),
+                }
+            }
+        }
+        executed
+    }
+
     fn on_message(&mut self, message: Message) {
         match message {
-            Message::Call(Call::Heartbeat(request, reply)) => {
-                let _ = reply.send(self.heartbeat(request));
-            }
-            Message::Call(Call::Deploy(request, reply)) => {
-                let _ = reply.send(self.deploy(request));
-            }
-            Message::Call(Call::Cancel(request, reply)) => {
-                let _ = reply.send(self.cancel(request));
-            }
+            Message::Call(call) => self.on_call(call),
             Message::Registered(registered) => self.on_registered(*registered),
             Message::Reported {
                 key,
@@ -148,21 +210,18 @@ impl Actor {
                 result,
             } => {
                 self.pending_reports = self.pending_reports.saturating_sub(1);
-                match result {
-                    Ok(()) if terminal => self.forget(&key),
-                    Ok(()) => {}
-                    Err(error) => tracing::debug!(%key, %error,
-                        "task report not delivered; the next heartbeat carries it"),
+                if let Err(error) = &result {
+                    tracing::debug!(%key, %error,
+                        "task report not delivered; the next heartbeat carries it");
                 }
+                self.step(TmInput::ReportAnswered {
+                    attempt: attempt_ref(key),
+                    terminal,
+                    delivered: result.is_ok(),
+                });
             }
             Message::RetryRegistration(epoch) => {
-                // Only if nothing registered or started registering since.
-                if self.registration.is_none()
-                    && self.registering.is_none()
-                    && let Some(leader) = self.leader.clone().filter(|l| l.epoch == epoch)
-                {
-                    self.register(leader);
-                }
+                self.step(TmInput::RetryDue { epoch });
             }
         }
     }
@@ -170,57 +229,14 @@ impl Actor {
     fn on_leader_event(&mut self, event: RetrievalEvent) {
         match event {
             RetrievalEvent::Leader(leader) => {
-                tracing::info!(leader = %leader.address, epoch = %leader.epoch, "leading JobManager found");
-                self.leader = Some(leader.clone());
-                if let Some(registration) = &self.registration {
-                    if registration.epoch >= leader.epoch {
-                        return; // already registered with it (or a newer one)
-                    }
-                    let old = registration.epoch;
-                    let reason = format!(
-                        "a newer JobManager leader (epoch {}) was elected; tasks of the leader at epoch {old} stop",
-                        leader.epoch
-                    );
-                    let failed =
-                        self.fail_tasks(|epoch| epoch < leader.epoch, &reason, "new-leader");
-                    tracing::warn!(old_epoch = %old, new_epoch = %leader.epoch, failed,
-                        "new JobManager leader: failing the previous leader's tasks and registering with the new one");
-                    self.registration = None;
-                }
-                if self.registering == Some(leader.epoch) {
-                    return; // a registration with it is in flight already
-                }
-                self.backoff = FIRST_BACKOFF;
-                self.register(leader);
+                self.step(TmInput::LeaderFound(LeaderRef {
+                    address: leader.address,
+                    epoch: leader.epoch,
+                }));
             }
             RetrievalEvent::NoLeader => {
-                self.leader = None;
-                let (state, _) = (self.parts.connection_state)();
-                if self.parts.options.policy == ErrorPolicy::Standard {
-                    let reason = format!(
-                        "JobManager lost leadership (leader retrieval reported no leader while this TaskManager's \
-                         ZooKeeper connection was {state}; policy standard)"
-                    );
-                    tracing::warn!(connection = %state,
-                        "JobManager lost leadership: leader retrieval reports no leader; policy `standard` fails this \
-                         TaskManager's tasks now, as Flink does; they are redeployed once a leader is known again");
-                    let failed = self.fail_tasks(|_| true, &reason, "leader-lost");
-                    tracing::warn!(
-                        failed,
-                        "failed all tasks because the JobManager lost leadership (policy standard)"
-                    );
-                } else if self.live_tasks() == 0 {
-                    tracing::info!(connection = %state,
-                        "no JobManager leader is published right now; waiting for one to register with");
-                } else {
-                    let timeout = self
-                        .registration
-                        .as_ref()
-                        .map_or(self.parts.options.heartbeat_timeout, |r| r.timeout);
-                    tracing::info!(connection = %state, tasks = self.live_tasks(),
-                        "no JobManager leader is published right now; tasks keep running until a newer leader is \
-                         elected or the JobManager's heartbeats stop (heartbeat.timeout {timeout:?})");
-                }
+                let (connection, _) = (self.parts.connection_state)();
+                self.step(TmInput::NoLeader { connection });
             }
             RetrievalEvent::Malformed(error) => {
                 tracing::warn!(%error, "the published leader address is not readable; keeping the last known leader");
@@ -229,9 +245,25 @@ impl Actor {
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
+/// The runtime's name of an executor's attempt.
+pub(super) fn attempt_ref(key: AttemptKey) -> AttemptRef {
+    AttemptRef {
+        job: key.job,
+        attempt: key.attempt,
+    }
+}
+
+/// The executor's name of an attempt.
+pub(super) fn key(attempt: AttemptRef) -> AttemptKey {
+    AttemptKey {
+        job: attempt.job,
+        attempt: attempt.attempt,
+    }
+}
+
+async fn sleep_until(runtime: Arc<dyn Runtime>, wakeup: Option<MonoTime>) {
+    match wakeup {
+        Some(at) => runtime.sleep_until(at).await,
         None => std::future::pending().await,
     }
 }

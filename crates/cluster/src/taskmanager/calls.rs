@@ -1,71 +1,78 @@
 //! The TaskManager actor's answers to the JobManager's RPC calls
 //! (heartbeat, deploy — with the attempt's wiring, handed to its task —
-//! and cancel), each checked against the leader's fence first.
+//! and cancel). The core decides whether a call is accepted (its fence);
+//! this file reads the request and carries the call out.
 
 use holdfast_executor::{AttemptKey, TaskInfo};
 use holdfast_ha::Epoch;
 use holdfast_rpc::fencing::FencingRejection;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
-use tokio::time::Instant;
+use holdfast_runtime::taskmanager::{CallKind, CallRejection, RegistrationId, TmInput};
 use tonic::Status;
 
-use super::actor::Actor;
+use super::actor::{Actor, attempt_ref};
 use super::report::snapshot_report;
+use super::service::Call;
 
 impl Actor {
-    /// Checks a JobManager call's fence: an epoch below the highest seen is
-    /// refused as stale; otherwise the call must come from the leader this
-    /// TaskManager is registered (or registering) with. Only a registration
-    /// raises the fence — a newer leader is learnt from leader retrieval,
-    /// never from a caller's say-so, so no call can disable the real leader.
-    fn check_fence(
-        &mut self,
-        fence: Option<&proto::Fence>,
-        registration_id: Option<&str>,
-    ) -> Result<Epoch, Status> {
-        let fence = fence.ok_or_else(|| Status::invalid_argument("missing field `fence`"))?;
-        let epoch = Epoch(fence.epoch);
-        if let Some(highest) = self.fence.highest()
-            && epoch < highest
-        {
-            let stale = holdfast_runtime::fencing::StaleEpoch {
-                got: epoch,
-                highest,
-            };
-            self.parts.options.metrics.stale_calls_rejected.inc();
-            tracing::warn!(epoch = %stale.got, highest = %stale.highest, leader = %fence.leader_id,
-                "rejected a call from a stale JobManager leader");
-            return Err(FencingRejection::from(stale).into());
-        }
-        match &self.registration {
-            Some(r) if r.epoch == epoch && registration_id.is_none_or(|id| id == r.id) => Ok(epoch),
-            // The leader accepted our registration and calls before its
-            // answer reached us: the epoch is the one we register with.
-            None if self.registering == Some(epoch) => Ok(epoch),
-            _ => Err(Status::failed_precondition(format!(
-                "this TaskManager is not registered with the JobManager leading at epoch {epoch}{}",
-                registration_id
-                    .map(|id| format!(" (registration {id})"))
-                    .unwrap_or_default()
-            ))),
+    pub(super) fn on_call(&mut self, call: Call) {
+        match call {
+            Call::Heartbeat(request, reply) => {
+                let _ = reply.send(self.heartbeat(request));
+            }
+            Call::Deploy(request, reply) => {
+                let _ = reply.send(self.deploy(request));
+            }
+            Call::Cancel(request, reply) => {
+                let _ = reply.send(self.cancel(request));
+            }
         }
     }
 
-    pub(super) fn heartbeat(
+    /// Asks the core whether a call with this fence is accepted.
+    fn check_fence(
+        &mut self,
+        fence: Option<&proto::Fence>,
+        registration: Option<&str>,
+        kind: CallKind,
+    ) -> Result<Epoch, Status> {
+        let fence = fence.ok_or_else(|| Status::invalid_argument("missing field `fence`"))?;
+        let verdict = self
+            .step(TmInput::Call {
+                epoch: Epoch(fence.epoch),
+                registration: registration.map(|id| RegistrationId(id.to_owned())),
+                kind,
+            })
+            .verdict
+            .ok_or_else(|| Status::internal("the TaskManager's core left a call unanswered"))?;
+        match verdict {
+            Ok(epoch) => Ok(epoch),
+            Err(CallRejection::Stale(stale)) => {
+                self.parts.options.metrics.stale_calls_rejected.inc();
+                tracing::warn!(epoch = %stale.got, highest = %stale.highest, leader = %fence.leader_id,
+                    "rejected a call from a stale JobManager leader");
+                Err(FencingRejection::from(stale).into())
+            }
+            Err(rejection) => Err(Status::failed_precondition(rejection.to_string())),
+        }
+    }
+
+    fn heartbeat(
         &mut self,
         request: proto::HeartbeatRequest,
     ) -> Result<proto::HeartbeatReply, Status> {
-        self.check_fence(request.fence.as_ref(), Some(&request.registration_id))?;
-        if let Some(registration) = &mut self.registration {
-            registration.last_heartbeat = Instant::now();
-        }
+        self.check_fence(
+            request.fence.as_ref(),
+            Some(&request.registration_id),
+            CallKind::Heartbeat,
+        )?;
         let tasks = self
             .parts
             .executor
             .snapshot()
             .iter()
-            .map(|t| snapshot_report(t, self.fail_reasons.get(&t.key).map(String::as_str)))
+            .map(|t| snapshot_report(t, self.core.failure(&attempt_ref(t.key))))
             .collect();
         Ok(proto::HeartbeatReply {
             task_manager_id: self.parts.options.id.to_string(),
@@ -80,11 +87,11 @@ impl Actor {
         })
     }
 
-    pub(super) fn deploy(
+    fn deploy(
         &mut self,
         request: proto::DeployTaskRequest,
     ) -> Result<proto::DeployTaskReply, Status> {
-        let epoch = self.check_fence(request.fence.as_ref(), None)?;
+        let epoch = self.check_fence(request.fence.as_ref(), None, CallKind::Deploy)?;
         let key = attempt_key(request.attempt.as_ref())?;
         let args: serde_json::Value = if request.task_args_json.is_empty() {
             serde_json::Value::Null
@@ -105,15 +112,18 @@ impl Actor {
             .executor
             .start(key, request.slot, code, info)
             .map_err(|e| Status::failed_precondition(e.to_string()))?;
-        self.task_epochs.insert(key, epoch);
+        self.step(TmInput::TaskStarted {
+            attempt: attempt_ref(key),
+            epoch,
+        });
         Ok(proto::DeployTaskReply {})
     }
 
-    pub(super) fn cancel(
+    fn cancel(
         &mut self,
         request: proto::CancelTaskRequest,
     ) -> Result<proto::CancelTaskReply, Status> {
-        self.check_fence(request.fence.as_ref(), None)?;
+        self.check_fence(request.fence.as_ref(), None, CallKind::Cancel)?;
         let key = attempt_key(request.attempt.as_ref())?;
         Ok(proto::CancelTaskReply {
             known: self.parts.executor.cancel(&key),

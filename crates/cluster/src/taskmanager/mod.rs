@@ -2,15 +2,17 @@
 //! registers its slots, runs the attempts the leader deploys on task
 //! threads, answers heartbeats, and follows leader changes.
 //!
-//! Failure rules (HA semantics §6): the TaskManager's own ZooKeeper
-//! connection never fails tasks by itself. Tasks fail on a newer leader
-//! epoch, on a JobManager heartbeat timeout, or on a cancel from the valid
-//! leader. Only under the `standard` policy does a suspension that makes
-//! retrieval forget the leader fail the tasks — the old behaviour, kept so
-//! the incident can be replayed side by side.
+//! Every decision — whom to register with, which calls to accept, when to
+//! fail tasks and why — is made by [`TaskManagerCore`] in
+//! `holdfast-runtime` (its module docs list the rules); this module is its
+//! shell: the RPC server and clients, the executor, leader retrieval, the
+//! clock and the log.
+//!
+//! [`TaskManagerCore`]: holdfast_runtime::taskmanager::TaskManagerCore
 
 mod actor;
 mod calls;
+mod notices;
 mod registration;
 mod report;
 mod service;
@@ -28,6 +30,7 @@ use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_rpc::auth::{Auth, ClientAuth, PeerId, ServerAuth, VerifyConfig};
 use holdfast_rpc::config::ClientConfig;
 use holdfast_runtime::ids::TaskManagerId;
+use holdfast_runtime::taskmanager::{OnNoLeader, TaskManagerConfig, TaskManagerCore};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
@@ -157,15 +160,26 @@ pub async fn start<B: Backend>(
         .unwrap_or_else(|| bound.ip().to_string());
     let status = Arc::new(Mutex::new(TaskManagerStatus::default()));
     let (stop, stopped) = oneshot::channel();
-    let actor = actor::Actor::new(actor::Parts {
-        advertised: format!("{host}:{}", bound.port()),
-        client_auth: ClientAuth::new(&options.auth, peer),
-        options,
-        executor: executor.clone(),
-        connection_state: crate::shared::connection_reader(connection),
-        status: status.clone(),
-        self_tx: messages_tx,
+    let core = TaskManagerCore::new(TaskManagerConfig {
+        on_no_leader: match options.policy {
+            ErrorPolicy::Standard => OnNoLeader::FailTasks,
+            ErrorPolicy::Session | ErrorPolicy::Lease => OnNoLeader::KeepTasks,
+        },
+        heartbeat_timeout: options.heartbeat_timeout,
     });
+    let actor = actor::Actor::new(
+        actor::Parts {
+            advertised: format!("{host}:{}", bound.port()),
+            client_auth: ClientAuth::new(&options.auth, peer),
+            options,
+            executor: executor.clone(),
+            runtime: connection.runtime().clone(),
+            connection_state: crate::shared::connection_reader(connection),
+            status: status.clone(),
+            self_tx: messages_tx,
+        },
+        core,
+    );
     let done = tokio::spawn(async move {
         actor
             .run(messages, updates, leader_events, initial, stopped)

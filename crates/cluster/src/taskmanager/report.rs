@@ -2,6 +2,7 @@
 
 use holdfast_executor::{AttemptKey, TaskSnapshot, TaskStatus};
 use holdfast_rpc::proto;
+use holdfast_runtime::failure::Failure;
 
 /// A proto report of one attempt. `fail_reason` turns a cancel that the
 /// TaskManager made itself (a newer leader, a heartbeat timeout) into the
@@ -11,8 +12,9 @@ pub(super) fn task_report(
     slot: u32,
     status: &TaskStatus,
     processed: u64,
-    fail_reason: Option<&str>,
+    fail_reason: Option<&Failure>,
 ) -> proto::TaskReport {
+    let fail_reason = fail_reason.map(|f| f.message.as_str());
     let (status, failure) = match (status, fail_reason) {
         (TaskStatus::Running, _) => (proto::TaskStatus::Running, String::new()),
         // Stopped by this TaskManager for a reason: the JobManager counts
@@ -37,7 +39,10 @@ pub(super) fn task_report(
 }
 
 /// [`task_report`] of a snapshot entry.
-pub(super) fn snapshot_report(task: &TaskSnapshot, fail_reason: Option<&str>) -> proto::TaskReport {
+pub(super) fn snapshot_report(
+    task: &TaskSnapshot,
+    fail_reason: Option<&Failure>,
+) -> proto::TaskReport {
     task_report(
         task.key,
         task.slot,

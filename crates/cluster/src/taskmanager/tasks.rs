@@ -1,43 +1,57 @@
 //! The TaskManager actor's tasks: reporting their updates to the leader,
-//! failing them (new leader, heartbeat timeout, lost leader), forgetting
-//! reported ones, the JobManager heartbeat timeout, and the status it
-//! publishes.
+//! stopping the ones the core fails, and the status it publishes.
 
-use std::time::Duration;
-
-use holdfast_executor::{AttemptKey, TaskUpdate};
+use holdfast_executor::TaskUpdate;
 use holdfast_ha::Epoch;
 use holdfast_rpc::proto;
-use tokio::time::Instant;
+use holdfast_runtime::failure::{Failure, FailureKind};
+use holdfast_runtime::master::AttemptRef;
+use holdfast_runtime::taskmanager::{RegistrationId, TmInput};
 
-use super::actor::{Actor, Message};
-use super::registration::FIRST_BACKOFF;
+use super::actor::{Actor, Message, attempt_ref, key};
 use super::report::task_report;
 
 impl Actor {
     pub(super) fn on_update(&mut self, update: TaskUpdate) {
         let terminal = update.status.is_terminal();
-        let reason = self.fail_reasons.get(&update.key).map(String::as_str);
+        self.step_with(
+            TmInput::TaskUpdated {
+                attempt: attempt_ref(update.key),
+                terminal,
+            },
+            Some(&update),
+        );
+    }
+
+    /// Sends `attempt`'s status to the leader of the registration.
+    pub(super) fn report(
+        &mut self,
+        attempt: AttemptRef,
+        terminal: bool,
+        epoch: Epoch,
+        registration: &RegistrationId,
+        update: Option<&TaskUpdate>,
+    ) {
+        let Some(update) = update.filter(|u| u.key == key(attempt)) else {
+            return; // only updates are reported between heartbeats
+        };
+        let Some(jobmanager) = self.jobmanager.as_ref().filter(|j| j.epoch == epoch) else {
+            return; // the next registration carries it
+        };
         let report = task_report(
             update.key,
             update.slot,
             &update.status,
             update.processed,
-            reason,
+            self.core.failure(&attempt),
         );
-        if terminal {
-            self.task_epochs.remove(&update.key);
-        }
-        let Some(registration) = &self.registration else {
-            return; // the next registration carries it
-        };
         let request = proto::UpdateTaskStateRequest {
             task_manager_id: self.parts.options.id.to_string(),
-            registration_id: registration.id.clone(),
-            leader_epoch: registration.epoch.0,
+            registration_id: registration.0.clone(),
+            leader_epoch: epoch.0,
             report: Some(report),
         };
-        let jm = registration.jm.clone();
+        let jm = jobmanager.client.clone();
         let tx = self.parts.self_tx.clone();
         let key = update.key;
         self.pending_reports += 1;
@@ -51,74 +65,16 @@ impl Actor {
         });
     }
 
-    pub(super) fn on_heartbeat_timeout(&mut self) {
-        let Some(registration) = &mut self.registration else {
-            return;
-        };
-        let late = Instant::now()
-            .saturating_duration_since(registration.last_heartbeat + registration.timeout);
-        if late > (registration.timeout / 10).max(Duration::from_millis(200)) {
-            // This process did not run for a while (stopped, starved): the
-            // JobManager's silence is ours. Give it a full timeout from now.
-            tracing::info!(paused = ?late, "this TaskManager was paused; not blaming the JobManager for the silence");
-            registration.last_heartbeat = Instant::now();
-            return;
-        }
-        let Some(registration) = self.registration.take() else {
-            return;
-        };
-        self.parts
-            .options
-            .metrics
-            .jobmanager_heartbeat_timeouts
-            .inc();
-        let reason = format!(
-            "the JobManager at {} (leader epoch {}) sent no heartbeat for {:?} (heartbeat.timeout)",
-            registration.jm_rpc, registration.epoch, registration.timeout
-        );
-        let failed = self.fail_tasks(|_| true, &reason, "heartbeat-timeout");
-        tracing::warn!(jobmanager = %registration.jm_rpc, epoch = %registration.epoch, failed,
-            "JobManager heartbeat timed out after {:?}: failed its tasks; registering again with the leader retrieval \
-             reports (this is not a leadership change)", registration.timeout);
-        if let Some(leader) = self.leader.clone() {
-            self.backoff = FIRST_BACKOFF;
-            self.register(leader);
-        }
-    }
-
-    /// Stops every live attempt whose deploying epoch matches, reporting it
-    /// as failed with `reason`. Returns how many.
-    pub(super) fn fail_tasks(
-        &mut self,
-        epochs: impl Fn(Epoch) -> bool,
-        reason: &str,
-        cause: &str,
-    ) -> usize {
-        let mut failed = 0;
-        for task in self.parts.executor.snapshot() {
-            let epoch = self.task_epochs.get(&task.key).copied().unwrap_or(Epoch(0));
-            if task.status.is_terminal()
-                || self.fail_reasons.contains_key(&task.key)
-                || !epochs(epoch)
-            {
-                continue;
-            }
-            self.fail_reasons.insert(task.key, reason.to_owned());
-            self.parts.executor.cancel(&task.key);
-            failed += 1;
+    /// Stops attempts the core failed; they report `failure` from now on.
+    pub(super) fn fail(&mut self, attempts: &[AttemptRef], failure: &Failure) {
+        for attempt in attempts {
+            self.parts.executor.cancel(&key(*attempt));
         }
         self.parts
             .options
             .metrics
-            .task_failures(cause)
-            .inc_by(failed as u64);
-        failed
-    }
-
-    pub(super) fn forget(&mut self, key: &AttemptKey) {
-        if self.parts.executor.forget(key).is_ok() {
-            self.fail_reasons.remove(key);
-        }
+            .task_failures(cause_label(failure.kind))
+            .inc_by(attempts.len() as u64);
     }
 
     pub(super) fn live_tasks(&self) -> usize {
@@ -132,8 +88,18 @@ impl Actor {
 
     pub(super) fn publish_status(&self) {
         let mut status = self.parts.status.lock().expect("status lock");
-        status.registered_epoch = self.registration.as_ref().map(|r| r.epoch.0);
-        status.registrations = self.registrations;
+        status.registered_epoch = self.core.registration().map(|r| r.epoch.0);
+        status.registrations = self.core.registrations();
         status.tasks = self.live_tasks();
+    }
+}
+
+/// The `cause` label of `holdfast_taskmanager_task_failures_total` for the
+/// failures a TaskManager decides itself.
+fn cause_label(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::TaskManagerShutdown => "shutdown",
+        FailureKind::JobManagerHeartbeatTimeout => "heartbeat-timeout",
+        other => other.label(),
     }
 }

@@ -1,0 +1,116 @@
+//! The core's [`Notice`]s as log lines a tired operator can act on (what
+//! happened, what the TaskManager does about it), and the metrics that go
+//! with them.
+
+use holdfast_runtime::taskmanager::{Notice, RegistrationRefused};
+
+use super::actor::Actor;
+
+/// The longest delay between registration attempts, for the first
+/// failure's log line (the core's backoff cap).
+const MAX_BACKOFF_TEXT: &str = "2s";
+
+impl Actor {
+    pub(super) fn notice(&mut self, notice: Notice) {
+        let metrics = &self.parts.options.metrics;
+        match notice {
+            Notice::LeaderFound(leader) => {
+                tracing::info!(leader = %leader.address, epoch = %leader.epoch, "leading JobManager found");
+            }
+            Notice::NewLeader { old, new, failed } => {
+                tracing::warn!(old_epoch = %old, new_epoch = %new, failed,
+                    "new JobManager leader: failing the previous leader's tasks and registering with the new one");
+            }
+            Notice::NoLeader {
+                connection,
+                failed,
+                fails_tasks: true,
+                ..
+            } => {
+                tracing::warn!(connection = %connection,
+                    "JobManager lost leadership: leader retrieval reports no leader; policy `standard` fails this \
+                     TaskManager's tasks now, as Flink does; they are redeployed once a leader is known again");
+                tracing::warn!(
+                    failed,
+                    "failed all tasks because the JobManager lost leadership (policy standard)"
+                );
+            }
+            Notice::NoLeader {
+                connection,
+                running: 0,
+                ..
+            } => {
+                tracing::info!(connection = %connection,
+                    "no JobManager leader is published right now; waiting for one to register with");
+            }
+            Notice::NoLeader {
+                connection,
+                running,
+                heartbeat_timeout,
+                ..
+            } => {
+                tracing::info!(connection = %connection, tasks = running,
+                    "no JobManager leader is published right now; tasks keep running until a newer leader is \
+                     elected or the JobManager's heartbeats stop (heartbeat.timeout {heartbeat_timeout:?})");
+            }
+            Notice::RegistrationFailed {
+                epoch,
+                refused,
+                retry,
+                first,
+            } => match refused {
+                RegistrationRefused::NotLeader { jobmanager } => {
+                    tracing::info!(jobmanager = %jobmanager, epoch = %epoch,
+                        "the JobManager is not serving as leader yet; registering again in {retry:?}");
+                }
+                RegistrationRefused::Failed { jobmanager, error } if first => {
+                    tracing::warn!(jobmanager = %jobmanager, epoch = %epoch, %error,
+                        "registration with the JobManager failed; retrying every {MAX_BACKOFF_TEXT} at most \
+                         until it answers or another leader is elected (further failures are logged at debug)");
+                }
+                RegistrationRefused::Failed { jobmanager, error } => {
+                    tracing::debug!(jobmanager = %jobmanager, epoch = %epoch, %error,
+                        "registration with the JobManager failed again; retrying in {retry:?}");
+                }
+                RegistrationRefused::Unusable { error } => {
+                    tracing::warn!(epoch = %epoch, %error, "cannot register with the published leader");
+                }
+            },
+            Notice::RegistrationImpossible { epoch, error } => {
+                tracing::warn!(epoch = %epoch, %error,
+                    "cannot register: the published leader is not a JobManager this TaskManager can call; \
+                     waiting for leader retrieval to publish another");
+            }
+            Notice::RegisteredWithStale(stale) => {
+                tracing::info!(epoch = %stale.got, highest = %stale.highest,
+                    "registered with a JobManager older than one already seen; waiting for the newer leader");
+            }
+            Notice::Registered {
+                jobmanager,
+                epoch,
+                id,
+            } => {
+                metrics.registrations.inc();
+                tracing::info!(jobmanager = %jobmanager, epoch = %epoch, slots = self.parts.options.slots,
+                    registration = %id, "registered with the leading JobManager");
+            }
+            Notice::Paused { paused } => {
+                tracing::info!(paused = ?paused,
+                    "this TaskManager was paused; not blaming the JobManager for the silence");
+            }
+            Notice::JobManagerHeartbeatTimeout {
+                jobmanager,
+                epoch,
+                timeout,
+                failed,
+            } => {
+                metrics.jobmanager_heartbeat_timeouts.inc();
+                self.jobmanager = None;
+                tracing::warn!(jobmanager = %jobmanager, epoch = %epoch, failed,
+                    "JobManager heartbeat timed out after {timeout:?}: failed its tasks; registering again with \
+                     the leader retrieval reports (this is not a leadership change)");
+            }
+            Notice::ShuttingDown { .. } => {}
+        }
+    }
+}
