@@ -4,6 +4,8 @@
 use std::error::Error as StdError;
 use std::fmt::Write as _;
 
+use holdfast_runtime::failure::{Failure, FailureKind};
+
 use crate::context::TaskContext;
 
 /// What one task attempt runs: a built-in task now, an operator chain of the
@@ -17,7 +19,8 @@ use crate::context::TaskContext;
 /// - return `Ok(())` when the input is complete (the attempt is `Finished`),
 ///   or promptly after [`TaskContext::is_canceled`] turns true (the attempt
 ///   is `Canceled`, whatever `run` returns);
-/// - return `Err` to fail the attempt (`Failed(message)`);
+/// - return `Err` to fail the attempt (`Failed(failure)`, with the
+///   failure's kind: the task's own unless it says otherwise);
 /// - a panic is caught and fails the attempt with `"task panicked: …"`.
 ///
 /// Code that blocks (I/O, a long computation) should wait through
@@ -33,33 +36,56 @@ pub trait TaskCode: Send + 'static {
     fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure>;
 }
 
-/// Why task code failed: a message, and the error that caused it if any.
+/// Why task code failed: its [`FailureKind`] (the task's own code unless
+/// said otherwise), a message, and the error that caused it if any.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct TaskFailure {
+    kind: FailureKind,
     message: String,
     #[source]
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
 }
 
 impl TaskFailure {
-    /// A failure that says `message`.
+    /// A failure of the task's own code that says `message`.
     pub fn new(message: impl Into<String>) -> TaskFailure {
         TaskFailure {
+            kind: FailureKind::UserCode,
             message: message.into(),
             source: None,
         }
     }
 
-    /// A failure that says `message`, caused by `source`.
+    /// A failure of the task's own code that says `message`, caused by
+    /// `source`.
     pub fn with_source(
         message: impl Into<String>,
         source: impl StdError + Send + Sync + 'static,
     ) -> TaskFailure {
         TaskFailure {
+            kind: FailureKind::UserCode,
             message: message.into(),
             source: Some(Box::new(source)),
         }
+    }
+
+    /// The same failure, of `kind` (a neighbour's failure seen through the
+    /// exchange, the machinery around the task …).
+    pub fn of_kind(mut self, kind: FailureKind) -> TaskFailure {
+        self.kind = kind;
+        self
+    }
+
+    /// What made it fail.
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+
+    /// The [`Failure`] a `Failed` status carries: the kind and
+    /// [`report`](Self::report).
+    pub fn to_failure(&self) -> Failure {
+        Failure::new(self.kind, self.report())
     }
 
     /// The message, without its causes.
@@ -91,5 +117,11 @@ mod tests {
         assert_eq!(failure.to_string(), "cannot write output");
         assert_eq!(failure.report(), "cannot write output: disk gone");
         assert_eq!(TaskFailure::new("plain").report(), "plain");
+        assert_eq!(failure.kind(), FailureKind::UserCode);
+        let upstream = TaskFailure::new("no input").of_kind(FailureKind::Upstream);
+        assert_eq!(
+            upstream.to_failure(),
+            Failure::new(FailureKind::Upstream, "no input")
+        );
     }
 }

@@ -64,7 +64,7 @@ impl Shared {
     /// update is sent before anything can take its place in the slot.
     pub(crate) fn report_returned(&self, key: AttemptKey, exit: Exit, processed: u64) {
         let failure = match &exit {
-            Exit::Failed(message) => Some(message.clone()),
+            Exit::Failed(failure) => Some(failure.message.clone()),
             Exit::Completed => None,
         };
         let mut table = self.table();
@@ -73,7 +73,9 @@ impl Shared {
             return;
         };
         match &status {
-            TaskStatus::Failed(message) => tracing::warn!(%key, slot, %message, "task failed"),
+            TaskStatus::Failed(failure) => {
+                tracing::warn!(%key, slot, kind = %failure.kind, message = %failure.message, "task failed")
+            }
             _ => tracing::info!(%key, slot, ?status, processed, failure, "task ended"),
         }
         self.send(TaskUpdate {

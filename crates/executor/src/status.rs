@@ -5,12 +5,14 @@
 //!            cancel()                  code returned (any result)
 //!  Running ──────────► Canceling ──────────────────────────────► Canceled
 //!     │  code returned Ok  ──► Finished
-//!     └─ code returned Err or panicked ──► Failed(message)
+//!     └─ code returned Err or panicked ──► Failed(failure)
 //! ```
 //!
 //! Once a cancel was requested the attempt ends `Canceled` whatever its code
 //! returns, as Flink does: a task that fails because it was interrupted has
 //! not failed, and the JobManager's lifecycle has no `Canceling → Finished`.
+
+use holdfast_runtime::failure::Failure;
 
 use crate::key::AttemptKey;
 
@@ -28,8 +30,8 @@ pub enum TaskStatus {
     /// Terminal: a cancel was requested and the code has returned.
     Canceled,
     /// Terminal: the code returned an error or panicked (`"task panicked:
-    /// <message>"`), without a cancel.
-    Failed(String),
+    /// <message>"`, the task's own failure), without a cancel.
+    Failed(Failure),
 }
 
 impl TaskStatus {
@@ -48,8 +50,8 @@ impl TaskStatus {
 pub(crate) enum Exit {
     /// It returned `Ok`.
     Completed,
-    /// It returned an error or panicked; the message says which.
-    Failed(String),
+    /// It returned an error or panicked; the failure says which.
+    Failed(Failure),
 }
 
 /// What can happen to an attempt once started.

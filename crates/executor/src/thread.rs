@@ -85,14 +85,14 @@ pub(crate) fn run_code(code: Box<dyn TaskCode>, ctx: &TaskContext) -> Exit {
     ctx.forget_cancel_callbacks();
     match outcome {
         Ok(Ok(())) => Exit::Completed,
-        Ok(Err(failure)) => Exit::Failed(failure.report()),
+        Ok(Err(failure)) => Exit::Failed(failure.to_failure()),
         Err(payload) => {
             let message = payload
                 .downcast_ref::<&str>()
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
                 .unwrap_or("a panic payload that is not a string");
-            Exit::Failed(format!("task panicked: {message}"))
+            Exit::Failed(format!("task panicked: {message}").into())
         }
     }
 }

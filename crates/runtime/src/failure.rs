@@ -116,7 +116,7 @@ impl fmt::Display for FailureKind {
 }
 
 /// A failure of one attempt: its kind and what to tell people.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Failure {
     /// What made it fail.
     pub kind: FailureKind,
@@ -131,6 +131,20 @@ impl Failure {
             kind,
             message: message.into(),
         }
+    }
+}
+
+/// A failure of the task's own code ([`FailureKind::UserCode`]).
+impl From<&str> for Failure {
+    fn from(message: &str) -> Failure {
+        Failure::new(FailureKind::UserCode, message)
+    }
+}
+
+/// A failure of the task's own code ([`FailureKind::UserCode`]).
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::new(FailureKind::UserCode, message)
     }
 }
 

@@ -14,26 +14,23 @@ pub(super) fn task_report(
     processed: u64,
     fail_reason: Option<&Failure>,
 ) -> proto::TaskReport {
-    let fail_reason = fail_reason.map(|f| f.message.as_str());
     let (status, failure) = match (status, fail_reason) {
-        (TaskStatus::Running, _) => (proto::TaskStatus::Running, String::new()),
+        (TaskStatus::Running, _) => (proto::TaskStatus::Running, None),
         // Stopped by this TaskManager for a reason: the JobManager counts
         // it as failed at once (its slot stays busy until it reports
         // Failed).
-        (TaskStatus::Canceling, reason) => (
-            proto::TaskStatus::Canceling,
-            reason.unwrap_or_default().to_owned(),
-        ),
-        (TaskStatus::Finished, _) => (proto::TaskStatus::Finished, String::new()),
-        (TaskStatus::Canceled, None) => (proto::TaskStatus::Canceled, String::new()),
-        (TaskStatus::Canceled, Some(reason)) => (proto::TaskStatus::Failed, reason.to_owned()),
-        (TaskStatus::Failed(message), _) => (proto::TaskStatus::Failed, message.clone()),
+        (TaskStatus::Canceling, reason) => (proto::TaskStatus::Canceling, reason),
+        (TaskStatus::Finished, _) => (proto::TaskStatus::Finished, None),
+        (TaskStatus::Canceled, None) => (proto::TaskStatus::Canceled, None),
+        (TaskStatus::Canceled, Some(reason)) => (proto::TaskStatus::Failed, Some(reason)),
+        (TaskStatus::Failed(failure), _) => (proto::TaskStatus::Failed, Some(failure)),
     };
     proto::TaskReport {
         attempt: Some((key.job, key.attempt).into()),
         slot,
         status: status as i32,
-        failure,
+        failure: failure.map(|f| f.message.clone()).unwrap_or_default(),
+        failure_kind: failure.map(|f| f.kind.name().to_owned()).unwrap_or_default(),
         processed,
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use holdfast_exchange::{ChannelSpec, Exchange, InputGate, Interrupt, PartitionId};
+use holdfast_runtime::failure::FailureKind;
 use holdfast_executor::{TaskContext, TaskFailure};
 use holdfast_runtime::graph::Distribution;
 
@@ -35,6 +36,7 @@ fn wiring_error(vertex: u32, what: String) -> TaskFailure {
         "vertex {vertex}: the deployment's wiring does not match the job: {what} (is the JobManager \
          running another build?)"
     ))
+    .of_kind(FailureKind::Infrastructure)
 }
 
 /// What a task's chain is built with besides the plan.
@@ -224,6 +226,8 @@ pub(crate) fn build(
     }
     let gate = exchange
         .open_gate(channels, interrupt)
-        .map_err(|e| TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e))?;
+        .map_err(|e| {
+            TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e).of_kind(FailureKind::Upstream)
+        })?;
     Ok(Head::Input { port, gate })
 }

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use holdfast_exchange::{Event, Exchange, ExchangeError, InputGate, Interrupt};
+use holdfast_runtime::failure::FailureKind;
 use holdfast_executor::{TaskCode, TaskContext, TaskFailure};
 
 use crate::data::Timestamp;
@@ -153,8 +154,7 @@ const SECONDARY_GRACE: Duration = Duration::from_secs(1);
 
 /// Whether `failure` is a neighbour's failure seen through the exchange.
 pub(crate) fn is_secondary(failure: &TaskFailure) -> bool {
-    let text = failure.message();
-    text.starts_with(UPSTREAM_FAILED) || text.starts_with(DOWNSTREAM_FAILED)
+    failure.kind().is_secondary()
 }
 
 /// How a task failing to read its input says so.
@@ -163,7 +163,7 @@ pub(crate) const UPSTREAM_FAILED: &str = "cannot read records from upstream";
 pub(crate) const DOWNSTREAM_FAILED: &str = "cannot send records downstream";
 
 fn gate_failure(error: ExchangeError) -> TaskFailure {
-    TaskFailure::with_source(UPSTREAM_FAILED, error)
+    TaskFailure::with_source(UPSTREAM_FAILED, error).of_kind(FailureKind::Upstream)
 }
 
 fn run_source(

@@ -6,6 +6,7 @@
 
 use bytes::Bytes;
 use holdfast_exchange::{Batch, Event, ExchangeError, PartitionWriter};
+use holdfast_runtime::failure::FailureKind;
 use holdfast_executor::TaskFailure;
 use serde::Serialize;
 
@@ -37,7 +38,7 @@ pub(crate) struct NetworkOutput<T> {
 }
 
 pub(crate) fn exchange_failure(error: ExchangeError) -> TaskFailure {
-    TaskFailure::with_source(crate::task::DOWNSTREAM_FAILED, error)
+    TaskFailure::with_source(crate::task::DOWNSTREAM_FAILED, error).of_kind(FailureKind::Downstream)
 }
 
 /// An encoded batch larger than this is split in halves (records are never
