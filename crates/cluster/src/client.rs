@@ -18,10 +18,9 @@ use reqwest::header::RETRY_AFTER;
 use reqwest::{Method, Url};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
-use crate::rest::JobIdsWithStatus;
-use crate::view::{
-    ConfigEntry, ErrorBody, HaView, JobDetails, JobExceptions, JobsOverview, Overview, Submitted,
-    TaskManagers,
+use crate::rest::answers::{
+    ConfigEntry, ErrorBody, HaView, JobDetails, JobExceptions, JobIdsWithStatus, JobsOverview,
+    Overview, Submitted, TaskManagers,
 };
 /// HTTP status codes, as [`ClientError::status`] returns them.
 pub use reqwest::StatusCode;

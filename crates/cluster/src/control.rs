@@ -7,7 +7,7 @@ use std::pin::Pin;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 
-use crate::view::{
+use crate::rest::answers::{
     ConfigEntry, HaView, JobDetails, JobExceptions, JobsOverview, Overview, TaskManagers,
 };
 

@@ -10,7 +10,7 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use serde::{Deserialize, Serialize};
 
-use crate::view::ExceptionEntry;
+use crate::rest::answers::ExceptionEntry;
 
 /// The most failures a stored job keeps (the newest), so its node stays
 /// far below ZooKeeper's 1 MB limit.

@@ -25,8 +25,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::convert;
 use super::service::Call;
+use super::snapshot::Snapshot;
 use super::term::{self, Term};
-use super::views::Snapshot;
 use super::{JobManagerOptions, StoreHandle};
 use crate::address::JobManagerAddress;
 use crate::control::ControlError;
@@ -159,7 +159,7 @@ impl<B: Backend> Actor<B> {
             self.options.metrics.records_processed.set(0);
             let none: Vec<(&str, i64)> = holdfast_runtime::lifecycle::job::JobState::ALL
                 .iter()
-                .map(|s| (super::views::job_state_name(*s), 0))
+                .map(|s| (super::snapshot::job_state_name(*s), 0))
                 .collect();
             self.options.metrics.set_jobs(&none);
             let live = term
@@ -255,7 +255,7 @@ impl<B: Backend> Actor<B> {
                         reply
                             .connection
                             .as_ref()
-                            .map(|c| crate::view::ConnectionView {
+                            .map(|c| crate::rest::answers::ConnectionView {
                                 state: c.state.clone(),
                                 lease_remaining_ms: c.lease_remaining_ms,
                             });

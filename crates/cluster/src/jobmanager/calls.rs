@@ -18,7 +18,7 @@ use tonic::Status;
 use super::actor::{Actor, Message, wall_ms};
 use super::convert;
 use super::link::{Leading, Link};
-use super::views::{self, LinkInfo};
+use super::snapshot::{self, LinkInfo};
 use crate::control::ControlError;
 use crate::job_store::StoredJob;
 
@@ -185,7 +185,7 @@ impl<B: Backend> Actor<B> {
         if execution.state().is_terminal() {
             return Err(ControlError::Terminal {
                 job,
-                state: views::job_state_name(execution.state()).to_owned(),
+                state: snapshot::job_state_name(execution.state()).to_owned(),
             });
         }
         tracing::info!(%job, "cancel requested");

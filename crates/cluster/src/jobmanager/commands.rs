@@ -16,7 +16,7 @@ use holdfast_runtime::wiring::DataLocation;
 
 use super::actor::{Actor, wall_ms};
 use super::link::Order;
-use super::views;
+use super::snapshot;
 use crate::job_store::{PastFailure, StoredJob};
 
 impl<B: Backend> Actor<B> {
@@ -115,7 +115,7 @@ impl<B: Backend> Actor<B> {
                 let Some(execution) = term.core.job(job) else {
                     return;
                 };
-                let entry = views::failure_entry(execution, &cause, &decision, wall_ms());
+                let entry = snapshot::failure_entry(execution, &cause, &decision, wall_ms());
                 let name = execution.graph.name.clone();
                 let restarted = matches!(decision, RestartDecision::RestartAfter(_));
                 term.record(job, PastFailure { entry, restarted });
@@ -131,15 +131,15 @@ impl<B: Backend> Actor<B> {
                             "job failed; restarting all its tasks in {delay:?} (restart strategy)");
                     }
                     RestartDecision::GiveUp { .. } => {
-                        tracing::error!(%job, %name, cause = %cause.message, decision = %views::decision_text(&decision),
+                        tracing::error!(%job, %name, cause = %cause.message, decision = %snapshot::decision_text(&decision),
                             "job failed and will not be restarted");
                     }
                 }
             }
             MasterCommand::JobStateChanged { job, state } => {
-                tracing::info!(%job, state = views::job_state_name(state), "job state changed");
+                tracing::info!(%job, state = snapshot::job_state_name(state), "job state changed");
                 if state.is_terminal() {
-                    term.finish(job, views::job_state_name(state));
+                    term.finish(job, snapshot::job_state_name(state));
                     term.forget_oldest_ended(MAX_ENDED_JOBS);
                 }
             }
@@ -157,7 +157,7 @@ impl<B: Backend> Actor<B> {
             term.remove_ended(job);
             return;
         }
-        let entry = crate::view::ExceptionEntry {
+        let entry = crate::rest::answers::ExceptionEntry {
             exception_name: format!(
                 "the previous leader is gone; JobManager {} (epoch {epoch}) took the job over and runs it again",
                 self.options.id

@@ -8,9 +8,9 @@ use holdfast_runtime::ids::JobId;
 use tokio::sync::{mpsc, oneshot};
 
 use super::actor::Message;
-use super::views::Snapshot;
+use super::snapshot::Snapshot;
 use crate::control::{BoxFuture, ClusterControl, ControlError};
-use crate::view::{
+use crate::rest::answers::{
     ConfigEntry, ConnectionView, HaView, JobDetails, JobExceptions, JobsOverview, Overview,
     TaskManagers,
 };

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::actor::Message;
-use super::views::LinkInfo;
+use super::snapshot::LinkInfo;
 
 /// Whether this JobManager leads at an epoch now (lease-checked).
 pub(super) type Leading = Arc<dyn Fn(Epoch) -> bool + Send + Sync>;

@@ -16,11 +16,10 @@ mod commands;
 mod control;
 mod convert;
 mod link;
-mod plan;
 mod publish;
 mod service;
+mod snapshot;
 mod term;
-pub mod views;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -44,7 +43,7 @@ use crate::address::JobManagerAddress;
 use crate::control::ClusterControl;
 use crate::job_store::JobStore;
 use crate::metrics::ClusterMetrics;
-use crate::view::ConfigEntry;
+use crate::rest::answers::ConfigEntry;
 
 type StoreHandle<B> = Arc<JobStore<B>>;
 
@@ -172,7 +171,7 @@ pub async fn start<B: Backend>(
     let retrieval = retrieval.expect("set above");
     let store = Arc::new(JobStore::new(connection.clone(), &options.ha_base));
     let (tx, messages) = mpsc::unbounded_channel();
-    let snapshot = Arc::new(RwLock::new(views::Snapshot::default()));
+    let snapshot = Arc::new(RwLock::new(snapshot::Snapshot::default()));
     let control: Arc<dyn ClusterControl> = Arc::new(control::Control {
         snapshot: snapshot.clone(),
         actor: tx.clone(),

@@ -5,25 +5,27 @@
 use holdfast_ha::backend::Backend;
 use holdfast_runtime::lifecycle::job::JobState;
 
-use super::actor::{Actor, wall_ms};
-use super::views::{self, Clocks, Snapshot};
+use super::actor::Actor;
+use super::snapshot::{self, Snapshot};
 use crate::address::JobManagerAddress;
 use crate::control::ControlError;
 
 impl<B: Backend> Actor<B> {
     pub(super) fn publish(&self) {
         let mut snapshot = Snapshot::default();
-        let clocks = Clocks {
-            mono: self.runtime.now(),
-            wall_ms: wall_ms(),
-        };
         if let Some(term) = &self.term {
             let links = term
                 .links
                 .iter()
                 .map(|(id, l)| (id.clone(), l.info.clone()))
                 .collect();
-            views::fill_leader(&mut snapshot, &term.core, &links, &term.stored, clocks);
+            snapshot::fill_leader(
+                &mut snapshot,
+                &term.core,
+                &links,
+                &term.stored,
+                self.runtime.now(),
+            );
         }
         snapshot.overview.leader = self.term.is_some() && self.election.is_leader();
         snapshot.overview.holdfast_version = env!("CARGO_PKG_VERSION").to_owned();
@@ -34,20 +36,20 @@ impl<B: Backend> Actor<B> {
             Some(_) => None,
             None => self.not_leader_rest(),
         };
-        snapshot.ha = Some(crate::view::HaView {
+        snapshot.ha = Some(crate::rest::answers::HaView {
             this_jobmanager: self.options.id.clone(),
             is_leader: self.term.is_some() && self.election.is_leader(),
             policy: self.options.policy.clone(),
             leader: known.map(|l| {
                 let address = JobManagerAddress::decode(&l.address).ok();
-                crate::view::LeaderView {
+                crate::rest::answers::LeaderView {
                     id: l.contender.0.clone(),
                     rpc_address: address.as_ref().map(|a| a.rpc.clone()).unwrap_or_default(),
                     rest_address: address.map(|a| a.rest).unwrap_or_default(),
                     epoch: l.epoch.0,
                 }
             }),
-            connection: crate::view::ConnectionView {
+            connection: crate::rest::answers::ConnectionView {
                 state,
                 lease_remaining_ms: lease.map(|l| l.as_millis() as u64),
             },
@@ -55,7 +57,7 @@ impl<B: Backend> Actor<B> {
                 .term
                 .iter()
                 .flat_map(|t| t.links.iter())
-                .map(|(id, l)| crate::view::TaskManagerHa {
+                .map(|(id, l)| crate::rest::answers::TaskManagerHa {
                     id: id.clone(),
                     connection: l.info.connection.clone(),
                 })
@@ -72,7 +74,7 @@ impl<B: Backend> Actor<B> {
             let count = |s: JobState| term.core.jobs().filter(|j| j.state() == s).count() as i64;
             let counts: Vec<(&str, i64)> = JobState::ALL
                 .iter()
-                .map(|s| (views::job_state_name(*s), count(*s)))
+                .map(|s| (snapshot::job_state_name(*s), count(*s)))
                 .collect();
             self.options.metrics.set_jobs(&counts);
         }

@@ -8,8 +8,8 @@ use axum::http::header::{LOCATION, RETRY_AFTER};
 use axum::http::{HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
+use super::answers::ErrorBody;
 use crate::control::ControlError;
-use crate::view::ErrorBody;
 
 /// Seconds a client should wait before retrying while no leader is known.
 pub const RETRY_AFTER_SECS: u32 = 1;

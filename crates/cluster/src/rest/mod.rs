@@ -1,6 +1,7 @@
 //! The JobManager's REST API, shaped after Flink's: the same paths where
 //! Flink has them, JSON answers with Flink's field names, and every error a
-//! JSON [`ErrorBody`](crate::view::ErrorBody) with a fitting status code.
+//! JSON [`ErrorBody`](answers::ErrorBody) with a fitting status code;
+//! every answer's type is in [`answers`].
 //! `docs/REST.md` lists every route with examples.
 //!
 //! ```text
@@ -16,9 +17,9 @@
 //! clients that follow redirects (keeping method and body, as 307 demands)
 //! reach the leader without knowing who it is.
 
+pub mod answers;
 mod error;
 mod read;
-mod types;
 mod write;
 
 use std::future::Future;
@@ -36,8 +37,8 @@ use tokio::task::{JoinError, JoinHandle};
 use crate::control::ClusterControl;
 use error::ApiError;
 
+pub use answers::{JobIdWithStatus, JobIdsWithStatus};
 pub use error::RETRY_AFTER_SECS;
-pub use types::{JobIdWithStatus, JobIdsWithStatus};
 
 /// The largest request body accepted (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

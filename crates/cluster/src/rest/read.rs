@@ -11,12 +11,12 @@ use axum::extract::{Path, State};
 use axum::http::Uri;
 use holdfast_runtime::ids::JobId;
 
-use super::error::ApiError;
-use super::types::{JobIdWithStatus, JobIdsWithStatus};
-use crate::control::ClusterControl;
-use crate::view::{
-    ConfigEntry, HaView, JobDetails, JobExceptions, JobsOverview, Overview, TaskManagers,
+use super::answers::{
+    ConfigEntry, HaView, JobDetails, JobExceptions, JobIdWithStatus, JobIdsWithStatus,
+    JobsOverview, Overview, TaskManagers,
 };
+use super::error::ApiError;
+use crate::control::ClusterControl;
 
 /// The router's state: the JobManager behind the API.
 pub(crate) type Control = Arc<dyn ClusterControl>;

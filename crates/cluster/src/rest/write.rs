@@ -10,13 +10,20 @@ use axum::http::header::LOCATION;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use holdfast_runtime::graph::JobGraph;
+use serde::Deserialize;
 use serde_json::json;
 
 use super::MAX_BODY_BYTES;
+use super::answers::Submitted;
 use super::error::ApiError;
 use super::read::{Control, job_id};
-use super::types::TerminationQuery;
-use crate::view::Submitted;
+
+/// The query of `PATCH /jobs/{jobid}`: `?mode=cancel`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TerminationQuery {
+    /// Only `cancel` is supported.
+    pub mode: Option<String>,
+}
 
 /// `POST /jobs`: the body is a [`JobGraph`]; answers 202 with the job id.
 pub(crate) async fn submit(

@@ -23,6 +23,9 @@
 
 mod core;
 mod execution;
+mod failures;
+mod reports;
+mod schedule;
 mod slots;
 
 pub use self::core::{JobMasterCore, MasterConfig};

@@ -1,16 +1,17 @@
-//! The job graph as Flink's `plan` in `GET /jobs/{id}`: a node per vertex,
-//! each with the edges into it and how records travel along them.
+//! The REST view of a job graph: Flink's `plan` in `GET /jobs/{id}`, a
+//! node per vertex, each with the edges into it and how records travel
+//! along them.
 
 use holdfast_runtime::graph::{Distribution, JobGraph};
 use holdfast_runtime::ids::JobId;
 
-use crate::view::{PlanInput, PlanNode, PlanView};
+use crate::rest::answers::{PlanInput, PlanNode, PlanView};
 
 /// Flink's name of how records travel between streaming tasks.
 const EXCHANGE: &str = "pipelined_bounded";
 
-/// The plan of job `id` with `graph`.
-pub fn plan(id: JobId, graph: &JobGraph) -> PlanView {
+/// The `plan` of job `id` with `graph`.
+pub(super) fn graph_view(id: JobId, graph: &JobGraph) -> PlanView {
     let nodes = graph
         .vertices
         .iter()
@@ -77,7 +78,7 @@ mod tests {
                 Edge::all_to_all(0, 2),
             ],
         };
-        let plan = plan(JobId::from_u128(1), &graph);
+        let plan = graph_view(JobId::from_u128(1), &graph);
         let json = serde_json::to_value(&plan).unwrap();
         assert_eq!(json["jid"], JobId::from_u128(1).to_string());
         assert_eq!(

@@ -1,0 +1,121 @@
+//! What the REST API shows of a JobManager: the [`Snapshot`] of every
+//! answer, rebuilt by the actor after every message and read by
+//! [`super::control::Control`] without waiting on it. The answers' types
+//! are in [`crate::rest::answers`]; this module builds them from the
+//! leader's [`JobMasterCore`], its links and the stored jobs.
+//!
+//! ```text
+//!  mod.rs         Snapshot; fill_leader: overview, jobs, TaskManagers
+//!  jobs.rs        one job's summary, details and exceptions; failure entries
+//!  graph_view.rs  the job graph as Flink's `plan` of GET /jobs/{id}
+//!  names.rs       Flink's names of states; restart decisions in words
+//! ```
+
+mod graph_view;
+mod jobs;
+mod names;
+
+use std::collections::HashMap;
+
+use holdfast_ha::MonoTime;
+use holdfast_runtime::ids::JobId;
+use holdfast_runtime::lifecycle::job::JobState;
+use holdfast_runtime::master::{JobExecution, JobMasterCore};
+
+use crate::job_store::StoredJob;
+use crate::rest::answers::{
+    ConfigEntry, ConnectionView, HaView, JobDetails, JobExceptions, JobsOverview, Overview,
+    TaskManagerView, TaskManagers,
+};
+
+pub(crate) use jobs::failure_entry;
+pub(crate) use names::{decision_text, job_state_name};
+
+/// Everything the REST API shows.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Snapshot {
+    /// `/overview`.
+    pub overview: Overview,
+    /// `/jobs/overview`.
+    pub jobs: JobsOverview,
+    /// `/jobs/{id}`.
+    pub details: HashMap<JobId, JobDetails>,
+    /// `/jobs/{id}/exceptions`.
+    pub exceptions: HashMap<JobId, JobExceptions>,
+    /// `/taskmanagers`.
+    pub taskmanagers: TaskManagers,
+    /// `/config`.
+    pub config: Vec<ConfigEntry>,
+    /// `/ha`.
+    pub ha: Option<HaView>,
+    /// The leader's REST address, when this JobManager is a standby.
+    pub leader_rest: Option<String>,
+}
+
+/// A TaskManager as the leader knows it, for the views.
+#[derive(Clone, Debug)]
+pub(crate) struct LinkInfo {
+    /// Its RPC address.
+    pub rpc: String,
+    /// Its data-exchange server (`host:port`; empty: it has none).
+    pub data_address: String,
+    /// When it last answered a heartbeat (or registered).
+    pub last_heard: MonoTime,
+    /// Its connection as it last reported.
+    pub connection: Option<ConnectionView>,
+}
+
+/// Fills the leader's parts of `snapshot` from `core` at `now`.
+pub(crate) fn fill_leader(
+    snapshot: &mut Snapshot,
+    core: &JobMasterCore,
+    links: &HashMap<String, LinkInfo>,
+    stored: &HashMap<JobId, StoredJob>,
+    now: MonoTime,
+) {
+    let mut jobs: Vec<&JobExecution> = core.jobs().collect();
+    jobs.sort_by_key(|j| std::cmp::Reverse((j.submitted_at_ms, j.id)));
+    let restarts = |j: &JobExecution| stored.get(&j.id).map_or(j.restart_count(), |s| s.restarts);
+    snapshot.jobs.jobs = jobs.iter().map(|j| jobs::summary(j, restarts(j))).collect();
+    snapshot.details = jobs
+        .iter()
+        .map(|j| (j.id, jobs::details(j, restarts(j))))
+        .collect();
+    snapshot.exceptions = jobs
+        .iter()
+        .map(|j| {
+            (
+                j.id,
+                jobs::exceptions(stored.get(&j.id).map_or(&[][..], |s| &s.history)),
+            )
+        })
+        .collect();
+    let count = |f: &dyn Fn(JobState) -> bool| jobs.iter().filter(|j| f(j.state())).count();
+    snapshot.overview.jobs_running = count(&|s| !s.is_terminal());
+    snapshot.overview.jobs_finished = count(&|s| s == JobState::Finished);
+    snapshot.overview.jobs_cancelled = count(&|s| s == JobState::Canceled);
+    snapshot.overview.jobs_failed = count(&|s| s == JobState::Failed);
+    let slots = core.slots();
+    snapshot.overview.taskmanagers = slots.task_managers().count();
+    snapshot.overview.slots_total = slots.total();
+    snapshot.overview.slots_available = slots.free();
+    snapshot.taskmanagers.taskmanagers = slots
+        .task_managers()
+        .map(|(tm, total, free)| {
+            let link = links.get(&tm.to_string());
+            TaskManagerView {
+                id: tm.to_string(),
+                path: link.map(|l| l.rpc.clone()).unwrap_or_default(),
+                data_address: link
+                    .map(|l| l.data_address.clone())
+                    .filter(|a| !a.is_empty()),
+                slots_number: total,
+                free_slots: free,
+                time_since_last_heartbeat: link
+                    .map(|l| now.since(l.last_heard).as_millis() as u64)
+                    .unwrap_or_default(),
+                ha: link.and_then(|l| l.connection.clone()),
+            }
+        })
+        .collect();
+}

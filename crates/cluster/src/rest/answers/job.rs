@@ -1,0 +1,106 @@
+//! `GET /jobs/{id}`: one job, its vertices and where their subtasks run,
+//! and its graph as Flink's `plan`.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /jobs/{id}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct JobDetails {
+    /// The job id.
+    pub jid: String,
+    /// The job's name.
+    pub name: String,
+    /// The job's state (as in [`JobSummary::state`](super::JobSummary::state)).
+    pub state: String,
+    /// When it was submitted (ms since the Unix epoch).
+    pub start_time: u64,
+    /// How often it restarted.
+    pub restarts: usize,
+    /// The vertices and where their subtasks run.
+    pub vertices: Vec<VertexView>,
+    /// The job graph as Flink's `plan`: each vertex with the edges into it.
+    #[serde(default)]
+    pub plan: PlanView,
+}
+
+/// One vertex in `GET /jobs/{id}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VertexView {
+    /// The vertex's index.
+    pub id: u32,
+    /// The vertex's name.
+    pub name: String,
+    /// The task kind it runs.
+    pub task: String,
+    /// Its parallelism.
+    pub parallelism: u32,
+    /// Its subtasks.
+    pub subtasks: Vec<SubtaskView>,
+}
+
+/// One subtask attempt in `GET /jobs/{id}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SubtaskView {
+    /// The subtask's index.
+    pub subtask: u32,
+    /// The current attempt number.
+    pub attempt: u32,
+    /// Flink's task state names: SCHEDULED, DEPLOYING, RUNNING, FINISHED,
+    /// CANCELING, CANCELED, FAILED.
+    pub status: String,
+    /// The TaskManager running it, if deployed.
+    pub taskmanager: Option<String>,
+    /// The slot index on that TaskManager (shared with the same subtask of
+    /// the job's other vertices).
+    pub slot: Option<u32>,
+    /// Records (units of work) processed, as last reported.
+    pub processed: u64,
+}
+
+/// The `plan` of `GET /jobs/{id}` (Flink's `JobPlanInfo.Plan` shape).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanView {
+    /// The job id.
+    pub jid: String,
+    /// The job's name.
+    pub name: String,
+    /// One node per vertex, in vertex order.
+    pub nodes: Vec<PlanNode>,
+}
+
+/// One vertex of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanNode {
+    /// The vertex's index (as in [`VertexView::id`]).
+    pub id: u32,
+    /// Its parallelism.
+    pub parallelism: u32,
+    /// The task kind it runs.
+    pub operator: String,
+    /// The vertex's name.
+    pub description: String,
+    /// The edges into it, one per input gate, in edge order (absent for a
+    /// source).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<PlanInput>,
+}
+
+/// One edge into a plan node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanInput {
+    /// The input gate's position among the node's inputs.
+    pub num: u32,
+    /// The producing vertex's index.
+    pub id: u32,
+    /// The edge's index in the job graph.
+    pub edge: u32,
+    /// `FORWARD` for a pointwise edge (subtask i feeds subtask i),
+    /// `ALL_TO_ALL` for an all-to-all edge (every producer subtask feeds
+    /// every consumer subtask).
+    pub ship_strategy: String,
+    /// How records are exchanged: `pipelined_bounded` (streamed through
+    /// bounded buffers), as in Flink's streaming jobs.
+    pub exchange: String,
+}

@@ -1,0 +1,31 @@
+//! Every answer of the REST API: serde types shaped after Flink's REST
+//! responses (kebab-case or camelCase field names where Flink uses them),
+//! one file per area. The JobManager fills them (its `snapshot` module),
+//! the REST layer serves them and [`RestClient`](crate::client::RestClient)
+//! reads them.
+//!
+//! ```text
+//!  overview.rs      GET /overview, GET /config
+//!  jobs.rs          GET /jobs/overview, GET /jobs, POST /jobs
+//!  job.rs           GET /jobs/{id} (vertices, subtasks, the plan)
+//!  exceptions.rs    GET /jobs/{id}/exceptions
+//!  taskmanagers.rs  GET /taskmanagers
+//!  ha.rs            GET /ha
+//!  error.rs         the body of every error answer
+//! ```
+
+mod error;
+mod exceptions;
+mod ha;
+mod job;
+mod jobs;
+mod overview;
+mod taskmanagers;
+
+pub use error::ErrorBody;
+pub use exceptions::{ExceptionEntry, JobExceptions};
+pub use ha::{ConnectionView, HaView, LeaderView, TaskManagerHa};
+pub use job::{JobDetails, PlanInput, PlanNode, PlanView, SubtaskView, VertexView};
+pub use jobs::{JobIdWithStatus, JobIdsWithStatus, JobSummary, JobsOverview, Submitted};
+pub use overview::{ConfigEntry, Overview};
+pub use taskmanagers::{TaskManagerView, TaskManagers};
