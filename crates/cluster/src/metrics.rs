@@ -23,10 +23,13 @@ pub const ROUND_TRIP_BUCKETS: [f64; 13] = [
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CauseLabel {
     /// TaskManager: `new-leader`, `leader-lost` (policy standard only),
-    /// `heartbeat-timeout`, `shutdown`. JobManager: `task` (the task's own failure),
-    /// `taskmanager-heartbeat-timeout`, `jobmanager-heartbeat-timeout`,
-    /// `leader-lost`, `new-leader`, `deploy-failed`,
-    /// `taskmanager-reregistered`.
+    /// `heartbeat-timeout`, `shutdown`. JobManager: the failure's kind
+    /// ([`FailureKind::label`](holdfast_runtime::failure::FailureKind::label)):
+    /// `task` (the task's own failure, or a neighbour's seen through the
+    /// exchange), `taskmanager-heartbeat-timeout`, `taskmanager-lost`,
+    /// `taskmanager-reregistered`, `taskmanager-shutdown`,
+    /// `jobmanager-heartbeat-timeout`, `leader-lost`, `new-leader`,
+    /// `deploy-failed`, `infrastructure`.
     pub cause: String,
 }
 

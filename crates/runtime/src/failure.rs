@@ -26,6 +26,8 @@ pub enum FailureKind {
     /// The leader stopped hearing from the TaskManager that ran it
     /// (`heartbeat.timeout` on the leader's side).
     TaskManagerHeartbeatTimeout,
+    /// Its TaskManager was reported gone.
+    TaskManagerLost,
     /// Its TaskManager registered again without it.
     TaskManagerReregistered,
     /// Its TaskManager is shutting down.
@@ -48,12 +50,13 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in order.
-    pub const ALL: [FailureKind; 12] = [
+    pub const ALL: [FailureKind; 13] = [
         FailureKind::UserCode,
         FailureKind::Upstream,
         FailureKind::Downstream,
         FailureKind::Canceled,
         FailureKind::TaskManagerHeartbeatTimeout,
+        FailureKind::TaskManagerLost,
         FailureKind::TaskManagerReregistered,
         FailureKind::TaskManagerShutdown,
         FailureKind::JobManagerHeartbeatTimeout,
@@ -82,6 +85,7 @@ impl FailureKind {
             | FailureKind::Downstream
             | FailureKind::Canceled => "task",
             FailureKind::TaskManagerHeartbeatTimeout => "taskmanager-heartbeat-timeout",
+            FailureKind::TaskManagerLost => "taskmanager-lost",
             FailureKind::TaskManagerReregistered => "taskmanager-reregistered",
             FailureKind::TaskManagerShutdown => "taskmanager-shutdown",
             FailureKind::JobManagerHeartbeatTimeout => "jobmanager-heartbeat-timeout",
@@ -184,7 +188,37 @@ mod tests {
                 FailureKind::Canceled
             ]
         );
-        assert_eq!(FailureKind::UserCode.label(), "task");
-        assert_eq!(FailureKind::NewLeader.label(), "new-leader");
+    }
+
+    #[test]
+    fn labels_of_the_job_failure_metric() {
+        let labels: Vec<_> = FailureKind::ALL.iter().map(|k| (*k, k.label())).collect();
+        assert_eq!(
+            labels,
+            [
+                (FailureKind::UserCode, "task"),
+                (FailureKind::Upstream, "task"),
+                (FailureKind::Downstream, "task"),
+                (FailureKind::Canceled, "task"),
+                (
+                    FailureKind::TaskManagerHeartbeatTimeout,
+                    "taskmanager-heartbeat-timeout"
+                ),
+                (FailureKind::TaskManagerLost, "taskmanager-lost"),
+                (
+                    FailureKind::TaskManagerReregistered,
+                    "taskmanager-reregistered"
+                ),
+                (FailureKind::TaskManagerShutdown, "taskmanager-shutdown"),
+                (
+                    FailureKind::JobManagerHeartbeatTimeout,
+                    "jobmanager-heartbeat-timeout"
+                ),
+                (FailureKind::LeaderLost, "leader-lost"),
+                (FailureKind::NewLeader, "new-leader"),
+                (FailureKind::DeployFailed, "deploy-failed"),
+                (FailureKind::Infrastructure, "infrastructure"),
+            ]
+        );
     }
 }

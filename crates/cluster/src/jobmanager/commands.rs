@@ -120,10 +120,7 @@ impl<B: Backend> Actor<B> {
                 let restarted = matches!(decision, RestartDecision::RestartAfter(_));
                 term.record(job, PastFailure { entry, restarted });
                 let restarts = term.stored.get(&job).map_or(0, |s| s.restarts);
-                self.options
-                    .metrics
-                    .job_failures(failure_kind(&cause.message))
-                    .inc();
+                self.options.metrics.job_failures(cause.kind.label()).inc();
                 match &decision {
                     RestartDecision::RestartAfter(delay) => {
                         self.options.metrics.job_restarts.inc();
@@ -181,76 +178,6 @@ impl<B: Backend> Actor<B> {
     }
 }
 
-/// The `cause` label of a job failure, from what the core said.
 /// How many ended jobs a leader keeps showing (Flink's
 /// `jobstore.max-capacity` plays this part).
 const MAX_ENDED_JOBS: usize = 100;
-
-fn failure_kind(message: &str) -> &'static str {
-    // (how the message starts, what it contains, the kind): the phrasing of
-    // the core's and the TaskManager's own causes; anything else is the
-    // task's own failure.
-    const KINDS: [(&str, &str, &str); 6] = [
-        (
-            "TaskManager ",
-            " timed out: no heartbeat",
-            "taskmanager-heartbeat-timeout",
-        ),
-        (
-            "TaskManager ",
-            " registered again",
-            "taskmanager-reregistered",
-        ),
-        (
-            "the JobManager at ",
-            " sent no heartbeat",
-            "jobmanager-heartbeat-timeout",
-        ),
-        ("JobManager lost leadership", "", "leader-lost"),
-        ("a newer JobManager leader", "", "new-leader"),
-        ("deploying ", " failed: ", "deploy-failed"),
-    ];
-    KINDS
-        .iter()
-        .find(|(start, inside, _)| message.starts_with(start) && message.contains(inside))
-        .map_or("task", |(_, _, kind)| kind)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::failure_kind;
-
-    #[test]
-    fn failure_kinds_follow_the_phrasing_of_their_causes() {
-        let cases = [
-            (
-                "TaskManager tm-1 timed out: no heartbeat answer for 50.0s",
-                "taskmanager-heartbeat-timeout",
-            ),
-            (
-                "TaskManager tm-1 registered again, so it no longer runs this attempt",
-                "taskmanager-reregistered",
-            ),
-            (
-                "the JobManager at 10.0.0.1:6123 (leader epoch 7) sent no heartbeat for 50s (heartbeat.timeout) (on TaskManager tm-1)",
-                "jobmanager-heartbeat-timeout",
-            ),
-            (
-                "JobManager lost leadership (leader retrieval …) (on TaskManager tm-1)",
-                "leader-lost",
-            ),
-            (
-                "a newer JobManager leader (epoch 9) was elected; … (on TaskManager tm-1)",
-                "new-leader",
-            ),
-            ("deploying 1f/0.0#0 failed: unavailable", "deploy-failed"),
-            (
-                "my parser failed while deploying a model (on TaskManager tm-1)",
-                "task",
-            ),
-        ];
-        for (message, kind) in cases {
-            assert_eq!(failure_kind(message), kind, "{message}");
-        }
-    }
-}

@@ -2,6 +2,7 @@
 //! dropped (the next heartbeat carries the attempt again).
 
 use holdfast_rpc::proto;
+use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use holdfast_runtime::master::{AttemptRef, ReportedStatus, TaskReport};
 
@@ -20,10 +21,10 @@ pub(super) fn report(report: &proto::TaskReport) -> Option<TaskReport> {
         Ok(proto::TaskStatus::Deploying) => ReportedStatus::Deploying,
         Ok(proto::TaskStatus::Running) => ReportedStatus::Running,
         Ok(proto::TaskStatus::Canceling) if report.failure.is_empty() => ReportedStatus::Canceling,
-        Ok(proto::TaskStatus::Canceling) => ReportedStatus::Failing(report.failure.clone()),
+        Ok(proto::TaskStatus::Canceling) => ReportedStatus::Failing(failure(report)),
         Ok(proto::TaskStatus::Finished) => ReportedStatus::Finished,
         Ok(proto::TaskStatus::Canceled) => ReportedStatus::Canceled,
-        Ok(proto::TaskStatus::Failed) => ReportedStatus::Failed(report.failure.clone()),
+        Ok(proto::TaskStatus::Failed) => ReportedStatus::Failed(failure(report)),
         _ => {
             tracing::warn!(
                 status = report.status,
@@ -38,4 +39,58 @@ pub(super) fn report(report: &proto::TaskReport) -> Option<TaskReport> {
         status,
         processed: report.processed,
     })
+}
+
+/// The failure a report carries, with its kind. An empty kind is the task's
+/// own failure; a kind this JobManager does not know (a newer TaskManager)
+/// is counted as infrastructure and logged.
+fn failure(report: &proto::TaskReport) -> Failure {
+    let kind = if report.failure_kind.is_empty() {
+        FailureKind::UserCode
+    } else {
+        FailureKind::from_name(&report.failure_kind).unwrap_or_else(|| {
+            tracing::warn!(kind = %report.failure_kind.chars().take(64).collect::<String>(),
+                "a task report names a failure kind this JobManager does not know; counting it as infrastructure");
+            FailureKind::Infrastructure
+        })
+    };
+    Failure::new(kind, report.failure.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(kind: &str) -> proto::TaskReport {
+        proto::TaskReport {
+            attempt: Some(
+                (
+                    JobId::from_u128(1),
+                    "0.1#2".parse::<ExecutionAttemptId>().unwrap(),
+                )
+                    .into(),
+            ),
+            status: proto::TaskStatus::Failed as i32,
+            failure: "boom".into(),
+            failure_kind: kind.into(),
+            ..proto::TaskReport::default()
+        }
+    }
+
+    #[test]
+    fn the_failure_kind_travels_with_the_report() {
+        for (kind, expected) in [
+            ("", FailureKind::UserCode),
+            ("upstream", FailureKind::Upstream),
+            ("new-leader", FailureKind::NewLeader),
+            ("made-up", FailureKind::Infrastructure),
+        ] {
+            let report = report(&failed(kind)).expect("a valid report");
+            assert_eq!(
+                report.status,
+                ReportedStatus::Failed(Failure::new(expected, "boom")),
+                "{kind:?}"
+            );
+        }
+    }
 }

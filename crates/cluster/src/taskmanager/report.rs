@@ -30,7 +30,9 @@ pub(super) fn task_report(
         slot,
         status: status as i32,
         failure: failure.map(|f| f.message.clone()).unwrap_or_default(),
-        failure_kind: failure.map(|f| f.kind.name().to_owned()).unwrap_or_default(),
+        failure_kind: failure
+            .map(|f| f.kind.name().to_owned())
+            .unwrap_or_default(),
         processed,
     }
 }

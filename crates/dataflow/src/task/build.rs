@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use holdfast_exchange::{ChannelSpec, Exchange, InputGate, Interrupt, PartitionId};
-use holdfast_runtime::failure::FailureKind;
 use holdfast_executor::{TaskContext, TaskFailure};
+use holdfast_runtime::failure::FailureKind;
 use holdfast_runtime::graph::Distribution;
 
 use crate::context::OperatorContext;
@@ -224,10 +224,8 @@ pub(crate) fn build(
             "a vertex with neither a source nor inputs".into(),
         ));
     }
-    let gate = exchange
-        .open_gate(channels, interrupt)
-        .map_err(|e| {
-            TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e).of_kind(FailureKind::Upstream)
-        })?;
+    let gate = exchange.open_gate(channels, interrupt).map_err(|e| {
+        TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e).of_kind(FailureKind::Upstream)
+    })?;
     Ok(Head::Input { port, gate })
 }

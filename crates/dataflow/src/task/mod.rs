@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use holdfast_exchange::{Event, Exchange, ExchangeError, InputGate, Interrupt};
-use holdfast_runtime::failure::FailureKind;
 use holdfast_executor::{TaskCode, TaskContext, TaskFailure};
+use holdfast_runtime::failure::FailureKind;
 
 use crate::data::Timestamp;
 use crate::metrics::DataflowMetrics;

@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 use holdfast_exchange::{Batch, Event, ExchangeError, PartitionWriter};
-use holdfast_runtime::failure::FailureKind;
 use holdfast_executor::TaskFailure;
+use holdfast_runtime::failure::FailureKind;
 use serde::Serialize;
 
 use crate::data::{Data, Timestamp};

@@ -21,6 +21,7 @@ use holdfast_ha::MonoTime;
 
 use super::execution::JobExecution;
 use super::{AttemptRef, MasterCommand, MasterInput, ReportedStatus, SlotPool, TaskReport};
+use crate::failure::{Failure, FailureKind};
 use crate::graph::JobGraph;
 use crate::heartbeat::{HeartbeatCommand, HeartbeatMonitor};
 use crate::ids::{JobId, TaskId, TaskManagerId};
@@ -224,8 +225,10 @@ impl JobMasterCore {
         } else {
             self.pool.register(&tm, slots)
         };
-        let reason =
-            format!("TaskManager {tm} registered again, so it no longer runs this attempt");
+        let reason = Failure::new(
+            FailureKind::TaskManagerReregistered,
+            format!("TaskManager {tm} registered again, so it no longer runs this attempt"),
+        );
         let lost: Vec<_> = lost.into_iter().map(|a| (a, reason.clone())).collect();
         self.fail_attempts(step, &lost);
         self.heartbeats.unmonitor(&tm);
@@ -236,7 +239,8 @@ impl JobMasterCore {
     /// [`MasterInput::TaskManagerLost`]: a TaskManager is gone, its
     /// attempts fail.
     fn on_lost(&mut self, step: &mut Step<'_>, tm: &TaskManagerId, reason: &str) {
-        let lost = self.drop_task_manager(tm, reason);
+        let reason = Failure::new(FailureKind::TaskManagerLost, reason);
+        let lost = self.drop_task_manager(tm, &reason);
         self.fail_attempts(step, &lost);
     }
 
@@ -283,7 +287,10 @@ impl JobMasterCore {
         self.fail_attempt(
             step,
             attempt,
-            &format!("deploying {attempt} failed: {error}"),
+            Failure::new(
+                FailureKind::DeployFailed,
+                format!("deploying {attempt} failed: {error}"),
+            ),
         );
         if let Some(slot) = slot
             && self
@@ -326,9 +333,12 @@ impl JobMasterCore {
                 HeartbeatCommand::TimedOut { peer, last_heard } => {
                     step.out
                         .push(MasterCommand::TaskManagerTimedOut { tm: peer.clone() });
-                    let reason = format!(
-                        "TaskManager {peer} timed out: no heartbeat answer for {:.1}s",
-                        step.now.since(last_heard).as_secs_f64()
+                    let reason = Failure::new(
+                        FailureKind::TaskManagerHeartbeatTimeout,
+                        format!(
+                            "TaskManager {peer} timed out: no heartbeat answer for {:.1}s",
+                            step.now.since(last_heard).as_secs_f64()
+                        ),
                     );
                     lost.extend(self.drop_task_manager(&peer, &reason));
                 }

@@ -4,6 +4,7 @@
 
 use super::core::{JobMasterCore, Step};
 use super::{AttemptRef, MasterCommand};
+use crate::failure::Failure;
 use crate::ids::{JobId, TaskManagerId};
 use crate::lifecycle::job::{JobEvent, JobState};
 use crate::lifecycle::task::{TaskEvent, TaskState};
@@ -24,8 +25,13 @@ impl JobMasterCore {
 
     /// Fails a current attempt that has not stopped; a running job then
     /// fails and asks its restart strategy.
-    pub(super) fn fail_attempt(&mut self, step: &mut Step<'_>, attempt: AttemptRef, message: &str) {
-        self.fail_attempts(step, &[(attempt, message.to_owned())]);
+    pub(super) fn fail_attempt(
+        &mut self,
+        step: &mut Step<'_>,
+        attempt: AttemptRef,
+        failure: Failure,
+    ) {
+        self.fail_attempts(step, &[(attempt, failure)]);
     }
 
     /// Fails current attempts that stopped together, each for its reason
@@ -34,8 +40,12 @@ impl JobMasterCore {
     /// (caused by its first attempt listed) cancels only what still runs
     /// elsewhere; attempts that are not current or stopped already are
     /// skipped.
-    pub(super) fn fail_attempts(&mut self, step: &mut Step<'_>, failures: &[(AttemptRef, String)]) {
-        let mut causes: Vec<(AttemptRef, &str)> = Vec::new();
+    pub(super) fn fail_attempts(
+        &mut self,
+        step: &mut Step<'_>,
+        failures: &[(AttemptRef, Failure)],
+    ) {
+        let mut causes: Vec<(AttemptRef, &Failure)> = Vec::new();
         for (attempt, message) in failures {
             let attempt = *attempt;
             let Some(job) = self.jobs.get_mut(&attempt.job) else {
@@ -59,7 +69,7 @@ impl JobMasterCore {
                 .get(&cause.job)
                 .is_some_and(|j| j.state == JobState::Running)
             {
-                let failure = FailureCause::of_task(cause.attempt, message);
+                let failure = FailureCause::of_task(cause.attempt, message.clone());
                 self.job_failure(step, cause.job, failure);
             }
         }
@@ -115,10 +125,10 @@ impl JobMasterCore {
     pub(super) fn drop_task_manager(
         &mut self,
         tm: &TaskManagerId,
-        reason: &str,
-    ) -> Vec<(AttemptRef, String)> {
+        reason: &Failure,
+    ) -> Vec<(AttemptRef, Failure)> {
         self.heartbeats.unmonitor(tm);
         let lost = self.pool.remove(tm);
-        lost.into_iter().map(|a| (a, reason.to_owned())).collect()
+        lost.into_iter().map(|a| (a, reason.clone())).collect()
     }
 }

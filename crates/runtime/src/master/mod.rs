@@ -32,6 +32,7 @@ pub use self::core::{JobMasterCore, MasterConfig};
 pub use execution::{JobExecution, TaskExecution};
 pub use slots::{SlotPool, SlotState};
 
+use crate::failure::Failure;
 use crate::graph::JobGraph;
 use crate::ids::{ExecutionAttemptId, JobId, TaskManagerId};
 use crate::lifecycle::job::JobState;
@@ -65,13 +66,13 @@ pub enum ReportedStatus {
     Canceling,
     /// The TaskManager is stopping it on its own, for this reason (a newer
     /// leader, a JobManager heartbeat timeout); its slot is still busy.
-    Failing(String),
+    Failing(Failure),
     /// Completed its input.
     Finished,
     /// Stopped after a cancel.
     Canceled,
     /// Failed, with the reason.
-    Failed(String),
+    Failed(Failure),
 }
 
 impl ReportedStatus {

@@ -5,6 +5,7 @@
 
 use super::core::{JobMasterCore, Step};
 use super::{AttemptRef, MasterCommand, ReportedStatus, TaskReport};
+use crate::failure::{Failure, FailureKind};
 use crate::ids::{JobId, TaskManagerId};
 use crate::lifecycle::task::{TaskEvent, TaskState};
 
@@ -77,11 +78,10 @@ impl JobMasterCore {
         }
         let stopped = match &report.status {
             ReportedStatus::Deploying | ReportedStatus::Canceling => false,
-            ReportedStatus::Failing(message) => {
+            ReportedStatus::Failing(failure) => {
                 // Failed already, as far as the job goes; its slot stays
                 // held until the TaskManager reports it stopped.
-                let message = format!("{message} (on TaskManager {tm})");
-                self.fail_attempt(step, attempt, &message);
+                self.fail_attempt(step, attempt, on_task_manager(failure, tm));
                 self.pool.mark_foreign(tm, report.slot, attempt);
                 return;
             }
@@ -100,12 +100,12 @@ impl JobMasterCore {
                 if !job.apply_task(task, TaskEvent::CancelAcknowledged) {
                     let message =
                         format!("{attempt} stopped without being asked to (reported canceled)");
-                    self.fail_attempt(step, attempt, &message);
+                    self.fail_attempt(step, attempt, Failure::new(FailureKind::Canceled, message));
                 }
                 true
             }
-            ReportedStatus::Failed(message) => {
-                self.fail_attempt(step, attempt, &format!("{message} (on TaskManager {tm})"));
+            ReportedStatus::Failed(failure) => {
+                self.fail_attempt(step, attempt, on_task_manager(failure, tm));
                 true
             }
         };
@@ -168,4 +168,13 @@ impl JobMasterCore {
             });
         }
     }
+}
+
+/// `failure` as the leader records it: where it happened is added to the
+/// message; the kind stays.
+fn on_task_manager(failure: &Failure, tm: &TaskManagerId) -> Failure {
+    Failure::new(
+        failure.kind,
+        format!("{} (on TaskManager {tm})", failure.message),
+    )
 }

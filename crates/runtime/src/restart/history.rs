@@ -4,6 +4,7 @@
 use holdfast_ha::MonoTime;
 
 use super::RestartDecision;
+use crate::failure::{Failure, FailureKind};
 use crate::ids::ExecutionAttemptId;
 
 /// Why a job failed.
@@ -11,24 +12,29 @@ use crate::ids::ExecutionAttemptId;
 pub struct FailureCause {
     /// The task attempt that failed, if the failure came from one.
     pub task: Option<ExecutionAttemptId>,
+    /// What made it fail (metrics and the REST API classify by it).
+    pub kind: FailureKind,
     /// What went wrong, as reported.
     pub message: String,
 }
 
 impl FailureCause {
-    /// A cause not tied to one task attempt.
-    pub fn new(message: impl Into<String>) -> FailureCause {
+    /// A cause not tied to one task attempt (a plain message is the task's
+    /// own code's failure).
+    pub fn new(failure: impl Into<Failure>) -> FailureCause {
+        let failure = failure.into();
         FailureCause {
             task: None,
-            message: message.into(),
+            kind: failure.kind,
+            message: failure.message,
         }
     }
 
     /// A cause reported by a task attempt.
-    pub fn of_task(task: ExecutionAttemptId, message: impl Into<String>) -> FailureCause {
+    pub fn of_task(task: ExecutionAttemptId, failure: impl Into<Failure>) -> FailureCause {
         FailureCause {
             task: Some(task),
-            message: message.into(),
+            ..FailureCause::new(failure)
         }
     }
 }
