@@ -95,6 +95,7 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
         [
             "decision",
             "exceptionName",
+            "kind",
             "location",
             "taskName",
             "timestamp"

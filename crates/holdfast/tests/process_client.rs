@@ -93,6 +93,7 @@ impl ClusterControl for Fake {
                 task_name: Some("0.1#2".into()),
                 location: Some("tm-west-2".into()),
                 decision: "restart in 1s".into(),
+                kind: Some("taskmanager-heartbeat-timeout".into()),
             }],
         })
     }

@@ -163,6 +163,7 @@ impl<B: Backend> Actor<B> {
             task_name: None,
             location: None,
             decision: "recovered by the new leader".to_owned(),
+            kind: None,
         };
         stored.record(PastFailure {
             entry,

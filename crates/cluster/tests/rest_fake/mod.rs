@@ -155,6 +155,7 @@ impl ClusterControl for Fake {
             task_name: Some("0.1#1".into()),
             location: Some("tm-1".into()),
             decision: "restart in 1s".into(),
+            kind: Some("user-code".into()),
         };
         Ok(JobExceptions {
             root_exception: Some(entry.exception_name.clone()),

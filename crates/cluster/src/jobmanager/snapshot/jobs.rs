@@ -103,5 +103,6 @@ pub(crate) fn failure_entry(
                 .map(|s| s.task_manager.to_string())
         }),
         decision: decision_text(decision),
+        kind: Some(cause.kind.name().to_owned()),
     }
 }

@@ -29,4 +29,11 @@ pub struct ExceptionEntry {
     pub location: Option<String>,
     /// What the restart strategy decided (e.g. "restart in 1s", "give up: …").
     pub decision: String,
+    /// The failure's kind (`user-code`, `upstream`, `new-leader`,
+    /// `taskmanager-heartbeat-timeout`, …; see
+    /// [`FailureKind`](holdfast_runtime::failure::FailureKind)); absent for
+    /// entries that are not failures (a take-over) and for entries written
+    /// before kinds existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
