@@ -52,7 +52,8 @@ async fn a_jobmanager_heartbeat_timeout_is_not_a_leadership_change() -> Result<(
             && exceptions
                 .history
                 .iter()
-                .any(|e| e.exception_name.contains("sent no heartbeat")),
+                .any(|e| e.exception_name.contains("sent no heartbeat")
+                    && e.kind.as_deref() == Some("jobmanager-heartbeat-timeout")),
         "the restart's cause should be the heartbeat timeout: {exceptions:?}"
     );
     ensure!(

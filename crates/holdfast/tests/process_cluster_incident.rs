@@ -151,7 +151,8 @@ async fn under_standard_the_incident_chain_restarts_the_job() -> Result<()> {
         exceptions
             .history
             .iter()
-            .any(|e| e.exception_name.contains("lost leadership")),
+            .any(|e| e.exception_name.contains("lost leadership")
+                && e.kind.as_deref() == Some("leader-lost")),
         "the restart's cause should name the lost leadership: {exceptions:?}"
     );
     Ok(())
