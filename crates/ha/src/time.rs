@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 pub use holdfast_types::time::MonoTime;
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
@@ -68,10 +69,7 @@ impl Runtime for TokioRuntime {
     }
 
     fn random_u64(&self) -> u64 {
-        self.random
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .next_u64()
+        lock(&self.random).next_u64()
     }
 }
 

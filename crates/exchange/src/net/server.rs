@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use holdfast_rpc::auth::{AuthRuntime, SystemAuthRuntime};
+use holdfast_types::sync::lock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
@@ -26,7 +27,7 @@ use crate::credit::SendWindow;
 use crate::error::Fault;
 use crate::event::{Batch, Event};
 use crate::ids::PartitionId;
-use crate::pipe::{Pipe, Waker, lock};
+use crate::pipe::{Pipe, Waker};
 use crate::wire::fault::{self, PROTOCOL, UNAUTHENTICATED, VERSION};
 use crate::wire::frame::{self, Frame};
 

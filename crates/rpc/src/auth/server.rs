@@ -2,9 +2,10 @@
 //! its handler runs and hands the handler the verified peer id.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use holdfast_types::sync::lock;
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
@@ -110,14 +111,6 @@ impl Interceptor for ServerAuth {
             }
         }
     }
-}
-
-/// A poisoned lock only means another call panicked mid-check; the cache
-/// and limiter stay consistent enough to go on.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl fmt::Debug for ServerAuth {
