@@ -24,6 +24,7 @@ use holdfast_ha::SessionId;
 use holdfast_ha::backend::{
     Backend, CoordError, CreateMode, Op, OpResult, RawEvent, ReadResult, Session, Stat,
 };
+use holdfast_types::sync::lock;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -98,10 +99,7 @@ impl Counters {
 
     /// When the latest multi-op was sent (its call began).
     pub fn last_multi(&self) -> Option<Instant> {
-        *self
-            .last_multi
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *lock(&self.last_multi)
     }
 
     /// Waits until the counts stop changing for `quiet` (and returns them).
@@ -265,11 +263,7 @@ impl<S: Session> Session for CountingSession<S> {
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, CoordError> {
         bump(&self.counters.multi);
-        *self
-            .counters
-            .last_multi
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Instant::now());
+        *lock(&self.counters.last_multi) = Some(Instant::now());
         self.inner.multi(ops).await
     }
 

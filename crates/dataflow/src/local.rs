@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::thread;
 
+use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{AttemptKey, CancelHandle, TaskCode, TaskContext, TaskFailure, TaskInfo};
-use holdfast_rpc::auth::Auth;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::Wiring;
 

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use holdfast_types::sync::lock;
 
 /// One operator's counters (shared by its subtasks in this process).
 #[derive(Debug, Default)]
@@ -85,19 +87,13 @@ impl DataflowMetrics {
             job: job.to_owned(),
             operator: operator.to_owned(),
         };
-        let mut operators = self
-            .operators
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut operators = lock(&self.operators);
         Arc::clone(operators.entry(key).or_default())
     }
 
     /// Every operator's counters now, ordered by job and operator.
     pub fn snapshot(&self) -> Vec<(OperatorKey, CountersSnapshot)> {
-        let operators = self
-            .operators
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let operators = lock(&self.operators);
         operators
             .iter()
             .map(|(key, counters)| (key.clone(), counters.snapshot()))

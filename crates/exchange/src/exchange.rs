@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use holdfast_rpc::auth::{Auth, ClientAuth, PeerId, Verifier, VerifyConfig};
+use holdfast_auth::{Auth, ClientAuth, PeerId, Verifier, VerifyConfig};
 use holdfast_runtime::ids::JobId;
 use holdfast_runtime::wiring::DataLocation;
 use tokio::net::TcpListener;

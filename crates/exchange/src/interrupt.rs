@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::pipe::lock;
+use holdfast_types::sync::lock;
 
 /// Something blocked on a condvar that an interrupt must wake.
 pub(crate) trait InterruptWake: Send + Sync {

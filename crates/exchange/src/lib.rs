@@ -55,8 +55,8 @@
 //! # Wire format and security
 //!
 //! Length-prefixed frames (see `wire/frame.rs`): a `Hello` with a magic,
-//! the protocol version and the cluster-secret token of `holdfast-rpc`'s
-//! auth (`ClientAuth::sign_now`, checked by its `Verifier` with its replay
+//! the protocol version and the cluster-secret token of `holdfast-auth`
+//! (`ClientAuth::sign_now`, checked by its `Verifier` with its replay
 //! cache), then a `Request`, then the channel's events. A bad token, another
 //! version, garbage or an oversized frame gets an `Error` frame naming the
 //! problem and a closed connection, and the server logs one (rate-limited)

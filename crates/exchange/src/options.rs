@@ -3,7 +3,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use holdfast_rpc::auth::{Auth, PeerId};
+use holdfast_auth::{Auth, PeerId};
 
 use crate::error::ExchangeError;
 

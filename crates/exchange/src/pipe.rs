@@ -15,9 +15,10 @@
 //! Wakers are called after the pipe's lock is released, so the lock order
 //! is registry → pipe → gate signal and nothing waits while holding a pipe.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
+use holdfast_types::sync::{lock, unpoisoned};
 use tokio::sync::Notify;
 
 use crate::core::{ChannelCore, Offer};
@@ -26,15 +27,6 @@ use crate::event::Event;
 use crate::interrupt::{Interrupt, InterruptWake};
 use crate::metrics::{BlockedGuard, Counters};
 use crate::signal::GateSignal;
-
-/// Locks `mutex`. A poisoned lock only means another thread panicked while
-/// holding it; every state behind these locks stays consistent between
-/// statements, so go on.
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Told once when a pipe is over (its consumer took `End`, saw its fault
 /// or is gone), so its partition can leave the registry when all its pipes
@@ -149,10 +141,7 @@ impl Pipe {
                     event = back;
                     blocked.get_or_insert_with(|| BlockedGuard::new(&self.counters));
                     state.sender_waiting = true;
-                    state = self
-                        .space
-                        .wait(state)
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    state = unpoisoned(self.space.wait(state));
                     state.sender_waiting = false;
                 }
                 Offer::Refused(fault) => return Err(Stop::Fault(fault)),

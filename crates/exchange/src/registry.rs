@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use holdfast_runtime::ids::JobId;
+use holdfast_types::sync::lock;
 
 use crate::error::Fault;
 use crate::ids::PartitionId;
 use crate::metrics::Counters;
-use crate::pipe::{Pipe, Retire, lock};
+use crate::pipe::{Pipe, Retire};
 
 /// A registered partition: its subpartitions' pipes.
 pub(crate) struct PartitionEntry {

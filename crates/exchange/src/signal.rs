@@ -11,8 +11,9 @@ use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
+use holdfast_types::sync::{lock, unpoisoned};
+
 use crate::interrupt::{Interrupt, InterruptWake};
-use crate::pipe::lock;
 
 /// The ready channels of a gate, each at most once, in the order they
 /// became ready. Pure.
@@ -108,11 +109,7 @@ impl GateSignal {
                 return;
             }
             ready.waiting = true;
-            ready = self
-                .cond
-                .wait_timeout(ready, until - now)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
+            ready = unpoisoned(self.cond.wait_timeout(ready, until - now)).0;
             ready.waiting = false;
         }
     }

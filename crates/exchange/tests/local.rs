@@ -9,8 +9,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
+use holdfast_auth::Auth;
 use holdfast_exchange::{Batch, Event, Exchange, ExchangeError, ExchangeOptions, Interrupt};
-use holdfast_rpc::auth::Auth;
 
 fn local(buffers: usize) -> Exchange {
     Exchange::local("tm-a", buffers)

@@ -9,8 +9,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use common::*;
+use holdfast_auth::Auth;
 use holdfast_exchange::{Event, Exchange, ExchangeError, Interrupt};
-use holdfast_rpc::auth::Auth;
 
 /// Reads what the server answers until it closes: its frames' kinds, and
 /// the message of its `Error` frame.

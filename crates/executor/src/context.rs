@@ -5,11 +5,12 @@
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use holdfast_runtime::wiring::{DataLocation, Wiring};
+use holdfast_types::sync::{lock, unpoisoned};
 
 use crate::key::{AttemptKey, TaskInfo};
 
@@ -48,7 +49,7 @@ impl fmt::Debug for CancelSignal {
 
 impl CancelSignal {
     fn state(&self) -> MutexGuard<'_, SignalState> {
-        self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.lock)
     }
 
     /// Sets the flag, wakes sleepers and runs the callbacks registered so
@@ -240,21 +241,14 @@ impl TaskContext {
             }
             match deadline {
                 None => {
-                    state = signal
-                        .wake
-                        .wait(state)
-                        .unwrap_or_else(PoisonError::into_inner);
+                    state = unpoisoned(signal.wake.wait(state));
                 }
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return true;
                     }
-                    state = signal
-                        .wake
-                        .wait_timeout(state, deadline - now)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
+                    state = unpoisoned(signal.wake.wait_timeout(state, deadline - now)).0;
                 }
             }
         }

@@ -3,9 +3,10 @@
 //! [`AttemptTable`], which it consults under one lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use holdfast_runtime::ids::JobId;
+use holdfast_types::sync::lock;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::code::TaskCode;
@@ -38,7 +39,7 @@ impl Shared {
     /// The table; a panic elsewhere while holding the lock cannot leave it
     /// half-updated (every update is one call), so poison is ignored.
     fn table(&self) -> MutexGuard<'_, AttemptTable<Handle>> {
-        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.table)
     }
 
     fn send(&self, update: TaskUpdate) {

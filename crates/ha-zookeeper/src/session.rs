@@ -9,11 +9,12 @@
 //! is disconnected, as the embedded backend does: `zookeeper-client` would
 //! otherwise hold them until the connection is back, or the session is over.
 
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 use holdfast_ha::SessionId;
 use holdfast_ha::backend::{CoordError, CreateMode, Op, OpResult, RawEvent, Session, Stat, Watch};
+use holdfast_types::sync::{lock, unpoisoned};
 use tokio::sync::mpsc;
 use zookeeper_client::{Acls, Client, SessionState};
 
@@ -56,7 +57,7 @@ impl ZkSession {
 
     /// The client, if a request may be sent now.
     pub(crate) fn client(&self) -> Result<Client, CoordError> {
-        let guard = self.client.read().unwrap_or_else(PoisonError::into_inner);
+        let guard = unpoisoned(self.client.read());
         let client = guard.as_ref().ok_or(CoordError::Closed)?;
         match client.state() {
             SessionState::SyncConnected | SessionState::ConnectedReadOnly => Ok(client.clone()),
@@ -71,7 +72,7 @@ impl ZkSession {
 
     /// The current state of the session's client (`Closed` once closed).
     pub fn state(&self) -> SessionState {
-        let guard = self.client.read().unwrap_or_else(PoisonError::into_inner);
+        let guard = unpoisoned(self.client.read());
         guard.as_ref().map_or(SessionState::Closed, Client::state)
     }
 }
@@ -98,10 +99,7 @@ impl Session for ZkSession {
     }
 
     fn take_events(&self) -> Option<mpsc::UnboundedReceiver<RawEvent>> {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        lock(&self.events).take()
     }
 
     async fn create(
@@ -152,11 +150,7 @@ impl Session for ZkSession {
     }
 
     async fn close(&self) {
-        let taken = self
-            .client
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let taken = unpoisoned(self.client.write()).take();
         let Some(client) = taken else { return };
         let mut state = client.state_watcher();
         // The library closes the session when the last clone of its client

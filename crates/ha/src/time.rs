@@ -1,6 +1,7 @@
 //! The one seam for time and randomness.
 //!
-//! State machines never read a clock: every event carries a [`MonoTime`].
+//! State machines never read a clock: every event carries a [`MonoTime`]
+//! (defined in `holdfast-types`, re-exported here).
 //! The async shells get `now`, sleeps and random numbers from a [`Runtime`].
 //! [`TokioRuntime`] reads tokio's clock, so a test that pauses tokio's time
 //! (`#[tokio::test(start_paused = true)]`) runs the shells on virtual time;
@@ -10,51 +11,10 @@ use std::fmt;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
+pub use holdfast_types::time::MonoTime;
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
-
-/// A point on a monotonic clock, in nanoseconds since the clock's origin.
-/// Only differences between two `MonoTime`s of one clock mean anything.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct MonoTime(pub u64);
-
-impl MonoTime {
-    /// The clock's origin.
-    pub const ZERO: MonoTime = MonoTime(0);
-
-    /// `self + duration`, saturating.
-    pub fn plus(self, duration: Duration) -> MonoTime {
-        MonoTime(
-            self.0
-                .saturating_add(duration.as_nanos().min(u128::from(u64::MAX)) as u64),
-        )
-    }
-
-    /// `self - duration`, saturating at the origin.
-    pub fn minus(self, duration: Duration) -> MonoTime {
-        MonoTime(
-            self.0
-                .saturating_sub(duration.as_nanos().min(u128::from(u64::MAX)) as u64),
-        )
-    }
-
-    /// How long after `earlier` this is (zero if it is not after).
-    pub fn since(self, earlier: MonoTime) -> Duration {
-        Duration::from_nanos(self.0.saturating_sub(earlier.0))
-    }
-
-    /// Builds a time from a duration since the origin (for tests and
-    /// simulations).
-    pub fn from_duration(since_origin: Duration) -> MonoTime {
-        MonoTime::ZERO.plus(since_origin)
-    }
-}
-
-impl fmt::Display for MonoTime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.3}s", Duration::from_nanos(self.0).as_secs_f64())
-    }
-}
 
 /// Time and randomness for the async shells.
 pub trait Runtime: Send + Sync + fmt::Debug + 'static {
@@ -109,28 +69,13 @@ impl Runtime for TokioRuntime {
     }
 
     fn random_u64(&self) -> u64 {
-        self.random
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .next_u64()
+        lock(&self.random).next_u64()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arithmetic_saturates() {
-        let t = MonoTime::from_duration(Duration::from_secs(2));
-        assert_eq!(
-            t.plus(Duration::from_secs(1)).since(t),
-            Duration::from_secs(1)
-        );
-        assert_eq!(t.minus(Duration::from_secs(5)), MonoTime::ZERO);
-        assert_eq!(t.since(t.plus(Duration::from_secs(1))), Duration::ZERO);
-        assert_eq!(t.to_string(), "2.000s");
-    }
 
     #[tokio::test(start_paused = true)]
     async fn tokio_runtime_follows_paused_time_and_seeds_repeat() {

@@ -1,59 +1,12 @@
 //! Tokens of the HA layer: ordered newtypes, never bare integers.
-
-use std::fmt;
+//!
+//! [`Epoch`], [`SessionId`], [`CheckpointId`] and [`ContenderId`] live in
+//! `holdfast-types` (so that crates which carry them need not depend on the
+//! HA layer) and are re-exported here.
 
 use serde::{Deserialize, Serialize};
 
-/// A fencing token: strictly increasing per leadership *grant*.
-///
-/// Enforced by the backend's transaction order: an epoch is the id of the
-/// conditional write that published the grant (ZooKeeper: the zxid of the
-/// `connection_info` multi-op; embedded: the store's transaction counter), so
-/// a later grant always carries a larger epoch, even when the same contender
-/// is granted again on the same latch node. Receivers keep the highest epoch
-/// they have seen and reject anything older.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Epoch(pub u64);
-
-impl fmt::Display for Epoch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-/// A coordination session's id, as the backend assigned it (ZooKeeper's
-/// 64-bit session id). Shown in hexadecimal, as ZooKeeper does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct SessionId(pub u64);
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#x}", self.0)
-    }
-}
-
-/// A checkpoint's id: strictly increasing per job, handed out by the
-/// leader-guarded [`CheckpointIdCounter`](crate::stores::CheckpointIdCounter),
-/// so no two leaders ever hand out the same one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct CheckpointId(pub u64);
-
-impl fmt::Display for CheckpointId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-/// Who contends for leadership: a process-chosen, human-readable id (for a
-/// JobManager, its address or name). Written as the latch node's data.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ContenderId(pub String);
-
-impl fmt::Display for ContenderId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use holdfast_types::ids::{CheckpointId, ContenderId, Epoch, SessionId};
 
 /// Proof that a contender holds a grant: what leader-guarded writes are
 /// conditional on. Obtained from
@@ -161,12 +114,6 @@ mod tests {
         let error = LeaderRecord::decode(b"\xff\x00garbage").unwrap_err();
         assert_eq!(error.len, 9);
         assert!(error.to_string().contains("not a holdfast leader record"));
-    }
-
-    #[test]
-    fn tokens_order_and_print_as_operators_expect() {
-        assert!(Epoch(2) > Epoch(1));
-        assert_eq!(SessionId(255).to_string(), "0xff");
     }
 
     proptest! {

@@ -2,11 +2,12 @@
 //! operator's record counters in this process, the exchanges' traffic and
 //! backpressure, and lookup-table loads of the `enrich` job.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use holdfast_dataflow::jobs::enrich::cache;
 use holdfast_dataflow::metrics::DataflowMetrics;
 use holdfast_exchange::{Exchange, ExchangeMetrics};
+use holdfast_types::sync::lock;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -31,17 +32,11 @@ impl DataMetrics {
 
     /// Counts `exchange`'s traffic too.
     pub fn add_exchange(&self, exchange: Exchange) {
-        self.exchanges
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(exchange);
+        lock(&self.exchanges).push(exchange);
     }
 
     fn exchange_totals(&self) -> Option<ExchangeMetrics> {
-        let exchanges = self
-            .exchanges
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let exchanges = lock(&self.exchanges);
         if exchanges.is_empty() {
             return None;
         }

@@ -23,6 +23,7 @@ use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
 use holdfast_ha::{Epoch, ErrorPolicy, MonoTime, Runtime, TokioRuntime};
+use holdfast_types::sync::lock;
 
 const BASE: &str = "/holdfast/demo";
 
@@ -146,11 +147,7 @@ async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<Tally> {
     stall(&cluster, &runtime, &jm1, Duration::from_secs(60)).await?;
     let settle = runtime.now().plus(timeout);
     runtime.sleep_until(settle).await;
-    let tally = std::mem::take(
-        &mut *tally
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
-    );
+    let tally = std::mem::take(&mut *lock(&tally));
     Ok(tally)
 }
 
@@ -174,15 +171,13 @@ fn contend(
     );
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
-            let mut leading = leading
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut leading = lock(&leading);
             match event {
                 LeadershipEvent::Granted { epoch, .. } => {
                     leading.push(name);
                     let overlap = leading.len() > 1;
                     if overlap {
-                        tally.lock().unwrap_or_else(|p| p.into_inner()).overlap = true;
+                        lock(&tally).overlap = true;
                     }
                     let note = if overlap {
                         "   <-- TWO LEADERS AT ONCE"
@@ -197,7 +192,7 @@ fn contend(
                 }
                 LeadershipEvent::Revoked { epoch, reason, .. } => {
                     leading.retain(|other| *other != name);
-                    tally.lock().unwrap_or_else(|p| p.into_inner()).revocations += 1;
+                    lock(&tally).revocations += 1;
                     say(
                         &runtime,
                         name,
@@ -230,7 +225,7 @@ fn follow(
     tokio::spawn(async move {
         let mut tasks_run_for: Option<Epoch> = None;
         let restart = |why: &str| {
-            tally.lock().unwrap_or_else(|p| p.into_inner()).restarts += 1;
+            lock(&tally).restarts += 1;
             say(
                 &runtime,
                 name,

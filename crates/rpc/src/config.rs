@@ -1,28 +1,10 @@
 //! Settings of the RPC layer's clients, and the one error their
-//! `validate()` methods return.
+//! `validate()` methods return ([`ConfigError`], defined in holdfast-auth,
+//! whose `VerifyConfig` returns it too).
 
 use std::time::Duration;
 
-/// A setting that breaks a rule; names the setting.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// The setting must be greater than zero.
-    #[error("{key} must be greater than zero")]
-    Zero {
-        /// The setting (a Flink key where one exists).
-        key: &'static str,
-    },
-    /// The setting exceeds its maximum.
-    #[error("{key} must be at most {max:?}, got {got:?}")]
-    TooLarge {
-        /// The setting.
-        key: &'static str,
-        /// The largest value allowed.
-        max: Duration,
-        /// The value given.
-        got: Duration,
-    },
-}
+pub use holdfast_auth::ConfigError;
 
 /// How clients reach their peers. Every duration must be positive.
 #[derive(Clone, Debug, PartialEq, Eq)]

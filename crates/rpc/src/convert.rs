@@ -10,9 +10,9 @@
 //! | [`proto::TaskStatus`] | [`TaskState`] (`Deploying`, `Running`, `Finished`, `Canceled`, `Failed`) |
 //! | [`proto::Wiring`], [`proto::DataLocation`] | `Wiring<DataLocation>`, `DataLocation` ([`wiring`]) |
 
-use holdfast_ha::{ContenderId, Epoch};
 use holdfast_runtime::ids::{ExecutionAttemptId, IdError, JobId, TaskId};
 use holdfast_runtime::lifecycle::TaskState;
+use holdfast_types::{ContenderId, Epoch};
 use tonic::Status;
 
 use crate::proto;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use holdfast_ha::Epoch;
+use holdfast_types::Epoch;
 use tonic::{Code, Status};
 
 use crate::convert::ConvertError;

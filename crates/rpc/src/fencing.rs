@@ -20,7 +20,7 @@
 //! [`RpcError::NotLeader`]: crate::RpcError::NotLeader
 //! [`RpcError::Rejected`]: crate::RpcError::Rejected
 
-use holdfast_ha::Epoch;
+use holdfast_types::Epoch;
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 

@@ -10,8 +10,10 @@
 //!  timeout (ClientConfig), fenced by the leader epoch (fencing)
 //! ```
 //!
-//! - [`auth`]: the cluster secret, signing ([`ClientAuth`]) and
-//!   verification ([`ServerAuth`]) of every call, [`AuthenticatedPeer`].
+//! - [`auth`]: the tonic interceptors that sign ([`ClientAuth`]) and
+//!   verify ([`ServerAuth`]) every call, [`AuthenticatedPeer`]; the cluster
+//!   secret and the rest of the authentication are holdfast-auth's,
+//!   re-exported there.
 //! - [`client`]: [`TaskManagerClient`], [`JobManagerClient`].
 //! - [`server`]: [`serve_task_manager`], [`serve_job_manager`],
 //!   [`serve_both`], [`ServerHandle`].

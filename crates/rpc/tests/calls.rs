@@ -6,10 +6,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use holdfast_ha::Epoch;
 use holdfast_rpc::auth::VerifyConfig;
 use holdfast_rpc::proto::{self, CancelTaskRequest, HeartbeatRequest};
 use holdfast_rpc::{RpcError, ServerAuth};
+use holdfast_types::Epoch;
 
 const SHORT: Duration = Duration::from_millis(300);
 

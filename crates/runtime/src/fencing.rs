@@ -11,7 +11,7 @@
 //! epoch >  highest ─► Ok(Accepted::NewLeader) fail the old leader's tasks (§6), then handle
 //! ```
 
-use holdfast_ha::Epoch;
+use holdfast_types::Epoch;
 
 /// A fenced message's epoch was accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
+use holdfast_types::MonoTime;
 
 /// What the monitor asks its shell to do.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -82,7 +82,7 @@ impl JobId {
     }
 
     /// An id from two random 64-bit halves (e.g. two
-    /// [`Runtime::random_u64`](holdfast_ha::Runtime::random_u64) draws).
+    /// draws of holdfast-ha's `Runtime::random_u64`).
     pub const fn from_halves(upper: u64, lower: u64) -> JobId {
         JobId(((upper as u128) << 64) | lower as u128)
     }
@@ -185,7 +185,7 @@ impl FromStr for TaskId {
 ///
 /// Unique within a job because the JobManager that leads the job numbers a
 /// task's attempts strictly upwards; a new leader continues past every
-/// attempt it recovered (fenced by its [`Epoch`](holdfast_ha::Epoch)).
+/// attempt it recovered (fenced by its [`Epoch`](holdfast_types::Epoch)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExecutionAttemptId {
     /// The task this attempt runs.

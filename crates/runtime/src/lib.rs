@@ -21,7 +21,7 @@
 //! - [`wiring`]: which producer attempts feed a deployed attempt and where
 //!   its consumers run, computed by the master for every `Deploy`.
 //!
-//! [`MonoTime`]: holdfast_ha::time::MonoTime
+//! [`MonoTime`]: holdfast_types::MonoTime
 //! [`RestartTracker`]: restart::RestartTracker
 //! [`EpochFence`]: fencing::EpochFence
 #![warn(missing_docs)]

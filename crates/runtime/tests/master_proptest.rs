@@ -9,7 +9,6 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
 use holdfast_runtime::graph::{Distribution, JobGraph};
 use holdfast_runtime::ids::TaskManagerId;
 use holdfast_runtime::lifecycle::{JobState, TaskState};
@@ -17,6 +16,7 @@ use holdfast_runtime::master::{
     AttemptRef, JobMasterCore, MasterCommand, MasterInput, ReportedStatus, TaskReport,
 };
 use holdfast_runtime::restart::RestartStrategy;
+use holdfast_types::MonoTime;
 use proptest::prelude::*;
 use support::*;
 

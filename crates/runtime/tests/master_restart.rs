@@ -22,7 +22,7 @@ fn running_job(strategy: RestartStrategy) -> Sim {
     sim
 }
 
-fn times_of_deploys(sim: &Sim) -> Vec<holdfast_ha::MonoTime> {
+fn times_of_deploys(sim: &Sim) -> Vec<holdfast_types::MonoTime> {
     sim.log
         .iter()
         .filter(|(_, c)| matches!(c, MasterCommand::Deploy { .. }))
@@ -70,7 +70,7 @@ fn first_failure(sim: &mut Sim) {
 }
 
 /// The new attempts (number 1) are deployed, four of them, at `when`.
-fn redeployed_at(sim: &mut Sim, when: holdfast_ha::MonoTime) {
+fn redeployed_at(sim: &mut Sim, when: holdfast_types::MonoTime) {
     let j = job(1);
     assert_eq!(
         times_of_deploys(sim),

@@ -14,6 +14,8 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use holdfast_types::sync::lock;
+
 use crate::error::{KitError, Result};
 
 const LOW: u16 = 15_000;
@@ -36,9 +38,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 pub fn free_port() -> Result<u16> {
     for _ in 0..ATTEMPTS {
         let port = LOW + (random() % u64::from(HIGH - LOW)) as u16;
-        let mut handed = HANDED_OUT
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut handed = lock(&HANDED_OUT);
         let handed = handed.get_or_insert_with(HashSet::new);
         if handed.contains(&port) {
             continue;

@@ -1,9 +1,10 @@
 //! [`Collect`]: records into a shared vector, for tests and for programs that
 //! run a dataflow in their own process.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::sync::lock;
 
 use crate::context::OperatorContext;
 use crate::sink::{Sink, SinkWriter};
@@ -27,10 +28,7 @@ impl<T: Clone> Collect<T> {
 
     /// The records collected so far.
     pub fn records(&self) -> Vec<T> {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.records).clone()
     }
 }
 
@@ -42,10 +40,7 @@ impl<T: Clone + Send + 'static> Sink<T> for Collect<T> {
 
 impl<T: Clone> SinkWriter<T> for Collect<T> {
     fn write(&mut self, batch: &[T]) -> Result<(), TaskFailure> {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(batch);
+        lock(&self.records).extend_from_slice(batch);
         Ok(())
     }
 

@@ -3,10 +3,11 @@
 //! tokio threads here only move bytes: batches arrive encoded and leave
 //! encoded, and nothing here blocks a thread.
 
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use holdfast_rpc::auth::{ClientAuth, Verifier};
+use holdfast_auth::{ClientAuth, LogLimiter, Verifier};
 
 use crate::metrics::Counters;
 use crate::options::ExchangeOptions;
@@ -14,7 +15,6 @@ use crate::registry::Registry;
 
 pub(crate) mod client;
 pub(crate) mod io;
-mod log_limit;
 pub(crate) mod server;
 
 /// The largest frame a consumer may send (Hello, Request, Credit): small,
@@ -34,7 +34,8 @@ pub(crate) struct Net {
     pub(crate) verifier: Option<Mutex<Verifier>>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) counters: Arc<Counters>,
-    log: Mutex<log_limit::LogLimiter>,
+    /// Rate-limits refusal warnings per (remote IP, refusal kind).
+    log: Mutex<LogLimiter<(IpAddr, &'static str)>>,
 }
 
 impl Net {
@@ -53,7 +54,7 @@ impl Net {
             verifier: verifier.map(Mutex::new),
             registry,
             counters,
-            log: Mutex::new(log_limit::LogLimiter::default()),
+            log: Mutex::new(LogLimiter::default()),
         }
     }
 }

@@ -15,7 +15,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use holdfast_rpc::auth::{AuthRuntime, SystemAuthRuntime};
+use holdfast_auth::{AuthRuntime, SystemAuthRuntime};
+use holdfast_types::sync::lock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
@@ -26,7 +27,7 @@ use crate::credit::SendWindow;
 use crate::error::Fault;
 use crate::event::{Batch, Event};
 use crate::ids::PartitionId;
-use crate::pipe::{Pipe, Waker, lock};
+use crate::pipe::{Pipe, Waker};
 use crate::wire::fault::{self, PROTOCOL, UNAUTHENTICATED, VERSION};
 use crate::wire::frame::{self, Frame};
 
@@ -179,7 +180,7 @@ async fn handshake(
 
 /// Sends the refusal, closes, and logs one (rate-limited) line.
 async fn refuse(net: &Net, io: FrameIo, remote: SocketAddr, refusal: Refusal) {
-    let logged = lock(&net.log).admit(remote.ip(), refusal.kind, Instant::now());
+    let logged = lock(&net.log).admit((remote.ip(), refusal.kind), Instant::now());
     if let Some(suppressed) = logged {
         tracing::warn!(
             %remote,

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use holdfast_auth::{Auth, ClusterSecret};
 use holdfast_exchange::{
     Batch, ChannelSpec, Event, Exchange, ExchangeOptions, InputGate, PartitionId,
 };
-use holdfast_rpc::auth::{Auth, ClusterSecret};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::DataLocation;
 

@@ -19,6 +19,7 @@ use holdfast_ha::election::{ElectionOptions, LeaderElection};
 use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_ha::{Connection, Epoch, ErrorPolicy, SessionId};
 use holdfast_ha_zookeeper::ZkBackend;
+use holdfast_types::sync::lock;
 use tokio::task::JoinHandle;
 use zookeeper_client::Client;
 
@@ -89,12 +90,6 @@ impl StateLog {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A connection of process `name` under `lease`.

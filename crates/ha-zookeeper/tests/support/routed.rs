@@ -21,6 +21,7 @@ use holdfast_ha::connection::LeaseConfig;
 use holdfast_ha::{Runtime, SessionId, TokioRuntime};
 use holdfast_ha_zookeeper::{ZkBackend, ZkOptions};
 use holdfast_testkit::{Mode, Route, RouteOptions, ZkCluster, ZkClusterConfig};
+use holdfast_types::sync::lock;
 use zookeeper_client::{Acls, Client, CreateMode, Error};
 
 /// See the module docs.
@@ -55,10 +56,7 @@ impl RoutedFixture {
     /// Process `name`'s routes, one per member in member order, made on
     /// first use.
     pub fn routes(&self, name: &str) -> Vec<Route> {
-        let mut routes = self
-            .routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut routes = lock(&self.routes);
         routes
             .entry(name.to_owned())
             .or_insert_with(|| {

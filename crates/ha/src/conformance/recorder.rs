@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use holdfast_types::sync::lock;
+
 use crate::backend::Backend;
 use crate::election::{LeaderElection, LeadershipEvent};
 use crate::retrieval::{LeaderRetrieval, RetrievalEvent};
@@ -86,10 +88,4 @@ impl Recorder {
             })
             .collect()
     }
-}
-
-fn lock(events: &Mutex<Vec<Recorded>>) -> std::sync::MutexGuard<'_, Vec<Recorded>> {
-    events
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::sync::{Notify, mpsc};
 
 use super::handle::SessionHandle;
@@ -205,9 +206,7 @@ impl<B: Backend> Connection<B> {
 
 impl<B: Backend> Inner<B> {
     fn lock(&self) -> MutexGuard<'_, Shared<B::Session>> {
-        self.shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.shared)
     }
 
     /// Whether `session` is the current session and not lost.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::sync::{RwLock, mpsc};
 
 use super::latch::{LatchCommand, LatchInput, OpId};
@@ -316,10 +317,7 @@ async fn publish<B: Backend>(
                 return match (epoch, version) {
                     (Some(epoch), Some(version)) => {
                         let epoch = Epoch(epoch);
-                        with.shared
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .grant_version = Some((epoch, version));
+                        lock(&with.shared).grant_version = Some((epoch, version));
                         Ok(LatchInput::Published(op, epoch))
                     }
                     _ => Err(CoordError::Other(format!(

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -242,9 +243,7 @@ impl<B: Backend> LeaderElection<B> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.shared)
     }
 }
 
@@ -332,12 +331,6 @@ async fn drive<B: Backend>(
     }
 }
 
-fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
-    shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// The epoch a contender may act with: its grant's, unless the lease it
 /// depends on (when the policy enforces one) has run out.
 /// The grant's epoch if the grant may still be acted on: its session is
@@ -359,9 +352,7 @@ fn report(
     if let Some(metrics) = metrics {
         metrics.record(&event);
     }
-    let mut shared = shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut shared = lock(shared);
     shared.leadership = leadership;
     shared
         .subscribers

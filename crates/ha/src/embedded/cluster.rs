@@ -15,6 +15,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::sync::{Notify, watch};
 
 use self::timer::Timer;
@@ -196,8 +197,6 @@ impl EmbeddedCluster {
 
 impl Shared {
     fn lock_server(&self) -> MutexGuard<'_, Server> {
-        self.server
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.server)
     }
 }

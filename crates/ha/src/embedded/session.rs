@@ -14,6 +14,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::sync::{mpsc, watch};
 
 use super::cluster::EmbeddedCluster;
@@ -170,10 +171,7 @@ impl Session for EmbeddedSession {
     }
 
     fn take_events(&self) -> Option<mpsc::UnboundedReceiver<RawEvent>> {
-        self.events
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
+        lock(&self.events).take()
     }
 
     async fn create(

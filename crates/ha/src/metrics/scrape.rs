@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use prometheus_client::encoding::{EncodeGaugeValue, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::{MetricType, TypedMetric};
 
@@ -37,9 +38,7 @@ impl<N> ScrapeGauge<N> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Source<N>>> {
-        self.source
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.source)
     }
 }
 

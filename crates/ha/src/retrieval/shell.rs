@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -102,9 +103,7 @@ impl LeaderRetrieval {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.shared)
     }
 }
 
@@ -153,9 +152,7 @@ async fn drive<B: Backend>(
                     if let Some(metrics) = &metrics {
                         metrics.record(&event);
                     }
-                    let mut shared = shared
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let mut shared = lock(&shared);
                     shared
                         .subscribers
                         .retain(|subscriber| subscriber.send(event.clone()).is_ok());
@@ -207,9 +204,6 @@ async fn drive<B: Backend>(
         if let Some(metrics) = &metrics {
             metrics.known(&known);
         }
-        shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .known = known;
+        lock(&shared).known = known;
     }
 }

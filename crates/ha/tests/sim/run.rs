@@ -8,6 +8,7 @@ use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
 use holdfast_ha::{Epoch, ErrorPolicy, MonoTime, Runtime, TokioRuntime};
+use holdfast_types::sync::lock;
 
 use super::schedule::{Fault, Schedule};
 
@@ -170,12 +171,6 @@ pub async fn run(schedule: &Schedule) -> Trace {
         runtime.sleep_until(tick).await;
     }
     std::mem::take(&mut *lock(&trace))
-}
-
-fn lock(trace: &Mutex<Trace>) -> std::sync::MutexGuard<'_, Trace> {
-    trace
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The epoch of a leadership event.

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use holdfast_types::sync::lock;
 use nix::sys::signal::{Signal, kill};
 use nix::time::{ClockId, clock_gettime};
 use nix::unistd::Pid;
@@ -245,10 +246,6 @@ impl Drop for Holdfast {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn lock(text: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
-    text.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A JSON line's `field` as a number.

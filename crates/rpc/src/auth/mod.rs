@@ -10,85 +10,24 @@
 //!                                                          ──► or UNAUTHENTICATED + one WARN
 //! ```
 //!
-//! The pure parts ([`token`], [`ReplayCache`], [`Verifier`]) take time and
-//! nonces as arguments; the interceptors ([`ClientAuth`], [`ServerAuth`])
-//! get them from an [`AuthRuntime`]. With no secret configured the API
-//! says so explicitly: [`Auth::Disabled`].
+//! Everything but the two tonic interceptors lives in `holdfast-auth` (the
+//! data exchange signs and verifies with it too, without tonic) and is
+//! re-exported here: the secret, peer ids, the pure parts ([`token`],
+//! [`ReplayCache`], [`Verifier`]), [`Auth`] and [`AuthRuntime`]. The
+//! interceptors ([`ClientAuth`], [`ServerAuth`]) get time and nonces from an
+//! [`AuthRuntime`]. With no secret configured the API says so explicitly:
+//! [`Auth::Disabled`].
 //!
 //! What this protects and what it does not: `docs/SECURITY.md`.
 
-use std::fmt;
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-
 mod client;
-mod log_limit;
-mod peer;
-mod rejection;
-mod replay;
-mod secret;
 mod server;
-pub mod token;
-mod verifier;
 
 pub use client::ClientAuth;
-pub use peer::{MAX_PEER_ID_LEN, PeerId, PeerIdError};
-pub use rejection::{Malformed, Rejection};
-pub use replay::ReplayCache;
-pub use secret::{ClusterSecret, MIN_SECRET_LEN, SecretError};
+pub use holdfast_auth::token;
+pub use holdfast_auth::{
+    AUTH_HEADER, Auth, AuthRuntime, ClusterSecret, MAX_PEER_ID_LEN, MIN_SECRET_LEN, Malformed,
+    Nonce, PeerId, PeerIdError, Rejection, ReplayCache, SecretError, SystemAuthRuntime, Verifier,
+    VerifyConfig,
+};
 pub use server::{AuthenticatedPeer, ServerAuth};
-pub use token::{AUTH_HEADER, Nonce};
-pub use verifier::{Verifier, VerifyConfig};
-
-/// Whether calls are authenticated.
-#[derive(Clone, Debug)]
-pub enum Auth {
-    /// Every call is signed and verified with the cluster secret: the normal
-    /// case.
-    Secret(Arc<ClusterSecret>),
-    /// No authentication: anyone who reaches the port can register a
-    /// TaskManager or command one. The binary should warn loudly.
-    Disabled,
-}
-
-impl Auth {
-    /// Authentication with `secret`.
-    pub fn with_secret(secret: ClusterSecret) -> Auth {
-        Auth::Secret(Arc::new(secret))
-    }
-
-    /// Whether calls are authenticated.
-    pub fn is_enabled(&self) -> bool {
-        matches!(self, Auth::Secret(_))
-    }
-}
-
-/// Wall-clock time and randomness for the auth interceptors: the one seam
-/// tests replace (e.g. with a skewed clock).
-pub trait AuthRuntime: Send + Sync + fmt::Debug + 'static {
-    /// Milliseconds since the Unix epoch, on this host's wall clock (the
-    /// timestamps of two hosts are compared, so a monotonic clock will not
-    /// do).
-    fn now_unix_ms(&self) -> u64;
-    /// A fresh nonce, unpredictable and unique with overwhelming likelihood.
-    fn nonce(&self) -> Nonce;
-}
-
-/// The system clock and the thread-local CSPRNG.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemAuthRuntime;
-
-impl AuthRuntime for SystemAuthRuntime {
-    fn now_unix_ms(&self) -> u64 {
-        // A clock before 1970 signs as 0 and is refused as outside the window.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            })
-    }
-
-    fn nonce(&self) -> Nonce {
-        rand::random()
-    }
-}

@@ -2,17 +2,16 @@
 //! its handler runs and hands the handler the verified peer id.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use holdfast_auth::LogLimiter;
+use holdfast_types::sync::lock;
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
 
-use super::log_limit::LogLimiter;
-use super::peer::PeerId;
-use super::token::AUTH_HEADER;
-use super::verifier::{Verifier, VerifyConfig};
-use super::{Auth, AuthRuntime, SystemAuthRuntime};
+use super::{AUTH_HEADER, Auth, AuthRuntime, PeerId, SystemAuthRuntime, Verifier, VerifyConfig};
 
 /// The verified caller of a request: a request extension that
 /// [`ServerAuth`] inserts. Absent when authentication is disabled.
@@ -41,7 +40,8 @@ pub struct ServerAuth {
 struct Shared {
     verifier: Mutex<Verifier>,
     runtime: Arc<dyn AuthRuntime>,
-    log: Mutex<LogLimiter>,
+    /// Per (remote IP, rejection kind).
+    log: Mutex<LogLimiter<(Option<IpAddr>, &'static str)>>,
 }
 
 impl ServerAuth {
@@ -92,8 +92,7 @@ impl Interceptor for ServerAuth {
             Err(rejection) => {
                 let remote = request.remote_addr();
                 let logged = lock(&shared.log).admit(
-                    remote.map(|addr| addr.ip()),
-                    rejection.kind(),
+                    (remote.map(|addr| addr.ip()), rejection.kind()),
                     Instant::now(),
                 );
                 if let Some(suppressed) = logged {
@@ -110,14 +109,6 @@ impl Interceptor for ServerAuth {
             }
         }
     }
-}
-
-/// A poisoned lock only means another call panicked mid-check; the cache
-/// and limiter stay consistent enough to go on.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl fmt::Debug for ServerAuth {

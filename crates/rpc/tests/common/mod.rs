@@ -5,7 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use holdfast_ha::Epoch;
 use holdfast_rpc::auth::{Auth, AuthRuntime, Nonce, SystemAuthRuntime, VerifyConfig};
 use holdfast_rpc::proto::job_manager_service_server::JobManagerService;
 use holdfast_rpc::proto::task_manager_service_server::TaskManagerService;
@@ -15,6 +14,7 @@ use holdfast_rpc::{
     PeerId, ServerAuth, ServerHandle, TaskManagerClient,
 };
 use holdfast_runtime::fencing::EpochFence;
+use holdfast_types::Epoch;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 

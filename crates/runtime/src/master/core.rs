@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
+use holdfast_types::MonoTime;
 
 use super::execution::JobExecution;
 use super::{AttemptRef, MasterCommand, MasterInput, ReportedStatus, SlotPool, TaskReport};

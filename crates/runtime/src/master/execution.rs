@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use holdfast_ha::MonoTime;
+use holdfast_types::MonoTime;
 
 use super::AttemptRef;
 use crate::graph::JobGraph;

@@ -1,7 +1,7 @@
 //! Every failure a [`RestartTracker`](super::RestartTracker) saw, with its
 //! cause, time and decision, for the REST API.
 
-use holdfast_ha::MonoTime;
+use holdfast_types::MonoTime;
 
 use super::RestartDecision;
 use crate::failure::{Failure, FailureKind};

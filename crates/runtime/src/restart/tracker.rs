@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
+use holdfast_types::MonoTime;
 
 use super::{FailureCause, FailureRecord, RestartHistory, RestartStrategy, RestartStrategyError};
 

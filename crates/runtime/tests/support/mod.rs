@@ -19,7 +19,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
 use holdfast_runtime::graph::{Distribution, Edge, JobGraph, Vertex};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, SlotId, TaskId, TaskManagerId};
 use holdfast_runtime::lifecycle::{JobState, TaskState};
@@ -29,6 +28,7 @@ use holdfast_runtime::master::{
 };
 use holdfast_runtime::restart::RestartStrategy;
 use holdfast_runtime::wiring::Wiring;
+use holdfast_types::MonoTime;
 
 /// Why a simulated TaskManager stops an attempt on its own.
 pub const STOPPED: &str = "stopped by its TaskManager (a newer leader was elected)";

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use holdfast_types::sync::lock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 
@@ -59,7 +60,7 @@ impl RouteShared {
     /// The table of open connections.
     pub(super) fn conns(&self) -> MutexGuard<'_, HashMap<u64, Arc<Notify>>> {
         // The table stays consistent even if a holder panicked.
-        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.conns)
     }
 
     /// Forgets a connection that ended (a no-op if it was reset).

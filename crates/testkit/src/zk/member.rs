@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
+use holdfast_types::sync::lock;
+
 use super::config::MemberPorts;
 use super::process::ServerProcess;
 use crate::proxy::Route;
@@ -31,9 +33,7 @@ impl Member {
 
     /// The member's process slot (`None` while it is stopped).
     pub(crate) fn process(&self) -> MutexGuard<'_, Option<ServerProcess>> {
-        self.process
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.process)
     }
 
     pub(crate) fn zoo_cfg(&self) -> PathBuf {

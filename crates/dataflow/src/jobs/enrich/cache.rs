@@ -8,8 +8,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
+
+use holdfast_types::sync::{lock, unpoisoned};
 
 use crate::jobs::enrich::table::{self, Table};
 
@@ -55,7 +57,7 @@ struct Inner {
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 }
 
@@ -68,7 +70,7 @@ fn registry() -> &'static Registry {
 
 /// The loads of every table alive in this process.
 pub fn loads() -> Vec<LoadProgress> {
-    let tables = registry().lock().unwrap_or_else(PoisonError::into_inner);
+    let tables = lock(registry());
     tables
         .values()
         .filter_map(Weak::upgrade)
@@ -79,7 +81,7 @@ pub fn loads() -> Vec<LoadProgress> {
 /// The shared table of `path` reloaded every `reload` (never if `None`):
 /// the live one if there is, else a new one whose first load starts now.
 pub fn acquire(path: &Path, reload: Option<Duration>) -> Arc<SharedTable> {
-    let mut tables = registry().lock().unwrap_or_else(PoisonError::into_inner);
+    let mut tables = lock(registry());
     tables.retain(|_, t| t.strong_count() > 0);
     let key = (path.to_path_buf(), reload);
     if let Some(live) = tables.get(&key).and_then(Weak::upgrade) {
@@ -128,11 +130,11 @@ impl SharedTable {
     /// `Ok(None)` if still loading, `Err` if it failed.
     pub fn wait(&self, timeout: Duration) -> Result<Option<Arc<Table>>, String> {
         let state = self.inner.lock();
-        let (state, _) = self
-            .inner
-            .changed
-            .wait_timeout_while(state, timeout, |s| s.table.is_none() && s.failure.is_none())
-            .unwrap_or_else(PoisonError::into_inner);
+        let (state, _) = unpoisoned(
+            self.inner
+                .changed
+                .wait_timeout_while(state, timeout, |s| s.table.is_none() && s.failure.is_none()),
+        );
         match (&state.table, &state.failure) {
             (Some(table), _) => Ok(Some(Arc::clone(table))),
             (None, Some(failure)) => Err(failure.clone()),
@@ -211,10 +213,11 @@ fn loader(inner: &Inner, path: &Path, reload: Option<Duration>) {
         }
         inner.changed.notify_all();
         let Some(interval) = reload else { return };
-        let (state, _) = inner
-            .changed
-            .wait_timeout_while(state, interval, |s| !s.stopped)
-            .unwrap_or_else(PoisonError::into_inner);
+        let (state, _) = unpoisoned(
+            inner
+                .changed
+                .wait_timeout_while(state, interval, |s| !s.stopped),
+        );
         if state.stopped {
             return;
         }

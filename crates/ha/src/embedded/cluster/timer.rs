@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Weak};
 
+use holdfast_types::sync::lock;
 use tokio::sync::Notify;
 
 use super::Shared;
@@ -20,10 +21,7 @@ pub(super) struct Timer {
 /// tokio runtime (if there is none, deadlines wait for the next call), or
 /// wakes it if it sleeps until later.
 pub(super) fn arm(shared: &Arc<Shared>, deadline: MonoTime) {
-    let mut timer = shared
-        .timer
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut timer = lock(&shared.timer);
     if !timer.started {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
@@ -45,10 +43,7 @@ async fn run(shared: Weak<Shared>, wake: Arc<Notify>) {
             // Timer first, then server (`with` never holds both): an `arm`
             // for a new deadline waits until `armed` tells it what we will
             // sleep until, and wakes us if its deadline is earlier.
-            let mut timer = shared
-                .timer
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut timer = lock(&shared.timer);
             let next = {
                 let mut server = shared.lock_server();
                 server.catch_up(now);

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
+use holdfast_types::MonoTime;
 use proptest::prelude::*;
 
 use super::*;

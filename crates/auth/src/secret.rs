@@ -45,8 +45,8 @@ pub enum SecretError {
 
 /// The shared cluster secret (config key `cluster.secret-file`).
 ///
-/// The key of the HMAC-SHA256 that signs every RPC call; see the
-/// [`auth`](crate::auth) module. The file's bytes are the key as they are
+/// The key of the HMAC-SHA256 that signs every RPC call and data
+/// connection; see the [crate] docs. The file's bytes are the key as they are
 /// (base64 text is fine and is not decoded); one trailing `\n` or `\r\n` is
 /// trimmed, so `echo`-written and editor-saved files work.
 #[derive(Clone, PartialEq, Eq)]

@@ -11,9 +11,9 @@
 
 use std::collections::BTreeSet;
 
-use super::peer::PeerId;
-use super::rejection::Rejection;
-use super::token::Nonce;
+use crate::peer::PeerId;
+use crate::rejection::Rejection;
+use crate::token::Nonce;
 
 /// The recently accepted headers. Pure: the caller passes `now`.
 #[derive(Debug)]

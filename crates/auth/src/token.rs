@@ -14,9 +14,9 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::peer::{MAX_PEER_ID_LEN, PeerId};
-use super::rejection::{Malformed, Rejection};
-use super::secret::ClusterSecret;
+use crate::peer::{MAX_PEER_ID_LEN, PeerId};
+use crate::rejection::{Malformed, Rejection};
+use crate::secret::ClusterSecret;
 
 /// The metadata key that carries the auth header.
 pub const AUTH_HEADER: &str = "x-holdfast-auth";
@@ -68,7 +68,7 @@ pub fn sign(secret: &ClusterSecret, claim: &Claim) -> String {
 /// Parses `header` and checks its signature with `secret` (in constant
 /// time). Says which part is wrong, never anything about the secret. Does
 /// not judge the timestamp or the nonce: that is the
-/// [`Verifier`](super::Verifier)'s job.
+/// [`Verifier`](crate::Verifier)'s job.
 pub fn verify(secret: &ClusterSecret, header: &[u8]) -> Result<Claim, Rejection> {
     if header.len() > MAX_HEADER_LEN {
         return Err(Rejection::Malformed(Malformed::TooLong));

@@ -13,12 +13,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::peer::PeerId;
-use super::rejection::Rejection;
-use super::replay::ReplayCache;
-use super::secret::ClusterSecret;
-use super::token;
 use crate::config::ConfigError;
+use crate::peer::PeerId;
+use crate::rejection::Rejection;
+use crate::replay::ReplayCache;
+use crate::secret::ClusterSecret;
+use crate::token;
 
 /// How the server judges signed headers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl Verifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::token::{Claim, sign};
+    use crate::token::{Claim, sign};
 
     const NOW: u64 = 1_700_000_000_000;
 

@@ -1,0 +1,22 @@
+//! # holdfast-types
+//!
+//! The leaf of holdfast's crate graph: small values every layer shares, with
+//! no runtime, no randomness and no I/O, so that a pure core (such as
+//! `holdfast-runtime`) can use them without pulling in the HA layer.
+//!
+//! - [`time`]: [`MonoTime`], a point on a monotonic clock.
+//! - [`ids`]: [`Epoch`] (the fencing token), [`SessionId`], [`CheckpointId`]
+//!   and [`ContenderId`].
+//! - [`sync`]: [`sync::lock`] and [`sync::unpoisoned`], the one place that
+//!   decides how a poisoned lock is treated.
+//!
+//! `holdfast-ha` re-exports the time and id types at their old paths
+//! (`holdfast_ha::MonoTime`, `holdfast_ha::types::Epoch`, …).
+#![warn(missing_docs)]
+
+pub mod ids;
+pub mod sync;
+pub mod time;
+
+pub use ids::{CheckpointId, ContenderId, Epoch, SessionId};
+pub use time::MonoTime;
