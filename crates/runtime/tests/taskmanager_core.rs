@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use holdfast_ha::{Epoch, MonoTime};
 use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::fencing::StaleEpoch;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
@@ -13,6 +12,7 @@ use holdfast_runtime::taskmanager::{
     CallKind, CallRejection, LeaderRef, Notice, OnNoLeader, RegistrationAccepted, RegistrationId,
     RegistrationRef, RegistrationRefused, TaskManagerConfig, TaskManagerCore, TmCommand, TmInput,
 };
+use holdfast_types::{Epoch, MonoTime};
 use proptest::prelude::*;
 
 fn at(ms: u64) -> MonoTime {

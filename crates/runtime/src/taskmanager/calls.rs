@@ -5,7 +5,7 @@
 //! retrieval, never from a caller's say-so, so no call can disable the
 //! real leader.
 
-use holdfast_ha::{Epoch, MonoTime};
+use holdfast_types::{Epoch, MonoTime};
 
 use super::core::TaskManagerCore;
 use super::types::{CallKind, CallRejection, RegistrationId, TmCommand};

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use holdfast_ha::{Epoch, MonoTime};
+use holdfast_types::{Epoch, MonoTime};
 
 use super::registration::FIRST_BACKOFF;
 use super::types::{

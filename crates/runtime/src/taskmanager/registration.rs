@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use holdfast_ha::{Epoch, MonoTime};
+use holdfast_types::{Epoch, MonoTime};
 
 use super::core::{Registration, TaskManagerCore};
 use super::types::{LeaderRef, Notice, RegistrationAccepted, RegistrationRefused, TmCommand};

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use holdfast_ha::Epoch;
+use holdfast_types::Epoch;
 
 use crate::failure::Failure;
 use crate::fencing::StaleEpoch;
