@@ -102,7 +102,7 @@ impl TaskManagerHandle {
 
     /// Its status now.
     pub fn status(&self) -> TaskManagerStatus {
-        self.status.lock().expect("status lock").clone()
+        holdfast_types::sync::lock(&self.status).clone()
     }
 
     /// Records processed by the attempts it holds now, read from the task

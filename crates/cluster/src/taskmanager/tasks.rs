@@ -87,7 +87,7 @@ impl Actor {
     }
 
     pub(super) fn publish_status(&self) {
-        let mut status = self.parts.status.lock().expect("status lock");
+        let mut status = holdfast_types::sync::lock(&self.parts.status);
         status.registered_epoch = self.core.registration().map(|r| r.epoch.0);
         status.registrations = self.core.registrations();
         status.tasks = self.live_tasks();
