@@ -1,5 +1,5 @@
 //! The REST API's view of a JobManager, rebuilt by the actor after every
-//! step and read by [`super::control::Control`] without waiting on it.
+//! step and read by `super::control::Control` without waiting on it.
 
 use std::collections::HashMap;
 

@@ -2,7 +2,7 @@
 //! registers its slots, runs the attempts the leader deploys on task
 //! threads, answers heartbeats, and follows leader changes.
 //!
-//! Failure rules (HA semantics §6): the TaskManager's own ZooKeeper
+//! Failure rules (today's HA contract §6, docs/HA-CONTRACT.md): the TaskManager's own ZooKeeper
 //! connection never fails tasks by itself. Tasks fail on a newer leader
 //! epoch, on a JobManager heartbeat timeout, or on a cancel from the valid
 //! leader. Only under the `standard` policy does a suspension that makes
