@@ -10,6 +10,7 @@
 //! cargo run --release -p holdfast-bench -- cluster [--rounds 5] [--session-timeout 4,30] [--crash-rounds 5,3]
 //! cargo run --release -p holdfast-bench -- dataflow [--records 20000000] [--events 10000000] [--table-entries 10000000]
 //! cargo run --release -p holdfast-bench -- table-load [--entries 10000000] [--session-timeout 10] [--rounds 5]
+//! cargo run --release -p holdfast-bench -- task-isolation [--ticks 1000] [--period-ms 10] [--rounds 3]
 //! cargo run --release -p holdfast-bench -- all
 //! ```
 //!
@@ -35,7 +36,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use crate::scenario::{cluster, dataflow, failover, notify, ops, probe, table_load};
+use crate::scenario::{cluster, dataflow, failover, isolation, notify, ops, probe, table_load};
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
 #[derive(Debug, Parser)]
@@ -72,6 +73,9 @@ enum Scenario {
     /// ZooKeeper suspensions, heartbeat and probe round trips, against an
     /// idle control.
     TableLoad(table_load::TableLoadArgs),
+    /// Task threads burning every core against a service thread's timer:
+    /// the ticks' lateness at nice 10 and at the same priority.
+    TaskIsolation(isolation::IsolationArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -115,6 +119,10 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || dataflow::run(&args)).await??]
         }
+        Scenario::TaskIsolation(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || isolation::run(&args)).await??]
+        }
         Scenario::All => vec![
             notify::run(&defaults(), tick).await?,
             ops::run(&defaults(), tick).await?,
@@ -123,6 +131,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
             cluster::run(&defaults(), tick).await?,
             tokio::task::spawn_blocking(|| dataflow::run(&defaults())).await??,
             table_load::run(&defaults(), tick).await?,
+            tokio::task::spawn_blocking(|| isolation::run(&defaults())).await??,
         ],
     })
 }

@@ -33,7 +33,7 @@ pub struct CauseLabel {
     pub cause: String,
 }
 
-/// Label of [`ClusterMetrics::jobs`].
+/// Label of `ClusterMetrics::jobs`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
     /// A job state (Flink's names).

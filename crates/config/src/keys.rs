@@ -171,13 +171,6 @@ pub const KEYS: &[KeySpec] = &[
         "wait between attempts to re-establish a session",
     ),
     key(
-        ha::MAX_RETRY_ATTEMPTS,
-        "3",
-        "count",
-        HighAvailability,
-        "attempts of one request before it fails",
-    ),
-    key(
         ha::TOLERATE_SUSPENDED,
         "unset",
         "boolean",

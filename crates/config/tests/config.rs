@@ -122,17 +122,71 @@ fn defaults_are_flinks() {
     assert_eq!(config.cluster_secret_file, None);
 }
 
-/// Setting every non-HA key to its documented default changes nothing.
+/// The documented default of `high-availability.lease.server-staleness`
+/// depends on the quorum: this value for several servers, else 0.
+const STALENESS_DEFAULT: &str = "12 s for a quorum of several servers, else 0";
+
+/// Setting every key — `high-availability.*` included — to its documented
+/// default changes nothing. A key without a default (`unset`) is left out;
+/// the one default that depends on other keys is checked in both cases.
 #[test]
 fn documented_defaults_parse_to_the_defaults() {
+    let staleness = keys::spec(holdfast_ha::config::LEASE_SERVER_STALENESS).unwrap();
+    assert_eq!(staleness.default, STALENESS_DEFAULT);
     let pairs: Vec<(&str, &str)> = KEYS
         .iter()
-        .filter(|spec| !spec.name.starts_with("high-availability") && spec.default != "unset")
-        .map(|spec| (spec.name, spec.default))
+        .filter(|spec| spec.default != "unset")
+        .map(|spec| {
+            // The default setup (embedded) has no quorum of several servers.
+            let value = if spec.name == staleness.name {
+                "0"
+            } else {
+                spec.default
+            };
+            (spec.name, value)
+        })
         .collect();
+    assert!(
+        pairs
+            .iter()
+            .any(|(name, _)| name.starts_with("high-availability.zookeeper.client.")),
+        "the HA keys are covered"
+    );
     let (config, warnings) = with(&pairs).unwrap();
-    assert!(warnings.is_empty());
+    assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(config, ClusterConfig::default());
+
+    // A quorum of several servers: the documented 12 s is what an unset key
+    // gives.
+    let ensemble = [
+        ("high-availability.type", "zookeeper"),
+        (
+            "high-availability.zookeeper.quorum",
+            "zk1:2181,zk2:2181,zk3:2181",
+        ),
+    ];
+    let (unset, _) = with(&ensemble).unwrap();
+    let mut set = ensemble.to_vec();
+    set.push((staleness.name, "12 s"));
+    let (documented, _) = with(&set).unwrap();
+    assert_eq!(documented, unset);
+    assert_eq!(unset.ha.lease.server_staleness, Duration::from_secs(12));
+}
+
+/// Flink's `max-retry-attempts` is not read: a Flink configuration that
+/// sets it loads, with the key reported as ignored.
+#[test]
+fn flinks_max_retry_attempts_is_ignored_with_a_warning() {
+    let key = "high-availability.zookeeper.client.max-retry-attempts";
+    assert!(!keys::is_known(key));
+    let (config, warnings) = with(&[(key, "3"), ("heartbeat.timeout", "60 s")]).unwrap();
+    assert_eq!(config.heartbeat_timeout, Duration::from_secs(60));
+    let text: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].contains(key) && text[0].contains("is ignored"),
+        "{text:?}"
+    );
 }
 
 #[test]

@@ -50,7 +50,8 @@
 //! sends with [`ExchangeError::ConsumerGone`], promptly even when they are
 //! blocked. A partition leaves the registry when each of its consumers has
 //! taken `End`, learned of the producer's failure, or gone away — or on
-//! [`Exchange::release_job`].
+//! [`Exchange::release_job`], or when it is swept as abandoned (see the
+//! known limits below).
 //!
 //! # Wire format and security
 //!
@@ -77,8 +78,12 @@
 //! - A failure is reported ahead of undelivered data: a failed producer's
 //!   queued batches are dropped.
 //! - A request that timed out, or whose gate was dropped, leaves a small
-//!   tombstone in the registry until its producer appears or its job is
-//!   released.
+//!   tombstone in the registry, and a partition nobody consumes stays
+//!   registered, until its producer appears, its job is released, or it is
+//!   swept: once it is older than twice
+//!   [`ExchangeOptions::request_timeout`] (60 s by default), the next
+//!   registration or request in that process removes it. A process that
+//!   registers and requests nothing more keeps its leftovers until then.
 #![warn(missing_docs)]
 
 mod core;

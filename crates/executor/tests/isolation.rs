@@ -1,52 +1,56 @@
-//! The point of the crate: CPU-bound and blocking tasks do not delay a
+//! The point of the crate: CPU-bound and blocking tasks do not starve a
 //! service thread. Twice as many `burn` tasks as cores plus a `block` task
 //! run while a current-thread tokio runtime on its own thread (as a
-//! heartbeat or RPC thread is) measures the lateness of 100 ticks of a 10 ms
-//! interval. The bound is generous (correctness, not speed); the numbers
-//! are printed for the record.
+//! heartbeat or RPC thread is) ticks 100 times at a 10 ms interval.
+//!
+//! This is a correctness check, not a speed claim: the service thread must
+//! finish its ticks while every task is still burning or blocking (the load
+//! is never lifted to let it through), within a sanity bound twenty times
+//! the ticks' nominal second that only real starvation breaks. How late the
+//! ticks are is measured by the benchmark (`holdfast-bench task-isolation`,
+//! `docs/BENCHMARKS.md`).
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{builtin, info, key};
-use holdfast_executor::{ExecutorOptions, TaskExecutor, TaskPriority, TaskStatus};
+use holdfast_executor::{ExecutorOptions, TaskExecutor, TaskStatus};
 use serde_json::json;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::MissedTickBehavior;
 
 const TICKS: usize = 100;
 const PERIOD: Duration = Duration::from_millis(10);
-const WORST_ALLOWED: Duration = Duration::from_millis(250);
+/// All `TICKS` ticks take `TICKS × PERIOD` (1 s) on an idle machine; only a
+/// service thread that cannot run takes this long.
+const STARVED: Duration = Duration::from_secs(20);
 
-/// How late each of `TICKS` ticks of a `PERIOD` interval fired, measured on
-/// a fresh current-thread runtime on its own OS thread.
-fn tick_lateness() -> Vec<Duration> {
+/// Ticks `TICKS` times at `PERIOD` on a fresh current-thread runtime (on
+/// the calling thread); returns how long that took.
+fn tick() -> Duration {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .expect("runtime");
+    let started = Instant::now();
     runtime.block_on(async {
         let mut interval = tokio::time::interval(PERIOD);
         interval.set_missed_tick_behavior(MissedTickBehavior::Burst);
-        interval.tick().await;
-        let mut lateness = Vec::with_capacity(TICKS);
-        for _ in 0..TICKS {
-            let due = interval.tick().await;
-            lateness.push(Instant::now().saturating_duration_since(due));
+        for _ in 0..=TICKS {
+            interval.tick().await;
         }
-        lateness
-    })
+    });
+    started.elapsed()
 }
 
-/// Runs the load at `priority`, measures, cancels; returns the lateness
-/// sorted ascending.
-async fn measure_under_load(priority: TaskPriority) -> Vec<Duration> {
+#[tokio::test]
+async fn a_service_thread_keeps_ticking_while_tasks_burn_and_block() {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let burners = u32::try_from(2 * cores).expect("a sane core count");
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let options = ExecutorOptions {
         slots: burners + 1,
-        priority,
+        ..ExecutorOptions::default()
     };
     let executor = TaskExecutor::new(tx, options).expect("valid options");
     let mut updates = common::Updates::from_receiver(rx);
@@ -69,23 +73,35 @@ async fn measure_under_load(priority: TaskPriority) -> Vec<Duration> {
     for key in burn_keys.iter().chain([&blocker]) {
         updates.running(*key).await;
     }
+    let processed_before = processed(&executor);
 
     let ticker = std::thread::Builder::new()
         .name("heartbeat".into())
-        .spawn(tick_lateness)
+        .spawn(tick)
         .expect("ticker thread");
-    let mut lateness = tokio::task::spawn_blocking(move || ticker.join())
+    let took = tokio::task::spawn_blocking(move || ticker.join())
         .await
         .expect("join task")
         .expect("ticker");
-    lateness.sort();
 
-    // The load was real: every burner made progress while we measured.
+    // The ticks were done under the load: every task is still running, and
+    // every burner made progress while the service thread ticked.
+    let processed_after = processed(&executor);
     for snapshot in executor.snapshot() {
+        assert_eq!(snapshot.status, TaskStatus::Running, "{}", snapshot.key);
         if snapshot.key != blocker {
-            assert!(snapshot.processed > 0, "{} never ran", snapshot.key);
+            assert!(
+                processed_after[&snapshot.key] > processed_before[&snapshot.key],
+                "{} made no progress while the service thread ticked",
+                snapshot.key
+            );
         }
     }
+    assert!(
+        took < STARVED,
+        "{TICKS} ticks of {PERIOD:?} took {took:?}: the service thread was starved"
+    );
+
     assert_eq!(executor.cancel_all(), burn_keys.len() + 1);
     for key in &burn_keys {
         assert_eq!(updates.terminal(*key).await.status, TaskStatus::Canceled);
@@ -102,25 +118,15 @@ async fn measure_under_load(priority: TaskPriority) -> Vec<Duration> {
     };
     assert_eq!(status(blocker), TaskStatus::Canceling);
     assert_eq!(executor.busy_slots(), [burners]);
-    lateness
 }
 
-fn print_record(label: &str, lateness: &[Duration]) {
-    let at = |q: f64| lateness[((lateness.len() - 1) as f64 * q).round() as usize];
-    println!(
-        "{label}: {} ticks of {PERIOD:?} on {} cores: lateness p50 {:?}, p99 {:?}, max {:?}",
-        lateness.len(),
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        at(0.5),
-        at(0.99),
-        at(1.0),
-    );
-}
-
-#[tokio::test]
-async fn a_service_thread_stays_on_time_while_tasks_burn_and_block() {
-    let lateness = measure_under_load(ExecutorOptions::default().priority).await;
-    print_record("tasks at nice 10", &lateness);
-    let worst = *lateness.last().unwrap();
-    assert!(worst < WORST_ALLOWED, "worst tick was {worst:?} late");
+/// Each attempt's processed counter now.
+fn processed(
+    executor: &TaskExecutor,
+) -> std::collections::HashMap<holdfast_executor::AttemptKey, u64> {
+    executor
+        .snapshot()
+        .into_iter()
+        .map(|s| (s.key, s.processed))
+        .collect()
 }

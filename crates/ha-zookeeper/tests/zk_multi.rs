@@ -100,7 +100,7 @@ async fn a_multi_applies_every_op_or_none_and_names_the_failing_one() -> Result<
     ensure!(path == "/m/info");
     ensure!(created.ephemeral_owner == session.id().0, "{created:?}");
     // One transaction: the create and the set share its zxid, and a later
-    // read sees the same czxid (the epoch rule of ha-semantics.md).
+    // read sees the same czxid (the epoch rule of HA contract §4, docs/HA-CONTRACT.md).
     ensure!(
         created.czxid > 0 && set.mzxid == created.czxid,
         "{created:?} {set:?}"

@@ -2,7 +2,7 @@
 //!
 //! High availability that holds fast: a ZooKeeper connection hiccup never
 //! revokes leadership, and a real leader change never lets two leaders act
-//! at once. The contract is `shared/design/ha-semantics.md`.
+//! at once. The contract is the repository's `docs/HA-CONTRACT.md`.
 //!
 //! ```text
 //!   LeaderElection ─┐        ┌─ LeaderRetrieval

@@ -1,5 +1,5 @@
 //! Error policies as values: what a connection state means for leadership
-//! and for a retrieved leader (`ha-semantics.md` §3).
+//! and for a retrieved leader (HA contract §3, `docs/HA-CONTRACT.md`).
 //!
 //! | policy | Suspended / ReadOnly | Lost | used by |
 //! |---|---|---|---|

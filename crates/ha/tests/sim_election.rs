@@ -1,7 +1,7 @@
 //! Tier 2: at least 1,000 seeded schedules of cuts, crashes and rejoins
 //! over several contenders and observers, on the embedded backend and a
 //! virtual clock, each checked against invariants 1–4 of
-//! `ha-semantics.md` §9.
+//! HA contract §9 (`docs/HA-CONTRACT.md`).
 //!
 //! `HOLDFAST_SIM_SCHEDULES=N` changes how many schedules run (default 1,000,
 //! split over four tests); `HOLDFAST_SIM_SEED=S` runs only seed `S`, to

@@ -42,8 +42,8 @@ pub struct DemoArgs {
 #[derive(Debug, Default)]
 struct Tally {
     revocations: usize,
-    /// Times the TaskManager failed every task of the job (`ha-semantics.md`
-    /// §6: on a leader with a higher epoch; under `standard` also when it
+    /// Times the TaskManager failed every task of the job (HA contract
+    /// §6 today, `docs/HA-CONTRACT.md`: on a leader with a higher epoch; under `standard` also when it
     /// forgets the leader).
     restarts: usize,
     overlap: bool,
@@ -206,7 +206,7 @@ fn contend(
 }
 
 /// A TaskManager that follows the leader and fails its tasks as
-/// `ha-semantics.md` §6 says: on a leader with a higher epoch than the one
+/// HA contract §6 (`docs/HA-CONTRACT.md`) says today: on a leader with a higher epoch than the one
 /// its tasks run for, and — only under `standard`, as in the incident — when
 /// it forgets the leader.
 fn follow(

@@ -18,8 +18,8 @@ use holdfast_types::Epoch;
 pub enum Accepted {
     /// The epoch of the leader already known.
     Current,
-    /// A newer leader than any seen before. Per the HA semantics §6, the
-    /// caller must fail the tasks it runs for the previous leader.
+    /// A newer leader than any seen before. Today (HA contract §6, `docs/HA-CONTRACT.md`)
+    /// the caller fails the tasks it runs for the previous leader.
     NewLeader {
         /// The highest epoch seen before, if any.
         previous: Option<Epoch>,

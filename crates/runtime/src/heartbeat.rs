@@ -7,8 +7,8 @@
 //! ```
 //!
 //! A heartbeat timeout is **not** a leadership change. It says only that
-//! this peer has been silent for `timeout`; per the HA semantics §6 a
-//! TaskManager fails a job's tasks when the JobManager's heartbeat times out,
+//! this peer has been silent for `timeout`; today (HA contract §6,
+//! `docs/HA-CONTRACT.md`) a TaskManager fails a job's tasks when the JobManager's heartbeat times out,
 //! and separately when a leader with a higher epoch is observed (see
 //! [`EpochFence`](crate::fencing::EpochFence)). Neither implies the other,
 //! and a coordination-service connection state implies neither.

@@ -1,9 +1,10 @@
-//! One module per benchmark scenario; each (but the in-process `dataflow`)
-//! runs against its own ZooKeeper and returns a [`Report`](crate::output::Report).
+//! One module per benchmark scenario; each (but the in-process `dataflow`
+//! and `task-isolation`) runs against its own ZooKeeper and returns a [`Report`](crate::output::Report).
 
 pub mod cluster;
 pub mod dataflow;
 pub mod failover;
+pub mod isolation;
 pub mod notify;
 pub mod ops;
 pub mod probe;

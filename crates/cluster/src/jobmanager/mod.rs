@@ -2,7 +2,7 @@
 //! stand by and take over when it goes.
 //!
 //! While it leads, a JobManager has a *term*: a
-//! [`JobMasterCore`](holdfast_runtime::master::JobMasterCore) fed with the
+//! [`JobMasterCore`] fed with the
 //! jobs of the HA store, the TaskManagers that registered at its epoch, and
 //! every submission. Every call it makes to a TaskManager carries its epoch
 //! and is sent only after a lease-checked `is_leader()`; when leadership is

@@ -221,7 +221,7 @@ impl CompiledPlan {
         Ok(compiled)
     }
 
-    /// The job graph; vertex `i` runs [`DATAFLOW_TASK`] with `args(i)`.
+    /// The job graph; vertex `i` runs `DATAFLOW_TASK` with `args(i)`.
     pub fn job_graph(&self, args: impl Fn(u32) -> Value) -> JobGraph {
         JobGraph {
             name: self.plan.name.clone(),

@@ -2,7 +2,7 @@
 //! joined by edges that say how records are shipped, with the typed pieces
 //! (made where the record type is known) that a task needs to run a node,
 //! fan its output out, read its input and write it to the network. The
-//! plan compiles ([`compile`]) into the runtime's job graph, chaining
+//! plan compiles (`compile.rs`) into the runtime's job graph, chaining
 //! operators where the partitioning allows.
 
 pub(crate) mod compile;

@@ -20,7 +20,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// another, are cut into one range per reader; a reader returns the lines
 /// that *start* in its range (Hadoop's split rule), so every line is read
 /// exactly once whatever the parallelism. Line ends (`\n`, `\r\n`) are
-/// stripped; a line that is not UTF-8 or longer than [`MAX_LINE_BYTES`] is
+/// stripped; a line that is not UTF-8 or longer than `MAX_LINE_BYTES` is
 /// counted as malformed and skipped. Each file is read up to the length it
 /// had when the reader opened: inputs should not change while a job reads
 /// them (what is appended meanwhile is not read; a file that shrinks ends

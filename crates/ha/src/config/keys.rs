@@ -16,8 +16,6 @@ pub const SESSION_TIMEOUT: &str = "high-availability.zookeeper.client.session-ti
 pub const CONNECTION_TIMEOUT: &str = "high-availability.zookeeper.client.connection-timeout";
 /// Wait between session attempts.
 pub const RETRY_WAIT: &str = "high-availability.zookeeper.client.retry-wait";
-/// Attempts per request.
-pub const MAX_RETRY_ATTEMPTS: &str = "high-availability.zookeeper.client.max-retry-attempts";
 /// Flink's flag for tolerating suspended connections.
 pub const TOLERATE_SUSPENDED: &str =
     "high-availability.zookeeper.client.tolerate-suspended-connections";
@@ -46,7 +44,6 @@ pub const ALL_KEYS: &[&str] = &[
     SESSION_TIMEOUT,
     CONNECTION_TIMEOUT,
     RETRY_WAIT,
-    MAX_RETRY_ATTEMPTS,
     TOLERATE_SUSPENDED,
     ERROR_POLICY,
     ACL,

@@ -10,7 +10,6 @@
 //! | `high-availability.zookeeper.client.session-timeout` | `60000` ms | requested session timeout (the server may lower it) |
 //! | `high-availability.zookeeper.client.connection-timeout` | `15000` ms | how long one connection attempt may take |
 //! | `high-availability.zookeeper.client.retry-wait` | `5000` ms | wait between attempts to re-establish a session |
-//! | `high-availability.zookeeper.client.max-retry-attempts` | `3` | attempts of one request before it fails |
 //! | `high-availability.zookeeper.client.tolerate-suspended-connections` | unset | Flink's flag: `false` → `standard`, `true` → `lease` |
 //! | `high-availability.zookeeper.client.error-policy` | `lease` | `standard`, `session` or `lease`; overrides the flag above |
 //! | `high-availability.zookeeper.client.acl` | `creator` | `creator` (only our credentials may change our nodes) or `open` |

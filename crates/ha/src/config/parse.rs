@@ -96,8 +96,6 @@ pub struct HaConfig {
     pub connection_timeout: Duration,
     /// Wait between session attempts.
     pub retry_wait: Duration,
-    /// Attempts of one request.
-    pub max_retry_attempts: u32,
     /// The error policy.
     pub policy: ErrorPolicy,
     /// Node ACLs.
@@ -118,7 +116,6 @@ impl Default for HaConfig {
             session_timeout: Duration::from_secs(60),
             connection_timeout: Duration::from_secs(15),
             retry_wait: Duration::from_secs(5),
-            max_retry_attempts: 3,
             policy: ErrorPolicy::Lease,
             acl: AclMode::Creator,
             digest_credentials_file: None,
@@ -167,11 +164,6 @@ impl HaConfig {
                 SESSION_TIMEOUT => config.session_timeout = duration(SESSION_TIMEOUT)?,
                 CONNECTION_TIMEOUT => config.connection_timeout = duration(CONNECTION_TIMEOUT)?,
                 RETRY_WAIT => config.retry_wait = duration(RETRY_WAIT)?,
-                MAX_RETRY_ATTEMPTS => {
-                    config.max_retry_attempts = value.trim().parse().map_err(|_| {
-                        invalid(MAX_RETRY_ATTEMPTS, "expected a whole number".into())
-                    })?
-                }
                 TOLERATE_SUSPENDED => {
                     tolerate = Some(match value.trim().to_ascii_lowercase().as_str() {
                         "true" => true,
@@ -344,7 +336,6 @@ mod tests {
         assert!(error(&[(HA_TYPE, "zookeeper")]).contains(QUORUM));
         assert!(error(&[(PATH_ROOT, "holdfast")]).contains(PATH_ROOT));
         assert!(error(&[(LEASE_SAFETY_MARGIN, "0.9")]).contains("safety margin"));
-        assert!(error(&[(MAX_RETRY_ATTEMPTS, "-1")]).contains(MAX_RETRY_ATTEMPTS));
         assert!(error(&[(ACL, "world")]).contains("creator or open"));
     }
 }

@@ -8,7 +8,7 @@ use crate::time::MonoTime;
 use crate::types::SessionId;
 
 /// Turns what a coordination client observed into the ordered
-/// [`ConnectionEvent`]s of `ha-semantics.md` §2, and keeps the lease.
+/// [`ConnectionEvent`]s of HA contract §2 (`docs/HA-CONTRACT.md`), and keeps the lease.
 ///
 /// Inputs are plain method calls carrying the time they happened; outputs
 /// are the events to publish. It never reads a clock. The shell must call

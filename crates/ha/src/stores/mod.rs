@@ -1,4 +1,4 @@
-//! Stores behind leadership (`ha-semantics.md` §7): state the runtime
+//! Stores behind leadership (HA contract §7, `docs/HA-CONTRACT.md`): state the runtime
 //! keeps in the HA backend — job graphs, completed-checkpoint pointers,
 //! checkpoint-id counters — where every mutating write is one multi-op that
 //! also checks the writer's latch node still exists and that no later grant

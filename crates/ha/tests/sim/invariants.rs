@@ -1,4 +1,4 @@
-//! The invariants of `ha-semantics.md` §9 (1–4), checked on a trace. Each
+//! The invariants of HA contract §9 (1–4, `docs/HA-CONTRACT.md`), checked on a trace. Each
 //! returns the violations it found, described for a human.
 
 use std::time::Duration;

@@ -28,7 +28,7 @@ pub enum TaskState {
     /// Terminal: canceled.
     Canceled,
     /// Terminal: failed (including failed by a heartbeat timeout or a newer
-    /// leader, per the HA semantics §6).
+    /// leader, per HA contract §6 in `docs/HA-CONTRACT.md`).
     Failed,
 }
 

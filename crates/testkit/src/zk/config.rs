@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// Settings of a [`ZkCluster`](super::ZkCluster).
 ///
-/// The defaults are the test timing of `shared/design/testing.md`: a 200 ms
+/// The defaults are the test timing of `docs/TESTING.md`: a 200 ms
 /// tick, sessions between 400 ms and 60 s. Use
 /// [`with_tick_time`](Self::with_tick_time) with 2 s for production-like
 /// timing, where the server caps sessions at 40 s.

@@ -34,7 +34,7 @@ pub async fn within<T>(limit: Duration, future: impl Future<Output = T>) -> Resu
 ///
 /// The crate's state watcher reports only the latest state and may skip one;
 /// a persistent watch on a path that never exists delivers every session
-/// event in order (shared/design/testing.md).
+/// event in order (`docs/TESTING.md`, timing recipes).
 pub struct SessionEvents {
     receiver: mpsc::UnboundedReceiver<SessionState>,
     seen: Vec<SessionState>,
