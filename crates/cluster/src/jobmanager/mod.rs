@@ -12,7 +12,6 @@
 
 mod actor;
 mod calls;
-mod commands;
 mod control;
 mod convert;
 mod link;
@@ -23,7 +22,7 @@ mod term;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use holdfast_executor::TaskRegistry;
@@ -191,18 +190,18 @@ pub async fn start<B: Backend>(
     let client_auth = ClientAuth::new(&options.auth, PeerId::new(options.id.clone())?);
     tracing::info!(jobmanager = %options.id, rpc = %address.rpc, rest = %address.rest,
         authenticated = options.auth.is_enabled(), "JobManager started; contending for leadership");
-    let actor = actor::Actor::new(
+    let actor = actor::Actor::new(actor::ActorParts {
         options,
         runtime,
-        election.clone(),
+        election: election.clone(),
         retrieval,
         store,
         address,
         snapshot,
-        tx,
+        self_tx: tx,
         connection_state,
         client_auth,
-    );
+    });
     let (stop, stopped) = oneshot::channel();
     let done = tokio::spawn(async move {
         actor.run(messages, stopped).await;
@@ -225,4 +224,12 @@ pub async fn start<B: Backend>(
         stop: Some(stop),
         done,
     })
+}
+
+/// Wall-clock milliseconds since the Unix epoch (for what the REST API and
+/// the HA store show).
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
