@@ -1,10 +1,9 @@
 //! The JobManager: any number run, one leads (HA election), the others
 //! stand by and take over when it goes.
 //!
-//! While it leads, a JobManager has a *term*: a
-//! [`JobMasterCore`](holdfast_runtime::master::JobMasterCore) fed with the
-//! jobs of the HA store, the TaskManagers that registered at its epoch, and
-//! every submission. Every call it makes to a TaskManager carries its epoch
+//! While it leads, a JobManager has a *term*: a [`JobMasterCore`] fed with
+//! the jobs of the HA store, the TaskManagers that registered at its epoch,
+//! and every submission. Every call it makes to a TaskManager carries its epoch
 //! and is sent only after a lease-checked `is_leader()`; when leadership is
 //! revoked the term is dropped at once, so a deposed JobManager has nothing
 //! left to issue. A standby serves the REST API's reads of the HA view and
