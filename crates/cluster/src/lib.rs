@@ -13,5 +13,8 @@ pub mod jobmanager;
 pub mod metrics;
 pub mod rest;
 mod shared;
+mod start_error;
 pub mod taskmanager;
 pub mod view;
+
+pub use start_error::{BadValue, Endpoint, StartError};

@@ -71,7 +71,7 @@ async fn start_jm<B: Backend>(
         registry,
         ClusterMetrics::default(),
     )?;
-    jobmanager::start(options, connection, None).await
+    Ok(jobmanager::start(options, connection, None).await?)
 }
 
 async fn start_tm<B: Backend>(

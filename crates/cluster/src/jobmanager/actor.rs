@@ -1,20 +1,27 @@
-//! The JobManager's actor: leadership, the leader's term (its
-//! [`JobMasterCore`] and its TaskManager links), RPC calls and REST commands.
-//! One task owns all of it; everything arrives as a message.
+//! The JobManager's actor: leadership, the leader's [`Term`], RPC calls and
+//! REST commands. One task owns all of it; everything arrives as a message.
 //!
-//! This file holds the [`Actor`] type, its [`Message`]s, the run loop, the
-//! start and end of a term and the dispatch of messages. The other `impl`
-//! blocks are in sibling modules: `calls` (RPC calls and REST commands),
-//! `commands` (carrying out what the core says) and `publish` (the REST
-//! snapshot).
+//! ```text
+//!  Actor ─┬─ parts: ActorParts   what start() set up: options, election,
+//!         │                      retrieval, store, the REST snapshot, …
+//!         └─ term: Option<Term>  Some exactly while this JobManager leads
+//! ```
+//!
+//! This file holds the [`Actor`] type, its [`ActorParts`] and
+//! [`Message`]s, the run loop, the start and end of a term and the
+//! dispatch of messages: each handler finds the term once and hands the
+//! message to it (see [`super::term`]). The other `impl` blocks are in
+//! sibling modules: `calls` (the checks of calls made before the term sees
+//! them, and submissions) and `publish` (the REST snapshot).
 
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use holdfast_ha::backend::Backend;
 use holdfast_ha::election::{LeaderElection, Leadership};
 use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_ha::stores::StoreError;
+use holdfast_ha::types::{ContenderId, LeaderToken};
 use holdfast_ha::{Epoch, Runtime};
 use holdfast_rpc::auth::ClientAuth;
 use holdfast_rpc::proto;
@@ -23,14 +30,15 @@ use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::master::{AttemptRef, JobMasterCore, MasterInput};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::convert;
+use super::link::Leading;
 use super::service::Call;
 use super::snapshot::Snapshot;
-use super::term::{self, Term};
+use super::term::{self, Term, TermParts};
 use super::{JobManagerOptions, StoreHandle};
 use crate::address::JobManagerAddress;
 use crate::control::ControlError;
 use crate::job_store::StoredJob;
+use crate::shared::ConnectionReader;
 
 /// What the actor is told.
 pub(super) enum Message {
@@ -50,49 +58,43 @@ pub(super) enum Message {
     Deposed(Epoch, String),
 }
 
+/// What the actor is made of besides its term: what [`super::start`] set
+/// up for it. It outlives terms; a term gets what it needs of it when it
+/// starts ([`ActorParts::term_parts`]).
+pub(super) struct ActorParts<B: Backend> {
+    /// How this JobManager runs.
+    pub(super) options: JobManagerOptions,
+    /// The seam for time and randomness.
+    pub(super) runtime: Arc<dyn Runtime>,
+    /// The election it contends in.
+    pub(super) election: Arc<LeaderElection<B>>,
+    /// Who leads, as the HA service tells (for a standby's answers).
+    pub(super) retrieval: LeaderRetrieval,
+    /// The HA job store.
+    pub(super) store: StoreHandle<B>,
+    /// Where it serves RPC and REST, as advertised.
+    pub(super) address: JobManagerAddress,
+    /// Where the REST snapshot is published.
+    pub(super) snapshot: Arc<RwLock<Snapshot>>,
+    /// The actor's own mailbox (for the answers of what it spawns).
+    pub(super) self_tx: mpsc::UnboundedSender<Message>,
+    /// The coordination connection's state and lease left.
+    pub(super) connection_state: ConnectionReader,
+    /// How its calls to TaskManagers authenticate.
+    pub(super) client_auth: ClientAuth,
+}
+
 /// The JobManager process's one actor (its `impl` blocks are spread over
 /// this file and its siblings).
 pub(super) struct Actor<B: Backend> {
-    pub(super) options: JobManagerOptions,
-    pub(super) runtime: Arc<dyn Runtime>,
-    pub(super) election: Arc<LeaderElection<B>>,
-    pub(super) retrieval: LeaderRetrieval,
-    pub(super) store: StoreHandle<B>,
-    pub(super) address: JobManagerAddress,
-    pub(super) snapshot: Arc<RwLock<Snapshot>>,
-    pub(super) self_tx: mpsc::UnboundedSender<Message>,
-    pub(super) connection_state: crate::shared::ConnectionReader,
-    pub(super) client_auth: ClientAuth,
+    pub(super) parts: ActorParts<B>,
+    /// The leader's term: `Some` exactly while this JobManager leads.
     pub(super) term: Option<Term>,
 }
 
 impl<B: Backend> Actor<B> {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        options: JobManagerOptions,
-        runtime: Arc<dyn Runtime>,
-        election: Arc<LeaderElection<B>>,
-        retrieval: LeaderRetrieval,
-        store: StoreHandle<B>,
-        address: JobManagerAddress,
-        snapshot: Arc<RwLock<Snapshot>>,
-        self_tx: mpsc::UnboundedSender<Message>,
-        connection_state: crate::shared::ConnectionReader,
-        client_auth: ClientAuth,
-    ) -> Actor<B> {
-        Actor {
-            options,
-            runtime,
-            election,
-            retrieval,
-            store,
-            address,
-            snapshot,
-            self_tx,
-            connection_state,
-            client_auth,
-            term: None,
-        }
+    pub(super) fn new(parts: ActorParts<B>) -> Actor<B> {
+        Actor { parts, term: None }
     }
 
     pub(super) async fn run(
@@ -100,12 +102,12 @@ impl<B: Backend> Actor<B> {
         mut messages: mpsc::UnboundedReceiver<Message>,
         mut stop: oneshot::Receiver<()>,
     ) {
-        let mut leadership: watch::Receiver<Leadership> = self.election.watch();
+        let mut leadership: watch::Receiver<Leadership> = self.parts.election.watch();
         let mut refresh = tokio::time::interval(Duration::from_millis(500));
         self.on_leadership(*leadership.borrow_and_update());
         loop {
-            let wakeup = self.term.as_ref().and_then(|t| t.core.next_wakeup());
-            let runtime = self.runtime.clone();
+            let wakeup = self.term.as_ref().and_then(Term::next_wakeup);
+            let runtime = self.parts.runtime.clone();
             tokio::select! {
                 _ = &mut stop => break,
                 changed = leadership.changed() => {
@@ -114,38 +116,41 @@ impl<B: Backend> Actor<B> {
                     self.on_leadership(now);
                 }
                 Some(message) = messages.recv() => self.on_message(message),
-                () = sleep_until(runtime, wakeup) => self.step(MasterInput::Tick),
+                () = sleep_until(runtime, wakeup) => {
+                    if let Some(term) = &mut self.term {
+                        term.step(MasterInput::Tick);
+                    }
+                }
                 _ = refresh.tick() => {}
             }
             self.publish();
         }
         if self.term.take().is_some() {
-            self.options.metrics.leading.set(0);
+            self.parts.options.metrics.leading.set(0);
         }
     }
 
     fn on_leadership(&mut self, leadership: Leadership) {
-        match (leadership, self.term.as_ref().map(|t| t.token.epoch)) {
+        match (leadership, self.term.as_ref().map(Term::epoch)) {
             (Leadership::Leader { epoch, .. }, current) if current != Some(epoch) => {
-                let Some(token) = self.election.token().filter(|t| t.epoch == epoch) else {
+                let Some(token) = self.parts.election.token().filter(|t| t.epoch == epoch) else {
                     return; // revoked meanwhile
                 };
                 self.end_term("a newer grant replaced it");
-                let core = match JobMasterCore::new(self.options.master.clone()) {
+                let parts = &self.parts;
+                let core = match JobMasterCore::new(parts.options.master.clone()) {
                     Ok(core) => core,
                     Err(error) => {
                         tracing::error!(%error, "cannot lead: the restart strategy is invalid");
                         return;
                     }
                 };
-                tracing::info!(jobmanager = %self.options.id, %epoch, rpc = %self.address.rpc, rest = %self.address.rest,
+                tracing::info!(jobmanager = %parts.options.id, %epoch, rpc = %parts.address.rpc, rest = %parts.address.rest,
                     "granted leadership: recovering jobs from the HA store and accepting TaskManagers");
-                self.options.metrics.leading.set(1);
+                parts.options.metrics.leading.set(1);
                 self.term = Some(Term::start(
-                    token,
-                    core,
-                    self.store.clone(),
-                    self.self_tx.clone(),
+                    parts.term_parts(token, core),
+                    parts.store.clone(),
                 ));
             }
             (Leadership::Follower, Some(_)) => self.end_term("leadership was revoked"),
@@ -155,21 +160,7 @@ impl<B: Backend> Actor<B> {
 
     fn end_term(&mut self, why: &str) {
         if let Some(term) = self.term.take() {
-            self.options.metrics.leading.set(0);
-            self.options.metrics.records_processed.set(0);
-            let none: Vec<(&str, i64)> = holdfast_runtime::lifecycle::job::JobState::ALL
-                .iter()
-                .map(|s| (super::snapshot::job_state_name(*s), 0))
-                .collect();
-            self.options.metrics.set_jobs(&none);
-            let live = term
-                .core
-                .jobs()
-                .filter(|j| !j.state().is_terminal())
-                .count();
-            tracing::warn!(jobmanager = %self.options.id, epoch = %term.token.epoch, jobs = live,
-                "no longer the leader ({why}): stopped issuing calls to TaskManagers at once; the next leader \
-                 recovers the {live} unfinished jobs from the HA store");
+            term.end(why);
         }
     }
 
@@ -183,32 +174,13 @@ impl<B: Backend> Actor<B> {
             }
             Message::Submit(graph, reply) => self.submit(graph, reply),
             Message::Cancel(job, reply) => {
-                let answer = self.cancel(job);
+                let answer = match &mut self.term {
+                    Some(term) => term.cancel(job),
+                    None => Err(self.parts.not_leader()),
+                };
                 let _ = reply.send(answer);
             }
-            Message::Recovered(epoch, result) => {
-                if !self.leads_at(epoch) {
-                    return;
-                }
-                match result {
-                    Ok(jobs) => {
-                        tracing::info!(%epoch, jobs = jobs.len(), "recovered jobs from the HA store");
-                        for (job, stored) in jobs {
-                            self.recovered(epoch, job, stored);
-                        }
-                    }
-                    Err(error) => {
-                        tracing::error!(%epoch, %error,
-                            "cannot read the HA job store; still leading, reading it again in 1 s");
-                        term::recover(
-                            self.store.clone(),
-                            epoch,
-                            self.self_tx.clone(),
-                            Duration::from_secs(1),
-                        );
-                    }
-                }
-            }
+            Message::Recovered(epoch, result) => self.on_recovered(epoch, result),
             Message::Persisted {
                 epoch,
                 job,
@@ -216,56 +188,17 @@ impl<B: Backend> Actor<B> {
                 result,
                 reply,
             } => {
-                let answer = match result {
-                    Ok(()) if self.leads_at(epoch) => {
-                        tracing::info!(%job, name = %stored.graph.name, "job submitted");
-                        if let Some(term) = &mut self.term {
-                            term.stored.insert(job, stored.clone());
-                        }
-                        self.step(MasterInput::Submit {
-                            job,
-                            graph: stored.graph,
-                            submitted_at_ms: stored.submitted_at_ms,
-                        });
-                        Ok(job)
-                    }
-                    // Stored under our token before we lost leadership: the
-                    // job is accepted and the next leader runs it. Saying
-                    // otherwise would make the client submit it twice.
-                    Ok(()) => {
-                        tracing::info!(%job, "job stored as leadership ended; the next leader runs it");
-                        Ok(job)
-                    }
-                    Err(StoreError::NotLeader { .. }) => Err(self.not_leader()),
-                    Err(error) => Err(ControlError::Unavailable(format!(
-                        "storing the job graph failed: {error}"
-                    ))),
-                };
+                let answer = self.on_persisted(epoch, job, stored, result);
                 let _ = reply.send(answer);
             }
             Message::HeartbeatReply(epoch, tm, reply) => {
-                if !self.leads_at(epoch) {
-                    return;
+                if let Some(term) = term_at(&mut self.term, epoch) {
+                    term.heartbeat_reply(tm, &reply);
                 }
-                if let Some(term) = &mut self.term
-                    && let Some(link) = term.links.get_mut(&tm.to_string())
-                {
-                    link.info.last_heard = self.runtime.now();
-                    link.info.connection =
-                        reply
-                            .connection
-                            .as_ref()
-                            .map(|c| crate::rest::answers::ConnectionView {
-                                state: c.state.clone(),
-                                lease_remaining_ms: c.lease_remaining_ms,
-                            });
-                }
-                let tasks = reply.tasks.iter().filter_map(convert::report).collect();
-                self.step(MasterInput::HeartbeatReply { tm, tasks });
             }
             Message::DeployFailed(epoch, attempt, error) => {
-                if self.leads_at(epoch) {
-                    self.step(MasterInput::DeployFailed { attempt, error });
+                if let Some(term) = term_at(&mut self.term, epoch) {
+                    term.step(MasterInput::DeployFailed { attempt, error });
                 }
             }
             Message::Deposed(epoch, error) => {
@@ -274,7 +207,7 @@ impl<B: Backend> Actor<B> {
                 // (ending the term here, while still holding the latch,
                 // would leave the cluster with no acting leader). Meanwhile
                 // the TaskManagers refuse our calls.
-                if self.leads_at(epoch) {
+                if term_at(&mut self.term, epoch).is_some() {
                     tracing::error!(%epoch, %error,
                         "a TaskManager has seen a newer leader; its calls from this JobManager are refused \
                          until the election revokes this grant");
@@ -283,10 +216,91 @@ impl<B: Backend> Actor<B> {
         }
     }
 
-    pub(super) fn leads_at(&self, epoch: Epoch) -> bool {
-        self.term.as_ref().is_some_and(|t| t.token.epoch == epoch)
+    /// The stored jobs, read for the term at `epoch`.
+    fn on_recovered(&mut self, epoch: Epoch, result: Result<Vec<(JobId, StoredJob)>, StoreError>) {
+        let Some(term) = term_at(&mut self.term, epoch) else {
+            return;
+        };
+        match result {
+            Ok(jobs) => {
+                tracing::info!(%epoch, jobs = jobs.len(), "recovered jobs from the HA store");
+                for (job, stored) in jobs {
+                    term.recovered(job, stored);
+                }
+            }
+            Err(error) => {
+                tracing::error!(%epoch, %error,
+                    "cannot read the HA job store; still leading, reading it again in 1 s");
+                term::recover(
+                    self.parts.store.clone(),
+                    epoch,
+                    self.parts.self_tx.clone(),
+                    Duration::from_secs(1),
+                );
+            }
+        }
     }
 
+    /// A submitted job, stored (or not) under the token of the term at
+    /// `epoch`: the answer to its submission.
+    fn on_persisted(
+        &mut self,
+        epoch: Epoch,
+        job: JobId,
+        stored: StoredJob,
+        result: Result<(), StoreError>,
+    ) -> Result<JobId, ControlError> {
+        match result {
+            Ok(()) => {
+                match term_at(&mut self.term, epoch) {
+                    Some(term) => term.submitted(job, stored),
+                    // Stored under our token before we lost leadership: the
+                    // job is accepted and the next leader runs it. Saying
+                    // otherwise would make the client submit it twice.
+                    None => {
+                        tracing::info!(%job, "job stored as leadership ended; the next leader runs it")
+                    }
+                }
+                Ok(job)
+            }
+            Err(StoreError::NotLeader { .. }) => Err(self.parts.not_leader()),
+            Err(error) => Err(ControlError::Unavailable(format!(
+                "storing the job graph failed: {error}"
+            ))),
+        }
+    }
+}
+
+impl<B: Backend> ActorParts<B> {
+    /// What a term of `token` with `core` needs of this JobManager.
+    fn term_parts(&self, token: LeaderToken, core: JobMasterCore) -> TermParts {
+        TermParts {
+            token,
+            core,
+            contender: ContenderId(self.options.id.clone()),
+            runtime: self.runtime.clone(),
+            metrics: self.options.metrics.clone(),
+            heartbeat_interval: self.options.master.heartbeat_interval,
+            heartbeat_timeout: self.options.master.heartbeat_timeout,
+            leading: self.leading(),
+            actor: self.self_tx.clone(),
+        }
+    }
+
+    /// Whether this JobManager leads at an epoch now (lease-checked).
+    /// (A weak reference: links must not keep the election from being
+    /// closed when the JobManager stops.)
+    fn leading(&self) -> Leading {
+        let election = Arc::downgrade(&self.election);
+        Arc::new(move |epoch| {
+            election
+                .upgrade()
+                .is_some_and(|e| e.is_leader() && e.leader_epoch() == Some(epoch))
+        })
+    }
+
+    /// The answer to a call only the leader takes, naming the leader's REST
+    /// address when it is known (and not this JobManager's).
     pub(super) fn not_leader(&self) -> ControlError {
         let leader_rest = self
             .retrieval
@@ -299,12 +313,10 @@ impl<B: Backend> Actor<B> {
     }
 }
 
-/// Wall-clock milliseconds since the Unix epoch (for what the REST API and
-/// the HA store show).
-pub(super) fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+/// The term if it is the one at `epoch` (what an older term's calls and
+/// answers find is `None`).
+pub(super) fn term_at(term: &mut Option<Term>, epoch: Epoch) -> Option<&mut Term> {
+    term.as_mut().filter(|t| t.epoch() == epoch)
 }
 
 async fn sleep_until(runtime: Arc<dyn Runtime>, wakeup: Option<holdfast_ha::MonoTime>) {

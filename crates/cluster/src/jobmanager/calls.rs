@@ -1,8 +1,8 @@
-//! The JobManager actor's answers to calls: TaskManagers registering and
-//! reporting task states over RPC, and REST submissions and cancellations.
-//! Only the leader's term accepts them; a standby answers "not the leader".
-
-use std::sync::Arc;
+//! The JobManager actor's side of calls: TaskManagers registering and
+//! reporting task states over RPC, and REST submissions. Only the leader's
+//! term accepts them; a standby (or a term of another epoch) answers "not
+//! the leader". What the actor checks here needs nothing of the term; the
+//! rest is the term's (`term/calls.rs`).
 
 use holdfast_ha::Epoch;
 use holdfast_ha::backend::Backend;
@@ -11,28 +11,28 @@ use holdfast_rpc::fencing::FencingRejection;
 use holdfast_rpc::proto;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
-use holdfast_runtime::master::MasterInput;
 use tokio::sync::oneshot;
 use tonic::Status;
 
-use super::actor::{Actor, Message, wall_ms};
-use super::convert;
-use super::link::{Leading, Link};
-use super::snapshot::{self, LinkInfo};
+use super::actor::{Actor, ActorParts, Message, term_at};
+use super::term::Term;
+use super::wall_ms;
 use crate::control::ControlError;
 use crate::job_store::StoredJob;
 
 impl<B: Backend> Actor<B> {
+    /// `RegisterTaskManager`: checked here, registered by the term at the
+    /// requested epoch.
     pub(super) fn register(
         &mut self,
         request: proto::RegisterTaskManagerRequest,
         peer: Option<String>,
     ) -> Result<proto::RegisterTaskManagerReply, Status> {
         let requested = Epoch(request.leader_epoch);
-        let leading = self.term.as_ref().map(|t| t.token.epoch);
-        if leading != Some(requested) {
+        let Some(term) = term_at(&mut self.term, requested) else {
+            let leading = self.term.as_ref().map(Term::epoch);
             return Err(FencingRejection::NotLeader { requested, leading }.into());
-        }
+        };
         let tm: TaskManagerId = request
             .task_manager_id
             .parse()
@@ -54,105 +54,47 @@ impl<B: Backend> Actor<B> {
         holdfast_rpc::convert::wiring::check_data_address(&request.data_address, "data_address")?;
         let client = TaskManagerClient::new(
             &request.rpc_address,
-            self.client_auth.clone(),
-            &self.options.client,
+            self.parts.client_auth.clone(),
+            &self.parts.options.client,
         )
         .map_err(|e| Status::invalid_argument(format!("rpc_address: {e}")))?;
-        let registration = format!("{:016x}", self.runtime.random_u64());
-        let contender = self.election_contender();
-        let now = self.runtime.now();
-        let leading = self.leading();
-        let term = self.term.as_mut().expect("checked above");
-        let fence = (term.token.epoch, contender);
-        let info = LinkInfo {
-            rpc: request.rpc_address.clone(),
-            data_address: request.data_address.clone(),
-            last_heard: now,
-            connection: None,
-        };
-        let link = Link::new(
-            client,
-            registration.clone(),
-            info,
-            term.token.epoch,
-            leading,
-            self.self_tx.clone(),
-            self.options
-                .metrics
-                .taskmanager_heartbeat_round_trip
-                .clone(),
-        );
-        term.links.insert(tm.to_string(), link);
-        tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,
-            slots = request.slots, "TaskManager registered");
-        let tasks = request.tasks.iter().filter_map(convert::report).collect();
-        self.step(MasterInput::TaskManagerRegistered {
-            tm,
-            slots: request.slots,
-            tasks,
-        });
-        Ok(proto::RegisterTaskManagerReply {
-            registration_id: registration,
-            fence: Some(fence.into()),
-            heartbeat_interval_ms: self.options.master.heartbeat_interval.as_millis() as u64,
-            heartbeat_timeout_ms: self.options.master.heartbeat_timeout.as_millis() as u64,
-        })
+        Ok(term.register(tm, &request, client))
     }
 
-    fn election_contender(&self) -> holdfast_ha::types::ContenderId {
-        holdfast_ha::types::ContenderId(self.options.id.clone())
-    }
-
+    /// `UpdateTaskState`: for the term at the requested epoch.
     pub(super) fn update(
         &mut self,
         request: proto::UpdateTaskStateRequest,
     ) -> Result<proto::UpdateTaskStateReply, Status> {
         let requested = Epoch(request.leader_epoch);
-        let leading = self.term.as_ref().map(|t| t.token.epoch);
-        if leading != Some(requested) {
+        let Some(term) = term_at(&mut self.term, requested) else {
+            let leading = self.term.as_ref().map(Term::epoch);
             return Err(FencingRejection::NotLeader { requested, leading }.into());
-        }
-        let term = self.term.as_ref().expect("checked above");
-        match term.links.get(&request.task_manager_id) {
-            Some(link) if link.registration == request.registration_id => {}
-            _ => {
-                return Err(Status::failed_precondition(format!(
-                    "TaskManager {:?} is not registered with registration {:?}",
-                    request.task_manager_id, request.registration_id
-                )));
-            }
-        }
-        let tm: TaskManagerId = request
-            .task_manager_id
-            .parse()
-            .map_err(|e| Status::invalid_argument(format!("task_manager_id: {e}")))?;
-        let report = request
-            .report
-            .as_ref()
-            .and_then(convert::report)
-            .ok_or_else(|| Status::invalid_argument("report: missing or malformed"))?;
-        self.step(MasterInput::TaskUpdate { tm, report });
-        Ok(proto::UpdateTaskStateReply {})
+        };
+        term.update(&request)
     }
 
+    /// `POST /jobs`: a valid graph is stored under the term's token first;
+    /// the answer comes back as [`Message::Persisted`].
     pub(super) fn submit(
-        &mut self,
+        &self,
         graph: JobGraph,
         reply: oneshot::Sender<Result<JobId, ControlError>>,
     ) {
         let Some(term) = &self.term else {
-            let _ = reply.send(Err(self.not_leader()));
+            let _ = reply.send(Err(self.parts.not_leader()));
             return;
         };
-        if let Err(error) = self.validate(&graph) {
+        if let Err(error) = self.parts.validate(&graph) {
             let _ = reply.send(Err(ControlError::Invalid(error)));
             return;
         }
-        let job = JobId::from_halves(self.runtime.random_u64(), self.runtime.random_u64());
+        let runtime = &self.parts.runtime;
+        let job = JobId::from_halves(runtime.random_u64(), runtime.random_u64());
         let stored = StoredJob::new(graph, wall_ms());
-        let token = term.token.clone();
-        let store = self.store.clone();
-        let tx = self.self_tx.clone();
+        let token = term.token().clone();
+        let store = self.parts.store.clone();
+        let tx = self.parts.self_tx.clone();
         tokio::spawn(async move {
             let result = store.put(&token, job, &stored).await;
             let _ = tx.send(Message::Persisted {
@@ -164,7 +106,10 @@ impl<B: Backend> Actor<B> {
             });
         });
     }
+}
 
+impl<B: Backend> ActorParts<B> {
+    /// Whether the graph's tasks exist and take its arguments.
     fn validate(&self, graph: &JobGraph) -> Result<(), String> {
         graph.validate().map_err(|e| e.to_string())?;
         for (index, vertex) in graph.vertices.iter().enumerate() {
@@ -175,33 +120,5 @@ impl<B: Backend> Actor<B> {
                 .map_err(|e| format!("vertex {index} ({}): {e}", vertex.name))?;
         }
         Ok(())
-    }
-
-    pub(super) fn cancel(&mut self, job: JobId) -> Result<(), ControlError> {
-        let Some(term) = &self.term else {
-            return Err(self.not_leader());
-        };
-        let execution = term.core.job(job).ok_or(ControlError::NotFound(job))?;
-        if execution.state().is_terminal() {
-            return Err(ControlError::Terminal {
-                job,
-                state: snapshot::job_state_name(execution.state()).to_owned(),
-            });
-        }
-        tracing::info!(%job, "cancel requested");
-        self.step(MasterInput::Cancel { job });
-        Ok(())
-    }
-
-    /// Whether this JobManager leads at an epoch now (lease-checked).
-    /// (A weak reference: links must not keep the election from being
-    /// closed when the JobManager stops.)
-    fn leading(&self) -> Leading {
-        let election = Arc::downgrade(&self.election);
-        Arc::new(move |epoch| {
-            election
-                .upgrade()
-                .is_some_and(|e| e.is_leader() && e.leader_epoch() == Some(epoch))
-        })
     }
 }

@@ -1,10 +1,9 @@
 //! The JobManager: any number run, one leads (HA election), the others
 //! stand by and take over when it goes.
 //!
-//! While it leads, a JobManager has a *term*: a
-//! [`JobMasterCore`] fed with the
-//! jobs of the HA store, the TaskManagers that registered at its epoch, and
-//! every submission. Every call it makes to a TaskManager carries its epoch
+//! While it leads, a JobManager has a *term*: a [`JobMasterCore`] fed with
+//! the jobs of the HA store, the TaskManagers that registered at its epoch,
+//! and every submission. Every call it makes to a TaskManager carries its epoch
 //! and is sent only after a lease-checked `is_leader()`; when leadership is
 //! revoked the term is dropped at once, so a deposed JobManager has nothing
 //! left to issue. A standby serves the REST API's reads of the HA view and
@@ -12,7 +11,6 @@
 
 mod actor;
 mod calls;
-mod commands;
 mod control;
 mod convert;
 mod link;
@@ -23,9 +21,8 @@ mod term;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::Connection;
@@ -44,6 +41,7 @@ use crate::control::ClusterControl;
 use crate::job_store::JobStore;
 use crate::metrics::ClusterMetrics;
 use crate::rest::answers::ConfigEntry;
+use crate::start_error::{Endpoint, StartError};
 
 type StoreHandle<B> = Arc<JobStore<B>>;
 
@@ -120,24 +118,31 @@ pub async fn start<B: Backend>(
     options: JobManagerOptions,
     connection: Connection<B>,
     coordination: Option<&CoordinationRuntime>,
-) -> anyhow::Result<JobManagerHandle> {
+) -> Result<JobManagerHandle, StartError> {
     // Refuse a restart strategy a term could not run, before contending.
-    JobMasterCore::new(options.master.clone())?;
-    let rpc_listener = TcpListener::bind(options.rpc_bind).await.with_context(|| {
-        format!(
-            "cannot serve RPC on {} (jobmanager.rpc.address/port)",
-            options.rpc_bind
-        )
-    })?;
-    let rest_listener = TcpListener::bind(options.rest_bind)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot serve REST on {} (rest.bind-address/rest.port)",
-                options.rest_bind
-            )
-        })?;
-    let (rpc, rest) = (rpc_listener.local_addr()?, rest_listener.local_addr()?);
+    JobMasterCore::new(options.master.clone())
+        .map_err(|e| StartError::bad_option("restart-strategy", e))?;
+    let rpc_listener = bind(
+        Endpoint::Rpc,
+        options.rpc_bind,
+        "jobmanager.rpc.address/port",
+    )
+    .await?;
+    let rest_listener = bind(
+        Endpoint::Rest,
+        options.rest_bind,
+        "rest.bind-address/rest.port",
+    )
+    .await?;
+    let local = |endpoint, listener: &TcpListener| {
+        listener
+            .local_addr()
+            .map_err(|source| StartError::LocalAddress { endpoint, source })
+    };
+    let (rpc, rest) = (
+        local(Endpoint::Rpc, &rpc_listener)?,
+        local(Endpoint::Rest, &rest_listener)?,
+    );
     let host = |bound: SocketAddr| {
         options
             .advertised_host
@@ -180,29 +185,32 @@ pub async fn start<B: Backend>(
         rpc_listener,
         service::Service::new(tx.clone()),
         ServerAuth::new(&options.auth, &VerifyConfig::default()),
-    )?;
+    )
+    .map_err(StartError::RpcServer)?;
     let (rest_stop, rest_stopped) = oneshot::channel::<()>();
     let rest_server = crate::rest::serve(rest_listener, control.clone(), async move {
         let _ = rest_stopped.await;
     })
-    .await?;
+    .await
+    .map_err(StartError::RestServer)?;
     let runtime = connection.runtime().clone();
     let connection_state = crate::shared::connection_reader(connection.clone());
-    let client_auth = ClientAuth::new(&options.auth, PeerId::new(options.id.clone())?);
+    let peer = PeerId::new(options.id.clone()).map_err(|e| StartError::bad_option("id", e))?;
+    let client_auth = ClientAuth::new(&options.auth, peer);
     tracing::info!(jobmanager = %options.id, rpc = %address.rpc, rest = %address.rest,
         authenticated = options.auth.is_enabled(), "JobManager started; contending for leadership");
-    let actor = actor::Actor::new(
+    let actor = actor::Actor::new(actor::ActorParts {
         options,
         runtime,
-        election.clone(),
+        election: election.clone(),
         retrieval,
         store,
         address,
         snapshot,
-        tx,
+        self_tx: tx,
         connection_state,
         client_auth,
-    );
+    });
     let (stop, stopped) = oneshot::channel();
     let done = tokio::spawn(async move {
         actor.run(messages, stopped).await;
@@ -225,4 +233,28 @@ pub async fn start<B: Backend>(
         stop: Some(stop),
         done,
     })
+}
+
+/// A listener for `endpoint` on `address` (set by the options `keys`).
+async fn bind(
+    endpoint: Endpoint,
+    address: SocketAddr,
+    keys: &'static str,
+) -> Result<TcpListener, StartError> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|source| StartError::Bind {
+            endpoint,
+            address,
+            keys,
+            source,
+        })
+}
+
+/// Wall-clock milliseconds since the Unix epoch (for what the REST API and
+/// the HA store show).
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -18,7 +18,7 @@ mod names;
 use std::collections::HashMap;
 
 use holdfast_ha::MonoTime;
-use holdfast_runtime::ids::JobId;
+use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::master::{JobExecution, JobMasterCore};
 
@@ -69,7 +69,7 @@ pub(crate) struct LinkInfo {
 pub(crate) fn fill_leader(
     snapshot: &mut Snapshot,
     core: &JobMasterCore,
-    links: &HashMap<String, LinkInfo>,
+    links: &HashMap<TaskManagerId, LinkInfo>,
     stored: &HashMap<JobId, StoredJob>,
     now: MonoTime,
 ) {
@@ -102,7 +102,7 @@ pub(crate) fn fill_leader(
     snapshot.taskmanagers.taskmanagers = slots
         .task_managers()
         .map(|(tm, total, free)| {
-            let link = links.get(&tm.to_string());
+            let link = links.get(tm);
             TaskManagerView {
                 id: tm.to_string(),
                 path: link.map(|l| l.rpc.clone()).unwrap_or_default(),

@@ -1,0 +1,171 @@
+//! The term's answers to what the actor hands it while leading:
+//! TaskManagers registering, reporting task states and answering
+//! heartbeats, jobs cancelled, submitted (once stored) and recovered from
+//! the HA store.
+
+use holdfast_rpc::client::TaskManagerClient;
+use holdfast_rpc::proto;
+use holdfast_runtime::ids::{JobId, TaskManagerId};
+use holdfast_runtime::master::MasterInput;
+use tonic::Status;
+
+use super::Term;
+use crate::control::ControlError;
+use crate::job_store::{PastFailure, StoredJob};
+use crate::jobmanager::convert;
+use crate::jobmanager::link::Link;
+use crate::jobmanager::snapshot::{self, LinkInfo};
+use crate::jobmanager::wall_ms;
+use crate::rest::answers::{ConnectionView, ExceptionEntry};
+
+impl Term {
+    /// Registers TaskManager `tm` (its request checked by the actor),
+    /// reached through `client`: a new link replaces any old one, and the
+    /// core learns what it holds.
+    pub(in crate::jobmanager) fn register(
+        &mut self,
+        tm: TaskManagerId,
+        request: &proto::RegisterTaskManagerRequest,
+        client: TaskManagerClient,
+    ) -> proto::RegisterTaskManagerReply {
+        let registration = format!("{:016x}", self.runtime.random_u64());
+        let fence = (self.token.epoch, self.contender.clone());
+        let info = LinkInfo {
+            rpc: request.rpc_address.clone(),
+            data_address: request.data_address.clone(),
+            last_heard: self.runtime.now(),
+            connection: None,
+        };
+        let link = Link::new(
+            client,
+            registration.clone(),
+            info,
+            self.token.epoch,
+            self.leading.clone(),
+            self.actor.clone(),
+            self.metrics.taskmanager_heartbeat_round_trip.clone(),
+        );
+        self.links.insert(tm.clone(), link);
+        tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,
+            slots = request.slots, "TaskManager registered");
+        let tasks = request.tasks.iter().filter_map(convert::report).collect();
+        self.step(MasterInput::TaskManagerRegistered {
+            tm,
+            slots: request.slots,
+            tasks,
+        });
+        proto::RegisterTaskManagerReply {
+            registration_id: registration,
+            fence: Some(fence.into()),
+            heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
+            heartbeat_timeout_ms: self.heartbeat_timeout.as_millis() as u64,
+        }
+    }
+
+    /// A registered TaskManager's report of one attempt.
+    pub(in crate::jobmanager) fn update(
+        &mut self,
+        request: &proto::UpdateTaskStateRequest,
+    ) -> Result<proto::UpdateTaskStateReply, Status> {
+        let tm = match request.task_manager_id.parse::<TaskManagerId>() {
+            Ok(tm)
+                if self
+                    .links
+                    .get(&tm)
+                    .is_some_and(|link| link.registration == request.registration_id) =>
+            {
+                tm
+            }
+            // (An id that does not parse was never registered either.)
+            _ => {
+                return Err(Status::failed_precondition(format!(
+                    "TaskManager {:?} is not registered with registration {:?}",
+                    request.task_manager_id, request.registration_id
+                )));
+            }
+        };
+        let report = request
+            .report
+            .as_ref()
+            .and_then(convert::report)
+            .ok_or_else(|| Status::invalid_argument("report: missing or malformed"))?;
+        self.step(MasterInput::TaskUpdate { tm, report });
+        Ok(proto::UpdateTaskStateReply {})
+    }
+
+    /// A TaskManager answered a heartbeat of this term.
+    pub(in crate::jobmanager) fn heartbeat_reply(
+        &mut self,
+        tm: TaskManagerId,
+        reply: &proto::HeartbeatReply,
+    ) {
+        if let Some(link) = self.links.get_mut(&tm) {
+            link.info.last_heard = self.runtime.now();
+            link.info.connection = reply.connection.as_ref().map(|c| ConnectionView {
+                state: c.state.clone(),
+                lease_remaining_ms: c.lease_remaining_ms,
+            });
+        }
+        let tasks = reply.tasks.iter().filter_map(convert::report).collect();
+        self.step(MasterInput::HeartbeatReply { tm, tasks });
+    }
+
+    /// A user cancels `job`.
+    pub(in crate::jobmanager) fn cancel(&mut self, job: JobId) -> Result<(), ControlError> {
+        let execution = self.core.job(job).ok_or(ControlError::NotFound(job))?;
+        if execution.state().is_terminal() {
+            return Err(ControlError::Terminal {
+                job,
+                state: snapshot::job_state_name(execution.state()).to_owned(),
+            });
+        }
+        tracing::info!(%job, "cancel requested");
+        self.step(MasterInput::Cancel { job });
+        Ok(())
+    }
+
+    /// A job submitted to this term, now stored: it runs.
+    pub(in crate::jobmanager) fn submitted(&mut self, job: JobId, stored: StoredJob) {
+        tracing::info!(%job, name = %stored.graph.name, "job submitted");
+        self.stored.insert(job, stored.clone());
+        self.step(MasterInput::Submit {
+            job,
+            graph: stored.graph,
+            submitted_at_ms: stored.submitted_at_ms,
+        });
+    }
+
+    /// A job of the HA store, taken over by this term.
+    pub(in crate::jobmanager) fn recovered(&mut self, job: JobId, mut stored: StoredJob) {
+        if self.stored.contains_key(&job) {
+            return;
+        }
+        if let Some(state) = &stored.ended {
+            tracing::info!(%job, state, "a job the previous leader saw end is still stored; removing it, not running it");
+            self.remove_ended(job);
+            return;
+        }
+        let entry = ExceptionEntry {
+            exception_name: format!(
+                "the previous leader is gone; JobManager {} (epoch {}) took the job over and runs it again",
+                self.contender, self.token.epoch
+            ),
+            timestamp: wall_ms(),
+            task_name: None,
+            location: None,
+            decision: "recovered by the new leader".to_owned(),
+            kind: None,
+        };
+        stored.record(PastFailure {
+            entry,
+            restarted: false,
+        });
+        let (graph, submitted_at_ms) = (stored.graph.clone(), stored.submitted_at_ms);
+        self.keep(job, stored);
+        self.step(MasterInput::Submit {
+            job,
+            graph,
+            submitted_at_ms,
+        });
+    }
+}

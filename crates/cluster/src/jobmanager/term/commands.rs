@@ -1,0 +1,156 @@
+//! The term carrying out what its [`JobMasterCore`] says: deploy (with each
+//! attempt's wiring, TaskManager ids turned into data addresses), cancel
+//! and heartbeat orders to the TaskManager links, dropped TaskManagers, job
+//! failures (history, metrics, logs) and job state changes.
+//!
+//! [`JobMasterCore`]: holdfast_runtime::master::JobMasterCore
+
+use holdfast_rpc::proto;
+use holdfast_runtime::ids::{JobId, TaskManagerId};
+use holdfast_runtime::lifecycle::job::JobState;
+use holdfast_runtime::master::{MasterCommand, MasterInput};
+use holdfast_runtime::restart::{FailureCause, RestartDecision};
+use holdfast_runtime::wiring::{DataLocation, Wiring};
+
+use super::Term;
+use crate::job_store::PastFailure;
+use crate::jobmanager::link::Order;
+use crate::jobmanager::snapshot;
+use crate::jobmanager::wall_ms;
+
+impl Term {
+    /// Feeds the core and carries out what it says.
+    pub(in crate::jobmanager) fn step(&mut self, input: MasterInput) {
+        let commands = self
+            .core
+            .handle(self.runtime.now(), self.runtime.random_u64(), input);
+        self.execute(commands);
+    }
+
+    /// Carries out the core's commands, in order.
+    fn execute(&mut self, commands: Vec<MasterCommand>) {
+        for command in commands {
+            match command {
+                MasterCommand::Deploy {
+                    tm,
+                    slot,
+                    attempt,
+                    task,
+                    args,
+                    parallelism,
+                    wiring,
+                } => {
+                    let request = proto::DeployTaskRequest {
+                        fence: self.fence(),
+                        attempt: Some((attempt.job, attempt.attempt).into()),
+                        slot,
+                        task_name: task,
+                        task_args_json: args.to_string(),
+                        parallelism,
+                        wiring: Some((attempt.job, &self.locate(&wiring)).into()),
+                    };
+                    self.order(&tm, Order::Deploy(request, attempt));
+                }
+                MasterCommand::Cancel { tm, attempt } => {
+                    let request = proto::CancelTaskRequest {
+                        fence: self.fence(),
+                        attempt: Some((attempt.job, attempt.attempt).into()),
+                    };
+                    self.order(&tm, Order::Cancel(request, attempt));
+                }
+                MasterCommand::SendHeartbeat { tm } => self.send_heartbeat(tm),
+                MasterCommand::TaskManagerTimedOut { tm } => self.timed_out(&tm),
+                MasterCommand::JobFailed {
+                    job,
+                    cause,
+                    decision,
+                } => self.job_failed(job, &cause, &decision),
+                MasterCommand::JobStateChanged { job, state } => self.job_state_changed(job, state),
+            }
+        }
+    }
+
+    /// The fence of every call of this term.
+    fn fence(&self) -> Option<proto::Fence> {
+        Some(proto::Fence::from((
+            self.token.epoch,
+            self.contender.clone(),
+        )))
+    }
+
+    /// An attempt's wiring with TaskManager ids turned into where its
+    /// neighbours run: the id (same id: in-process) and its data server.
+    fn locate(&self, wiring: &Wiring<TaskManagerId>) -> Wiring<DataLocation> {
+        wiring.map(|tm| DataLocation {
+            address: self
+                .links
+                .get(tm)
+                .map(|l| l.info.data_address.clone())
+                .unwrap_or_default(),
+            task_manager: tm.to_string(),
+        })
+    }
+
+    /// Queues a deploy or cancel on `tm`'s link (nothing if it has none).
+    fn order(&self, tm: &TaskManagerId, order: Order) {
+        if let Some(link) = self.links.get(tm) {
+            link.order(order);
+        }
+    }
+
+    fn send_heartbeat(&self, tm: TaskManagerId) {
+        let Some(link) = self.links.get(&tm) else {
+            return;
+        };
+        let request = proto::HeartbeatRequest {
+            fence: self.fence(),
+            registration_id: link.registration.clone(),
+        };
+        link.heartbeat(tm, request);
+    }
+
+    fn timed_out(&mut self, tm: &TaskManagerId) {
+        self.links.remove(tm);
+        self.metrics.taskmanager_heartbeat_timeouts.inc();
+        tracing::warn!(taskmanager = %tm, timeout = ?self.heartbeat_timeout,
+            "TaskManager missed heartbeats for heartbeat.timeout: dropping it and failing its tasks (a heartbeat \
+             timeout, not a leadership change); it must register again");
+    }
+
+    fn job_failed(&mut self, job: JobId, cause: &FailureCause, decision: &RestartDecision) {
+        let Some(execution) = self.core.job(job) else {
+            return;
+        };
+        let entry = snapshot::failure_entry(execution, cause, decision, wall_ms());
+        let name = execution.graph.name.clone();
+        let restarted = matches!(decision, RestartDecision::RestartAfter(_));
+        self.record(job, PastFailure { entry, restarted });
+        let restarts = self.stored.get(&job).map_or(0, |s| s.restarts);
+        self.metrics
+            .job_failures(cause.kind.label())
+            .inc();
+        match decision {
+            RestartDecision::RestartAfter(delay) => {
+                self.metrics.job_restarts.inc();
+                tracing::warn!(%job, %name, cause = %cause.message, restarts,
+                    "job failed; restarting all its tasks in {delay:?} (restart strategy)");
+            }
+            RestartDecision::GiveUp { .. } => {
+                tracing::error!(%job, %name, cause = %cause.message, decision = %snapshot::decision_text(decision),
+                    "job failed and will not be restarted");
+            }
+        }
+    }
+
+    fn job_state_changed(&mut self, job: JobId, state: JobState) {
+        tracing::info!(%job, state = snapshot::job_state_name(state), "job state changed");
+        if state.is_terminal() {
+            self.finish(job, snapshot::job_state_name(state));
+            self.forget_oldest_ended(MAX_ENDED_JOBS);
+        }
+    }
+}
+
+/// How many ended jobs a leader keeps showing (Flink's
+/// `jobstore.max-capacity` plays this part).
+const MAX_ENDED_JOBS: usize = 100;

@@ -1,0 +1,198 @@
+//! The leader's term: it exists exactly while this JobManager leads. It
+//! holds the [`JobMasterCore`], the links to the TaskManagers registered at
+//! its epoch, and the jobs as stored in the HA store, which it keeps up to
+//! date through one ordered writer (fenced by the term's token).
+//!
+//! Everything the JobManager does as the leader is a method of [`Term`]:
+//! the actor finds its term (`Some` while it leads) once per message and
+//! hands the message on; a term borrows nothing from the actor.
+//!
+//! ```text
+//!  mod.rs       Term, TermParts, the start and end of a term, the stored jobs
+//!  calls.rs     registrations, task updates, cancels, heartbeat answers,
+//!               submitted and recovered jobs
+//!  commands.rs  step: feed the core, execute what it says
+//!  publish.rs   the leader's part of the REST snapshot and the job gauges
+//!  store.rs     reading the stored jobs, the ordered writer
+//! ```
+
+mod calls;
+mod commands;
+mod publish;
+mod store;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_ha::backend::Backend;
+use holdfast_ha::types::{ContenderId, LeaderToken};
+use holdfast_ha::{Epoch, MonoTime, Runtime};
+use holdfast_runtime::ids::{JobId, TaskManagerId};
+use holdfast_runtime::lifecycle::job::JobState;
+use holdfast_runtime::master::JobMasterCore;
+use tokio::sync::mpsc;
+
+use super::StoreHandle;
+use super::actor::Message;
+use super::link::{Leading, Link};
+use super::snapshot;
+use crate::job_store::{PastFailure, StoredJob};
+use crate::metrics::ClusterMetrics;
+use store::Write;
+pub(super) use store::recover;
+
+/// What a term is made of: its grant and a fresh core, and what it needs of
+/// its JobManager to act as the leader (given once, when the term starts).
+pub(super) struct TermParts {
+    /// The grant this term leads under (its epoch fences every call).
+    pub(super) token: LeaderToken,
+    /// A core with no jobs and no TaskManagers yet.
+    pub(super) core: JobMasterCore,
+    /// This JobManager's contender id (in fences and logs).
+    pub(super) contender: ContenderId,
+    /// The seam for time and randomness.
+    pub(super) runtime: Arc<dyn Runtime>,
+    /// The JobManager's metrics.
+    pub(super) metrics: ClusterMetrics,
+    /// `heartbeat.interval`, told to registering TaskManagers.
+    pub(super) heartbeat_interval: Duration,
+    /// `heartbeat.timeout`, told to registering TaskManagers.
+    pub(super) heartbeat_timeout: Duration,
+    /// Whether the JobManager still leads at an epoch (checked by the links
+    /// before every call).
+    pub(super) leading: Leading,
+    /// The actor's mailbox (for the links' and the store's answers).
+    pub(super) actor: mpsc::UnboundedSender<Message>,
+}
+
+/// The leader's term (see the [module](self)).
+pub(super) struct Term {
+    token: LeaderToken,
+    core: JobMasterCore,
+    links: HashMap<TaskManagerId, Link>,
+    /// Every job of this term as stored (history included).
+    stored: HashMap<JobId, StoredJob>,
+    writes: mpsc::UnboundedSender<Write>,
+    contender: ContenderId,
+    runtime: Arc<dyn Runtime>,
+    metrics: ClusterMetrics,
+    heartbeat_interval: Duration,
+    heartbeat_timeout: Duration,
+    leading: Leading,
+    actor: mpsc::UnboundedSender<Message>,
+}
+
+impl Term {
+    /// A term of `parts`; starts its store writer and the recovery of the
+    /// stored jobs (answered with [`Message::Recovered`]).
+    pub(super) fn start<B: Backend>(parts: TermParts, store: StoreHandle<B>) -> Term {
+        let (writes, queue) = mpsc::unbounded_channel();
+        tokio::spawn(store::write(store.clone(), parts.token.clone(), queue));
+        recover(
+            store,
+            parts.token.epoch,
+            parts.actor.clone(),
+            Duration::ZERO,
+        );
+        Term {
+            token: parts.token,
+            core: parts.core,
+            links: HashMap::new(),
+            stored: HashMap::new(),
+            writes,
+            contender: parts.contender,
+            runtime: parts.runtime,
+            metrics: parts.metrics,
+            heartbeat_interval: parts.heartbeat_interval,
+            heartbeat_timeout: parts.heartbeat_timeout,
+            leading: parts.leading,
+            actor: parts.actor,
+        }
+    }
+
+    /// Ends the term (leadership was revoked or replaced, for `why`): the
+    /// leader's gauges go to zero and its links are dropped with it, so
+    /// nothing more is sent to the TaskManagers.
+    pub(super) fn end(self, why: &str) {
+        self.metrics.leading.set(0);
+        self.metrics.records_processed.set(0);
+        let none: Vec<(&str, i64)> = JobState::ALL
+            .iter()
+            .map(|s| (snapshot::job_state_name(*s), 0))
+            .collect();
+        self.metrics.set_jobs(&none);
+        let live = self
+            .core
+            .jobs()
+            .filter(|j| !j.state().is_terminal())
+            .count();
+        tracing::warn!(jobmanager = %self.contender, epoch = %self.token.epoch, jobs = live,
+            "no longer the leader ({why}): stopped issuing calls to TaskManagers at once; the next leader \
+             recovers the {live} unfinished jobs from the HA store");
+    }
+
+    /// The epoch this term leads at.
+    pub(super) fn epoch(&self) -> Epoch {
+        self.token.epoch
+    }
+
+    /// The grant this term leads under (for fenced store writes).
+    pub(super) fn token(&self) -> &LeaderToken {
+        &self.token
+    }
+
+    /// When the core next has something to do on a tick.
+    pub(super) fn next_wakeup(&self) -> Option<MonoTime> {
+        self.core.next_wakeup()
+    }
+
+    /// Keeps `job` as stored (and stores it again).
+    fn keep(&mut self, id: JobId, job: StoredJob) {
+        let _ = self.writes.send(Write::Put(id, Box::new(job.clone())));
+        self.stored.insert(id, job);
+    }
+
+    /// Adds a failure to `job`'s stored history.
+    fn record(&mut self, id: JobId, failure: PastFailure) {
+        if let Some(job) = self.stored.get_mut(&id) {
+            job.record(failure);
+            let _ = self.writes.send(Write::Put(id, Box::new(job.clone())));
+        }
+    }
+
+    /// Marks a job that ended as ended in the store, then removes it (it
+    /// stays shown here). Should the removal not happen in this term, the
+    /// next leader sees the mark and does not run the job again.
+    fn finish(&mut self, id: JobId, state: &str) {
+        if let Some(job) = self.stored.get_mut(&id) {
+            job.ended = Some(state.to_owned());
+            let _ = self.writes.send(Write::Put(id, Box::new(job.clone())));
+        }
+        let _ = self.writes.send(Write::Remove(id));
+    }
+
+    /// Forgets the oldest ended jobs beyond the newest `keep` (they are out
+    /// of the store already; this bounds what the leader remembers).
+    fn forget_oldest_ended(&mut self, keep: usize) {
+        let mut ended: Vec<(u64, JobId)> = self
+            .core
+            .jobs()
+            .filter(|j| j.state().is_terminal())
+            .map(|j| (j.submitted_at_ms, j.id))
+            .collect();
+        if ended.len() <= keep {
+            return;
+        }
+        ended.sort();
+        for (_, id) in &ended[..ended.len() - keep] {
+            self.core.forget(*id);
+            self.stored.remove(id);
+        }
+    }
+
+    /// Removes an ended job left in the store by a previous leader.
+    fn remove_ended(&mut self, id: JobId) {
+        let _ = self.writes.send(Write::Remove(id));
+    }
+}
