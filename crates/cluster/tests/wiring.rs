@@ -82,7 +82,7 @@ async fn start_tm<B: Backend>(
     registry: &Arc<TaskRegistry>,
 ) -> Result<TaskManagerHandle> {
     let options = support::taskmanager_options(id, 2, data_address, auth, registry)?;
-    taskmanager::start(options, connection).await
+    Ok(taskmanager::start(options, connection).await?)
 }
 
 fn vertex(name: &str, parallelism: u32) -> Vertex {

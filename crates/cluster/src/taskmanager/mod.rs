@@ -35,6 +35,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::ClusterMetrics;
+use crate::start_error::{Endpoint, StartError};
 
 /// How a TaskManager runs.
 #[derive(Clone)]
@@ -126,28 +127,46 @@ impl TaskManagerHandle {
 pub async fn start<B: Backend>(
     options: TaskManagerOptions,
     connection: Connection<B>,
-) -> anyhow::Result<TaskManagerHandle> {
-    let peer = PeerId::new(options.id.to_string())?;
+) -> Result<TaskManagerHandle, StartError> {
+    let peer = PeerId::new(options.id.to_string())
+        .map_err(|e| StartError::bad_option("taskmanager.resource-id", e))?;
     if let Some(address) = &options.data_address {
-        holdfast_rpc::convert::wiring::check_data_address(address, "data_address")?;
+        holdfast_rpc::convert::wiring::check_data_address(address, "data_address")
+            .map_err(|e| StartError::bad_option("taskmanager.data.port", e))?;
     }
     let (updates_tx, updates) = mpsc::unbounded_channel();
-    let executor = Arc::new(TaskExecutor::new(
-        updates_tx,
-        ExecutorOptions {
-            slots: options.slots,
-            ..ExecutorOptions::default()
-        },
-    )?);
+    let executor = Arc::new(
+        TaskExecutor::new(
+            updates_tx,
+            ExecutorOptions {
+                slots: options.slots,
+                ..ExecutorOptions::default()
+            },
+        )
+        .map_err(StartError::Executor)?,
+    );
     let (messages_tx, messages) = mpsc::unbounded_channel();
-    let listener = TcpListener::bind(options.rpc_bind).await?;
-    let bound = listener.local_addr()?;
+    let listener = TcpListener::bind(options.rpc_bind)
+        .await
+        .map_err(|source| StartError::Bind {
+            endpoint: Endpoint::Rpc,
+            address: options.rpc_bind,
+            keys: "taskmanager.host/taskmanager.rpc.port",
+            source,
+        })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| StartError::LocalAddress {
+            endpoint: Endpoint::Rpc,
+            source,
+        })?;
     let server_auth = ServerAuth::new(&options.auth, &VerifyConfig::default());
     let (_, server) = holdfast_rpc::server::serve_task_manager(
         listener,
         service::Service::new(messages_tx.clone()),
         server_auth,
-    )?;
+    )
+    .map_err(StartError::RpcServer)?;
     let retrieval = LeaderRetrieval::start(
         connection.clone(),
         &format!("{}/leader/connection_info", options.ha_base),

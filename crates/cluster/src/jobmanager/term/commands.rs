@@ -126,9 +126,7 @@ impl Term {
         let restarted = matches!(decision, RestartDecision::RestartAfter(_));
         self.record(job, PastFailure { entry, restarted });
         let restarts = self.stored.get(&job).map_or(0, |s| s.restarts);
-        self.metrics
-            .job_failures(cause.kind.label())
-            .inc();
+        self.metrics.job_failures(cause.kind.label()).inc();
         match decision {
             RestartDecision::RestartAfter(delay) => {
                 self.metrics.job_restarts.inc();
