@@ -1,11 +1,13 @@
-//! Counters of a dataflow's operators in this process ([`DataflowMetrics`]):
-//! records in and out, malformed records, late records dropped. The
-//! TaskManager exports them to Prometheus and `standalone` shows them while a
-//! job runs. Subtasks of one operator in one process share its counters.
+//! Counters of a dataflow's operators ([`DataflowMetrics`]): records in and
+//! out, malformed records, late records dropped. There is no global
+//! registry: whoever builds the tasks passes one in (the holdfast binary
+//! makes one per process, hands it to its task factory and exports it to
+//! Prometheus; `standalone` shows it while a job runs). Subtasks of one
+//! operator counting into one registry share its counters.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use holdfast_types::sync::lock;
 
@@ -68,19 +70,13 @@ pub struct OperatorKey {
     pub operator: String,
 }
 
-/// Every operator's counters in this process.
+/// Every operator's counters, of the tasks it was passed to.
 #[derive(Debug, Default)]
 pub struct DataflowMetrics {
     operators: Mutex<BTreeMap<OperatorKey, Arc<OperatorCounters>>>,
 }
 
 impl DataflowMetrics {
-    /// The process-wide registry that tasks count into.
-    pub fn global() -> &'static Arc<DataflowMetrics> {
-        static GLOBAL: OnceLock<Arc<DataflowMetrics>> = OnceLock::new();
-        GLOBAL.get_or_init(Arc::default)
-    }
-
     /// The counters of `operator` of `job`, created at zero if new.
     pub fn operator(&self, job: &str, operator: &str) -> Arc<OperatorCounters> {
         let key = OperatorKey {

@@ -219,21 +219,18 @@ impl JobRegistry {
 
     /// Registers the `dataflow` task in `tasks`: it rebuilds the job a vertex
     /// names and runs that vertex, exchanging records through `exchange`
-    /// (`None` on a JobManager, which only validates).
+    /// (`None` on a JobManager, which only validates) and counting into
+    /// `metrics`.
     pub fn install(
         &self,
         tasks: &mut TaskRegistry,
         exchange: Option<Exchange>,
+        metrics: Arc<DataflowMetrics>,
     ) -> Result<(), RegisterError> {
-        self.install_with(
-            tasks,
-            exchange,
-            Arc::new(SystemClock),
-            Arc::clone(DataflowMetrics::global()),
-        )
+        self.install_with(tasks, exchange, Arc::new(SystemClock), metrics)
     }
 
-    /// [`install`](Self::install) with a given clock and metrics registry.
+    /// [`install`](Self::install) with a given clock.
     pub fn install_with(
         &self,
         tasks: &mut TaskRegistry,

@@ -78,7 +78,9 @@ impl Setup {
         let mut registry = Registry::default();
         let ha_metrics = HaMetrics::new(&mut registry);
         let metrics = ClusterMetrics::new(&mut registry);
-        let data_metrics = DataMetrics::register(&mut registry);
+        // One per process: every TaskManager's dataflow tasks in it count
+        // into it, and it is exported with the other data metrics.
+        let data_metrics = DataMetrics::register(&mut registry, Arc::default());
         let coordination = CoordinationRuntime::start("holdfast-ha")?;
         Ok(Setup {
             config,
@@ -284,8 +286,11 @@ pub fn run_jobmanager(args: JobManagerArgs, jobs: &JobRegistry) -> Result<()> {
         let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
         let connection = setup.zk_connection("jobmanager", "jobmanager")?;
         let id = args.id.unwrap_or_else(|| generated_id("jm"));
-        let options =
-            setup.jobmanager_options(id, setup.auth(None)?, task_registry(jobs, None)?)?;
+        let options = setup.jobmanager_options(
+            id,
+            setup.auth(None)?,
+            task_registry(jobs, None, setup.data_metrics.dataflow())?,
+        )?;
         let id = options.id.clone();
         let handle =
             jobmanager::start(options, connection.clone(), Some(&setup.coordination)).await?;
@@ -330,7 +335,11 @@ pub fn run_taskmanager(args: TaskManagerArgs, jobs: &JobRegistry) -> Result<()> 
         )
         .await?;
         setup.data_metrics.add_exchange(data.exchange().clone());
-        let registry = task_registry(jobs, Some(data.exchange().clone()))?;
+        let registry = task_registry(
+            jobs,
+            Some(data.exchange().clone()),
+            setup.data_metrics.dataflow(),
+        )?;
         let mut options = setup.taskmanager_options(&id, &host, auth, registry)?;
         options.data_address = data.address();
         let handle = setup

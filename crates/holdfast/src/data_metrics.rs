@@ -1,6 +1,7 @@
 //! The data plane's Prometheus metrics, read on each scrape: every dataflow
-//! operator's record counters in this process, the exchanges' traffic and
-//! backpressure, and lookup-table loads of the `enrich` job.
+//! operator's record counters in this process (the [`DataflowMetrics`] its
+//! tasks count into), the exchanges' traffic and backpressure, and
+//! lookup-table loads of the `enrich` job.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,18 +17,28 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 /// Collects the data plane's metrics at scrape time.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DataMetrics {
+    dataflow: Arc<DataflowMetrics>,
     exchanges: Mutex<Vec<Exchange>>,
 }
 
 impl DataMetrics {
-    /// Registers a collector in `registry`; exchanges are added as they
-    /// start.
-    pub fn register(registry: &mut Registry) -> Arc<DataMetrics> {
-        let metrics = Arc::new(DataMetrics::default());
+    /// Registers a collector in `registry` that exports `dataflow`, the
+    /// counters the process's dataflow tasks count into; exchanges are added
+    /// as they start.
+    pub fn register(registry: &mut Registry, dataflow: Arc<DataflowMetrics>) -> Arc<DataMetrics> {
+        let metrics = Arc::new(DataMetrics {
+            dataflow,
+            exchanges: Mutex::default(),
+        });
         registry.register_collector(Box::new(Arc::clone(&metrics)));
         metrics
+    }
+
+    /// The operator counters it exports: pass them to the task factory.
+    pub fn dataflow(&self) -> &Arc<DataflowMetrics> {
+        &self.dataflow
     }
 
     /// Counts `exchange`'s traffic too.
@@ -85,7 +96,7 @@ fn gauge_family<N: EncodeGaugeValue + Copy + std::fmt::Debug>(
 impl Collector for DataMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let mut records = Vec::new();
-        for (key, c) in DataflowMetrics::global().snapshot() {
+        for (key, c) in self.dataflow.snapshot() {
             for (kind, value) in [
                 ("in", c.records_in),
                 ("out", c.records_out),
@@ -193,11 +204,10 @@ mod tests {
     #[test]
     fn every_data_metric_is_documented() {
         let mut registry = Registry::default();
-        let metrics = DataMetrics::register(&mut registry);
+        let dataflow = Arc::new(DataflowMetrics::default());
+        let metrics = DataMetrics::register(&mut registry, Arc::clone(&dataflow));
         metrics.add_exchange(Exchange::local("tm-doc", 2));
-        DataflowMetrics::global()
-            .operator("doc-job", "doc-op")
-            .add_in(1);
+        dataflow.operator("doc-job", "doc-op").add_in(1);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.tsv");
         holdfast_dataflow::jobs::enrich::table::generate(&path, 10, 2, |_, _| {}).unwrap();

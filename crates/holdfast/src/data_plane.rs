@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use holdfast_dataflow::JobRegistry;
+use holdfast_dataflow::metrics::DataflowMetrics;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::TaskRegistry;
 use holdfast_rpc::auth::Auth;
@@ -81,10 +82,15 @@ impl Drop for DataPlane {
 
 /// The built-in tasks plus the `dataflow` task running `jobs`, exchanging
 /// records through `exchange` (`None` on a JobManager, which only validates
-/// submissions).
-pub fn task_registry(jobs: &JobRegistry, exchange: Option<Exchange>) -> Result<Arc<TaskRegistry>> {
+/// submissions) and counting into `metrics` (the process's, which
+/// [`DataMetrics`](crate::data_metrics::DataMetrics) exports).
+pub fn task_registry(
+    jobs: &JobRegistry,
+    exchange: Option<Exchange>,
+    metrics: &Arc<DataflowMetrics>,
+) -> Result<Arc<TaskRegistry>> {
     let mut tasks = TaskRegistry::builtin();
-    jobs.install(&mut tasks, exchange)
+    jobs.install(&mut tasks, exchange, Arc::clone(metrics))
         .context("register the dataflow task")?;
     Ok(Arc::new(tasks))
 }

@@ -134,7 +134,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
     let options = setup.jobmanager_options(
         "jm-standalone".to_owned(),
         auth.clone(),
-        task_registry(jobs, None)?,
+        task_registry(jobs, None, setup.data_metrics.dataflow())?,
     )?;
     let jm = jobmanager::start(options, jm_connection.clone(), Some(&setup.coordination)).await?;
     let mut tms = Vec::new();
@@ -153,7 +153,11 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         )
         .await?;
         setup.data_metrics.add_exchange(data.exchange().clone());
-        let registry = task_registry(jobs, Some(data.exchange().clone()))?;
+        let registry = task_registry(
+            jobs,
+            Some(data.exchange().clone()),
+            setup.data_metrics.dataflow(),
+        )?;
         let mut options = setup.taskmanager_options(&id, "127.0.0.1", auth.clone(), registry)?;
         options.rpc_bind.set_port(0);
         options.data_port = 0;
@@ -179,7 +183,17 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         move || handles.iter().map(|tm| tm.processed()).sum::<u64>()
     };
     let outcome = match submission {
-        Some(submission) => follow(jm.control(), submission, args.exit_when_done, processed).await,
+        Some(submission) => {
+            let metrics = Arc::clone(setup.data_metrics.dataflow());
+            follow(
+                jm.control(),
+                submission,
+                args.exit_when_done,
+                processed,
+                &metrics,
+            )
+            .await
+        }
         None => {
             eprintln!(
                 "holdfast standalone: JobManager at http://{} with {} TaskManagers; submit jobs with `holdfast run`, \
@@ -210,6 +224,7 @@ async fn follow(
     submission: Submission,
     exit: bool,
     live_processed: impl Fn() -> u64,
+    metrics: &DataflowMetrics,
 ) -> Result<()> {
     let started = Instant::now();
     let job = submit_when_leading(&*control, submission.graph).await?;
@@ -242,7 +257,7 @@ async fn follow(
         };
         let (processed, extra) = match &submission.dataflow {
             // A dataflow: records read by its sources, written by its sinks.
-            Some((name, sources, sinks)) => dataflow_progress(name, sources, sinks),
+            Some((name, sources, sinks)) => dataflow_progress(metrics, name, sources, sinks),
             None => (reported.max(live_processed()), String::new()),
         };
         let now = Instant::now();
@@ -274,9 +289,15 @@ async fn follow(
 
 /// Records read by `sources` and what else is worth showing: records written
 /// by `sinks`, malformed and late records, and a lookup table still loading
-/// (with a bar).
-fn dataflow_progress(job: &str, sources: &[String], sinks: &[String]) -> (u64, String) {
-    let metrics = DataflowMetrics::global().snapshot();
+/// (with a bar), from the counters the TaskManagers of this process count
+/// into.
+fn dataflow_progress(
+    metrics: &DataflowMetrics,
+    job: &str,
+    sources: &[String],
+    sinks: &[String],
+) -> (u64, String) {
+    let metrics = metrics.snapshot();
     let mine = metrics.iter().filter(|(key, _)| key.job == job);
     let (mut read, mut written, mut malformed, mut late) = (0, 0, 0, 0);
     for (key, counters) in mine {
