@@ -15,6 +15,5 @@ pub mod rest;
 mod shared;
 mod start_error;
 pub mod taskmanager;
-pub mod view;
 
 pub use start_error::{BadValue, Endpoint, StartError};

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{ArgGroup, Args, Subcommand};
 use holdfast_cluster::client::{ClientError, RestClient};
-use holdfast_cluster::view::{JobDetails, JobExceptions, JobsOverview};
+use holdfast_cluster::rest::answers::{JobDetails, JobExceptions, JobsOverview};
 use holdfast_config::ClusterConfig;
 use holdfast_dataflow::JobRegistry;
 use holdfast_runtime::graph::{JobGraph, MAX_PARALLELISM};

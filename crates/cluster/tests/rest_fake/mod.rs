@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use holdfast_cluster::control::{BoxFuture, ClusterControl, ControlError};
 use holdfast_cluster::rest;
-use holdfast_cluster::view::*;
+use holdfast_cluster::rest::answers::*;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use tokio::sync::oneshot;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use holdfast_cluster::client::RestClient;
-use holdfast_cluster::view::JobDetails;
+use holdfast_cluster::rest::answers::JobDetails;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use holdfast_testkit::{ZkCluster, ZkClusterConfig};

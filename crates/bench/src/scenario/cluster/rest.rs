@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use holdfast_cluster::view::{HaView, JobDetails, Overview, Submitted};
+use holdfast_cluster::rest::answers::{HaView, JobDetails, Overview, Submitted};
 use holdfast_runtime::graph::JobGraph;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
