@@ -56,6 +56,20 @@ fn accepted(epoch: u64) -> RegistrationAccepted {
     }
 }
 
+fn answered(epoch: u64, answer: Result<RegistrationAccepted, RegistrationRefused>) -> TmInput {
+    TmInput::RegistrationAnswered {
+        epoch: Epoch(epoch),
+        reported: vec![],
+        answer,
+    }
+}
+
+fn not_leader() -> Result<RegistrationAccepted, RegistrationRefused> {
+    Err(RegistrationRefused::NotLeader {
+        jobmanager: "a".into(),
+    })
+}
+
 fn core(on_no_leader: OnNoLeader) -> TaskManagerCore {
     TaskManagerCore::new(TaskManagerConfig {
         on_no_leader,
@@ -65,14 +79,7 @@ fn core(on_no_leader: OnNoLeader) -> TaskManagerCore {
 
 fn register(core: &mut TaskManagerCore, now: MonoTime, epoch: u64) -> Vec<TmCommand> {
     let mut out = core.handle(now, TmInput::LeaderFound(leader(epoch)));
-    out.extend(core.handle(
-        now,
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(epoch),
-            reported: vec![],
-            answer: Ok(accepted(epoch)),
-        },
-    ));
+    out.extend(core.handle(now, answered(epoch, Ok(accepted(epoch)))));
     out
 }
 
@@ -232,14 +239,7 @@ fn a_newer_leader_fails_only_the_older_leaders_attempts_and_is_registered_with()
         [TmCommand::Accept { epoch: Epoch(8) }]
     );
     started(&mut tm, 3, 8);
-    let out = tm.handle(
-        at(12),
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(8),
-            reported: vec![],
-            answer: Ok(accepted(8)),
-        },
-    );
+    let out = tm.handle(at(12), answered(8, Ok(accepted(8))));
     assert_eq!(fails(&out), []);
     assert_eq!(tm.highest_epoch(), Some(Epoch(8)));
     // The old leader is refused from now on.
@@ -278,14 +278,7 @@ fn a_registration_accepted_by_a_newer_epoch_fails_what_older_leaders_deployed() 
     // leader.
     let out = tm.handle(at(410), TmInput::LeaderFound(leader(9)));
     assert_eq!(fails(&out), []);
-    let out = tm.handle(
-        at(420),
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(9),
-            reported: vec![],
-            answer: Ok(accepted(9)),
-        },
-    );
+    let out = tm.handle(at(420), answered(9, Ok(accepted(9))));
     assert_eq!(
         out[0],
         TmCommand::FailTasks {
@@ -305,25 +298,9 @@ fn an_answer_from_a_leader_older_than_one_registered_since_is_void() {
     tm.handle(at(0), TmInput::LeaderFound(leader(5)));
     // Registration with 5 fails and is retried; meanwhile 8 is found and
     // registered with; then a late answer of 5 comes.
-    tm.handle(
-        at(1),
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(5),
-            reported: vec![],
-            answer: Err(RegistrationRefused::NotLeader {
-                jobmanager: "a".into(),
-            }),
-        },
-    );
+    tm.handle(at(1), answered(5, not_leader()));
     register(&mut tm, at(2), 8);
-    let out = tm.handle(
-        at(3),
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(5),
-            reported: vec![],
-            answer: Ok(accepted(5)),
-        },
-    );
+    let out = tm.handle(at(3), answered(5, Ok(accepted(5))));
     assert_eq!(out, []);
     assert_eq!(tm.registration().map(|r| r.epoch), Some(Epoch(8)));
 }
@@ -362,16 +339,7 @@ fn refused_registrations_are_retried_with_growing_backoff() {
     }
     assert_eq!(delays, [50, 100, 200, 400, 800, 1600, 2000, 2000]);
     // A retry for a leader no longer published does nothing.
-    tm.handle(
-        at(9),
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(5),
-            reported: vec![],
-            answer: Err(RegistrationRefused::NotLeader {
-                jobmanager: "a".into(),
-            }),
-        },
-    );
+    tm.handle(at(9), answered(5, not_leader()));
     tm.handle(
         at(10),
         TmInput::NoLeader {
@@ -381,16 +349,7 @@ fn refused_registrations_are_retried_with_growing_backoff() {
     assert_eq!(tm.handle(at(11), TmInput::RetryDue { epoch: Epoch(5) }), []);
     // A newer leader resets the backoff.
     tm.handle(at(12), TmInput::LeaderFound(leader(6)));
-    let out = tm.handle(
-        at(13),
-        TmInput::RegistrationAnswered {
-            epoch: Epoch(6),
-            reported: vec![],
-            answer: Err(RegistrationRefused::NotLeader {
-                jobmanager: "a".into(),
-            }),
-        },
-    );
+    let out = tm.handle(at(13), answered(6, not_leader()));
     assert!(out.contains(&TmCommand::RetryRegistration {
         epoch: Epoch(6),
         after: ms(50)
