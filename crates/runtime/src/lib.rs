@@ -16,6 +16,9 @@
 //!   decisions ([`master::JobMasterCore`]).
 //! - [`taskmanager`]: a TaskManager's registration, call-fencing and
 //!   task-failure decisions ([`taskmanager::TaskManagerCore`]).
+//! - [`checkpoint`]: one job's checkpoint coordination
+//!   ([`checkpoint::CheckpointCoordinator`]): triggers, acknowledgements,
+//!   HA-fenced completion, aborts and the failure tolerance.
 //! - [`failure`]: why an attempt failed, as a typed value.
 //! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
 //! - [`wiring`]: which producer attempts feed a deployed attempt and where
@@ -26,6 +29,7 @@
 //! [`EpochFence`]: fencing::EpochFence
 #![warn(missing_docs)]
 
+pub mod checkpoint;
 pub mod failure;
 pub mod fencing;
 pub mod graph;

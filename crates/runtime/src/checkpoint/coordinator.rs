@@ -1,0 +1,480 @@
+//! [`CheckpointCoordinator`]: one job's checkpoints, from trigger to
+//! completion or abort (see the [module docs](super)).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use holdfast_types::{CheckpointId, MonoTime};
+
+use super::config::CheckpointConfig;
+use super::types::{
+    AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
+    MetadataLocation, TaskState,
+};
+use crate::ids::ExecutionAttemptId;
+
+/// Checkpoints the REST history keeps (Flink's `web.checkpoints.history`).
+const HISTORY: usize = 10;
+/// Aborted ids remembered, so that late answers for them discard what they
+/// wrote.
+const ABORTED_REMEMBERED: usize = 64;
+
+/// Where a pending checkpoint is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for acknowledgements.
+    Collecting,
+    /// Every task acknowledged; its metadata is being written.
+    WritingMetadata,
+    /// Its pointer is being written to the HA store. Never expired: the
+    /// write's outcome decides (the shell bounds it and always answers).
+    WritingPointer,
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    phase: Phase,
+    triggered_at: MonoTime,
+    /// The attempts of the run it was triggered in (told how it ended).
+    tasks: Vec<ExecutionAttemptId>,
+    awaiting: BTreeSet<ExecutionAttemptId>,
+    states: BTreeMap<ExecutionAttemptId, TaskState>,
+}
+
+/// One job's checkpoint coordination on the leader.
+#[derive(Clone, Debug)]
+pub struct CheckpointCoordinator {
+    config: CheckpointConfig,
+    /// Every current attempt, while the job runs.
+    tasks: Vec<ExecutionAttemptId>,
+    sources: Vec<ExecutionAttemptId>,
+    running: bool,
+    /// The pointer write was refused: this JobManager no longer leads.
+    deposed: bool,
+    /// An id was asked for at this time and has not come.
+    requesting: Option<MonoTime>,
+    next_trigger: Option<MonoTime>,
+    /// When the last checkpoint ended (completed or aborted).
+    last_end: Option<MonoTime>,
+    pending: BTreeMap<CheckpointId, Pending>,
+    /// Completed checkpoints retained, oldest first.
+    retained: VecDeque<CheckpointId>,
+    aborted: VecDeque<CheckpointId>,
+    failures_in_row: u32,
+    completed_total: u64,
+    failed_total: u64,
+    history: VecDeque<CheckpointSummary>,
+}
+
+impl CheckpointCoordinator {
+    /// A coordinator for a job that is not running yet. `retained` are the
+    /// completed checkpoints the HA store holds for the job (oldest first),
+    /// so that retiring continues past them.
+    pub fn new(config: CheckpointConfig, retained: Vec<CheckpointId>) -> CheckpointCoordinator {
+        CheckpointCoordinator {
+            config,
+            tasks: Vec::new(),
+            sources: Vec::new(),
+            running: false,
+            deposed: false,
+            requesting: None,
+            next_trigger: None,
+            last_end: None,
+            pending: BTreeMap::new(),
+            retained: retained.into(),
+            aborted: VecDeque::new(),
+            failures_in_row: 0,
+            completed_total: 0,
+            failed_total: 0,
+            history: VecDeque::new(),
+        }
+    }
+
+    /// Handles one input at `now`; returns what the shell must do, in order.
+    pub fn handle(&mut self, now: MonoTime, input: CheckpointInput) -> Vec<CheckpointCommand> {
+        let mut out = Vec::new();
+        match input {
+            CheckpointInput::Running { tasks, sources } => {
+                self.abort_all(&mut out, now, AbortReason::JobStopped);
+                self.tasks = tasks;
+                self.sources = sources;
+                self.running = !self.tasks.is_empty();
+                self.requesting = None;
+                self.failures_in_row = 0;
+                self.next_trigger = Some(now.plus(self.config.interval));
+            }
+            CheckpointInput::Stopped => {
+                self.abort_all(&mut out, now, AbortReason::JobStopped);
+                self.running = false;
+                self.requesting = None;
+                self.next_trigger = None;
+            }
+            CheckpointInput::Tick => self.on_tick(&mut out, now),
+            CheckpointInput::IdAllocated(id) => self.on_id(&mut out, now, id),
+            CheckpointInput::IdFailed(_) => {
+                // Not a failed checkpoint (none was triggered): the next
+                // interval tries again.
+                self.requesting = None;
+            }
+            CheckpointInput::Acknowledged { id, task, state } => {
+                self.on_ack(&mut out, id, task, state)
+            }
+            CheckpointInput::Declined { id, task, reason } => {
+                if self
+                    .pending
+                    .get(&id)
+                    .is_some_and(|p| p.phase != Phase::WritingPointer)
+                {
+                    self.abort(&mut out, now, id, AbortReason::Declined { task, reason });
+                }
+            }
+            CheckpointInput::MetadataWritten { id, result } => {
+                self.on_metadata(&mut out, now, id, result)
+            }
+            CheckpointInput::PointerWritten { id, result } => {
+                self.on_pointer(&mut out, now, id, result)
+            }
+        }
+        out
+    }
+
+    /// The latest time the shell must send [`CheckpointInput::Tick`].
+    pub fn next_wakeup(&self) -> Option<MonoTime> {
+        let expiries = self
+            .pending
+            .values()
+            .filter(|p| p.phase != Phase::WritingPointer)
+            .map(|p| p.triggered_at.plus(self.config.timeout));
+        let request = self.requesting.map(|at| at.plus(self.config.timeout));
+        let trigger = self.can_trigger().then(|| self.trigger_time()).flatten();
+        expiries.chain(request).chain(trigger).min()
+    }
+
+    /// The newest completed checkpoint retained.
+    pub fn latest_completed(&self) -> Option<CheckpointId> {
+        self.retained.back().copied()
+    }
+
+    /// The completed checkpoints retained, oldest first.
+    pub fn retained(&self) -> impl Iterator<Item = CheckpointId> + '_ {
+        self.retained.iter().copied()
+    }
+
+    /// Checkpoints completed and failed since this coordinator was made.
+    pub fn totals(&self) -> (u64, u64) {
+        (self.completed_total, self.failed_total)
+    }
+
+    /// Checkpoints in progress.
+    pub fn in_progress(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether a pointer write is in flight: its checkpoint may become the
+    /// latest completed one, so a restore must wait for its answer before
+    /// it reads which checkpoint is the latest (or it could restore an
+    /// older one while this one completes).
+    pub fn finalizing(&self) -> bool {
+        self.pending
+            .values()
+            .any(|p| p.phase == Phase::WritingPointer)
+    }
+
+    /// The newest checkpoints (at most 10), oldest first.
+    pub fn history(&self) -> impl Iterator<Item = &CheckpointSummary> {
+        self.history.iter()
+    }
+
+    fn can_trigger(&self) -> bool {
+        self.running
+            && !self.deposed
+            && self.requesting.is_none()
+            && self.pending.len() < self.config.max_concurrent as usize
+    }
+
+    /// When the next trigger is due: the interval, and the min pause after
+    /// the last checkpoint ended.
+    fn trigger_time(&self) -> Option<MonoTime> {
+        let next = self.next_trigger?;
+        let after_pause = self.last_end.map(|end| end.plus(self.config.min_pause));
+        Some(after_pause.map_or(next, |p| p.max(next)))
+    }
+
+    fn on_tick(&mut self, out: &mut Vec<CheckpointCommand>, now: MonoTime) {
+        let timeout = self.config.timeout;
+        if self.requesting.is_some_and(|at| now >= at.plus(timeout)) {
+            // The counter never answered: give up on this trigger (nothing
+            // was triggered, so nothing failed) and try at the next one.
+            self.requesting = None;
+        }
+        let expired: Vec<CheckpointId> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                p.phase != Phase::WritingPointer && now >= p.triggered_at.plus(timeout)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.abort(out, now, id, AbortReason::Expired);
+        }
+        if self.can_trigger() && self.trigger_time().is_some_and(|at| now >= at) {
+            self.requesting = Some(now);
+            self.next_trigger = Some(now.plus(self.config.interval));
+            out.push(CheckpointCommand::AllocateId);
+        }
+    }
+
+    fn on_id(&mut self, out: &mut Vec<CheckpointCommand>, now: MonoTime, id: CheckpointId) {
+        if self.requesting.take().is_none() || !self.running || self.deposed {
+            return; // late, or the job stopped meanwhile: the id is skipped
+        }
+        self.pending.insert(
+            id,
+            Pending {
+                phase: Phase::Collecting,
+                triggered_at: now,
+                tasks: self.tasks.clone(),
+                awaiting: self.tasks.iter().copied().collect(),
+                states: BTreeMap::new(),
+            },
+        );
+        self.record(id, now);
+        out.push(CheckpointCommand::TriggerBarriers {
+            id,
+            sources: self.sources.clone(),
+        });
+    }
+
+    fn on_ack(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        id: CheckpointId,
+        task: ExecutionAttemptId,
+        state: TaskState,
+    ) {
+        let Some(pending) = self.pending.get_mut(&id) else {
+            if self.aborted.contains(&id) {
+                // What it wrote for an aborted checkpoint is garbage.
+                out.push(CheckpointCommand::Discard { id });
+            }
+            return;
+        };
+        if pending.phase != Phase::Collecting || !pending.awaiting.remove(&task) {
+            return; // not one of this run's tasks, or acknowledged already
+        }
+        pending.states.insert(task, state);
+        let done = pending.awaiting.is_empty();
+        let states: Vec<_> = if done {
+            pending.phase = Phase::WritingMetadata;
+            pending
+                .states
+                .iter()
+                .map(|(t, s)| (*t, s.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.update_summary(id);
+        if done {
+            out.push(CheckpointCommand::WriteMetadata { id, states });
+        }
+    }
+
+    fn on_metadata(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        now: MonoTime,
+        id: CheckpointId,
+        result: Result<MetadataLocation, String>,
+    ) {
+        let writing = self
+            .pending
+            .get(&id)
+            .is_some_and(|p| p.phase == Phase::WritingMetadata);
+        match result {
+            Ok(metadata) if writing => {
+                if let Some(pending) = self.pending.get_mut(&id) {
+                    pending.phase = Phase::WritingPointer;
+                }
+                out.push(CheckpointCommand::WritePointer { id, metadata });
+            }
+            // Written after its checkpoint was aborted: delete it again
+            // (never for any other id: it may be a completed checkpoint's).
+            Ok(_) if self.aborted.contains(&id) => out.push(CheckpointCommand::Discard { id }),
+            Ok(_) => {}
+            Err(error) if writing => {
+                self.abort(out, now, id, AbortReason::MetadataFailed(error));
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn on_pointer(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        now: MonoTime,
+        id: CheckpointId,
+        result: Result<(), Option<String>>,
+    ) {
+        if !self
+            .pending
+            .get(&id)
+            .is_some_and(|p| p.phase == Phase::WritingPointer)
+        {
+            return;
+        }
+        match result {
+            Ok(()) => self.complete(out, now, id),
+            Err(None) => {
+                // Refused by the leadership check: never written, never used.
+                self.deposed = true;
+                self.abort(out, now, id, AbortReason::Deposed);
+            }
+            Err(Some(error)) => {
+                // The write may have landed before it failed (a timeout):
+                // remove the pointer if it is there, and only then its files.
+                let fail = self.end(out, now, id, AbortReason::PointerFailed(error));
+                out.push(CheckpointCommand::Retire { id });
+                out.extend(fail.flatten());
+            }
+        }
+    }
+
+    fn complete(&mut self, out: &mut Vec<CheckpointCommand>, now: MonoTime, id: CheckpointId) {
+        let Some(pending) = self.pending.remove(&id) else {
+            return;
+        };
+        self.retained.push_back(id);
+        self.failures_in_row = 0;
+        self.completed_total += 1;
+        self.last_end = Some(now);
+        self.set_status(id, CheckpointStatus::Completed, now);
+        out.push(CheckpointCommand::NotifyComplete {
+            id,
+            tasks: pending.tasks,
+        });
+        let older: Vec<CheckpointId> = self.pending.range(..id).map(|(id, _)| *id).collect();
+        for older in older {
+            if self.pending[&older].phase != Phase::WritingPointer {
+                self.abort(out, now, older, AbortReason::Subsumed);
+            }
+        }
+        while self.retained.len() > self.config.num_retained as usize {
+            if let Some(old) = self.retained.pop_front() {
+                out.push(CheckpointCommand::Retire { id: old });
+            }
+        }
+    }
+
+    fn abort_all(&mut self, out: &mut Vec<CheckpointCommand>, now: MonoTime, reason: AbortReason) {
+        let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
+        for id in ids {
+            if self.pending[&id].phase == Phase::WritingPointer {
+                // Its outcome is the HA store's: the answer still decides.
+                continue;
+            }
+            self.abort(out, now, id, reason.clone());
+        }
+    }
+
+    /// Aborts a pending checkpoint and deletes what it wrote.
+    fn abort(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        now: MonoTime,
+        id: CheckpointId,
+        reason: AbortReason,
+    ) {
+        if let Some(fail) = self.end(out, now, id, reason) {
+            out.push(CheckpointCommand::Discard { id });
+            out.extend(fail);
+        }
+    }
+
+    /// Ends a pending checkpoint as failed: tells the tasks and counts it.
+    /// Returns `None` if it was not pending, else the command that fails
+    /// the job if this failure is one more than tolerated (for the caller
+    /// to push once it cleaned up).
+    fn end(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        now: MonoTime,
+        id: CheckpointId,
+        reason: AbortReason,
+    ) -> Option<Option<CheckpointCommand>> {
+        let pending = self.pending.remove(&id)?;
+        self.failed_total += 1;
+        self.last_end = Some(now);
+        self.aborted.push_back(id);
+        if self.aborted.len() > ABORTED_REMEMBERED {
+            self.aborted.pop_front();
+        }
+        self.set_status(id, CheckpointStatus::Failed(reason.clone()), now);
+        out.push(CheckpointCommand::NotifyAborted {
+            id,
+            tasks: pending.tasks,
+            reason: reason.clone(),
+        });
+        if !reason.counts() {
+            return Some(None);
+        }
+        self.failures_in_row += 1;
+        Some(
+            (self.failures_in_row > self.config.tolerable_failures).then(|| {
+                CheckpointCommand::FailJob {
+                    reason: format!(
+                        "checkpoint {id} {reason}; {} checkpoints failed in a row, more than \
+                         execution.checkpointing.tolerable-failed-checkpoints = {}",
+                        self.failures_in_row, self.config.tolerable_failures
+                    ),
+                }
+            }),
+        )
+    }
+
+    fn record(&mut self, id: CheckpointId, now: MonoTime) {
+        self.history.push_back(CheckpointSummary {
+            id,
+            status: CheckpointStatus::InProgress,
+            triggered_at: now,
+            ended_at: None,
+            acknowledged: 0,
+            tasks: self.tasks.len(),
+            bytes: 0,
+            alignment: std::time::Duration::ZERO,
+        });
+        if self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+    }
+
+    fn summary(&mut self, id: CheckpointId) -> Option<&mut CheckpointSummary> {
+        self.history.iter_mut().rev().find(|s| s.id == id)
+    }
+
+    fn update_summary(&mut self, id: CheckpointId) {
+        let Some(pending) = self.pending.get(&id) else {
+            return;
+        };
+        let acknowledged = pending.states.len();
+        let bytes = pending.states.values().map(|s| s.bytes).sum();
+        let alignment = pending
+            .states
+            .values()
+            .map(|s| s.alignment)
+            .max()
+            .unwrap_or_default();
+        if let Some(summary) = self.summary(id) {
+            summary.acknowledged = acknowledged;
+            summary.bytes = bytes;
+            summary.alignment = alignment;
+        }
+    }
+
+    fn set_status(&mut self, id: CheckpointId, status: CheckpointStatus, now: MonoTime) {
+        if let Some(summary) = self.summary(id) {
+            summary.status = status;
+            summary.ended_at = Some(now);
+        }
+    }
+}

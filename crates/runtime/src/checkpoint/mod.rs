@@ -1,0 +1,46 @@
+//! Checkpoint coordination for one job, sans-IO: when to trigger, which
+//! acknowledgements complete a checkpoint, and the order of the steps that
+//! make it count.
+//!
+//! [`CheckpointCoordinator`] lives on the leader beside the job's
+//! [`JobMasterCore`](crate::master::JobMasterCore) entry. It takes
+//! [`CheckpointInput`]s with the time they happened and answers with
+//! [`CheckpointCommand`]s:
+//!
+//! ```text
+//!  Tick ──(due, below max concurrent, min pause passed)──► AllocateId
+//!  IdAllocated{id} ──────────────────────────────────────► TriggerBarriers{id, sources}
+//!  Acknowledged{id, task, state} … (all tasks) ──────────► WriteMetadata{id, states}
+//!  MetadataWritten{id, location} ────────────────────────► WritePointer{id, location}   (HA write, leader-conditional)
+//!  PointerWritten{id} ───────────────────────────────────► NotifyComplete{id}, Retire{older beyond num-retained}
+//!  Declined / timeout / a failed write ──────────────────► NotifyAborted{id}, Discard{id}  (counted; too many: FailJob)
+//! ```
+//!
+//! A checkpoint counts as complete only once its pointer is in the HA store
+//! (the HA contract's §7, `docs/HA-CONTRACT.md`): the pointer write is
+//! conditional on this leader still leading, so a deposed leader's
+//! completion fails and that checkpoint is never used, never notified and
+//! its files are discarded. Tasks (and so sinks) hear "complete" only after
+//! that write.
+//!
+//! The coordinator never gets stuck: every step that waits for an answer
+//! (an id, acknowledgements, the metadata write) is bounded by
+//! `execution.checkpointing.timeout`, and an expired checkpoint frees its
+//! place for the next one. The one exception is the pointer write: its
+//! outcome decides whether the checkpoint counts, so it is never expired
+//! here — the shell bounds that write (the HA store's calls have a
+//! deadline) and always answers; a timed-out write is answered as failed
+//! and retired (its pointer removed if it landed, then its files). A
+//! restore waits while one is in flight
+//! ([`CheckpointCoordinator::finalizing`]).
+
+mod config;
+mod coordinator;
+mod types;
+
+pub use config::{CheckpointConfig, CheckpointConfigError, CheckpointingMode};
+pub use coordinator::CheckpointCoordinator;
+pub use types::{
+    AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
+    MetadataLocation, TaskState,
+};

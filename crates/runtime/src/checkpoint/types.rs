@@ -1,0 +1,249 @@
+//! What goes into and comes out of a
+//! [`CheckpointCoordinator`](super::CheckpointCoordinator), and what it
+//! remembers of each checkpoint for the REST API.
+
+use std::fmt;
+use std::time::Duration;
+
+use holdfast_types::{CheckpointId, MonoTime};
+
+use crate::ids::ExecutionAttemptId;
+
+/// What one task attempt wrote for a checkpoint: where its state is, how
+/// big it is, and how long its barrier alignment took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskState {
+    /// Where the state was written (opaque to the coordinator; empty for a
+    /// task without state).
+    pub location: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// How long the task's inputs were blocked waiting for every barrier.
+    pub alignment: Duration,
+}
+
+/// Where a checkpoint's metadata file was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataLocation(pub String);
+
+impl fmt::Display for MetadataLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a checkpoint was aborted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortReason {
+    /// Not complete within `execution.checkpointing.timeout`.
+    Expired,
+    /// A task declined it (it could not snapshot, its storage failed …).
+    Declined {
+        /// The task.
+        task: ExecutionAttemptId,
+        /// Why.
+        reason: String,
+    },
+    /// Writing its metadata file failed.
+    MetadataFailed(String),
+    /// Its pointer could not be written to the HA store for a reason other
+    /// than a lost leadership.
+    PointerFailed(String),
+    /// The pointer write was refused: this JobManager no longer leads, and
+    /// the checkpoint is never used.
+    Deposed,
+    /// A newer checkpoint completed first.
+    Subsumed,
+    /// The job stopped running (a failure, a restart, a cancel).
+    JobStopped,
+}
+
+impl AbortReason {
+    /// Whether this failure counts against
+    /// `execution.checkpointing.tolerable-failed-checkpoints` (as in Flink:
+    /// expiry, declines and failed writes do; subsumption, a stopped job
+    /// and a lost leadership do not).
+    pub fn counts(&self) -> bool {
+        matches!(
+            self,
+            AbortReason::Expired
+                | AbortReason::Declined { .. }
+                | AbortReason::MetadataFailed(_)
+                | AbortReason::PointerFailed(_)
+        )
+    }
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AbortReason::Expired => f.write_str("expired before it completed"),
+            AbortReason::Declined { task, reason } => write!(f, "declined by {task}: {reason}"),
+            AbortReason::MetadataFailed(error) => {
+                write!(f, "its metadata could not be written: {error}")
+            }
+            AbortReason::PointerFailed(error) => {
+                write!(f, "its pointer could not be written to the HA store: {error}")
+            }
+            AbortReason::Deposed => f.write_str(
+                "this JobManager no longer leads: the HA store refused its pointer, so it is never used",
+            ),
+            AbortReason::Subsumed => f.write_str("a newer checkpoint completed first"),
+            AbortReason::JobStopped => f.write_str("the job stopped running"),
+        }
+    }
+}
+
+/// What happened, as the coordinator is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointInput {
+    /// Every task of the job runs, as these attempts; `sources` are the
+    /// ones that start barriers. Pending checkpoints of earlier attempts
+    /// are aborted.
+    Running {
+        /// Every current attempt (each must acknowledge).
+        tasks: Vec<ExecutionAttemptId>,
+        /// The source attempts among them.
+        sources: Vec<ExecutionAttemptId>,
+    },
+    /// The job stopped running (failing, restarting, canceled, finished):
+    /// pending checkpoints are aborted, nothing is triggered.
+    Stopped,
+    /// Time passed (the shell calls at [`next_wakeup`] at the latest).
+    ///
+    /// [`next_wakeup`]: super::CheckpointCoordinator::next_wakeup
+    Tick,
+    /// The HA checkpoint-id counter handed out `id`.
+    IdAllocated(CheckpointId),
+    /// The HA checkpoint-id counter failed.
+    IdFailed(String),
+    /// A task acknowledged a checkpoint.
+    Acknowledged {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The task.
+        task: ExecutionAttemptId,
+        /// What it wrote.
+        state: TaskState,
+    },
+    /// A task declined a checkpoint.
+    Declined {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The task.
+        task: ExecutionAttemptId,
+        /// Why.
+        reason: String,
+    },
+    /// A [`CheckpointCommand::WriteMetadata`] finished.
+    MetadataWritten {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// Where, or why not.
+        result: Result<MetadataLocation, String>,
+    },
+    /// A [`CheckpointCommand::WritePointer`] finished.
+    PointerWritten {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// `Ok`, or why not; `Err(None)`: refused because this JobManager no
+        /// longer leads.
+        result: Result<(), Option<String>>,
+    },
+}
+
+/// What the shell is to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointCommand {
+    /// Take the next id from the HA checkpoint-id counter; answer with
+    /// [`CheckpointInput::IdAllocated`] or [`CheckpointInput::IdFailed`].
+    AllocateId,
+    /// Have the sources emit barrier `id`.
+    TriggerBarriers {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The source attempts.
+        sources: Vec<ExecutionAttemptId>,
+    },
+    /// Every task acknowledged: write the checkpoint's metadata file.
+    WriteMetadata {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// What each task wrote, in task order.
+        states: Vec<(ExecutionAttemptId, TaskState)>,
+    },
+    /// Write the pointer to the metadata into the HA store, conditional on
+    /// this JobManager's leadership.
+    WritePointer {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// Its metadata.
+        metadata: MetadataLocation,
+    },
+    /// The checkpoint is complete: tell every task (sinks commit now).
+    NotifyComplete {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The tasks.
+        tasks: Vec<ExecutionAttemptId>,
+    },
+    /// The checkpoint was aborted: tell every task (they drop what they
+    /// prepared for it).
+    NotifyAborted {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The tasks.
+        tasks: Vec<ExecutionAttemptId>,
+        /// Why.
+        reason: AbortReason,
+    },
+    /// Delete what an aborted checkpoint wrote (its task states and
+    /// metadata, if any). Never a completed checkpoint's.
+    Discard {
+        /// The checkpoint.
+        id: CheckpointId,
+    },
+    /// A completed checkpoint is no longer retained: remove its pointer
+    /// from the HA store, then its files.
+    Retire {
+        /// The checkpoint.
+        id: CheckpointId,
+    },
+    /// Too many checkpoints failed in a row: fail the job.
+    FailJob {
+        /// Why, for the job's history.
+        reason: String,
+    },
+}
+
+/// Where a checkpoint is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointStatus {
+    /// Triggered; acknowledgements or writes outstanding.
+    InProgress,
+    /// Its pointer is in the HA store.
+    Completed,
+    /// Aborted.
+    Failed(AbortReason),
+}
+
+/// One checkpoint, as the REST API shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointSummary {
+    /// Its id.
+    pub id: CheckpointId,
+    /// Where it is.
+    pub status: CheckpointStatus,
+    /// When it was triggered.
+    pub triggered_at: MonoTime,
+    /// When it completed or failed.
+    pub ended_at: Option<MonoTime>,
+    /// Tasks that acknowledged it.
+    pub acknowledged: usize,
+    /// Tasks that must acknowledge it.
+    pub tasks: usize,
+    /// The state written so far, in bytes.
+    pub bytes: u64,
+    /// The longest alignment of any task.
+    pub alignment: Duration,
+}

@@ -1,0 +1,604 @@
+//! The checkpoint coordinator's rules, checked by the exact commands it
+//! emits (tier 1): triggering, HA-fenced completion, aborts, the failure
+//! tolerance, retention, and that it never gets stuck.
+
+use std::time::Duration;
+
+use holdfast_runtime::checkpoint::{
+    AbortReason, CheckpointCommand as C, CheckpointConfig, CheckpointCoordinator,
+    CheckpointInput as I, CheckpointStatus, MetadataLocation, TaskState,
+};
+use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
+use holdfast_types::{CheckpointId, MonoTime};
+use proptest::prelude::*;
+
+fn at(ms: u64) -> MonoTime {
+    MonoTime::from_duration(Duration::from_millis(ms))
+}
+
+fn task(vertex: u32, subtask: u32) -> ExecutionAttemptId {
+    ExecutionAttemptId {
+        task: TaskId { vertex, subtask },
+        attempt: 0,
+    }
+}
+
+fn id(n: u64) -> CheckpointId {
+    CheckpointId(n)
+}
+
+/// A source and a sink.
+fn tasks() -> Vec<ExecutionAttemptId> {
+    vec![task(0, 0), task(1, 0)]
+}
+
+fn config() -> CheckpointConfig {
+    CheckpointConfig {
+        timeout: Duration::from_millis(500),
+        ..CheckpointConfig::every(Duration::from_millis(100))
+    }
+}
+
+fn running(config: CheckpointConfig) -> CheckpointCoordinator {
+    let mut c = CheckpointCoordinator::new(config, vec![]);
+    let out = c.handle(
+        at(0),
+        I::Running {
+            tasks: tasks(),
+            sources: vec![task(0, 0)],
+        },
+    );
+    assert_eq!(out, []);
+    c
+}
+
+fn state(bytes: u64, alignment_ms: u64) -> TaskState {
+    TaskState {
+        location: format!("chk/{bytes}"),
+        bytes,
+        alignment: Duration::from_millis(alignment_ms),
+    }
+}
+
+fn ack(c: &mut CheckpointCoordinator, now: u64, n: u64, t: ExecutionAttemptId) -> Vec<C> {
+    c.handle(
+        at(now),
+        I::Acknowledged {
+            id: id(n),
+            task: t,
+            state: state(10, 1),
+        },
+    )
+}
+
+/// Triggers checkpoint `n` at `now` (a tick that asks for an id, the id).
+fn trigger(c: &mut CheckpointCoordinator, now: u64, n: u64) {
+    assert_eq!(c.handle(at(now), I::Tick), [C::AllocateId], "at {now}");
+    assert_eq!(
+        c.handle(at(now), I::IdAllocated(id(n))),
+        [C::TriggerBarriers {
+            id: id(n),
+            sources: vec![task(0, 0)]
+        }]
+    );
+}
+
+/// Acknowledges `n` by every task and writes its metadata; returns the
+/// pointer write's command.
+fn to_pointer(c: &mut CheckpointCoordinator, now: u64, n: u64) -> Vec<C> {
+    for t in tasks() {
+        ack(c, now, n, t);
+    }
+    c.handle(
+        at(now),
+        I::MetadataWritten {
+            id: id(n),
+            result: Ok(MetadataLocation(format!("chk-{n}/_metadata"))),
+        },
+    )
+}
+
+fn complete(c: &mut CheckpointCoordinator, now: u64, n: u64) -> Vec<C> {
+    to_pointer(c, now, n);
+    c.handle(
+        at(now),
+        I::PointerWritten {
+            id: id(n),
+            result: Ok(()),
+        },
+    )
+}
+
+#[test]
+fn a_checkpoint_completes_only_once_its_pointer_is_in_the_ha_store() {
+    let mut c = running(config());
+    assert_eq!(c.next_wakeup(), Some(at(100)));
+    assert_eq!(c.handle(at(99), I::Tick), []);
+    trigger(&mut c, 100, 7);
+    assert_eq!(ack(&mut c, 110, 7, task(1, 0)), []);
+    // A second ack of the same task, or one of a task not in the run, is
+    // ignored.
+    assert_eq!(ack(&mut c, 111, 7, task(1, 0)), []);
+    assert_eq!(ack(&mut c, 111, 7, task(5, 0)), []);
+    let out = c.handle(
+        at(120),
+        I::Acknowledged {
+            id: id(7),
+            task: task(0, 0),
+            state: state(300, 4),
+        },
+    );
+    assert_eq!(
+        out,
+        [C::WriteMetadata {
+            id: id(7),
+            states: vec![(task(0, 0), state(300, 4)), (task(1, 0), state(10, 1))],
+        }]
+    );
+    let out = c.handle(
+        at(130),
+        I::MetadataWritten {
+            id: id(7),
+            result: Ok(MetadataLocation("chk-7/_metadata".into())),
+        },
+    );
+    assert_eq!(
+        out,
+        [C::WritePointer {
+            id: id(7),
+            metadata: MetadataLocation("chk-7/_metadata".into()),
+        }]
+    );
+    // Nothing is complete until the HA store has the pointer.
+    assert_eq!(c.latest_completed(), None);
+    assert!(c.finalizing());
+    let out = c.handle(
+        at(140),
+        I::PointerWritten {
+            id: id(7),
+            result: Ok(()),
+        },
+    );
+    assert_eq!(
+        out,
+        [C::NotifyComplete {
+            id: id(7),
+            tasks: tasks()
+        }]
+    );
+    assert_eq!(c.latest_completed(), Some(id(7)));
+    assert_eq!(c.totals(), (1, 0));
+    // A duplicate answer for it changes nothing (its files are never
+    // discarded).
+    let duplicate = I::MetadataWritten {
+        id: id(7),
+        result: Ok(MetadataLocation("chk-7/_metadata".into())),
+    };
+    assert_eq!(c.handle(at(141), duplicate), []);
+    let summary = c.history().last().expect("recorded");
+    assert_eq!(
+        (
+            &summary.status,
+            summary.acknowledged,
+            summary.tasks,
+            summary.bytes,
+            summary.alignment
+        ),
+        (
+            &CheckpointStatus::Completed,
+            2,
+            2,
+            310,
+            Duration::from_millis(4)
+        )
+    );
+    assert_eq!(
+        (summary.triggered_at, summary.ended_at),
+        (at(100), Some(at(140)))
+    );
+}
+
+#[test]
+fn a_deposed_leaders_completion_is_refused_and_never_used() {
+    let mut c = running(config());
+    trigger(&mut c, 100, 3);
+    to_pointer(&mut c, 110, 3);
+    let out = c.handle(
+        at(120),
+        I::PointerWritten {
+            id: id(3),
+            result: Err(None),
+        },
+    );
+    assert_eq!(
+        out,
+        [
+            C::NotifyAborted {
+                id: id(3),
+                tasks: tasks(),
+                reason: AbortReason::Deposed
+            },
+            C::Discard { id: id(3) },
+        ]
+    );
+    assert_eq!(c.latest_completed(), None);
+    // Not counted (the job is not at fault) and nothing more is triggered.
+    for t in (200..2_000).step_by(100) {
+        assert_eq!(c.handle(at(t), I::Tick), [], "at {t}");
+    }
+    assert_eq!(c.next_wakeup(), None);
+}
+
+#[test]
+fn an_expired_checkpoint_frees_its_place_and_failures_count_against_the_tolerance() {
+    let mut c = running(CheckpointConfig {
+        tolerable_failures: 1,
+        ..config()
+    });
+    trigger(&mut c, 100, 1);
+    // Only one at a time: no second trigger while it runs.
+    assert_eq!(c.handle(at(300), I::Tick), []);
+    assert_eq!(c.next_wakeup(), Some(at(600)));
+    let out = c.handle(at(600), I::Tick);
+    assert_eq!(
+        out,
+        [
+            C::NotifyAborted {
+                id: id(1),
+                tasks: tasks(),
+                reason: AbortReason::Expired
+            },
+            C::Discard { id: id(1) },
+            // Its place is free at once: the next one is triggered.
+            C::AllocateId,
+        ]
+    );
+    c.handle(at(600), I::IdAllocated(id(2)));
+    // The second failure in a row is one more than tolerated.
+    let out = c.handle(
+        at(650),
+        I::Declined {
+            id: id(2),
+            task: task(1, 0),
+            reason: "disk full: /chk".into(),
+        },
+    );
+    assert_eq!(out.len(), 3, "{out:?}");
+    let C::FailJob { reason } = &out[2] else {
+        panic!("{out:?}")
+    };
+    assert!(
+        reason.contains("checkpoint 2 declined by") && reason.contains("disk full: /chk"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("tolerable-failed-checkpoints = 1"),
+        "{reason}"
+    );
+    assert_eq!(c.totals(), (0, 2));
+}
+
+#[test]
+fn a_completion_resets_the_count_of_failures_in_a_row() {
+    let mut c = running(CheckpointConfig {
+        tolerable_failures: 1,
+        ..config()
+    });
+    let decline = |c: &mut CheckpointCoordinator, now, n| {
+        c.handle(
+            at(now),
+            I::Declined {
+                id: id(n),
+                task: task(0, 0),
+                reason: "no".into(),
+            },
+        )
+    };
+    trigger(&mut c, 100, 1);
+    assert!(
+        !decline(&mut c, 110, 1)
+            .iter()
+            .any(|c| matches!(c, C::FailJob { .. }))
+    );
+    trigger(&mut c, 210, 2);
+    complete(&mut c, 220, 2);
+    trigger(&mut c, 320, 3);
+    assert!(
+        !decline(&mut c, 330, 3)
+            .iter()
+            .any(|c| matches!(c, C::FailJob { .. }))
+    );
+}
+
+#[test]
+fn the_min_pause_holds_the_next_trigger_back() {
+    let mut c = running(CheckpointConfig {
+        min_pause: Duration::from_millis(250),
+        ..config()
+    });
+    trigger(&mut c, 100, 1);
+    complete(&mut c, 180, 1);
+    // Interval due at 200, but the pause runs until 430.
+    assert_eq!(c.next_wakeup(), Some(at(430)));
+    assert_eq!(c.handle(at(200), I::Tick), []);
+    assert_eq!(c.handle(at(429), I::Tick), []);
+    assert_eq!(c.handle(at(430), I::Tick), [C::AllocateId]);
+}
+
+#[test]
+fn newer_completions_subsume_older_checkpoints_and_retire_beyond_num_retained() {
+    let mut c = running(CheckpointConfig {
+        max_concurrent: 2,
+        num_retained: 2,
+        ..config()
+    });
+    trigger(&mut c, 100, 1);
+    trigger(&mut c, 200, 2);
+    // 2 completes first: 1 is subsumed.
+    let out = complete(&mut c, 250, 2);
+    assert_eq!(
+        out,
+        [
+            C::NotifyComplete {
+                id: id(2),
+                tasks: tasks()
+            },
+            C::NotifyAborted {
+                id: id(1),
+                tasks: tasks(),
+                reason: AbortReason::Subsumed
+            },
+            C::Discard { id: id(1) },
+        ]
+    );
+    trigger(&mut c, 350, 3);
+    complete(&mut c, 360, 3);
+    trigger(&mut c, 460, 4);
+    let out = complete(&mut c, 470, 4);
+    assert_eq!(
+        out,
+        [
+            C::NotifyComplete {
+                id: id(4),
+                tasks: tasks()
+            },
+            C::Retire { id: id(2) },
+        ]
+    );
+    assert_eq!(c.retained().collect::<Vec<_>>(), [id(3), id(4)]);
+    // Subsumed and stopped jobs are not failures of the job.
+    assert_eq!(c.totals(), (3, 1));
+}
+
+#[test]
+fn retiring_continues_past_the_checkpoints_the_store_already_holds() {
+    let mut c = CheckpointCoordinator::new(config(), vec![id(40)]);
+    c.handle(
+        at(0),
+        I::Running {
+            tasks: tasks(),
+            sources: vec![task(0, 0)],
+        },
+    );
+    assert_eq!(c.latest_completed(), Some(id(40)));
+    trigger(&mut c, 100, 41);
+    let out = complete(&mut c, 110, 41);
+    assert!(out.contains(&C::Retire { id: id(40) }), "{out:?}");
+}
+
+#[test]
+fn a_failed_pointer_write_removes_the_pointer_before_the_files() {
+    let mut c = running(CheckpointConfig {
+        tolerable_failures: 5,
+        ..config()
+    });
+    trigger(&mut c, 100, 1);
+    to_pointer(&mut c, 110, 1);
+    let out = c.handle(
+        at(120),
+        I::PointerWritten {
+            id: id(1),
+            result: Err(Some("connection loss".into())),
+        },
+    );
+    assert_eq!(
+        out,
+        [
+            C::NotifyAborted {
+                id: id(1),
+                tasks: tasks(),
+                reason: AbortReason::PointerFailed("connection loss".into())
+            },
+            // It may have landed: Retire (pointer, then files), not Discard.
+            C::Retire { id: id(1) },
+        ]
+    );
+    assert_eq!(c.latest_completed(), None);
+}
+
+#[test]
+fn a_pointer_write_in_flight_is_decided_by_its_answer_even_if_the_job_stops() {
+    let mut c = running(config());
+    trigger(&mut c, 100, 1);
+    to_pointer(&mut c, 110, 1);
+    // Never expired while the HA store decides.
+    assert_eq!(c.handle(at(5_000), I::Tick), []);
+    assert_eq!(c.handle(at(5_000), I::Stopped), []);
+    assert!(c.finalizing());
+    // A new run starts (its restore waited for `finalizing`); the old run's
+    // checkpoint completes and its own tasks hear of it.
+    let again = |t: ExecutionAttemptId| ExecutionAttemptId {
+        attempt: t.attempt + 1,
+        ..t
+    };
+    let new_tasks = vec![again(task(0, 0)), again(task(1, 0))];
+    c.handle(
+        at(5_001),
+        I::Running {
+            tasks: new_tasks.clone(),
+            sources: vec![new_tasks[0]],
+        },
+    );
+    let out = c.handle(
+        at(5_002),
+        I::PointerWritten {
+            id: id(1),
+            result: Ok(()),
+        },
+    );
+    assert_eq!(
+        out,
+        [C::NotifyComplete {
+            id: id(1),
+            tasks: tasks()
+        }]
+    );
+    assert!(!c.finalizing());
+}
+
+#[test]
+fn a_stopped_job_aborts_what_it_collected_without_counting_it() {
+    let mut c = running(config());
+    trigger(&mut c, 100, 1);
+    let out = c.handle(at(150), I::Stopped);
+    assert_eq!(
+        out,
+        [
+            C::NotifyAborted {
+                id: id(1),
+                tasks: tasks(),
+                reason: AbortReason::JobStopped
+            },
+            C::Discard { id: id(1) },
+        ]
+    );
+    assert_eq!(c.handle(at(1_000), I::Tick), []);
+    assert_eq!(c.next_wakeup(), None);
+    // Late answers: what they wrote is discarded, nothing else happens.
+    assert_eq!(
+        ack(&mut c, 1_001, 1, task(0, 0)),
+        [C::Discard { id: id(1) }]
+    );
+    assert_eq!(ack(&mut c, 1_001, 99, task(0, 0)), []);
+    assert_eq!(
+        c.handle(
+            at(1_002),
+            I::MetadataWritten {
+                id: id(1),
+                result: Ok(MetadataLocation("m".into()))
+            }
+        ),
+        [C::Discard { id: id(1) }]
+    );
+}
+
+#[test]
+fn an_id_that_never_comes_does_not_block_the_next_trigger() {
+    let mut c = running(config());
+    assert_eq!(c.handle(at(100), I::Tick), [C::AllocateId]);
+    assert_eq!(c.handle(at(200), I::Tick), []);
+    assert_eq!(c.next_wakeup(), Some(at(600)));
+    // The counter's answer never came: at the timeout the trigger is given
+    // up and the next one is asked for.
+    assert_eq!(c.handle(at(600), I::Tick), [C::AllocateId]);
+    // A failed counter is not a failed checkpoint.
+    assert_eq!(c.handle(at(601), I::IdFailed("no quorum".into())), []);
+    assert_eq!(c.handle(at(700), I::Tick), [C::AllocateId]);
+    // A late id for a trigger given up is skipped.
+    c.handle(at(701), I::IdAllocated(id(5)));
+    assert_eq!(c.handle(at(702), I::IdAllocated(id(4))), []);
+    assert_eq!(c.in_progress(), 1);
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Tick(u64),
+    Id,
+    Ack(u32),
+    Decline,
+    Metadata(bool),
+    Pointer(u8),
+    Stop,
+    Run,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (1u64..300).prop_map(Step::Tick),
+        Just(Step::Id),
+        (0u32..2).prop_map(Step::Ack),
+        Just(Step::Decline),
+        any::<bool>().prop_map(Step::Metadata),
+        (0u8..3).prop_map(Step::Pointer),
+        Just(Step::Stop),
+        Just(Step::Run),
+    ]
+}
+
+proptest! {
+    /// Under any interleaving: a checkpoint is notified complete only after
+    /// its pointer was written, a completed checkpoint's files are never
+    /// discarded, at most `max_concurrent` run at once, and a running,
+    /// leading coordinator that waits for no pointer write always has a
+    /// next wakeup (it cannot get stuck).
+    #[test]
+    fn completion_is_fenced_and_the_coordinator_never_sticks(
+        steps in proptest::collection::vec(step(), 0..120),
+        max_concurrent in 1u32..3,
+    ) {
+        let mut c = running(CheckpointConfig { max_concurrent, tolerable_failures: 1_000, ..config() });
+        let mut now = 0;
+        let mut next_id = 1;
+        let mut pointer_ok = std::collections::BTreeSet::new();
+        let mut completed = std::collections::BTreeSet::new();
+        let mut deposed = false;
+        let mut is_running = true;
+        for step in steps {
+            let newest = CheckpointId(next_id - 1);
+            let input = match step {
+                Step::Tick(d) => { now += d; I::Tick }
+                Step::Id => { next_id += 1; I::IdAllocated(CheckpointId(next_id - 1)) }
+                Step::Ack(t) => I::Acknowledged { id: newest, task: tasks()[t as usize], state: state(1, 0) },
+                Step::Decline => I::Declined { id: newest, task: task(0, 0), reason: "x".into() },
+                Step::Metadata(ok) => I::MetadataWritten {
+                    id: newest,
+                    result: if ok { Ok(MetadataLocation("m".into())) } else { Err("io".into()) },
+                },
+                Step::Pointer(r) => {
+                    let result = match r { 0 => Ok(()), 1 => Err(None), _ => Err(Some("x".into())) };
+                    I::PointerWritten { id: newest, result }
+                }
+                Step::Stop => { is_running = false; I::Stopped }
+                Step::Run => {
+                    is_running = true;
+                    I::Running { tasks: tasks(), sources: vec![task(0, 0)] }
+                }
+            };
+            if let I::PointerWritten { id, result } = &input {
+                match result {
+                    Ok(()) => { pointer_ok.insert(*id); }
+                    Err(None) if c.finalizing() => deposed = true,
+                    Err(_) => {}
+                }
+            }
+            let out = c.handle(at(now), input);
+            for command in &out {
+                match command {
+                    C::NotifyComplete { id, .. } => {
+                        prop_assert!(pointer_ok.contains(id), "{id} notified without its pointer");
+                        completed.insert(*id);
+                    }
+                    C::Discard { id } => prop_assert!(!completed.contains(id), "discarded completed {id}"),
+                    _ => {}
+                }
+            }
+            prop_assert!(c.in_progress() <= max_concurrent as usize);
+            // A pointer write in flight waits for its answer (the shell
+            // bounds that write and always answers); anything else must
+            // leave a time to come back.
+            if is_running && !deposed && !c.finalizing() {
+                prop_assert!(c.next_wakeup().is_some(), "stuck: no wakeup while running");
+            }
+        }
+    }
+}
