@@ -12,6 +12,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::ids::ExecutionAttemptId;
 use thread_priority::ThreadPriority;
 
@@ -92,7 +93,10 @@ pub(crate) fn run_code(code: Box<dyn TaskCode>, ctx: &TaskContext) -> Exit {
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
                 .unwrap_or("a panic payload that is not a string");
-            Exit::Failed(format!("task panicked: {message}").into())
+            Exit::Failed(Failure::new(
+                FailureKind::UserCode,
+                format!("task panicked: {message}"),
+            ))
         }
     }
 }

@@ -20,8 +20,8 @@ pub enum FailureKind {
     /// The task could not write to a consumer: a neighbour downstream
     /// stopped or failed (a secondary failure).
     Downstream,
-    /// The attempt was stopped by a cancel and reported as failed (for
-    /// example because its job failed elsewhere).
+    /// The attempt reported itself canceled although this leader never
+    /// asked (its TaskManager, or an earlier leader, canceled it).
     Canceled,
     /// The leader stopped hearing from the TaskManager that ran it
     /// (`heartbeat.timeout` on the leader's side).
@@ -43,8 +43,9 @@ pub enum FailureKind {
     NewLeader,
     /// The leader could not deploy the attempt.
     DeployFailed,
-    /// The machinery around the task failed (its thread could not start,
-    /// its wiring was refused, …): not the task's code.
+    /// The machinery around the task failed (a deployment's wiring that
+    /// does not match the job, a kind this JobManager does not know, …):
+    /// not the task's code.
     Infrastructure,
 }
 
@@ -66,13 +67,10 @@ impl FailureKind {
         FailureKind::Infrastructure,
     ];
 
-    /// Whether this is a neighbour's failure seen through the exchange (or
-    /// a cancel): the cause of the job's failure is elsewhere.
+    /// Whether this is a neighbour's failure seen through the exchange:
+    /// the cause of the job's failure is elsewhere.
     pub fn is_secondary(self) -> bool {
-        matches!(
-            self,
-            FailureKind::Upstream | FailureKind::Downstream | FailureKind::Canceled
-        )
+        matches!(self, FailureKind::Upstream | FailureKind::Downstream)
     }
 
     /// The stable name used on the wire, in logs and as the `cause` label
@@ -138,7 +136,9 @@ impl Failure {
     }
 }
 
-/// A failure of the task's own code ([`FailureKind::UserCode`]).
+/// A failure of the task's own code ([`FailureKind::UserCode`]): a plain
+/// message is what task code (and tests) report; every other kind is named
+/// with [`Failure::new`] where it is decided.
 impl From<&str> for Failure {
     fn from(message: &str) -> Failure {
         Failure::new(FailureKind::UserCode, message)
@@ -175,19 +175,12 @@ mod tests {
     }
 
     #[test]
-    fn only_neighbours_and_cancels_are_secondary() {
+    fn only_neighbours_are_secondary() {
         let secondary: Vec<_> = FailureKind::ALL
             .into_iter()
             .filter(|k| k.is_secondary())
             .collect();
-        assert_eq!(
-            secondary,
-            [
-                FailureKind::Upstream,
-                FailureKind::Downstream,
-                FailureKind::Canceled
-            ]
-        );
+        assert_eq!(secondary, [FailureKind::Upstream, FailureKind::Downstream]);
     }
 
     #[test]

@@ -511,6 +511,69 @@ fn a_pause_of_this_process_is_not_the_jobmanagers_silence() {
 }
 
 #[test]
+fn after_a_pause_the_jobmanager_gets_a_full_timeout() {
+    // A timeout barely above the interval: crediting the pause minus one
+    // interval would leave less than a heartbeat's time; the rule gives a
+    // whole timeout from the first tick after the pause.
+    let mut tm = core(OnNoLeader::KeepTasks);
+    tm.handle(at(0), TmInput::LeaderFound(leader(5)));
+    tm.handle(
+        at(0),
+        answered(
+            5,
+            Ok(RegistrationAccepted {
+                heartbeat_interval: ms(100),
+                heartbeat_timeout: ms(150),
+                ..accepted(5)
+            }),
+        ),
+    );
+    started(&mut tm, 1, 5);
+    tm.handle(at(99), call(5, Some(5), CallKind::Heartbeat));
+    assert_eq!(tm.handle(at(100), TmInput::Tick), []);
+    // Stopped from 100 to 3_000.
+    assert_eq!(
+        tm.handle(at(3_000), TmInput::Tick),
+        [TmCommand::Notice(Notice::Paused { paused: ms(2_800) })]
+    );
+    assert_eq!(tm.next_wakeup(), Some(at(3_100)));
+    // The heartbeats that queued meanwhile are read: alive.
+    tm.handle(at(3_001), call(5, Some(5), CallKind::Heartbeat));
+    assert_eq!(tm.handle(at(3_100), TmInput::Tick), []);
+    // Silence after that is the JobManager's.
+    assert_eq!(
+        fails(&tm.handle(at(3_151), TmInput::Tick)),
+        [(vec![attempt(1)], FailureKind::JobManagerHeartbeatTimeout)]
+    );
+}
+
+#[test]
+fn attempts_that_had_stopped_report_what_they_ended_as() {
+    let mut tm = core(OnNoLeader::KeepTasks);
+    register(&mut tm, at(0), 5);
+    started(&mut tm, 1, 5);
+    started(&mut tm, 2, 5);
+    let out = tm.handle(at(1), TmInput::LeaderFound(leader(6)));
+    assert_eq!(
+        fails(&out),
+        [(vec![attempt(1), attempt(2)], FailureKind::NewLeader)]
+    );
+    // Attempt 2 had ended (canceled by the old leader) before the shell
+    // could stop it: its final update is on its way.
+    tm.handle(
+        at(2),
+        TmInput::AlreadyStopped {
+            attempts: vec![attempt(2)],
+        },
+    );
+    assert_eq!(tm.failure(&attempt(2)), None);
+    assert_eq!(
+        tm.failure(&attempt(1)).map(|f| f.kind),
+        Some(FailureKind::NewLeader)
+    );
+}
+
+#[test]
 fn updates_are_reported_to_the_registration_and_forgotten_once_delivered() {
     let mut tm = core(OnNoLeader::KeepTasks);
     started(&mut tm, 1, 5);

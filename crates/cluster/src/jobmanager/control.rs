@@ -22,7 +22,8 @@ pub(super) struct Control {
 
 impl Control {
     fn read<T>(&self, f: impl FnOnce(&Snapshot) -> T) -> T {
-        f(&self.snapshot.read().expect("snapshot lock"))
+        let snapshot = holdfast_types::sync::unpoisoned(self.snapshot.read());
+        f(&snapshot)
     }
 
     /// A read only the leader can answer.

@@ -49,8 +49,16 @@ fn failure(report: &proto::TaskReport) -> Failure {
         FailureKind::UserCode
     } else {
         FailureKind::from_name(&report.failure_kind).unwrap_or_else(|| {
-            tracing::warn!(kind = %report.failure_kind.chars().take(64).collect::<String>(),
-                "a task report names a failure kind this JobManager does not know; counting it as infrastructure");
+            // Once per process: every heartbeat would repeat it.
+            static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            let kind: String = report.failure_kind.chars().take(64).collect();
+            if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::warn!(%kind,
+                    "a task report names a failure kind this JobManager does not know (a newer TaskManager?); \
+                     counting it as infrastructure (logged once; further ones at debug)");
+            } else {
+                tracing::debug!(%kind, "a task report names an unknown failure kind");
+            }
             FailureKind::Infrastructure
         })
     };

@@ -52,7 +52,7 @@ impl<B: Backend> Actor<B> {
         if let Some(term) = &self.term {
             term.publish_metrics();
         }
-        *parts.snapshot.write().expect("snapshot lock") = snapshot;
+        *holdfast_types::sync::unpoisoned(parts.snapshot.write()) = snapshot;
     }
 }
 

@@ -185,8 +185,11 @@ impl Actor {
                         update,
                     ),
                     TmCommand::FailTasks { attempts, failure } => {
-                        executed.failed += attempts.len();
-                        self.fail(&attempts, &failure);
+                        let stopped = self.fail(&attempts, &failure);
+                        executed.failed += attempts.len() - stopped.len();
+                        if !stopped.is_empty() {
+                            inputs.push_back(TmInput::AlreadyStopped { attempts: stopped });
+                        }
                     }
                     TmCommand::Forget { attempts } => {
                         for attempt in attempts {
@@ -196,6 +199,15 @@ impl Actor {
                     TmCommand::Notice(notice) => self.notice(notice),
                 }
             }
+        }
+        // The client of a registration the core no longer holds is dropped.
+        let registered = self.core.registration().map(|r| r.epoch);
+        if self
+            .jobmanager
+            .as_ref()
+            .is_some_and(|j| Some(j.epoch) != registered)
+        {
+            self.jobmanager = None;
         }
         executed
     }

@@ -132,7 +132,7 @@ pub async fn start<B: Backend>(
         .map_err(|e| StartError::bad_option("taskmanager.resource-id", e))?;
     if let Some(address) = &options.data_address {
         holdfast_rpc::convert::wiring::check_data_address(address, "data_address")
-            .map_err(|e| StartError::bad_option("taskmanager.data.port", e))?;
+            .map_err(|e| StartError::bad_option("taskmanager.host/taskmanager.data.port", e))?;
     }
     let (updates_tx, updates) = mpsc::unbounded_channel();
     let executor = Arc::new(

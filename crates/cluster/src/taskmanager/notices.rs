@@ -2,13 +2,9 @@
 //! happened, what the TaskManager does about it), and the metrics that go
 //! with them.
 
-use holdfast_runtime::taskmanager::{Notice, RegistrationRefused};
+use holdfast_runtime::taskmanager::{MAX_BACKOFF, Notice, RegistrationRefused};
 
 use super::actor::Actor;
-
-/// The longest delay between registration attempts, for the first
-/// failure's log line (the core's backoff cap).
-const MAX_BACKOFF_TEXT: &str = "2s";
 
 impl Actor {
     pub(super) fn notice(&mut self, notice: Notice) {
@@ -65,13 +61,15 @@ impl Actor {
                 }
                 RegistrationRefused::Failed { jobmanager, error } if first => {
                     tracing::warn!(jobmanager = %jobmanager, epoch = %epoch, %error,
-                        "registration with the JobManager failed; retrying every {MAX_BACKOFF_TEXT} at most \
+                        "registration with the JobManager failed; retrying every {MAX_BACKOFF:?} at most \
                          until it answers or another leader is elected (further failures are logged at debug)");
                 }
                 RegistrationRefused::Failed { jobmanager, error } => {
                     tracing::debug!(jobmanager = %jobmanager, epoch = %epoch, %error,
                         "registration with the JobManager failed again; retrying in {retry:?}");
                 }
+                // Not retried, so never in this notice: the core reports it
+                // as `RegistrationImpossible`.
                 RegistrationRefused::Unusable { error } => {
                     tracing::warn!(epoch = %epoch, %error, "cannot register with the published leader");
                 }
@@ -105,7 +103,6 @@ impl Actor {
                 failed,
             } => {
                 metrics.jobmanager_heartbeat_timeouts.inc();
-                self.jobmanager = None;
                 tracing::warn!(jobmanager = %jobmanager, epoch = %epoch, failed,
                     "JobManager heartbeat timed out after {timeout:?}: failed its tasks; registering again with \
                      the leader retrieval reports (this is not a leadership change)");

@@ -66,15 +66,20 @@ impl Actor {
     }
 
     /// Stops attempts the core failed; they report `failure` from now on.
-    pub(super) fn fail(&mut self, attempts: &[AttemptRef], failure: &Failure) {
-        for attempt in attempts {
-            self.parts.executor.cancel(&key(*attempt));
-        }
+    /// Returns those that had stopped already (unknown to the executor or
+    /// ended: their final update is on its way).
+    pub(super) fn fail(&mut self, attempts: &[AttemptRef], failure: &Failure) -> Vec<AttemptRef> {
+        let stopped: Vec<AttemptRef> = attempts
+            .iter()
+            .filter(|a| !self.parts.executor.cancel(&key(**a)))
+            .copied()
+            .collect();
         self.parts
             .options
             .metrics
             .task_failures(cause_label(failure.kind))
-            .inc_by(attempts.len() as u64);
+            .inc_by((attempts.len() - stopped.len()) as u64);
+        stopped
     }
 
     pub(super) fn live_tasks(&self) -> usize {

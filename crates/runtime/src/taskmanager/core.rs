@@ -39,6 +39,8 @@ pub(super) struct Registration {
     pub(super) epoch: Epoch,
     pub(super) id: RegistrationId,
     pub(super) jobmanager: String,
+    /// The leader's heartbeat interval, as it answered.
+    pub(super) interval: Duration,
     pub(super) timeout: Duration,
 }
 
@@ -101,6 +103,12 @@ impl TaskManagerCore {
             }
             TmInput::TaskUpdated { attempt, terminal } => {
                 self.on_task_updated(&mut out, attempt, terminal)
+            }
+            TmInput::AlreadyStopped { attempts } => {
+                // They report what they ended as, not the failure.
+                for attempt in attempts {
+                    self.failures.remove(&attempt);
+                }
             }
             TmInput::ReportAnswered {
                 attempt,
@@ -211,7 +219,16 @@ impl TaskManagerCore {
         };
         let commands = monitor.poll(now);
         if let Some(paused) = monitor.paused() {
+            // This process did not run for a while (stopped, starved): the
+            // JobManager's silence is ours. Give it a full timeout from now,
+            // as at registration; the heartbeats that queued meanwhile are
+            // read next.
             out.push(TmCommand::Notice(Notice::Paused { paused }));
+            if let Some(r) = &self.registration {
+                let (epoch, interval, timeout) = (r.epoch, r.interval, r.timeout);
+                self.watch(now, epoch, interval, timeout);
+            }
+            return;
         }
         // The JobManager sends the heartbeats; this side only listens, so
         // `SendHeartbeat` (the monitor's cadence) asks nothing of it.

@@ -50,6 +50,7 @@ mod registration;
 mod types;
 
 pub use self::core::{TaskManagerConfig, TaskManagerCore};
+pub use registration::MAX_BACKOFF;
 pub use types::{
     CallKind, CallRejection, LeaderRef, Notice, OnNoLeader, RegistrationAccepted, RegistrationId,
     RegistrationRef, RegistrationRefused, TmCommand, TmInput,

@@ -15,7 +15,7 @@ use crate::master::AttemptRef;
 /// The first delay before registering again; doubled per failure.
 pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest delay before registering again.
-pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(2);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 impl TaskManagerCore {
     pub(super) fn on_leader_found(&mut self, out: &mut Vec<TmCommand>, leader: LeaderRef) {
@@ -141,6 +141,7 @@ impl TaskManagerCore {
             epoch,
             id: accepted.id,
             jobmanager: accepted.jobmanager,
+            interval: accepted.heartbeat_interval,
             timeout: accepted.heartbeat_timeout.max(super::core::MIN_TIMEOUT),
         });
         self.backoff = FIRST_BACKOFF;

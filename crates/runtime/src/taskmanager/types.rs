@@ -183,6 +183,13 @@ pub enum TmInput {
         /// Whether it has stopped.
         terminal: bool,
     },
+    /// Attempts a [`TmCommand::FailTasks`] named had already stopped (their
+    /// final update is on its way): they report what they ended as, not
+    /// the failure.
+    AlreadyStopped {
+        /// The attempts.
+        attempts: Vec<AttemptRef>,
+    },
     /// The answer to a [`TmCommand::Report`].
     ReportAnswered {
         /// The attempt reported.
