@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use holdfast_ha::config::HaConfig;
 
+use crate::checkpointing::CheckpointingConfig;
 use crate::error::ConfigError;
 use crate::keys::*;
 use crate::restart::RestartStrategyConfig;
@@ -55,6 +56,8 @@ pub struct ClusterConfig {
     pub cluster_secret_file: Option<PathBuf>,
     /// `high-availability.*`, read by [`HaConfig::from_pairs`].
     pub ha: HaConfig,
+    /// `execution.checkpointing.*`.
+    pub checkpointing: CheckpointingConfig,
 }
 
 impl Default for ClusterConfig {
@@ -78,6 +81,7 @@ impl Default for ClusterConfig {
             parallelism_default: 1,
             cluster_secret_file: None,
             ha: HaConfig::default(),
+            checkpointing: CheckpointingConfig::default(),
         }
     }
 }
@@ -171,6 +175,9 @@ impl ClusterConfig {
                 initial: exponential.initial_backoff,
                 max: exponential.max_backoff,
             });
+        }
+        if let Some(checkpoints) = self.checkpointing.coordinator() {
+            checkpoints.validate()?;
         }
         self.ha.validate().map_err(|source| ConfigError::Ha {
             origin: None,

@@ -46,6 +46,9 @@ pub enum ConfigError {
         #[source]
         source: ha::ConfigError,
     },
+    /// The `execution.checkpointing.*` keys break a rule.
+    #[error(transparent)]
+    Checkpointing(#[from] holdfast_runtime::checkpoint::CheckpointConfigError),
     /// `heartbeat.timeout` must exceed `heartbeat.interval`.
     #[error(
         "heartbeat.timeout = {timeout:?} must exceed heartbeat.interval = {interval:?} \

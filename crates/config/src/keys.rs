@@ -18,6 +18,8 @@ pub enum Section {
     Cluster,
     /// `rest.*`.
     Rest,
+    /// `execution.checkpointing.*`.
+    Checkpointing,
 }
 
 /// One documented configuration key.
@@ -96,6 +98,24 @@ pub const REST_ADDRESS: &str = "rest.address";
 pub const REST_BIND_ADDRESS: &str = "rest.bind-address";
 /// `rest.port`.
 pub const REST_PORT: &str = "rest.port";
+/// `execution.checkpointing.interval`.
+pub const CP_INTERVAL: &str = "execution.checkpointing.interval";
+/// `execution.checkpointing.timeout`.
+pub const CP_TIMEOUT: &str = "execution.checkpointing.timeout";
+/// `execution.checkpointing.min-pause`.
+pub const CP_MIN_PAUSE: &str = "execution.checkpointing.min-pause";
+/// `execution.checkpointing.max-concurrent-checkpoints`.
+pub const CP_MAX_CONCURRENT: &str = "execution.checkpointing.max-concurrent-checkpoints";
+/// `execution.checkpointing.tolerable-failed-checkpoints`.
+pub const CP_TOLERABLE: &str = "execution.checkpointing.tolerable-failed-checkpoints";
+/// `execution.checkpointing.num-retained`.
+pub const CP_RETAINED: &str = "execution.checkpointing.num-retained";
+/// `execution.checkpointing.mode`.
+pub const CP_MODE: &str = "execution.checkpointing.mode";
+/// `execution.checkpointing.dir`.
+pub const CP_DIR: &str = "execution.checkpointing.dir";
+/// `state.checkpoints.dir`: Flink's deprecated name of [`CP_DIR`].
+pub const CP_DIR_ALIAS: &str = "state.checkpoints.dir";
 
 const fn key(
     name: &'static str,
@@ -430,6 +450,65 @@ pub const KEYS: &[KeySpec] = &[
         Rest,
         "the REST server's port (1–65535; `0` = any free port, only with ZooKeeper HA)",
     ),
+    key(
+        CP_INTERVAL,
+        "unset",
+        "duration",
+        Checkpointing,
+        "how often a job checkpoints; unset: checkpointing is off (as in Flink); at least 10 ms",
+    ),
+    key(
+        CP_TIMEOUT,
+        "10 min",
+        "duration",
+        Checkpointing,
+        "a checkpoint not complete by then is aborted (and counts as failed); at least 10 ms",
+    ),
+    key(
+        CP_MIN_PAUSE,
+        "0 s",
+        "duration",
+        Checkpointing,
+        "the least time between the end of one checkpoint and the trigger of the next",
+    ),
+    key(
+        CP_MAX_CONCURRENT,
+        "1",
+        "count",
+        Checkpointing,
+        "checkpoints in progress at once; at least 1",
+    ),
+    key(
+        CP_TOLERABLE,
+        "0",
+        "count",
+        Checkpointing,
+        "failed checkpoints in a row a job survives; one more fails it",
+    ),
+    key(
+        CP_RETAINED,
+        "1",
+        "count",
+        Checkpointing,
+        "completed checkpoints kept (pointer and files); older ones are deleted; at least 1",
+    ),
+    key(
+        CP_MODE,
+        "EXACTLY_ONCE",
+        "enum",
+        Checkpointing,
+        "`EXACTLY_ONCE` (barriers aligned) or `AT_LEAST_ONCE`",
+    ),
+    KeySpec {
+        aliases: &[CP_DIR_ALIAS],
+        ..key(
+            CP_DIR,
+            "unset",
+            "path",
+            Checkpointing,
+            "where checkpoints are written: a local directory, `file:///path` or a plain path",
+        )
+    },
 ];
 
 /// The spec of `name` (or of the key `name` is an alias of).

@@ -17,6 +17,7 @@
 //!   test checks `docs/CONFIGURATION.md` against it.
 #![warn(missing_docs)]
 
+mod checkpointing;
 mod cluster;
 mod error;
 pub mod keys;
@@ -25,6 +26,7 @@ mod restart;
 mod source;
 mod warning;
 
+pub use checkpointing::CheckpointingConfig;
 pub use cluster::ClusterConfig;
 pub use error::ConfigError;
 pub use restart::{

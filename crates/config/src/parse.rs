@@ -215,6 +215,23 @@ impl ClusterConfig {
         reader.set(&mut config.parallelism_default, PARALLELISM, count)?;
         reader.set(&mut config.cluster_secret_file, SECRET_FILE, path)?;
 
+        alias_conflict(source, CP_DIR, CP_DIR_ALIAS, |a, b| a.trim() == b.trim())?;
+        let checkpointing = &mut config.checkpointing;
+        let interval = |text: &str| parse_duration(text).map(Some);
+        reader.set(&mut checkpointing.interval, CP_INTERVAL, interval)?;
+        reader.set(&mut checkpointing.timeout, CP_TIMEOUT, duration)?;
+        reader.set(&mut checkpointing.min_pause, CP_MIN_PAUSE, duration)?;
+        reader.set(&mut checkpointing.max_concurrent, CP_MAX_CONCURRENT, count)?;
+        reader.set(&mut checkpointing.tolerable_failures, CP_TOLERABLE, count)?;
+        reader.set(&mut checkpointing.num_retained, CP_RETAINED, count)?;
+        reader.set(&mut checkpointing.mode, CP_MODE, crate::checkpointing::mode)?;
+        reader.set(
+            &mut checkpointing.dir,
+            CP_DIR_ALIAS,
+            crate::checkpointing::dir,
+        )?;
+        reader.set(&mut checkpointing.dir, CP_DIR, crate::checkpointing::dir)?;
+
         config.ha = read_ha(source)?;
         config.validate()?;
         Ok((config, unknown_keys(source)))

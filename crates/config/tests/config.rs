@@ -235,6 +235,51 @@ fn every_key_is_read() {
 }
 
 #[test]
+fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
+    use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
+    let (config, _) = with(&[]).unwrap();
+    assert_eq!(config.checkpointing.coordinator(), None);
+    let (config, warnings) = with(&[
+        ("execution.checkpointing.interval", "2 s"),
+        ("execution.checkpointing.timeout", "1 min"),
+        ("execution.checkpointing.min-pause", "500 ms"),
+        ("execution.checkpointing.max-concurrent-checkpoints", "2"),
+        ("execution.checkpointing.tolerable-failed-checkpoints", "3"),
+        ("execution.checkpointing.num-retained", "4"),
+        ("execution.checkpointing.mode", "AT_LEAST_ONCE"),
+        ("state.checkpoints.dir", "file:///var/holdfast/chk"),
+    ])
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        config.checkpointing.coordinator(),
+        Some(CheckpointConfig {
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(60),
+            min_pause: Duration::from_millis(500),
+            max_concurrent: 2,
+            tolerable_failures: 3,
+            num_retained: 4,
+            mode: CheckpointingMode::AtLeastOnce,
+        })
+    );
+    assert_eq!(
+        config.checkpointing.dir.as_deref(),
+        Some(std::path::Path::new("/var/holdfast/chk"))
+    );
+    // The key and its deprecated alias may agree.
+    let (config, _) = with(&[
+        ("execution.checkpointing.dir", "/chk"),
+        ("state.checkpoints.dir", "/chk"),
+    ])
+    .unwrap();
+    assert_eq!(
+        config.checkpointing.dir.as_deref(),
+        Some(std::path::Path::new("/chk"))
+    );
+}
+
+#[test]
 fn the_ask_timeout_alias() {
     let (config, _) = with(&[("akka.ask.timeout", "20 s")]).unwrap();
     assert_eq!(config.ask_timeout, Duration::from_secs(20));
@@ -290,6 +335,39 @@ fn every_rule_names_the_key_and_the_value() {
         (
             &[("heartbeat.interval", "soon")],
             &["heartbeat.interval", "\"soon\"", "-D"],
+        ),
+        (
+            &[("execution.checkpointing.interval", "5 ms")],
+            &["execution.checkpointing.interval = 5ms", "at least 10ms"],
+        ),
+        (
+            &[
+                ("execution.checkpointing.interval", "1 s"),
+                ("execution.checkpointing.num-retained", "0"),
+            ],
+            &["execution.checkpointing.num-retained = 0"],
+        ),
+        (
+            &[("execution.checkpointing.mode", "twice")],
+            &[
+                "execution.checkpointing.mode",
+                "EXACTLY_ONCE or AT_LEAST_ONCE",
+            ],
+        ),
+        (
+            &[("state.checkpoints.dir", "s3://bucket/chk")],
+            &["state.checkpoints.dir", "`s3` scheme is not supported"],
+        ),
+        (
+            &[
+                ("execution.checkpointing.dir", "/a"),
+                ("state.checkpoints.dir", "/b"),
+            ],
+            &[
+                "execution.checkpointing.dir",
+                "state.checkpoints.dir",
+                "differ",
+            ],
         ),
         (
             &[("heartbeat.timeout", "10 s")],

@@ -1,0 +1,160 @@
+//! `execution.checkpointing.*`: whether and how jobs checkpoint, with
+//! Flink's keys and defaults. Checkpointing is off until
+//! `execution.checkpointing.interval` is set, as in Flink.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
+
+/// The checkpointing settings as configured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointingConfig {
+    /// `execution.checkpointing.interval` (default unset: off).
+    pub interval: Option<Duration>,
+    /// `execution.checkpointing.timeout` (default 10 min).
+    pub timeout: Duration,
+    /// `execution.checkpointing.min-pause` (default 0).
+    pub min_pause: Duration,
+    /// `execution.checkpointing.max-concurrent-checkpoints` (default 1).
+    pub max_concurrent: u32,
+    /// `execution.checkpointing.tolerable-failed-checkpoints` (default 0).
+    pub tolerable_failures: u32,
+    /// `execution.checkpointing.num-retained` (default 1).
+    pub num_retained: u32,
+    /// `execution.checkpointing.mode` (default `EXACTLY_ONCE`).
+    pub mode: CheckpointingMode,
+    /// `execution.checkpointing.dir`, alias `state.checkpoints.dir`
+    /// (default unset): a local directory (`file://` or a plain path).
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for CheckpointingConfig {
+    fn default() -> Self {
+        let flink = CheckpointConfig::every(Duration::from_secs(1));
+        CheckpointingConfig {
+            interval: None,
+            timeout: flink.timeout,
+            min_pause: flink.min_pause,
+            max_concurrent: flink.max_concurrent,
+            tolerable_failures: flink.tolerable_failures,
+            num_retained: flink.num_retained,
+            mode: flink.mode,
+            dir: None,
+        }
+    }
+}
+
+impl CheckpointingConfig {
+    /// The coordinator's settings, or `None` while checkpointing is off.
+    pub fn coordinator(&self) -> Option<CheckpointConfig> {
+        Some(CheckpointConfig {
+            interval: self.interval?,
+            timeout: self.timeout,
+            min_pause: self.min_pause,
+            max_concurrent: self.max_concurrent,
+            tolerable_failures: self.tolerable_failures,
+            num_retained: self.num_retained,
+            mode: self.mode,
+        })
+    }
+}
+
+/// Parses `execution.checkpointing.mode` (Flink's names, any case; `-` for
+/// `_` accepted).
+pub(crate) fn mode(text: &str) -> Result<CheckpointingMode, String> {
+    match text.trim().to_ascii_uppercase().replace('-', "_").as_str() {
+        "EXACTLY_ONCE" => Ok(CheckpointingMode::ExactlyOnce),
+        "AT_LEAST_ONCE" => Ok(CheckpointingMode::AtLeastOnce),
+        _ => Err("expected EXACTLY_ONCE or AT_LEAST_ONCE".into()),
+    }
+}
+
+/// Parses a checkpoint directory: `file:///path`, `file:/path` or a plain
+/// path. Other schemes (`s3://`, `hdfs://` …) are refused by name: only
+/// local directories are supported for now.
+pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let path = match text.split_once(':') {
+        Some(("file", rest)) => {
+            // file:///a/b and file:/a/b are /a/b; file://host/… is not local.
+            let rest = rest
+                .strip_prefix("//")
+                .map_or(Some(rest), |r| r.starts_with('/').then_some(r));
+            match rest {
+                Some(path) if !path.is_empty() => path,
+                _ => {
+                    return Err(
+                        "a file:// URI must name a local absolute path, e.g. file:///var/holdfast/checkpoints"
+                            .into(),
+                    );
+                }
+            }
+        }
+        Some((scheme, _))
+            if !scheme.is_empty()
+                && scheme.len() > 1
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            return Err(format!(
+                "the `{scheme}` scheme is not supported: checkpoints go to a local directory \
+                 (file:///path or a plain path)"
+            ));
+        }
+        _ => text,
+    };
+    Ok(Some(PathBuf::from(path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_are_local_paths_or_file_uris() {
+        let ok = [
+            ("file:///var/chk", "/var/chk"),
+            ("file:/var/chk", "/var/chk"),
+            ("/var/chk", "/var/chk"),
+            ("target/chk", "target/chk"),
+            ("C:/chk", "C:/chk"),
+        ];
+        for (text, path) in ok {
+            assert_eq!(dir(text), Ok(Some(PathBuf::from(path))), "{text}");
+        }
+        assert_eq!(dir("  "), Ok(None));
+        for text in [
+            "s3://bucket/chk",
+            "hdfs://nn/chk",
+            "file://host/chk",
+            "file://",
+        ] {
+            let error = dir(text).expect_err(text);
+            assert!(
+                error.contains("scheme") || error.contains("local absolute path"),
+                "{text}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn modes_are_flinks_names() {
+        assert_eq!(mode("EXACTLY_ONCE"), Ok(CheckpointingMode::ExactlyOnce));
+        assert_eq!(mode(" at-least-once "), Ok(CheckpointingMode::AtLeastOnce));
+        assert!(mode("twice").is_err());
+    }
+
+    #[test]
+    fn off_until_an_interval_is_set() {
+        let mut config = CheckpointingConfig::default();
+        assert_eq!(config.coordinator(), None);
+        config.interval = Some(Duration::from_secs(5));
+        let coordinator = config.coordinator().expect("on");
+        assert_eq!(coordinator, CheckpointConfig::every(Duration::from_secs(5)));
+    }
+}
