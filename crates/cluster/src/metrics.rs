@@ -49,6 +49,9 @@ pub struct ClusterMetrics {
     pub jobmanager_heartbeat_timeouts: Counter,
     /// JobManager: TaskManagers that missed heartbeats for `heartbeat.timeout`.
     pub taskmanager_heartbeat_timeouts: Counter,
+    /// JobManager: TaskManagers lost because heartbeat calls could not
+    /// reach them (`heartbeat.rpc-failure-threshold`).
+    pub taskmanager_unreachable: Counter,
     /// TaskManager: calls refused because they came from a stale leader.
     pub stale_calls_rejected: Counter,
     /// TaskManager: task attempts it failed itself, by cause.
@@ -77,6 +80,7 @@ impl Default for ClusterMetrics {
             registrations: Counter::default(),
             jobmanager_heartbeat_timeouts: Counter::default(),
             taskmanager_heartbeat_timeouts: Counter::default(),
+            taskmanager_unreachable: Counter::default(),
             stale_calls_rejected: Counter::default(),
             task_failures: Family::default(),
             job_failures: Family::default(),
@@ -108,6 +112,11 @@ impl ClusterMetrics {
             "taskmanager_heartbeat_timeouts",
             "TaskManagers that missed heartbeats for heartbeat.timeout (seen by the leader)",
             metrics.taskmanager_heartbeat_timeouts.clone(),
+        );
+        r.register(
+            "taskmanager_unreachable",
+            "TaskManagers lost because heartbeat calls in a row could not reach them (seen by the leader)",
+            metrics.taskmanager_unreachable.clone(),
         );
         r.register(
             "stale_epoch_calls_rejected",
@@ -201,7 +210,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 11, "{text}");
+        assert_eq!(names.len(), 12, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),

@@ -20,6 +20,9 @@ pub struct ClusterConfig {
     pub heartbeat_interval: Duration,
     /// `heartbeat.timeout` (default 50 s); exceeds the interval.
     pub heartbeat_timeout: Duration,
+    /// `heartbeat.rpc-failure-threshold` (default 2; `None`: Flink's `-1`,
+    /// off).
+    pub heartbeat_rpc_failure_threshold: Option<u32>,
     /// `pekko.ask.timeout`, alias `akka.ask.timeout` (default 10 s).
     pub ask_timeout: Duration,
     /// `restart-strategy.*`.
@@ -65,6 +68,7 @@ impl Default for ClusterConfig {
         ClusterConfig {
             heartbeat_interval: Duration::from_secs(10),
             heartbeat_timeout: Duration::from_secs(50),
+            heartbeat_rpc_failure_threshold: Some(2),
             ask_timeout: Duration::from_secs(10),
             restart: RestartStrategyConfig::default(),
             task_slots: 1,

@@ -44,6 +44,8 @@ pub struct KeySpec {
 pub const HEARTBEAT_INTERVAL: &str = "heartbeat.interval";
 /// `heartbeat.timeout`.
 pub const HEARTBEAT_TIMEOUT: &str = "heartbeat.timeout";
+/// `heartbeat.rpc-failure-threshold`.
+pub const HEARTBEAT_RPC_FAILURES: &str = "heartbeat.rpc-failure-threshold";
 /// `pekko.ask.timeout`.
 pub const ASK_TIMEOUT: &str = "pekko.ask.timeout";
 /// `akka.ask.timeout`: Flink's older name of [`ASK_TIMEOUT`].
@@ -260,6 +262,14 @@ pub const KEYS: &[KeySpec] = &[
         "duration",
         HeartbeatsAndRpc,
         "silence after which a peer is considered dead; must exceed `heartbeat.interval`",
+    ),
+    key(
+        HEARTBEAT_RPC_FAILURES,
+        "2",
+        "count",
+        HeartbeatsAndRpc,
+        "heartbeat calls in a row that cannot reach a TaskManager (refused, reset) before the leader \
+         drops it, long before `heartbeat.timeout`; a slow answer does not count; `-1` turns it off",
     ),
     KeySpec {
         aliases: &[ASK_TIMEOUT_ALIAS],

@@ -71,6 +71,16 @@ fn count(text: &str) -> Result<u32, String> {
         .map_err(|_| "expected a whole number from 0 to 4294967295".into())
 }
 
+fn rpc_failures(text: &str) -> Result<Option<u32>, String> {
+    match text.trim() {
+        "-1" => Ok(None),
+        other => match count(other) {
+            Ok(0) | Err(_) => Err("expected a whole number of at least 1, or -1 (off)".into()),
+            Ok(n) => Ok(Some(n)),
+        },
+    }
+}
+
 fn port(text: &str) -> Result<u16, String> {
     text.trim()
         .parse()
@@ -162,6 +172,11 @@ impl ClusterConfig {
         let duration = |text: &str| parse_duration(text);
         reader.set(&mut config.heartbeat_interval, HEARTBEAT_INTERVAL, duration)?;
         reader.set(&mut config.heartbeat_timeout, HEARTBEAT_TIMEOUT, duration)?;
+        reader.set(
+            &mut config.heartbeat_rpc_failure_threshold,
+            HEARTBEAT_RPC_FAILURES,
+            rpc_failures,
+        )?;
         reader.set(&mut config.ask_timeout, ASK_TIMEOUT_ALIAS, duration)?;
         reader.set(&mut config.ask_timeout, ASK_TIMEOUT, duration)?;
 

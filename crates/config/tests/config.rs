@@ -280,6 +280,16 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
 }
 
 #[test]
+fn the_rpc_failure_threshold_is_flinks_and_minus_one_turns_it_off() {
+    let (config, _) = with(&[]).unwrap();
+    assert_eq!(config.heartbeat_rpc_failure_threshold, Some(2));
+    let (config, _) = with(&[("heartbeat.rpc-failure-threshold", "5")]).unwrap();
+    assert_eq!(config.heartbeat_rpc_failure_threshold, Some(5));
+    let (config, _) = with(&[("heartbeat.rpc-failure-threshold", "-1")]).unwrap();
+    assert_eq!(config.heartbeat_rpc_failure_threshold, None);
+}
+
+#[test]
 fn the_ask_timeout_alias() {
     let (config, _) = with(&[("akka.ask.timeout", "20 s")]).unwrap();
     assert_eq!(config.ask_timeout, Duration::from_secs(20));
@@ -335,6 +345,10 @@ fn every_rule_names_the_key_and_the_value() {
         (
             &[("heartbeat.interval", "soon")],
             &["heartbeat.interval", "\"soon\"", "-D"],
+        ),
+        (
+            &[("heartbeat.rpc-failure-threshold", "0")],
+            &["heartbeat.rpc-failure-threshold", "\"0\"", "or -1 (off)"],
         ),
         (
             &[("execution.checkpointing.interval", "5 ms")],

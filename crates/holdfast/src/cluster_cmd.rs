@@ -126,6 +126,7 @@ impl Setup {
             heartbeat_interval: self.config.heartbeat_interval,
             heartbeat_timeout: self.config.heartbeat_timeout,
             restart: self.config.restart.strategy(),
+            rpc_failure_threshold: self.config.heartbeat_rpc_failure_threshold,
         }
     }
 

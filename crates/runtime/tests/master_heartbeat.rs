@@ -214,3 +214,79 @@ fn next_wakeup_is_the_earliest_heartbeat_or_restart() {
     sim.run_until(at(95));
     assert_eq!(sim.core.next_wakeup(), None);
 }
+
+#[test]
+fn a_task_manager_that_refuses_heartbeat_calls_is_lost_long_before_the_timeout() {
+    let mut sim = Sim::new(config(fixed_delay()));
+    let j = job(1);
+    sim.add_tm("tm-a", 2);
+    sim.add_tm("tm-b", 2);
+    sim.submit(j, graph(2));
+    sim.run_until(at(20));
+    assert_eq!(sim.task_states(j), [TaskState::Running; 2]);
+    // tm-b crashes at 21: its port refuses connections. The heartbeats of
+    // 30 and 40 cannot reach it; the second one in a row loses it, not
+    // heartbeat.timeout (50 s after its last answer at 20).
+    sim.tm("tm-b").unreachable = true;
+    let out = sim.run_until(at(39));
+    assert!(
+        !out.iter()
+            .any(|c| matches!(c, MasterCommand::TaskManagerUnreachable { .. })),
+        "one refused call is not enough: {out:?}"
+    );
+    let out = sim.run_until(at(40));
+    assert!(
+        out.contains(&MasterCommand::TaskManagerUnreachable {
+            tm: tm("tm-b"),
+            failed_calls: 2
+        }),
+        "{out:?}"
+    );
+    let Some(MasterCommand::JobFailed { cause, .. }) = out
+        .iter()
+        .find(|c| matches!(c, MasterCommand::JobFailed { .. }))
+    else {
+        panic!("the job fails with tm-b: {out:?}")
+    };
+    assert_eq!(
+        cause.kind,
+        holdfast_runtime::failure::FailureKind::TaskManagerLost
+    );
+    assert!(cause.message.contains("unreachable"), "{}", cause.message);
+    assert!(!sim.core.slots().contains(&tm("tm-b")));
+}
+
+#[test]
+fn a_slow_task_manager_is_not_unreachable_and_a_reply_resets_the_count() {
+    let mut config = config(fixed_delay());
+    config.rpc_failure_threshold = Some(3);
+    let mut sim = Sim::new(config);
+    sim.add_tm("tm-a", 1);
+    sim.run_until(at(1));
+    // Two refused calls, then an answer: the count starts over.
+    for _ in 0..2 {
+        sim.input(MasterInput::HeartbeatUnreachable { tm: tm("tm-a") });
+    }
+    sim.input(MasterInput::HeartbeatReply {
+        tm: tm("tm-a"),
+        tasks: vec![],
+    });
+    for _ in 0..2 {
+        let out = sim.input(MasterInput::HeartbeatUnreachable { tm: tm("tm-a") });
+        assert!(
+            !out.iter()
+                .any(|c| matches!(c, MasterCommand::TaskManagerUnreachable { .. }))
+        );
+    }
+    assert!(sim.core.slots().contains(&tm("tm-a")));
+    // Off (Flink's -1): only the timeout decides.
+    let mut config = support::config(fixed_delay());
+    config.rpc_failure_threshold = None;
+    let mut sim = Sim::new(config);
+    sim.add_tm("tm-a", 1);
+    sim.run_until(at(1));
+    for _ in 0..10 {
+        sim.input(MasterInput::HeartbeatUnreachable { tm: tm("tm-a") });
+    }
+    assert!(sim.core.slots().contains(&tm("tm-a")));
+}

@@ -109,6 +109,8 @@ enum Op {
     Submit(u8, JobGraph),
     Register(usize, u32, Vec<Claim>),
     Lost(usize),
+    /// A heartbeat call could not reach it.
+    Unreachable(usize),
     Reply(usize, Vec<Claim>),
     Update(Claim),
     DeployFailed(usize),
@@ -126,6 +128,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u8..4, small_graph()).prop_map(|(j, g)| Op::Submit(j, g)),
         2 => (tm.clone(), 0u32..4, prop::collection::vec(claim(), 0..3)).prop_map(|(t, s, c)| Op::Register(t, s, c)),
         1 => tm.clone().prop_map(Op::Lost),
+        1 => tm.clone().prop_map(Op::Unreachable),
         2 => (tm.clone(), prop::collection::vec(claim(), 0..4)).prop_map(|(t, c)| Op::Reply(t, c)),
         3 => claim().prop_map(Op::Update),
         1 => any::<usize>().prop_map(Op::DeployFailed),
@@ -230,7 +233,8 @@ impl Driver {
                     );
                     self.canceled.push(*attempt);
                 }
-                MasterCommand::TaskManagerTimedOut { tm } => {
+                MasterCommand::TaskManagerTimedOut { tm }
+                | MasterCommand::TaskManagerUnreachable { tm, .. } => {
                     prop_assert!(
                         registered_before.contains(tm),
                         "timed out while unknown: {}",
@@ -290,6 +294,7 @@ proptest! {
                     tm: tm(TMS[t]),
                     reason: "gone".into(),
                 },
+                Op::Unreachable(t) => MasterInput::HeartbeatUnreachable { tm: tm(TMS[t]) },
                 Op::Reply(t, claims) => MasterInput::HeartbeatReply {
                     tm: tm(TMS[t]),
                     tasks: d.reports_of(&claims),

@@ -54,6 +54,8 @@ pub(super) enum Message {
         reply: oneshot::Sender<Result<JobId, ControlError>>,
     },
     HeartbeatReply(Epoch, TaskManagerId, proto::HeartbeatReply),
+    /// A heartbeat call could not reach the TaskManager (refused, reset).
+    HeartbeatUnreachable(Epoch, TaskManagerId),
     DeployFailed(Epoch, AttemptRef, String),
     Deposed(Epoch, String),
 }
@@ -194,6 +196,11 @@ impl<B: Backend> Actor<B> {
             Message::HeartbeatReply(epoch, tm, reply) => {
                 if let Some(term) = term_at(&mut self.term, epoch) {
                     term.heartbeat_reply(tm, &reply);
+                }
+            }
+            Message::HeartbeatUnreachable(epoch, tm) => {
+                if let Some(term) = term_at(&mut self.term, epoch) {
+                    term.step(MasterInput::HeartbeatUnreachable { tm });
                 }
             }
             Message::DeployFailed(epoch, attempt, error) => {

@@ -102,6 +102,11 @@ impl Link {
                 }
                 Err(error) => {
                     tracing::debug!(taskmanager = %tm, %error, "heartbeat call failed");
+                    // A refused or reset connection is a crashed process (or
+                    // no route to it); a slow answer is not counted.
+                    if matches!(error, RpcError::Unavailable { .. }) {
+                        let _ = actor.send(Message::HeartbeatUnreachable(epoch, tm.clone()));
+                    }
                     deposed(&actor, epoch, &error);
                 }
             }

@@ -47,6 +47,7 @@ pub fn jobmanager_options(
             heartbeat_interval,
             heartbeat_timeout: Duration::from_secs(2),
             restart: RestartStrategy::fixed_delay(),
+            rpc_failure_threshold: Some(2),
         },
         client: ClientConfig::default(),
         auth: auth.clone(),

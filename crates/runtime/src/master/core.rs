@@ -38,6 +38,11 @@ pub struct MasterConfig {
     pub heartbeat_timeout: Duration,
     /// `restart-strategy.*`, applied to each job.
     pub restart: RestartStrategy,
+    /// `heartbeat.rpc-failure-threshold`: heartbeat calls in a row that
+    /// could not reach a TaskManager (refused, reset, no route — not a slow
+    /// answer) after which it is lost; `None` (Flink's `-1`): never, only
+    /// `heartbeat.timeout` decides.
+    pub rpc_failure_threshold: Option<u32>,
 }
 
 /// The leading JobManager's state and decisions. See the [module](super).
@@ -55,6 +60,8 @@ pub struct JobMasterCore {
     /// two different runs (a previous leader's attempts may still be
     /// stopping on a TaskManager when this leader deploys).
     pub(super) seen: BTreeMap<(JobId, TaskId), u32>,
+    /// Heartbeat calls in a row that could not reach each TaskManager.
+    pub(super) unreachable: BTreeMap<TaskManagerId, u32>,
 }
 
 /// Everything one `handle` call needs besides the input.
@@ -78,6 +85,7 @@ impl JobMasterCore {
             pool: SlotPool::default(),
             cancels_sent: BTreeSet::new(),
             seen: BTreeMap::new(),
+            unreachable: BTreeMap::new(),
         })
     }
 
@@ -143,6 +151,7 @@ impl JobMasterCore {
             MasterInput::HeartbeatReply { tm, tasks } => {
                 self.on_heartbeat_reply(&mut step, tm, &tasks)
             }
+            MasterInput::HeartbeatUnreachable { tm } => self.on_unreachable(&mut step, tm),
             MasterInput::TaskUpdate { tm, report } => self.on_task_update(&mut step, &tm, &report),
             MasterInput::DeployFailed { attempt, error } => {
                 self.on_deploy_failed(&mut step, attempt, &error)
@@ -233,6 +242,7 @@ impl JobMasterCore {
         self.fail_attempts(step, &lost);
         self.heartbeats.unmonitor(&tm);
         self.heartbeats.on_heartbeat(tm.clone(), step.now);
+        self.unreachable.remove(&tm);
         self.reconcile(step, &tm, tasks);
     }
 
@@ -248,8 +258,43 @@ impl JobMasterCore {
     /// and says what it holds.
     fn on_heartbeat_reply(&mut self, step: &mut Step<'_>, tm: TaskManagerId, tasks: &[TaskReport]) {
         if self.pool.contains(&tm) && self.heartbeats.on_heartbeat(tm.clone(), step.now) {
+            self.unreachable.remove(&tm);
             self.reconcile(step, &tm, tasks);
         }
+    }
+
+    /// [`MasterInput::HeartbeatUnreachable`]: a heartbeat call could not
+    /// reach a TaskManager. Enough of them in a row and it is lost, long
+    /// before `heartbeat.timeout`: a crashed process refuses connections,
+    /// a stalled one (the incident's cache load, a SIGSTOP) still accepts
+    /// them and only answers late, which is not counted.
+    fn on_unreachable(&mut self, step: &mut Step<'_>, tm: TaskManagerId) {
+        let Some(threshold) = self.config.rpc_failure_threshold else {
+            return;
+        };
+        if !self.pool.contains(&tm) || !self.heartbeats.is_alive(&tm) {
+            return;
+        }
+        let failed = self.unreachable.entry(tm.clone()).or_default();
+        *failed += 1;
+        if *failed < threshold {
+            return;
+        }
+        let failed = *failed;
+        self.unreachable.remove(&tm);
+        step.out.push(MasterCommand::TaskManagerUnreachable {
+            tm: tm.clone(),
+            failed_calls: failed,
+        });
+        let reason = Failure::new(
+            FailureKind::TaskManagerLost,
+            format!(
+                "TaskManager {tm} is unreachable: {failed} heartbeat calls in a row could not reach it \
+                 (heartbeat.rpc-failure-threshold)"
+            ),
+        );
+        let lost = self.drop_task_manager(&tm, &reason);
+        self.fail_attempts(step, &lost);
     }
 
     /// [`MasterInput::TaskUpdate`]: one report of a registered TaskManager.

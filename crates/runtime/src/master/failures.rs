@@ -128,6 +128,7 @@ impl JobMasterCore {
         reason: &Failure,
     ) -> Vec<(AttemptRef, Failure)> {
         self.heartbeats.unmonitor(tm);
+        self.unreachable.remove(tm);
         let lost = self.pool.remove(tm);
         lost.into_iter().map(|a| (a, reason.clone())).collect()
     }

@@ -134,6 +134,13 @@ pub enum MasterInput {
         /// Every attempt it holds.
         tasks: Vec<TaskReport>,
     },
+    /// A heartbeat call to a TaskManager could not reach it (the
+    /// connection was refused or reset, no route): not a slow answer,
+    /// which is no failure.
+    HeartbeatUnreachable {
+        /// Its id.
+        tm: TaskManagerId,
+    },
     /// A TaskManager reported a state change of one attempt.
     TaskUpdate {
         /// Its id.
@@ -198,6 +205,15 @@ pub enum MasterCommand {
     TaskManagerTimedOut {
         /// Which.
         tm: TaskManagerId,
+    },
+    /// Heartbeat calls to a TaskManager could not reach it
+    /// `heartbeat.rpc-failure-threshold` times in a row: it is dropped and
+    /// its tasks failed, before `heartbeat.timeout`.
+    TaskManagerUnreachable {
+        /// Which.
+        tm: TaskManagerId,
+        /// The calls in a row that failed.
+        failed_calls: u32,
     },
     /// A job failed and the restart strategy decided.
     JobFailed {

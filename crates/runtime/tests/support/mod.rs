@@ -123,6 +123,7 @@ pub fn config(restart: RestartStrategy) -> MasterConfig {
         heartbeat_interval: secs(10),
         heartbeat_timeout: secs(50),
         restart,
+        rpc_failure_threshold: Some(2),
     }
 }
 
@@ -224,6 +225,9 @@ pub struct SimTm {
     pub blocked: BTreeMap<AttemptRef, MonoTime>,
     /// Whether it ignores heartbeats.
     pub silent: bool,
+    /// Whether heartbeat calls cannot reach it (a crashed process: the
+    /// connection is refused).
+    pub unreachable: bool,
     /// Heartbeat requests it received.
     pub heartbeats: u32,
     /// Deploys it received, in order.
@@ -245,6 +249,7 @@ impl SimTm {
             cancel_delay: Duration::ZERO,
             blocked: BTreeMap::new(),
             silent: false,
+            unreachable: false,
             heartbeats: 0,
             deploys: Vec::new(),
             cancels: Vec::new(),
@@ -617,11 +622,17 @@ impl Sim {
                     return;
                 };
                 t.heartbeats += 1;
-                if !t.silent {
+                if t.unreachable {
+                    self.queue_at(
+                        now,
+                        Event::ToCore(MasterInput::HeartbeatUnreachable { tm: id.clone() }),
+                    );
+                } else if !t.silent {
                     self.queue_at(now, Event::Reply(id.clone()));
                 }
             }
             MasterCommand::TaskManagerTimedOut { .. }
+            | MasterCommand::TaskManagerUnreachable { .. }
             | MasterCommand::JobFailed { .. }
             | MasterCommand::JobStateChanged { .. } => {}
         }

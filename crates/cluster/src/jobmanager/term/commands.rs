@@ -60,6 +60,9 @@ impl Term {
                 }
                 MasterCommand::SendHeartbeat { tm } => self.send_heartbeat(tm),
                 MasterCommand::TaskManagerTimedOut { tm } => self.timed_out(&tm),
+                MasterCommand::TaskManagerUnreachable { tm, failed_calls } => {
+                    self.unreachable(&tm, failed_calls)
+                }
                 MasterCommand::JobFailed {
                     job,
                     cause,
@@ -115,6 +118,14 @@ impl Term {
         tracing::warn!(taskmanager = %tm, timeout = ?self.heartbeat_timeout,
             "TaskManager missed heartbeats for heartbeat.timeout: dropping it and failing its tasks (a heartbeat \
              timeout, not a leadership change); it must register again");
+    }
+
+    fn unreachable(&mut self, tm: &TaskManagerId, failed_calls: u32) {
+        self.links.remove(tm);
+        self.metrics.taskmanager_unreachable.inc();
+        tracing::warn!(taskmanager = %tm, failed_calls,
+            "TaskManager unreachable: heartbeat calls in a row were refused (heartbeat.rpc-failure-threshold); \
+             dropping it and failing its tasks now rather than after heartbeat.timeout; it must register again");
     }
 
     fn job_failed(&mut self, job: JobId, cause: &FailureCause, decision: &RestartDecision) {
