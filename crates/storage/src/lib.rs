@@ -1,0 +1,52 @@
+//! Where checkpoints are written.
+//!
+//! One trait, [`CheckpointStorage`], for every place checkpoint files can
+//! go; [`LocalStorage`] puts them in a local directory through
+//! `object_store`'s local filesystem, so that S3-compatible stores can
+//! follow behind the same trait. A write counts only once it is durable:
+//! `object_store` writes a temporary file and renames it into place but
+//! does not sync, so [`LocalStorage::put`] syncs the file and every
+//! directory it created or renamed into before it returns — a checkpoint
+//! is never acknowledged on data a crash of the machine could lose.
+//!
+//! Paths are [`StoragePath`]s: relative, `/`-separated, every segment
+//! non-empty and neither `.` nor `..`, so no name from a job or a peer can
+//! reach outside the storage's root.
+#![warn(missing_docs)]
+
+mod error;
+mod local;
+mod path;
+
+pub use error::StorageError;
+pub use local::LocalStorage;
+pub use path::{BadPath, StoragePath};
+
+use bytes::Bytes;
+
+/// A place checkpoint files are written to and read from.
+pub trait CheckpointStorage: Send + Sync + std::fmt::Debug + 'static {
+    /// Writes `bytes` at `path`, replacing what was there; when it returns
+    /// `Ok` the file is durable.
+    fn put(
+        &self,
+        path: &StoragePath,
+        bytes: Bytes,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Reads the whole file at `path`.
+    fn get(&self, path: &StoragePath) -> impl Future<Output = Result<Bytes, StorageError>> + Send;
+
+    /// Every file below `prefix` (all of them for the empty path), sorted.
+    fn list(
+        &self,
+        prefix: &StoragePath,
+    ) -> impl Future<Output = Result<Vec<StoragePath>, StorageError>> + Send;
+
+    /// Deletes every file below `prefix`. Deleting what is not there is no
+    /// error: a retried delete (after a crash, by a new leader) succeeds.
+    fn delete_all(
+        &self,
+        prefix: &StoragePath,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+}

@@ -1,0 +1,151 @@
+//! [`LocalStorage`]: checkpoint files in a local directory, through
+//! `object_store`'s local filesystem, synced before a write counts.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use crate::CheckpointStorage;
+use crate::error::StorageError;
+use crate::path::StoragePath;
+
+/// Checkpoint files below one local directory.
+#[derive(Clone, Debug)]
+pub struct LocalStorage {
+    root: PathBuf,
+    store: Arc<LocalFileSystem>,
+}
+
+impl LocalStorage {
+    /// Storage below `root`, which is created if it does not exist.
+    pub fn new(root: impl Into<PathBuf>) -> Result<LocalStorage, StorageError> {
+        let root = root.into();
+        let failed = |source| StorageError::Root {
+            root: root.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&root).map_err(failed)?;
+        let root = root.canonicalize().map_err(failed)?;
+        let store = LocalFileSystem::new_with_prefix(&root)
+            .map_err(|e| failed(std::io::Error::other(e.to_string())))?
+            .with_automatic_cleanup(true);
+        Ok(LocalStorage {
+            root,
+            store: Arc::new(store),
+        })
+    }
+
+    /// The directory the files are below.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn location(&self, path: &StoragePath) -> Result<ObjectPath, StorageError> {
+        ObjectPath::parse(path.as_str()).map_err(|e| self.io("naming", path, e))
+    }
+
+    fn io(
+        &self,
+        operation: &'static str,
+        path: &StoragePath,
+        error: impl ToString,
+    ) -> StorageError {
+        StorageError::Io {
+            operation,
+            root: self.root.clone(),
+            path: path.clone(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// Syncs `file`, then every directory from its parent up to `root`: the
+/// rename that put it in place, and any directory created for it, are
+/// durable only once their directories are.
+fn sync(root: &Path, file: &Path) -> std::io::Result<()> {
+    std::fs::File::open(file)?.sync_all()?;
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        std::fs::File::open(d)?.sync_all()?;
+        if d == root {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+impl CheckpointStorage for LocalStorage {
+    async fn put(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
+        if path.as_str().is_empty() {
+            return Err(self.io("writing", path, "the root is a directory, not a file"));
+        }
+        let location = self.location(path)?;
+        self.store
+            .put(&location, PutPayload::from(bytes))
+            .await
+            .map_err(|e| self.io("writing", path, e))?;
+        let (root, file) = (self.root.clone(), self.root.join(path.as_str()));
+        tokio::task::spawn_blocking(move || sync(&root, &file))
+            .await
+            .map_err(|e| self.io("syncing", path, e))?
+            .map_err(|e| self.io("syncing", path, e))
+    }
+
+    async fn get(&self, path: &StoragePath) -> Result<Bytes, StorageError> {
+        let location = self.location(path)?;
+        let result = match self.store.get(&location).await {
+            Ok(result) => result,
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(StorageError::NotFound {
+                    root: self.root.clone(),
+                    path: path.clone(),
+                });
+            }
+            Err(error) => return Err(self.io("reading", path, error)),
+        };
+        result
+            .bytes()
+            .await
+            .map_err(|e| self.io("reading", path, e))
+    }
+
+    async fn list(&self, prefix: &StoragePath) -> Result<Vec<StoragePath>, StorageError> {
+        let location = (!prefix.as_str().is_empty())
+            .then(|| self.location(prefix))
+            .transpose()?;
+        let metas: Vec<_> = self
+            .store
+            .list(location.as_ref())
+            .try_collect()
+            .await
+            .map_err(|e| self.io("listing", prefix, e))?;
+        let mut paths = metas
+            .into_iter()
+            .map(|meta| {
+                meta.location
+                    .as_ref()
+                    .parse::<StoragePath>()
+                    .map_err(|e| self.io("listing", prefix, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        paths.sort();
+        Ok(paths)
+    }
+
+    async fn delete_all(&self, prefix: &StoragePath) -> Result<(), StorageError> {
+        for path in self.list(prefix).await? {
+            let location = self.location(&path)?;
+            match self.store.delete(&location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(error) => return Err(self.io("deleting", &path, error)),
+            }
+        }
+        Ok(())
+    }
+}
