@@ -32,7 +32,8 @@
 //!   the attempts an older leader deployed fail ([`FailureKind::NewLeader`]).
 //! - The JobManager's heartbeats are watched by the same
 //!   [`HeartbeatMonitor`] the leader uses for its TaskManagers, with its
-//!   rule that this process's own pause is not the peer's silence: a
+//!   rule that this process's own pause is not the peer's silence (after a
+//!   pause the JobManager gets a full timeout from the next tick): a
 //!   timeout fails every attempt ([`FailureKind::JobManagerHeartbeatTimeout`])
 //!   and registers again — it is not a leadership change.
 //! - Shutting down fails every attempt ([`FailureKind::TaskManagerShutdown`])
