@@ -1,13 +1,17 @@
 //! Tier 2: the election shell and the stores on the embedded backend and a
-//! virtual clock — leaving cleanly, and counters under concurrency.
+//! virtual clock — leaving cleanly, counters under concurrency, and the
+//! completed-checkpoint pointers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast_ha::CheckpointId;
 use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::election::{ElectionOptions, LeaderElection};
 use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
-use holdfast_ha::stores::{CheckpointIdCounter, LeaderStore};
+use holdfast_ha::stores::{
+    CheckpointIdCounter, CheckpointPointer, CompletedCheckpointStore, LeaderStore, StoreError,
+};
 use holdfast_ha::{Runtime, TokioRuntime};
 
 fn setup() -> (EmbeddedCluster, Arc<dyn Runtime>) {
@@ -97,4 +101,106 @@ async fn concurrent_counter_increments_never_hand_out_an_id_twice() {
     }
     ids.sort();
     assert_eq!(ids, (1..=8).collect::<Vec<u64>>());
+}
+
+#[tokio::test(start_paused = true)]
+async fn completed_checkpoint_pointers_are_fenced_idempotent_and_checked_on_read() {
+    let (cluster, runtime) = setup();
+    let a = connect(&cluster, &runtime, "a");
+    let b = connect(&cluster, &runtime, "b");
+    let a_election = LeaderElection::start(a.clone(), ElectionOptions::under("/t", "a", "a:1"));
+    wait(&runtime, "a to lead", || a_election.is_leader()).await;
+    let a_token = a_election.token().expect("a token while leading");
+    let store = CompletedCheckpointStore::new(a.clone(), "/t", "job-1").expect("a valid job");
+    let pointer = |id| CheckpointPointer {
+        job: "job-1".into(),
+        id: CheckpointId(id),
+        metadata: format!("/chk/job-1/chk-{id}/_metadata"),
+    };
+    store.add(&a_token, &pointer(9)).await.expect("added");
+    store.add(&a_token, &pointer(10)).await.expect("added");
+    // A retried add whose first try landed succeeds; another pointer with
+    // the same id does not.
+    store.add(&a_token, &pointer(10)).await.expect("idempotent");
+    let other = CheckpointPointer {
+        metadata: "/elsewhere".into(),
+        ..pointer(10)
+    };
+    assert!(matches!(
+        store.add(&a_token, &other).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    // Numeric order, not text order, past 9.
+    assert_eq!(store.completed().await.unwrap(), [pointer(9), pointer(10)]);
+    store.remove(&a_token, CheckpointId(9)).await.unwrap();
+    store
+        .remove(&a_token, CheckpointId(9))
+        .await
+        .expect("idempotent");
+    assert_eq!(store.completed().await.unwrap(), [pointer(10)]);
+    let wrong_job = CheckpointPointer {
+        job: "job-2".into(),
+        ..pointer(11)
+    };
+    assert!(store.add(&a_token, &wrong_job).await.is_err());
+
+    // Garbage and foreign records are named, beside the good pointer.
+    let raw = LeaderStore::new(a.clone(), "/t/checkpoints/job-1");
+    raw.put(&a_token, "chk-00000000000000000012", b"\x00garbage")
+        .await
+        .unwrap();
+    raw.put(
+        &a_token,
+        "chk-00000000000000000013",
+        br#"{"format":1,"job":"job-2","checkpoint":13,"metadata":"m"}"#,
+    )
+    .await
+    .unwrap();
+    raw.put(
+        &a_token,
+        "chk-00000000000000000014",
+        br#"{"format":1,"job":"job-1","checkpoint":15,"metadata":"m"}"#,
+    )
+    .await
+    .unwrap();
+    raw.put(&a_token, "notes", b"hello").await.unwrap();
+    let listed = store.list().await.unwrap();
+    let bad: Vec<String> = listed
+        .iter()
+        .filter_map(|entry| entry.as_ref().err().map(ToString::to_string))
+        .collect();
+    assert_eq!(bad.len(), 4, "{bad:?}");
+    for (fragment, reason) in [
+        ("chk-00000000000000000012", "not a pointer record"),
+        ("chk-00000000000000000013", "belongs to job job-2"),
+        ("chk-00000000000000000014", "says checkpoint 15"),
+        ("notes", "not the name of a checkpoint pointer"),
+    ] {
+        assert!(
+            bad.iter()
+                .any(|b| b.contains(fragment) && b.contains(reason) && b.contains("job-1")),
+            "{fragment}: {bad:?}"
+        );
+    }
+    assert_eq!(store.completed().await.unwrap(), [pointer(10)]);
+
+    // A deposed leader's completion is refused: that checkpoint is never used.
+    let b_election = LeaderElection::start(b.clone(), ElectionOptions::under("/t", "b", "b:1"));
+    a_election.close().await;
+    wait(&runtime, "b to lead", || b_election.is_leader()).await;
+    assert!(matches!(
+        store.add(&a_token, &pointer(20)).await,
+        Err(StoreError::NotLeader { .. })
+    ));
+    let b_store = CompletedCheckpointStore::new(b.clone(), "/t", "job-1").unwrap();
+    assert_eq!(b_store.completed().await.unwrap(), [pointer(10)]);
+    let b_token = b_election.token().expect("b leads");
+    b_store
+        .add(&b_token, &pointer(20))
+        .await
+        .expect("the new leader's");
+    assert_eq!(
+        b_store.completed().await.unwrap(),
+        [pointer(10), pointer(20)]
+    );
 }

@@ -8,9 +8,11 @@
 //! contender's earlier grant, revoked on a suspension under `standard` and
 //! re-granted on the same latch node; reads are open to everyone.
 
+mod checkpoints;
 mod counter;
 mod kv;
 
+pub use checkpoints::{BadPointer, CheckpointPointer, CompletedCheckpointStore};
 pub use counter::CheckpointIdCounter;
 pub use kv::{LeaderStore, Versioned};
 
