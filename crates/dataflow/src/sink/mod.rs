@@ -5,6 +5,7 @@
 mod collect;
 mod discard;
 mod file;
+mod parts;
 mod print;
 
 use holdfast_executor::TaskFailure;
@@ -14,6 +15,7 @@ use crate::context::OperatorContext;
 pub use collect::Collect;
 pub use discard::Discard;
 pub use file::{FileSink, part_file};
+pub use parts::{PartFileError, PartFiles, PartFilesState, RollingPolicy};
 pub use print::Print;
 
 /// A sink: a description (cheap, shared by all subtasks) that opens one
