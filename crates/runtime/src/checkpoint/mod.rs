@@ -34,10 +34,12 @@
 //! restore waits while one is in flight
 //! ([`CheckpointCoordinator::finalizing`]).
 
+mod aligner;
 mod config;
 mod coordinator;
 mod types;
 
+pub use aligner::{AlignCommand, BarrierAligner};
 pub use config::{CheckpointConfig, CheckpointConfigError, CheckpointingMode};
 pub use coordinator::CheckpointCoordinator;
 pub use types::{
