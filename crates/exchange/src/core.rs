@@ -81,6 +81,9 @@ impl ChannelCore {
                     return Offer::Accepted;
                 }
             }
+            // Never merged: a watermark after a barrier must not replace
+            // one before it, nor a barrier vanish.
+            Event::Barrier(_) => {}
             Event::End => self.end_queued = true,
         }
         self.events.push_back(event);
@@ -178,6 +181,7 @@ impl ChannelCore {
 mod tests {
     use super::*;
     use crate::event::Batch;
+    use holdfast_types::CheckpointId;
 
     fn batch(n: u32) -> Event {
         Event::Batch(Batch::Encoded {
@@ -233,6 +237,33 @@ mod tests {
         }
         assert!(matches!(core.pop(), Ok(Some(Event::Watermark(99)))));
         assert!(core.is_empty());
+    }
+
+    #[test]
+    fn barriers_take_no_slot_keep_their_place_and_fence_watermarks() {
+        let mut core = ChannelCore::new(1, true);
+        core.offer(batch(1));
+        assert!(matches!(core.offer(Event::Watermark(1)), Offer::Accepted));
+        assert!(matches!(
+            core.offer(Event::Barrier(CheckpointId(5))),
+            Offer::Accepted
+        ));
+        // Not merged into the watermark before the barrier.
+        core.offer(Event::Watermark(2));
+        core.offer(Event::Watermark(3));
+        assert_eq!(records(core.pop().unwrap()), Some(1));
+        assert!(matches!(core.pop(), Ok(Some(Event::Watermark(1)))));
+        assert!(matches!(
+            core.pop(),
+            Ok(Some(Event::Barrier(CheckpointId(5))))
+        ));
+        assert!(matches!(core.pop(), Ok(Some(Event::Watermark(3)))));
+        // Without credit a barrier at the head passes; behind a batch it
+        // waits (FIFO).
+        core.offer(batch(2));
+        core.offer(Event::Barrier(CheckpointId(6)));
+        let no_credit = |e: &Event| !e.is_batch();
+        assert!(matches!(core.pop_if(no_credit), Ok(None)));
     }
 
     #[test]

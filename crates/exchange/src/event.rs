@@ -11,6 +11,7 @@ use std::any::Any;
 use std::fmt;
 
 use bytes::Bytes;
+use holdfast_types::CheckpointId;
 
 /// One item of a channel. Every channel delivers its events in the order
 /// they were sent (FIFO), whatever their kind: later checkpoint barriers
@@ -25,6 +26,10 @@ pub enum Event {
     /// Takes no credit; an undelivered watermark at the tail of a queue is
     /// replaced by a newer one, so watermarks cannot pile up.
     Watermark(i64),
+    /// Checkpoint barrier: everything before it on this channel belongs to
+    /// the checkpoint, nothing after. Takes no credit and is never merged
+    /// or dropped, so it keeps its place among batches and watermarks.
+    Barrier(CheckpointId),
     /// The producer will send nothing more on this channel. Takes no
     /// credit; always the last event of a channel.
     End,
@@ -42,6 +47,7 @@ impl Event {
             Event::Batch(Batch::Local(_)) => "local batch",
             Event::Batch(Batch::Encoded { .. }) => "encoded batch",
             Event::Watermark(_) => "watermark",
+            Event::Barrier(_) => "barrier",
             Event::End => "end",
         }
     }

@@ -37,15 +37,22 @@ fn events_arrive_in_order_then_end_and_the_partition_leaves() {
             if seq % 100 == 0 {
                 writer.send(0, Event::Watermark(i64::from(seq))).unwrap();
             }
+            if seq % 250 == 249 {
+                let id = holdfast_types::CheckpointId(u64::from(seq / 250 + 1));
+                writer.send(0, Event::Barrier(id)).unwrap();
+            }
         }
         writer.finish().unwrap();
     });
     let mut expected = 0;
     let mut watermarks = Vec::new();
+    let mut barriers = Vec::new();
     loop {
         match next(&mut gate) {
             (0, Event::End) => break,
             (0, Event::Watermark(w)) => watermarks.push(w),
+            // Exactly where it was sent: after 250 × n batches.
+            (0, Event::Barrier(id)) => barriers.push((id.0, expected)),
             (0, batch) => {
                 assert_eq!(numbers(batch), (7, expected));
                 expected += 1;
@@ -57,6 +64,7 @@ fn events_arrive_in_order_then_end_and_the_partition_leaves() {
     assert_eq!(expected, 1000);
     // Watermarks keep their place; a consumer never sees one out of order.
     assert!(watermarks.windows(2).all(|w| w[0] < w[1]), "{watermarks:?}");
+    assert_eq!(barriers, [(1, 250), (2, 500), (3, 750), (4, 1000)]);
     assert!(gate.is_finished());
     assert_eq!(
         gate.next(Duration::from_secs(60)).unwrap().map(|x| x.0),

@@ -48,16 +48,22 @@ fn a_slow_remote_consumer_bounds_the_producer_at_both_sides_buffers() {
     writer.send(0, encoded(1, 4)).unwrap();
     assert!(writer.try_send(0, encoded(1, 5)).unwrap().is_some());
     writer.send(0, Event::Watermark(99)).unwrap();
+    writer
+        .send(0, Event::Barrier(holdfast_types::CheckpointId(7)))
+        .unwrap();
     writer.finish().unwrap();
     let mut rest = Vec::new();
     loop {
         match next(&mut gate).1 {
             Event::End => break,
             Event::Watermark(w) => rest.push(i64::from(u32::MAX) + w),
+            Event::Barrier(id) => rest.push(-(id.0 as i64)),
             batch => rest.push(i64::from(numbers(batch).1)),
         }
     }
-    assert_eq!(rest, [1, 2, 3, 4, i64::from(u32::MAX) + 99]);
+    // Over TCP too, a barrier keeps its place after the batches and the
+    // watermark sent before it.
+    assert_eq!(rest, [1, 2, 3, 4, i64::from(u32::MAX) + 99, -7]);
     eventually("the connection to close on both sides", || {
         a.metrics().open_connections == 0 && b.metrics().open_connections == 0
     });

@@ -10,6 +10,7 @@
 //!  5 Batch    records u32 | bytes                                     (server → client)
 //!  6 Watermark  i64
 //!  7 End
+//!  9 Barrier  checkpoint id u64                                       (server → client)
 //!  8 Error    code u8 | detail u64 | message (UTF-8)                  (either way, then close)
 //! ```
 //!
@@ -23,8 +24,9 @@ use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 
 use crate::ids::PartitionId;
 
-/// The protocol version this crate speaks, sent in `Hello`.
-pub(crate) const VERSION: u16 = 1;
+/// The protocol version this crate speaks, sent in `Hello` (2: barriers;
+/// a peer of another version is refused by name).
+pub(crate) const VERSION: u16 = 2;
 /// The first bytes of every `Hello`: tells a data connection from garbage.
 pub(crate) const MAGIC: &[u8; 4] = b"HFDX";
 /// The length prefix.
@@ -53,6 +55,8 @@ pub(crate) enum Frame {
     Batch { records: u32, bytes: Bytes },
     /// A watermark.
     Watermark(i64),
+    /// A checkpoint barrier.
+    Barrier(u64),
     /// The channel's end.
     End,
     /// Why the sender is closing the connection.
@@ -96,6 +100,7 @@ impl Frame {
             Frame::Credit(_) => "Credit",
             Frame::Batch { .. } => "Batch",
             Frame::Watermark(_) => "Watermark",
+            Frame::Barrier(_) => "Barrier",
             Frame::End => "End",
             Frame::Error { .. } => "Error",
         }
@@ -145,6 +150,10 @@ impl Frame {
                 out.put_i64(*w);
             }
             Frame::End => out.put_u8(7),
+            Frame::Barrier(id) => {
+                out.put_u8(9);
+                out.put_u64(*id);
+            }
             Frame::Error {
                 code,
                 detail,
@@ -246,6 +255,7 @@ fn parse(kind: u8, mut body: Bytes) -> Result<Frame, FrameError> {
         }
         6 => Frame::Watermark(get(&mut body, "Watermark", Buf::try_get_i64)?),
         7 => Frame::End,
+        9 => Frame::Barrier(get(&mut body, "Barrier", Buf::try_get_u64)?),
         8 => {
             let code = get(&mut body, "Error", Buf::try_get_u8)?;
             let detail = get(&mut body, "Error", Buf::try_get_u64)?;

@@ -42,6 +42,7 @@ fn every_kind() -> Vec<Frame> {
             bytes: Bytes::new(),
         },
         Frame::Watermark(i64::MIN),
+        Frame::Barrier(u64::MAX),
         Frame::End,
         Frame::Error {
             code: 4,
