@@ -49,7 +49,7 @@ pub struct ClusterMetrics {
     pub jobmanager_heartbeat_timeouts: Counter,
     /// JobManager: TaskManagers that missed heartbeats for `heartbeat.timeout`.
     pub taskmanager_heartbeat_timeouts: Counter,
-    /// JobManager: TaskManagers lost because heartbeat calls could not
+    /// JobManager: TaskManagers lost because calls could not
     /// reach them (`heartbeat.rpc-failure-threshold`).
     pub taskmanager_unreachable: Counter,
     /// TaskManager: calls refused because they came from a stale leader.
@@ -115,7 +115,7 @@ impl ClusterMetrics {
         );
         r.register(
             "taskmanager_unreachable",
-            "TaskManagers lost because heartbeat calls in a row could not reach them (seen by the leader)",
+            "TaskManagers lost because calls in a row could not reach them (seen by the leader)",
             metrics.taskmanager_unreachable.clone(),
         );
         r.register(

@@ -268,7 +268,7 @@ pub const KEYS: &[KeySpec] = &[
         "2",
         "count",
         HeartbeatsAndRpc,
-        "heartbeat calls in a row that cannot reach a TaskManager (refused, reset) before the leader \
+        "calls in a row (heartbeats, deploys, cancels) that cannot reach a TaskManager (refused, reset) before the leader \
          drops it, long before `heartbeat.timeout`; a slow answer does not count; `-1` turns it off",
     ),
     KeySpec {

@@ -265,14 +265,14 @@ fn a_slow_task_manager_is_not_unreachable_and_a_reply_resets_the_count() {
     sim.run_until(at(1));
     // Two refused calls, then an answer: the count starts over.
     for _ in 0..2 {
-        sim.input(MasterInput::HeartbeatUnreachable { tm: tm("tm-a") });
+        sim.input(MasterInput::CallRefused { tm: tm("tm-a") });
     }
     sim.input(MasterInput::HeartbeatReply {
         tm: tm("tm-a"),
         tasks: vec![],
     });
     for _ in 0..2 {
-        let out = sim.input(MasterInput::HeartbeatUnreachable { tm: tm("tm-a") });
+        let out = sim.input(MasterInput::CallRefused { tm: tm("tm-a") });
         assert!(
             !out.iter()
                 .any(|c| matches!(c, MasterCommand::TaskManagerUnreachable { .. }))
@@ -286,7 +286,7 @@ fn a_slow_task_manager_is_not_unreachable_and_a_reply_resets_the_count() {
     sim.add_tm("tm-a", 1);
     sim.run_until(at(1));
     for _ in 0..10 {
-        sim.input(MasterInput::HeartbeatUnreachable { tm: tm("tm-a") });
+        sim.input(MasterInput::CallRefused { tm: tm("tm-a") });
     }
     assert!(sim.core.slots().contains(&tm("tm-a")));
 }

@@ -294,7 +294,7 @@ proptest! {
                     tm: tm(TMS[t]),
                     reason: "gone".into(),
                 },
-                Op::Unreachable(t) => MasterInput::HeartbeatUnreachable { tm: tm(TMS[t]) },
+                Op::Unreachable(t) => MasterInput::CallRefused { tm: tm(TMS[t]) },
                 Op::Reply(t, claims) => MasterInput::HeartbeatReply {
                     tm: tm(TMS[t]),
                     tasks: d.reports_of(&claims),

@@ -54,8 +54,8 @@ pub(super) enum Message {
         reply: oneshot::Sender<Result<JobId, ControlError>>,
     },
     HeartbeatReply(Epoch, TaskManagerId, proto::HeartbeatReply),
-    /// A heartbeat call could not reach the TaskManager (refused, reset).
-    HeartbeatUnreachable(Epoch, TaskManagerId),
+    /// A call could not reach the TaskManager (refused, reset).
+    CallRefused(Epoch, TaskManagerId),
     DeployFailed(Epoch, AttemptRef, String),
     Deposed(Epoch, String),
 }
@@ -198,9 +198,9 @@ impl<B: Backend> Actor<B> {
                     term.heartbeat_reply(tm, &reply);
                 }
             }
-            Message::HeartbeatUnreachable(epoch, tm) => {
+            Message::CallRefused(epoch, tm) => {
                 if let Some(term) = term_at(&mut self.term, epoch) {
-                    term.step(MasterInput::HeartbeatUnreachable { tm });
+                    term.step(MasterInput::CallRefused { tm });
                 }
             }
             Message::DeployFailed(epoch, attempt, error) => {

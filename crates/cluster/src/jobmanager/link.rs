@@ -50,23 +50,48 @@ impl Drop for Link {
     }
 }
 
+/// What a [`Link`] is made of.
+pub(super) struct LinkParts {
+    /// The TaskManager.
+    pub(super) tm: TaskManagerId,
+    /// Its RPC client.
+    pub(super) client: TaskManagerClient,
+    /// The id of its registration at this term.
+    pub(super) registration: String,
+    /// What the REST snapshot shows of it.
+    pub(super) info: LinkInfo,
+    /// The term's epoch.
+    pub(super) epoch: Epoch,
+    /// Whether this JobManager still leads at an epoch (lease-checked).
+    pub(super) leading: Leading,
+    /// The actor, told of answers and failures.
+    pub(super) actor: mpsc::UnboundedSender<Message>,
+    /// Where each answered heartbeat's round trip is observed.
+    pub(super) round_trips: Histogram,
+}
+
 impl Link {
-    pub(super) fn new(
-        client: TaskManagerClient,
-        registration: String,
-        info: LinkInfo,
-        epoch: Epoch,
-        leading: Leading,
-        actor: mpsc::UnboundedSender<Message>,
-        round_trips: Histogram,
-    ) -> Link {
+    pub(super) fn new(parts: LinkParts) -> Link {
+        let LinkParts {
+            tm,
+            client,
+            registration,
+            info,
+            epoch,
+            leading,
+            actor,
+            round_trips,
+        } = parts;
         let (orders, queue) = mpsc::unbounded_channel();
         let worker = tokio::spawn(work(
-            client.clone(),
-            epoch,
-            leading.clone(),
+            Worker {
+                tm,
+                client: client.clone(),
+                epoch,
+                leading: leading.clone(),
+                actor: actor.clone(),
+            },
             queue,
-            actor.clone(),
         ));
         Link {
             registration,
@@ -102,11 +127,7 @@ impl Link {
                 }
                 Err(error) => {
                     tracing::debug!(taskmanager = %tm, %error, "heartbeat call failed");
-                    // A refused or reset connection is a crashed process (or
-                    // no route to it); a slow answer is not counted.
-                    if matches!(error, RpcError::Unavailable { .. }) {
-                        let _ = actor.send(Message::HeartbeatUnreachable(epoch, tm.clone()));
-                    }
+                    refused(&actor, epoch, &tm, &error);
                     deposed(&actor, epoch, &error);
                 }
             }
@@ -114,13 +135,23 @@ impl Link {
     }
 }
 
-async fn work(
+/// What the ordered queue's worker calls with.
+struct Worker {
+    tm: TaskManagerId,
     client: TaskManagerClient,
     epoch: Epoch,
     leading: Leading,
-    mut queue: mpsc::UnboundedReceiver<Order>,
     actor: mpsc::UnboundedSender<Message>,
-) {
+}
+
+async fn work(worker: Worker, mut queue: mpsc::UnboundedReceiver<Order>) {
+    let Worker {
+        tm,
+        client,
+        epoch,
+        leading,
+        actor,
+    } = worker;
     while let Some(order) = queue.recv().await {
         if !leading(epoch) {
             tracing::debug!(%epoch, "not leading at this epoch any more: call not sent");
@@ -131,16 +162,32 @@ async fn work(
                 if let Err(error) = client.deploy_task(request).await
                     && !deposed(&actor, epoch, &error)
                 {
+                    refused(&actor, epoch, &tm, &error);
                     let _ = actor.send(Message::DeployFailed(epoch, attempt, error.to_string()));
                 }
             }
             Order::Cancel(request, attempt) => {
                 if let Err(error) = client.cancel_task(request).await {
                     tracing::debug!(%attempt, %error, "cancel call failed; heartbeats will tell");
+                    refused(&actor, epoch, &tm, &error);
                     deposed(&actor, epoch, &error);
                 }
             }
         }
+    }
+}
+
+/// A refused or reset connection is a crashed process (or no route to
+/// it): the core counts it toward `heartbeat.rpc-failure-threshold`. A slow
+/// answer is not counted.
+fn refused(
+    actor: &mpsc::UnboundedSender<Message>,
+    epoch: Epoch,
+    tm: &TaskManagerId,
+    error: &RpcError,
+) {
+    if matches!(error, RpcError::Unavailable { .. }) {
+        let _ = actor.send(Message::CallRefused(epoch, tm.clone()));
     }
 }
 

@@ -38,7 +38,7 @@ pub struct MasterConfig {
     pub heartbeat_timeout: Duration,
     /// `restart-strategy.*`, applied to each job.
     pub restart: RestartStrategy,
-    /// `heartbeat.rpc-failure-threshold`: heartbeat calls in a row that
+    /// `heartbeat.rpc-failure-threshold`: calls (heartbeats, deploys, cancels) in a row that
     /// could not reach a TaskManager (refused, reset, no route — not a slow
     /// answer) after which it is lost; `None` (Flink's `-1`): never, only
     /// `heartbeat.timeout` decides.
@@ -60,7 +60,8 @@ pub struct JobMasterCore {
     /// two different runs (a previous leader's attempts may still be
     /// stopping on a TaskManager when this leader deploys).
     pub(super) seen: BTreeMap<(JobId, TaskId), u32>,
-    /// Heartbeat calls in a row that could not reach each TaskManager.
+    /// Calls in a row (since its last heartbeat answer) that could not reach
+    /// each TaskManager.
     pub(super) unreachable: BTreeMap<TaskManagerId, u32>,
 }
 
@@ -151,7 +152,7 @@ impl JobMasterCore {
             MasterInput::HeartbeatReply { tm, tasks } => {
                 self.on_heartbeat_reply(&mut step, tm, &tasks)
             }
-            MasterInput::HeartbeatUnreachable { tm } => self.on_unreachable(&mut step, tm),
+            MasterInput::CallRefused { tm } => self.on_unreachable(&mut step, tm),
             MasterInput::TaskUpdate { tm, report } => self.on_task_update(&mut step, &tm, &report),
             MasterInput::DeployFailed { attempt, error } => {
                 self.on_deploy_failed(&mut step, attempt, &error)
@@ -263,8 +264,9 @@ impl JobMasterCore {
         }
     }
 
-    /// [`MasterInput::HeartbeatUnreachable`]: a heartbeat call could not
-    /// reach a TaskManager. Enough of them in a row and it is lost, long
+    /// [`MasterInput::CallRefused`]: a call (a heartbeat, a deploy, a
+    /// cancel) could not reach a TaskManager. Enough of them in a row, with
+    /// no heartbeat answered between, and it is lost, long
     /// before `heartbeat.timeout`: a crashed process refuses connections,
     /// a stalled one (the incident's cache load, a SIGSTOP) still accepts
     /// them and only answers late, which is not counted.
@@ -289,7 +291,7 @@ impl JobMasterCore {
         let reason = Failure::new(
             FailureKind::TaskManagerLost,
             format!(
-                "TaskManager {tm} is unreachable: {failed} heartbeat calls in a row could not reach it \
+                "TaskManager {tm} is unreachable: {failed} calls in a row could not reach it \
                  (heartbeat.rpc-failure-threshold)"
             ),
         );

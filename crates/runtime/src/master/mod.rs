@@ -134,10 +134,10 @@ pub enum MasterInput {
         /// Every attempt it holds.
         tasks: Vec<TaskReport>,
     },
-    /// A heartbeat call to a TaskManager could not reach it (the
-    /// connection was refused or reset, no route): not a slow answer,
-    /// which is no failure.
-    HeartbeatUnreachable {
+    /// A call to a TaskManager — a heartbeat, a deploy, a cancel — could
+    /// not reach it (the connection was refused or reset, no route): not a
+    /// slow answer, which is no failure.
+    CallRefused {
         /// Its id.
         tm: TaskManagerId,
     },

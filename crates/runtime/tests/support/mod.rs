@@ -625,7 +625,7 @@ impl Sim {
                 if t.unreachable {
                     self.queue_at(
                         now,
-                        Event::ToCore(MasterInput::HeartbeatUnreachable { tm: id.clone() }),
+                        Event::ToCore(MasterInput::CallRefused { tm: id.clone() }),
                     );
                 } else if !t.silent {
                     self.queue_at(now, Event::Reply(id.clone()));

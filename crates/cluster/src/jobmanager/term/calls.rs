@@ -13,7 +13,7 @@ use super::Term;
 use crate::control::ControlError;
 use crate::job_store::{PastFailure, StoredJob};
 use crate::jobmanager::convert;
-use crate::jobmanager::link::Link;
+use crate::jobmanager::link::{Link, LinkParts};
 use crate::jobmanager::snapshot::{self, LinkInfo};
 use crate::jobmanager::wall_ms;
 use crate::rest::answers::{ConnectionView, ExceptionEntry};
@@ -36,15 +36,16 @@ impl Term {
             last_heard: self.runtime.now(),
             connection: None,
         };
-        let link = Link::new(
+        let link = Link::new(LinkParts {
+            tm: tm.clone(),
             client,
-            registration.clone(),
+            registration: registration.clone(),
             info,
-            self.token.epoch,
-            self.leading.clone(),
-            self.actor.clone(),
-            self.metrics.taskmanager_heartbeat_round_trip.clone(),
-        );
+            epoch: self.token.epoch,
+            leading: self.leading.clone(),
+            actor: self.actor.clone(),
+            round_trips: self.metrics.taskmanager_heartbeat_round_trip.clone(),
+        });
         self.links.insert(tm.clone(), link);
         tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,
             slots = request.slots, "TaskManager registered");

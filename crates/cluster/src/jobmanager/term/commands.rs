@@ -124,7 +124,7 @@ impl Term {
         self.links.remove(tm);
         self.metrics.taskmanager_unreachable.inc();
         tracing::warn!(taskmanager = %tm, failed_calls,
-            "TaskManager unreachable: heartbeat calls in a row were refused (heartbeat.rpc-failure-threshold); \
+            "TaskManager unreachable: calls in a row were refused (heartbeat.rpc-failure-threshold); \
              dropping it and failing its tasks now rather than after heartbeat.timeout; it must register again");
     }
 
