@@ -41,6 +41,7 @@ mod push;
 pub mod registry;
 pub mod sink;
 pub mod source;
+pub mod state;
 mod task;
 pub mod time;
 pub mod window;

@@ -1,0 +1,21 @@
+//! Keyed state, organised by key group (in progress: not yet used by the
+//! operators, see `docs/CHECKPOINTS.md`).
+//!
+//! A key hashes into one of `max_parallelism` key groups
+//! ([`crate::keys`]), and each subtask owns a contiguous
+//! [`KeyGroupRange`]. A [`KeyedTable`] keeps one persistent (structurally
+//! shared) map per key group it owns, so that:
+//!
+//! - a **snapshot** is a copy of one pointer per key group — the task
+//!   thread pauses for that, not for the state's size — and later writes
+//!   copy only the paths they touch (copy-on-write);
+//! - **encoding** the snapshot ([`TableSnapshot::encode`]) happens off the
+//!   task thread, one part per key group;
+//! - **restoring at another parallelism** takes, from the parts of every
+//!   old subtask, just the key groups of the new subtask's range.
+
+mod key_groups;
+mod table;
+
+pub use key_groups::{KeyGroup, KeyGroupRange};
+pub use table::{KeyedTable, StateError, TableSnapshot};

@@ -1,0 +1,211 @@
+//! [`KeyedTable`]: one keyed state's values, by key group, with
+//! copy-on-write snapshots.
+
+use std::hash::Hash;
+
+use imbl::HashMap;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::key_groups::{KeyGroup, KeyGroupRange};
+use crate::keys::key_hash;
+
+/// Restoring keyed state failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// A part's bytes are not this state's.
+    #[error("state {state}, {group}: the snapshot part cannot be read: {reason}")]
+    Corrupt {
+        /// The state's name.
+        state: String,
+        /// The part's key group.
+        group: KeyGroup,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A part holds a key of another key group.
+    #[error("state {state}, {group}: the snapshot part holds a key of {found}")]
+    WrongGroup {
+        /// The state's name.
+        state: String,
+        /// The part's key group.
+        group: KeyGroup,
+        /// The key's.
+        found: KeyGroup,
+    },
+    /// Encoding a part failed.
+    #[error("state {state}, {group}: cannot encode: {reason}")]
+    Encode {
+        /// The state's name.
+        state: String,
+        /// The key group.
+        group: KeyGroup,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// One keyed state of one subtask: a value per key, for the key groups of
+/// its range.
+#[derive(Clone, Debug)]
+pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
+    name: String,
+    max_parallelism: u32,
+    range: KeyGroupRange,
+    groups: Vec<HashMap<K, V>>,
+}
+
+/// A snapshot of a [`KeyedTable`]: cheap to take, unaffected by later
+/// writes, encoded off the task thread.
+#[derive(Clone, Debug)]
+pub struct TableSnapshot<K: Hash + Eq + Clone, V: Clone> {
+    name: String,
+    range: KeyGroupRange,
+    groups: Vec<HashMap<K, V>>,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
+    /// An empty state `name` for the key groups of `range`.
+    pub fn new(name: &str, max_parallelism: u32, range: KeyGroupRange) -> KeyedTable<K, V> {
+        KeyedTable {
+            name: name.to_owned(),
+            max_parallelism,
+            range,
+            groups: vec![HashMap::new(); range.len()],
+        }
+    }
+
+    /// The key group of `key`.
+    pub fn group_of(&self, key: &K) -> KeyGroup {
+        KeyGroup::of_hash(key_hash(key), self.max_parallelism)
+    }
+
+    fn slot(&self, key: &K) -> Option<usize> {
+        let group = self.group_of(key);
+        self.range
+            .contains(group)
+            .then(|| (group.0 - self.range.start) as usize)
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.groups.get(self.slot(key)?)?.get(key)
+    }
+
+    /// Sets the value of `key`; returns the old one. A key of a key group
+    /// this subtask does not own is refused (`Err` with the value back): the
+    /// partitioner never sends one.
+    pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, (K, V)> {
+        match self.slot(&key) {
+            Some(slot) => Ok(self.groups[slot].insert(key, value)),
+            None => Err((key, value)),
+        }
+    }
+
+    /// Removes `key`; returns its value.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        let slot = self.slot(key)?;
+        self.groups[slot].remove(key)
+    }
+
+    /// Keys held.
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(HashMap::len).sum()
+    }
+
+    /// Whether it holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every key and value, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.groups.iter().flat_map(HashMap::iter)
+    }
+
+    /// A snapshot: one pointer copy per key group.
+    pub fn snapshot(&self) -> TableSnapshot<K, V> {
+        TableSnapshot {
+            name: self.name.clone(),
+            range: self.range,
+            groups: self.groups.clone(),
+        }
+    }
+}
+
+impl<K, V> KeyedTable<K, V>
+where
+    K: Hash + Eq + Clone + DeserializeOwned,
+    V: Clone + DeserializeOwned,
+{
+    /// State `name` for `range`, from snapshot parts of any subtasks at any
+    /// parallelism: the parts of key groups in `range` are taken, the others
+    /// skipped (another subtask's).
+    pub fn restore<'a>(
+        name: &str,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        parts: impl IntoIterator<Item = (KeyGroup, &'a [u8])>,
+    ) -> Result<KeyedTable<K, V>, StateError> {
+        let mut table = KeyedTable::new(name, max_parallelism, range);
+        for (group, bytes) in parts {
+            if !range.contains(group) {
+                continue;
+            }
+            let entries: Vec<(K, V)> =
+                postcard::from_bytes(bytes).map_err(|e| StateError::Corrupt {
+                    state: name.to_owned(),
+                    group,
+                    reason: e.to_string(),
+                })?;
+            for (key, value) in entries {
+                let found = table.group_of(&key);
+                if found != group {
+                    return Err(StateError::WrongGroup {
+                        state: name.to_owned(),
+                        group,
+                        found,
+                    });
+                }
+                let slot = (group.0 - range.start) as usize;
+                table.groups[slot].insert(key, value);
+            }
+        }
+        Ok(table)
+    }
+}
+
+impl<K, V> TableSnapshot<K, V>
+where
+    K: Hash + Eq + Clone + Serialize,
+    V: Clone + Serialize,
+{
+    /// The snapshot's parts, one per non-empty key group (for the state
+    /// backend to write; run it off the task thread).
+    pub fn encode(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
+        let mut parts = Vec::new();
+        for (group, map) in self.range.iter().zip(&self.groups) {
+            if map.is_empty() {
+                continue;
+            }
+            let entries: Vec<(&K, &V)> = map.iter().collect();
+            let bytes = postcard::to_allocvec(&entries).map_err(|e| StateError::Encode {
+                state: self.name.clone(),
+                group,
+                reason: e.to_string(),
+            })?;
+            parts.push((group, bytes));
+        }
+        Ok(parts)
+    }
+
+    /// Keys held.
+    pub fn len(&self) -> usize {
+        self.groups.iter().map(HashMap::len).sum()
+    }
+
+    /// Whether it holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
