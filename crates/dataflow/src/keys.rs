@@ -33,9 +33,14 @@ fn fmix64(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
+/// The key group (of `max_parallelism`) of the key with hash `hash`.
+pub fn key_group(hash: u64, max_parallelism: u32) -> u32 {
+    (hash % u64::from(max_parallelism.max(1))) as u32
+}
+
 /// The subtask of `parallelism` that owns the key with hash `hash`.
 pub fn subtask_for(hash: u64, max_parallelism: u32, parallelism: u32) -> u32 {
-    let group = hash % u64::from(max_parallelism.max(1));
+    let group = u64::from(key_group(hash, max_parallelism));
     (group * u64::from(parallelism) / u64::from(max_parallelism.max(1))) as u32
 }
 

@@ -19,6 +19,17 @@ fn heartbeat_times(sim: &Sim, name: &str) -> Vec<u64> {
         .collect()
 }
 
+/// A job of two subtasks on tm-a and tm-b (two slots each), run until 20 s.
+fn running_on_two() -> (Sim, holdfast_runtime::ids::JobId) {
+    let mut sim = Sim::new(config(fixed_delay()));
+    let j = job(1);
+    sim.add_tm("tm-a", 2);
+    sim.add_tm("tm-b", 2);
+    sim.submit(j, graph(2));
+    sim.run_until(at(20));
+    (sim, j)
+}
+
 #[test]
 fn heartbeats_go_out_every_interval_to_each_task_manager() {
     let mut sim = Sim::new(config(fixed_delay()));
@@ -43,12 +54,7 @@ fn heartbeats_go_out_every_interval_to_each_task_manager() {
 
 #[test]
 fn a_silent_task_manager_times_out_once_and_its_job_restarts_on_the_other() {
-    let mut sim = Sim::new(config(fixed_delay()));
-    let j = job(1);
-    sim.add_tm("tm-a", 2);
-    sim.add_tm("tm-b", 2);
-    sim.submit(j, graph(2));
-    sim.run_until(at(20));
+    let (mut sim, j) = running_on_two();
     let on_b: Vec<_> = sim
         .held()
         .into_iter()
@@ -217,12 +223,7 @@ fn next_wakeup_is_the_earliest_heartbeat_or_restart() {
 
 #[test]
 fn a_task_manager_that_refuses_heartbeat_calls_is_lost_long_before_the_timeout() {
-    let mut sim = Sim::new(config(fixed_delay()));
-    let j = job(1);
-    sim.add_tm("tm-a", 2);
-    sim.add_tm("tm-b", 2);
-    sim.submit(j, graph(2));
-    sim.run_until(at(20));
+    let (mut sim, j) = running_on_two();
     assert_eq!(sim.task_states(j), [TaskState::Running; 2]);
     // tm-b crashes at 21: its port refuses connections. The heartbeats of
     // 30 and 40 cannot reach it; the second one in a row loses it, not

@@ -12,7 +12,7 @@ pub struct KeyGroup(pub u32);
 impl KeyGroup {
     /// The key group of a key with hash `hash`.
     pub fn of_hash(hash: u64, max_parallelism: u32) -> KeyGroup {
-        KeyGroup((hash % u64::from(max_parallelism.max(1))) as u32)
+        KeyGroup(crate::keys::key_group(hash, max_parallelism))
     }
 }
 

@@ -263,7 +263,8 @@ impl TaskManagerCore {
         }
     }
 
-    /// Starts watching the JobManager of a new registration at `now`.
+    /// Starts watching the JobManager of a new registration at `now`
+    /// (`timeout` already at least [`MIN_TIMEOUT`]).
     pub(super) fn watch(
         &mut self,
         now: MonoTime,
@@ -271,7 +272,6 @@ impl TaskManagerCore {
         interval: Duration,
         timeout: Duration,
     ) {
-        let timeout = timeout.max(MIN_TIMEOUT);
         // Polled at least every interval, so that a pause of this process
         // is told from the JobManager's silence; a leader that does not say
         // its interval gets a tenth of the timeout.

@@ -131,18 +131,14 @@ impl TaskManagerCore {
             epoch,
             id: accepted.id.clone(),
         }));
-        self.watch(
-            now,
-            epoch,
-            accepted.heartbeat_interval,
-            accepted.heartbeat_timeout,
-        );
+        let timeout = accepted.heartbeat_timeout.max(super::core::MIN_TIMEOUT);
+        self.watch(now, epoch, accepted.heartbeat_interval, timeout);
         self.registration = Some(Registration {
             epoch,
             id: accepted.id,
             jobmanager: accepted.jobmanager,
             interval: accepted.heartbeat_interval,
-            timeout: accepted.heartbeat_timeout.max(super::core::MIN_TIMEOUT),
+            timeout,
         });
         self.backoff = FIRST_BACKOFF;
     }
