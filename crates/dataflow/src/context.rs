@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use holdfast_types::CheckpointId;
+
 use crate::metrics::{DataflowMetrics, OperatorCounters};
 use crate::time::Clock;
 
@@ -17,6 +19,10 @@ pub struct OperatorContext {
     clock: Arc<dyn Clock>,
     counters: Arc<OperatorCounters>,
     canceled: Arc<AtomicBool>,
+    node: u32,
+    attempt_tag: Arc<str>,
+    restored: Option<Arc<[u8]>>,
+    restored_from: Option<CheckpointId>,
 }
 
 impl OperatorContext {
@@ -38,6 +44,10 @@ impl OperatorContext {
             clock,
             counters: metrics.operator(job, operator),
             canceled: Arc::default(),
+            node: 0,
+            attempt_tag: "0".into(),
+            restored: None,
+            restored_from: None,
         }
     }
 
@@ -75,6 +85,44 @@ impl OperatorContext {
     /// (a table load) should stop waiting.
     pub fn is_canceled(&self) -> bool {
         self.canceled.load(Ordering::Acquire)
+    }
+
+    /// An id of this attempt that no other attempt of the job shares, for
+    /// names that must not collide (part files); letters, digits and `-`.
+    pub fn attempt_tag(&self) -> &str {
+        &self.attempt_tag
+    }
+
+    /// The completed checkpoint this attempt was restored from, if any.
+    pub fn restored_from(&self) -> Option<CheckpointId> {
+        self.restored_from
+    }
+
+    /// The state this operator's subtask put into the checkpoint it is
+    /// restored from (`None`: none, or not restored).
+    pub fn restored_state(&self) -> Option<&[u8]> {
+        self.restored.as_deref()
+    }
+
+    /// The operator's node in the plan (the key of its state).
+    pub(crate) fn node(&self) -> u32 {
+        self.node
+    }
+
+    /// The same context for node `node` of an attempt tagged `tag`,
+    /// restored from `from` with `state` (this node's part).
+    pub(crate) fn for_attempt(
+        mut self,
+        node: u32,
+        tag: Arc<str>,
+        from: Option<CheckpointId>,
+        state: Option<Vec<u8>>,
+    ) -> OperatorContext {
+        self.node = node;
+        self.attempt_tag = tag;
+        self.restored_from = from;
+        self.restored = state.map(Arc::from);
+        self
     }
 
     /// The same context, canceled when `flag` is set.

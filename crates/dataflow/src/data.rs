@@ -7,9 +7,9 @@ use serde::de::DeserializeOwned;
 /// A record type: cloneable (broadcast and fan-out clone), sendable between
 /// task threads, and serializable (records cross TaskManagers in a compact
 /// binary encoding). Implemented for every type that qualifies.
-pub trait Data: Clone + Send + Serialize + DeserializeOwned + 'static {}
+pub trait Data: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {}
 
-impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> Data for T {}
+impl<T: Clone + Send + Sync + Serialize + DeserializeOwned + 'static> Data for T {}
 
 /// A key: a [`Data`] that hashes and compares, for `key_by` and keyed state.
 pub trait Key: Data + std::hash::Hash + Eq {}

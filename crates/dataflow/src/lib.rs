@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+mod checkpoint;
 mod context;
 pub mod data;
 pub mod jobs;

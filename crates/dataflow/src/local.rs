@@ -6,14 +6,23 @@
 //! — the same code paths as a cluster, in one test process. For tests,
 //! examples and programs that embed a small job.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
-use holdfast_executor::{AttemptKey, CancelHandle, TaskCode, TaskContext, TaskFailure, TaskInfo};
+use holdfast_executor::{
+    AttemptKey, CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport,
+    CheckpointRequest, RestoredState, TaskCheckpointing, TaskCode, TaskContext, TaskFailure,
+    TaskInfo,
+};
+use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::Wiring;
+use holdfast_types::CheckpointId;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::api::Dataflow;
 use crate::metrics::DataflowMetrics;
@@ -67,6 +76,22 @@ pub struct LocalRun {
     pub clock: Arc<dyn Clock>,
     /// Where operator counters go.
     pub metrics: Arc<DataflowMetrics>,
+    /// Whether the job takes part in checkpoints ([`LocalJob::checkpoint`]),
+    /// and how it aligns barriers; `None`: it does not.
+    pub checkpointing: Option<CheckpointingMode>,
+    /// A checkpoint to start from (taken by an earlier run of the same
+    /// plan).
+    pub restore: Option<LocalCheckpoint>,
+}
+
+/// A checkpoint of a local run: every subtask's state file, as the
+/// TaskManager would have written it.
+#[derive(Clone, Debug)]
+pub struct LocalCheckpoint {
+    /// Its id.
+    pub id: CheckpointId,
+    /// Each subtask's state (empty: it had none).
+    pub states: BTreeMap<TaskId, Arc<[u8]>>,
 }
 
 impl Default for LocalRun {
@@ -77,6 +102,8 @@ impl Default for LocalRun {
             buffers_per_channel: 4,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(DataflowMetrics::default()),
+            checkpointing: None,
+            restore: None,
         }
     }
 }
@@ -89,6 +116,8 @@ pub struct LocalJob {
     done: std::sync::mpsc::Receiver<(TaskId, String, Result<(), TaskFailure>)>,
     exchanges: Vec<Exchange>,
     runtime: Option<tokio::runtime::Runtime>,
+    inboxes: Vec<(TaskId, bool, CheckpointInbox)>,
+    reports: Mutex<UnboundedReceiver<CheckpointReport>>,
 }
 
 /// A job id unique in this process (and very likely beyond it).
@@ -132,6 +161,8 @@ impl LocalRun {
         let place = |task: TaskId| -> &Exchange { &exchanges[(task.subtask % n) as usize] };
         let mut cancels = Vec::new();
         let mut threads = Vec::new();
+        let mut inboxes = Vec::new();
+        let (reports_tx, reports) = tokio::sync::mpsc::unbounded_channel();
         let (done_tx, done) = std::sync::mpsc::channel();
         for (v, vertex) in graph.vertices.iter().enumerate() {
             for s in 0..vertex.parallelism {
@@ -140,10 +171,23 @@ impl LocalRun {
                     Some((ExecutionAttemptId::new(t, 0), place(t).location()))
                 })
                 .expect("every task of the graph is placed");
-                let info =
+                let mut info =
                     TaskInfo::new(vertex.name.clone(), vertex.parallelism).with_wiring(wiring);
+                if let Some(mode) = self.checkpointing {
+                    let restore = self.restore.as_ref().map(|c| RestoredState {
+                        checkpoint: c.id,
+                        bytes: c
+                            .states
+                            .get(&task)
+                            .cloned()
+                            .unwrap_or_else(|| Arc::from([])),
+                    });
+                    info = info.with_checkpointing(TaskCheckpointing { mode, restore });
+                }
                 let key = AttemptKey::new(job, ExecutionAttemptId::new(task, 0));
-                let (ctx, cancel) = TaskContext::standalone(key, info);
+                let (ctx, cancel, inbox) =
+                    TaskContext::standalone_with_checkpoints(key, info, reports_tx.clone());
+                inboxes.push((task, graph.inputs_of(v as u32).next().is_none(), inbox));
                 let mut code = DataflowTask::new(
                     Arc::clone(&compiled),
                     v as u32,
@@ -181,6 +225,8 @@ impl LocalRun {
             done,
             exchanges,
             runtime,
+            inboxes,
+            reports: Mutex::new(reports),
         })
     }
 
@@ -211,6 +257,61 @@ impl LocalRun {
 }
 
 impl LocalJob {
+    /// Takes checkpoint `id` as a coordinator would: triggers it at the
+    /// sources, waits up to `timeout` for every subtask's acknowledgement,
+    /// encodes the states (as a TaskManager does, off the task threads),
+    /// then tells every subtask it completed (sinks commit). Needs
+    /// [`LocalRun::checkpointing`].
+    pub fn checkpoint(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+    ) -> Result<LocalCheckpoint, String> {
+        for (_, source, inbox) in &self.inboxes {
+            if *source {
+                inbox.deliver(CheckpointRequest::Trigger {
+                    id,
+                    timestamp_ms: 0,
+                });
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        let mut states = BTreeMap::new();
+        let mut reports = holdfast_types::sync::lock(&self.reports);
+        while states.len() < self.inboxes.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let report = wait_report(&mut reports, left).ok_or_else(|| {
+                format!(
+                    "checkpoint {id}: {} of {} subtasks acknowledged in {timeout:?}",
+                    states.len(),
+                    self.inboxes.len()
+                )
+            })?;
+            if report.checkpoint != id {
+                continue;
+            }
+            match report.outcome {
+                CheckpointOutcome::Acknowledged { state, .. } => {
+                    let bytes: Arc<[u8]> = match state {
+                        Some(encode) => encode()?.into(),
+                        None => Arc::from([]),
+                    };
+                    states.insert(report.key.attempt.task, bytes);
+                }
+                CheckpointOutcome::Declined(reason) => {
+                    return Err(format!(
+                        "checkpoint {id} declined by {}: {reason}",
+                        report.key
+                    ));
+                }
+            }
+        }
+        for (_, _, inbox) in &self.inboxes {
+            inbox.deliver(CheckpointRequest::Complete(id));
+        }
+        Ok(LocalCheckpoint { id, states })
+    }
+
     /// Asks every subtask to stop.
     pub fn cancel(&self) {
         for cancel in &self.cancels {
@@ -253,4 +354,20 @@ impl LocalJob {
             None => failures.into_iter().next().map_or(Ok(()), Err),
         }
     }
+}
+
+/// The next report within `timeout` (`None`: none came, or nobody can
+/// send one any more).
+fn wait_report(
+    reports: &mut UnboundedReceiver<CheckpointReport>,
+    timeout: Duration,
+) -> Option<CheckpointReport> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .ok()?;
+    runtime
+        .block_on(async { tokio::time::timeout(timeout, reports.recv()).await })
+        .ok()
+        .flatten()
 }

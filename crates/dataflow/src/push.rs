@@ -4,7 +4,9 @@
 //! per record.
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
 
+use crate::checkpoint::Snapshot;
 use crate::data::Timestamp;
 
 /// Where records go next: the next operator of the chain, a fan-out to
@@ -33,6 +35,17 @@ pub(crate) trait Push<T> {
 
     /// The input ended: emit what is pending, then end the outputs.
     fn finish(&mut self) -> Result<(), TaskFailure>;
+
+    /// Checkpoint barrier `id` reached this operator, after every record
+    /// before it and before any after it: put this operator's state into
+    /// `snapshot` (a cheap copy; encoding happens off the task thread),
+    /// then pass the barrier on.
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure>;
+
+    /// Checkpoint `id` completed (its pointer is in the HA store) or, if
+    /// not `completed`, was aborted: sinks commit (or drop) what they
+    /// prepared for it.
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure>;
 }
 
 /// A boxed [`Push`].
@@ -63,9 +76,53 @@ macro_rules! forward_control {
         fn finish(&mut self) -> Result<(), holdfast_executor::TaskFailure> {
             self.$next.finish()
         }
+        $crate::push::forward_checkpoints!($next);
     };
 }
 pub(crate) use forward_control;
+
+/// Passes barriers and checkpoint ends to `next`: for operators without
+/// state.
+macro_rules! forward_checkpoints {
+    ($next:ident) => {
+        fn barrier(
+            &mut self,
+            id: holdfast_types::CheckpointId,
+            snapshot: &mut $crate::checkpoint::Snapshot,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
+            self.$next.barrier(id, snapshot)
+        }
+        fn checkpoint_ended(
+            &mut self,
+            id: holdfast_types::CheckpointId,
+            completed: bool,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
+            self.$next.checkpoint_ended(id, completed)
+        }
+    };
+}
+pub(crate) use forward_checkpoints;
+
+/// Barriers and checkpoint ends mean nothing here: for ends of a chain
+/// without state (discards, test recorders).
+macro_rules! no_checkpoint_state {
+    () => {
+        fn barrier(
+            &mut self,
+            _: holdfast_types::CheckpointId,
+            _: &mut $crate::checkpoint::Snapshot,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
+            Ok(())
+        }
+        fn checkpoint_ended(
+            &mut self,
+            _: holdfast_types::CheckpointId,
+            _: bool,
+        ) -> Result<(), holdfast_executor::TaskFailure> {
+            Ok(())
+        }
+    };
+}
 
 /// Watermarks, processing time and timers mean nothing here: for the ends
 /// of a chain (sinks, discards).
@@ -142,6 +199,18 @@ impl<T: Clone> Push<T> for Tee<T> {
     fn finish(&mut self) -> Result<(), TaskFailure> {
         self.targets.iter_mut().try_for_each(|t| t.finish())
     }
+
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        self.targets
+            .iter_mut()
+            .try_for_each(|t| t.barrier(id, snapshot))
+    }
+
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        self.targets
+            .iter_mut()
+            .try_for_each(|t| t.checkpoint_ended(id, completed))
+    }
 }
 
 /// Records go nowhere (a stream nobody consumes).
@@ -159,6 +228,7 @@ impl<T> Push<T> for Discard {
     fn finish(&mut self) -> Result<(), TaskFailure> {
         Ok(())
     }
+    no_checkpoint_state!();
 }
 
 #[cfg(test)]
@@ -175,6 +245,7 @@ pub(crate) mod testing {
         Watermark(Timestamp),
         Flush,
         Finish,
+        Barrier(CheckpointId),
     }
 
     /// What a [`Recorder`] saw, shared with the test.
@@ -224,6 +295,17 @@ pub(crate) mod testing {
         }
         fn finish(&mut self) -> Result<(), TaskFailure> {
             self.0.borrow_mut().push(Seen::Finish);
+            Ok(())
+        }
+        fn barrier(
+            &mut self,
+            id: CheckpointId,
+            _: &mut crate::checkpoint::Snapshot,
+        ) -> Result<(), TaskFailure> {
+            self.0.borrow_mut().push(Seen::Barrier(id));
+            Ok(())
+        }
+        fn checkpoint_ended(&mut self, _: CheckpointId, _: bool) -> Result<(), TaskFailure> {
             Ok(())
         }
     }

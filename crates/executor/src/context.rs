@@ -2,6 +2,7 @@
 //! wiring, its cancel signal and its processed counter ([`TaskContext`]),
 //! and the other end of the signal ([`CancelHandle`]).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,6 +13,11 @@ use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use holdfast_runtime::wiring::{DataLocation, Wiring};
 use holdfast_types::sync::{lock, unpoisoned};
 
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::checkpoint::{
+    CheckpointReport, CheckpointReporter, CheckpointRequest, TaskCheckpointing,
+};
 use crate::key::{AttemptKey, TaskInfo};
 
 /// Something to run once when a cancel is requested.
@@ -25,6 +31,8 @@ type Callback = Box<dyn FnOnce() + Send + 'static>;
 #[derive(Default)]
 struct CancelSignal {
     flag: AtomicBool,
+    /// Whether `requests` may be non-empty (a plain load in hot loops).
+    has_requests: AtomicBool,
     lock: Mutex<SignalState>,
     wake: Condvar,
 }
@@ -33,6 +41,8 @@ struct CancelSignal {
 #[derive(Default)]
 struct SignalState {
     canceled: bool,
+    /// Checkpoint requests not yet taken by the code.
+    requests: VecDeque<CheckpointRequest>,
     /// Registered and not yet run; empty once canceled.
     callbacks: Vec<Callback>,
 }
@@ -72,6 +82,24 @@ impl CancelSignal {
     fn forget_callbacks(&self) {
         let callbacks = std::mem::take(&mut self.state().callbacks);
         drop(callbacks);
+    }
+
+    /// Queues a checkpoint request and wakes a sleeper.
+    fn deliver(&self, request: CheckpointRequest) {
+        let mut state = self.state();
+        state.requests.push_back(request);
+        self.has_requests.store(true, Ordering::Release);
+        self.wake.notify_all();
+    }
+
+    /// Takes the queued checkpoint requests.
+    fn take_requests(&self) -> Vec<CheckpointRequest> {
+        if !self.has_requests.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        let mut state = self.state();
+        self.has_requests.store(false, Ordering::Release);
+        state.requests.drain(..).collect()
     }
 
     /// Runs `callback` at the cancel, or now if it already happened.
@@ -116,6 +144,20 @@ impl CancelHandle {
     }
 }
 
+/// Delivers checkpoint requests to one attempt; cloneable, and cheap to
+/// keep.
+#[derive(Clone, Debug)]
+pub struct CheckpointInbox(Arc<CancelSignal>);
+
+impl CheckpointInbox {
+    /// Queues `request` for the attempt's code
+    /// ([`TaskContext::take_checkpoint_requests`]) and wakes a
+    /// [`TaskContext::sleep_or_cancel`] in progress.
+    pub fn deliver(&self, request: CheckpointRequest) {
+        self.0.deliver(request);
+    }
+}
+
 /// The context of one running attempt, lent to [`TaskCode::run`].
 ///
 /// [`TaskCode::run`]: crate::TaskCode::run
@@ -125,24 +167,67 @@ pub struct TaskContext {
     info: TaskInfo,
     cancel: Arc<CancelSignal>,
     processed: Arc<AtomicU64>,
+    reporter: CheckpointReporter,
 }
 
 impl TaskContext {
     /// A context outside any executor, with the handle that cancels it: for
     /// testing task code on the test's own thread.
     pub fn standalone(key: AttemptKey, info: TaskInfo) -> (TaskContext, CancelHandle) {
-        let ctx = TaskContext::new(key, info);
+        let ctx = TaskContext::new(key, info, None);
         let handle = ctx.cancel_handle();
         (ctx, handle)
     }
 
-    pub(crate) fn new(key: AttemptKey, info: TaskInfo) -> TaskContext {
+    /// A context outside any executor whose checkpoint reports go to
+    /// `reports`, with the handles that cancel it and deliver checkpoint
+    /// requests to it: for running task code with checkpoints in tests and
+    /// in-process runs.
+    pub fn standalone_with_checkpoints(
+        key: AttemptKey,
+        info: TaskInfo,
+        reports: UnboundedSender<CheckpointReport>,
+    ) -> (TaskContext, CancelHandle, CheckpointInbox) {
+        let ctx = TaskContext::new(key, info, Some(reports));
+        let handle = ctx.cancel_handle();
+        let inbox = ctx.checkpoint_inbox();
+        (ctx, handle, inbox)
+    }
+
+    pub(crate) fn new(
+        key: AttemptKey,
+        info: TaskInfo,
+        reports: Option<UnboundedSender<CheckpointReport>>,
+    ) -> TaskContext {
         TaskContext {
             key,
             info,
             cancel: Arc::default(),
             processed: Arc::default(),
+            reporter: CheckpointReporter::new(key, reports),
         }
+    }
+
+    pub(crate) fn checkpoint_inbox(&self) -> CheckpointInbox {
+        CheckpointInbox(Arc::clone(&self.cancel))
+    }
+
+    /// How the attempt takes part in checkpoints (`None`: its job does not
+    /// checkpoint).
+    pub fn checkpointing(&self) -> Option<&TaskCheckpointing> {
+        self.info.checkpointing.as_ref()
+    }
+
+    /// Takes the checkpoint requests delivered since the last call, oldest
+    /// first (a plain atomic load when there are none).
+    pub fn take_checkpoint_requests(&self) -> Vec<CheckpointRequest> {
+        self.cancel.take_requests()
+    }
+
+    /// Where the attempt's checkpoint reports go (clone it for the thread
+    /// that finishes a snapshot).
+    pub fn checkpoint_reporter(&self) -> &CheckpointReporter {
+        &self.reporter
     }
 
     pub(crate) fn cancel_handle(&self) -> CancelHandle {
@@ -232,12 +317,27 @@ impl TaskContext {
     /// already was). Waits on a condvar, not in a busy loop. A duration too
     /// large to add to now waits until canceled.
     pub fn sleep_or_cancel(&self, duration: Duration) -> bool {
+        self.sleep(duration, false)
+    }
+
+    /// Like [`sleep_or_cancel`](Self::sleep_or_cancel), but also returns
+    /// (`true`) as soon as a checkpoint request is waiting
+    /// ([`take_checkpoint_requests`](Self::take_checkpoint_requests)): for
+    /// a source that is idle between polls.
+    pub fn sleep_or_request(&self, duration: Duration) -> bool {
+        self.sleep(duration, true)
+    }
+
+    fn sleep(&self, duration: Duration, wake_on_request: bool) -> bool {
         let deadline = Instant::now().checked_add(duration);
         let signal = &*self.cancel;
         let mut state = signal.state();
         loop {
             if state.canceled {
                 return false;
+            }
+            if wake_on_request && !state.requests.is_empty() {
+                return true;
             }
             match deadline {
                 None => {
@@ -275,6 +375,72 @@ mod tests {
         ctx.add_processed(7);
         ctx.add_processed(3);
         assert_eq!(ctx.processed(), 10);
+    }
+
+    #[test]
+    fn checkpoint_requests_are_queued_and_wake_a_source_sleeping_for_them() {
+        let (ctx, _) = ctx();
+        assert!(ctx.take_checkpoint_requests().is_empty());
+        let inbox = ctx.checkpoint_inbox();
+        let (asleep_tx, asleep_rx) = mpsc::channel();
+        let sleeper = std::thread::spawn(move || {
+            asleep_tx.send(()).unwrap();
+            (ctx.sleep_or_request(Duration::MAX), ctx)
+        });
+        asleep_rx.recv().unwrap();
+        let id = holdfast_types::CheckpointId(4);
+        inbox.deliver(CheckpointRequest::Trigger {
+            id,
+            timestamp_ms: 9,
+        });
+        inbox.deliver(CheckpointRequest::Complete(id));
+        let (woke, ctx) = sleeper.join().unwrap();
+        assert!(woke, "not canceled");
+        // A plain sleep is not cut short by a waiting request.
+        let start = Instant::now();
+        assert!(ctx.sleep_or_cancel(Duration::from_millis(20)));
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        assert_eq!(
+            ctx.take_checkpoint_requests(),
+            [
+                CheckpointRequest::Trigger {
+                    id,
+                    timestamp_ms: 9
+                },
+                CheckpointRequest::Complete(id)
+            ]
+        );
+        assert!(ctx.take_checkpoint_requests().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn reports_go_to_the_receiver_and_are_dropped_without_one() {
+        let key = AttemptKey::new(JobId::from_u128(1), "2.3#4".parse().unwrap());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (ctx, _, _) = TaskContext::standalone_with_checkpoints(key, TaskInfo::new("v", 5), tx);
+        let reporter = ctx.checkpoint_reporter().clone();
+        std::thread::spawn(move || {
+            reporter.report(
+                holdfast_types::CheckpointId(2),
+                crate::CheckpointOutcome::Declined("disk full".into()),
+            )
+        })
+        .join()
+        .unwrap();
+        let report = rx.try_recv().unwrap();
+        assert_eq!(
+            (report.key, report.checkpoint),
+            (key, holdfast_types::CheckpointId(2))
+        );
+        assert!(
+            matches!(report.outcome, crate::CheckpointOutcome::Declined(ref r) if r == "disk full")
+        );
+        let (alone, _) = TaskContext::standalone(key, TaskInfo::new("v", 5));
+        alone.checkpoint_reporter().report(
+            holdfast_types::CheckpointId(3),
+            crate::CheckpointOutcome::Declined(String::new()),
+        );
+        assert!(alone.checkpointing().is_none());
     }
 
     #[test]

@@ -3,14 +3,15 @@
 //! [`AttemptTable`], which it consults under one lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use holdfast_runtime::ids::JobId;
 use holdfast_types::sync::lock;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::checkpoint::{CheckpointReport, CheckpointRequest};
 use crate::code::TaskCode;
-use crate::context::{CancelHandle, TaskContext};
+use crate::context::{CancelHandle, CheckpointInbox, TaskContext};
 use crate::error::{ForgetError, StartError};
 use crate::key::{AttemptKey, TaskInfo};
 use crate::options::{ExecutorOptions, OptionsError, TaskPriority};
@@ -22,6 +23,7 @@ use crate::thread;
 #[derive(Debug)]
 pub(crate) struct Handle {
     cancel: CancelHandle,
+    inbox: CheckpointInbox,
     processed: Arc<AtomicU64>,
 }
 
@@ -30,6 +32,9 @@ pub(crate) struct Handle {
 pub(crate) struct Shared {
     table: Mutex<AttemptTable<Handle>>,
     updates: UnboundedSender<TaskUpdate>,
+    /// Where attempts' checkpoint reports go (set once, before attempts
+    /// start).
+    checkpoint_reports: OnceLock<UnboundedSender<CheckpointReport>>,
     pub(crate) priority: TaskPriority,
     /// Whether the failure to lower a thread's priority was logged.
     pub(crate) priority_warned: AtomicBool,
@@ -119,6 +124,7 @@ impl TaskExecutor {
         let shared = Shared {
             table: Mutex::new(AttemptTable::new(options.slots)),
             updates,
+            checkpoint_reports: OnceLock::new(),
             priority: options.priority,
             priority_warned: AtomicBool::new(false),
         };
@@ -126,6 +132,54 @@ impl TaskExecutor {
             shared: Arc::new(shared),
             slots: options.slots,
         })
+    }
+
+    /// The same executor, sending its attempts' checkpoint reports to
+    /// `reports` (without, reports are dropped and checkpoints expire on the
+    /// leader). For attempts started after this call.
+    pub fn with_checkpoint_reports(
+        self,
+        reports: UnboundedSender<CheckpointReport>,
+    ) -> TaskExecutor {
+        let _ = self.shared.checkpoint_reports.set(reports);
+        self
+    }
+
+    /// Delivers `request` to attempt `key` (see
+    /// [`TaskContext::take_checkpoint_requests`]): `false` if the attempt is
+    /// unknown or its code has returned.
+    pub fn deliver(&self, key: &AttemptKey, request: CheckpointRequest) -> bool {
+        let inbox = {
+            let table = self.shared.table();
+            table
+                .entries()
+                .find(|(k, entry)| *k == key && !entry.status.is_terminal())
+                .map(|(_, entry)| entry.handle.inbox.clone())
+        };
+        match inbox {
+            Some(inbox) => {
+                inbox.deliver(request);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Delivers `request` to every running attempt of `job`; returns how
+    /// many got it.
+    pub fn deliver_to_job(&self, job: JobId, request: CheckpointRequest) -> usize {
+        let inboxes: Vec<CheckpointInbox> = {
+            let table = self.shared.table();
+            table
+                .entries()
+                .filter(|(k, entry)| k.job == job && !entry.status.is_terminal())
+                .map(|(_, entry)| entry.handle.inbox.clone())
+                .collect()
+        };
+        for inbox in &inboxes {
+            inbox.deliver(request);
+        }
+        inboxes.len()
     }
 
     /// How many slots the executor has.
@@ -144,9 +198,11 @@ impl TaskExecutor {
         code: Box<dyn TaskCode>,
         info: TaskInfo,
     ) -> Result<(), StartError> {
-        let ctx = TaskContext::new(key, info);
+        let reports = self.shared.checkpoint_reports.get().cloned();
+        let ctx = TaskContext::new(key, info, reports);
         let handle = Handle {
             cancel: ctx.cancel_handle(),
+            inbox: ctx.checkpoint_inbox(),
             processed: ctx.processed_counter(),
         };
         let mut table = self.shared.table();

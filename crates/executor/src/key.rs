@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::checkpoint::TaskCheckpointing;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::{DataLocation, Wiring};
 
@@ -52,6 +53,9 @@ pub struct TaskInfo {
     /// Which producer attempts feed this attempt and where they run, and
     /// where its consumers run; empty (no inputs, no outputs) by default.
     pub wiring: Wiring<DataLocation>,
+    /// How the attempt takes part in checkpoints; `None`: the job does not
+    /// checkpoint.
+    pub checkpointing: Option<TaskCheckpointing>,
 }
 
 impl TaskInfo {
@@ -62,12 +66,21 @@ impl TaskInfo {
             name: name.into(),
             parallelism,
             wiring: Wiring::default(),
+            checkpointing: None,
         }
     }
 
     /// The same info with the attempt's `wiring`.
     pub fn with_wiring(self, wiring: Wiring<DataLocation>) -> TaskInfo {
         TaskInfo { wiring, ..self }
+    }
+
+    /// The same info, taking part in checkpoints as `checkpointing` says.
+    pub fn with_checkpointing(self, checkpointing: TaskCheckpointing) -> TaskInfo {
+        TaskInfo {
+            checkpointing: Some(checkpointing),
+            ..self
+        }
     }
 }
 

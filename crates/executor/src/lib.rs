@@ -25,10 +25,17 @@
 //! - [`TaskExecutor`] runs attempts in slots and reports [`TaskUpdate`]s;
 //!   its bookkeeping is a pure table with one transition function for an
 //!   attempt's [`TaskStatus`].
+//! - Checkpoints: [`TaskExecutor::deliver`] puts a [`CheckpointRequest`] in
+//!   an attempt's mailbox ([`TaskContext::take_checkpoint_requests`]); the
+//!   attempt answers with a [`CheckpointReport`] through its
+//!   [`CheckpointReporter`], to the receiver given to
+//!   [`TaskExecutor::with_checkpoint_reports`]. What state is, the executor
+//!   does not know.
 #![warn(missing_docs)]
 
 mod args;
 pub mod builtin;
+mod checkpoint;
 mod code;
 mod context;
 mod error;
@@ -41,8 +48,12 @@ mod table;
 mod thread;
 
 pub use args::{Args, ArgsError};
+pub use checkpoint::{
+    CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, EncodeState,
+    RestoredState, TaskCheckpointing,
+};
 pub use code::{TaskCode, TaskFailure};
-pub use context::{CancelHandle, TaskContext};
+pub use context::{CancelHandle, CheckpointInbox, TaskContext};
 pub use error::{ForgetError, StartError};
 pub use executor::TaskExecutor;
 pub use key::{AttemptKey, TaskInfo};

@@ -55,10 +55,11 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<T>(out, ctx.operator())?;
             Ok(boxed::<T>(Box::new(Reduce::new(
+                ctx,
                 Arc::clone(&key),
                 f.clone(),
                 next,
-            ))))
+            )?)))
         });
         self.then(name, make)
     }
@@ -93,11 +94,12 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
         let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
             let next = unbox::<(K, A::Out)>(out, ctx.operator())?;
             Ok(boxed::<T>(Box::new(KeyedAggregate::new(
+                ctx,
                 Arc::clone(&key),
                 aggregate.clone(),
                 emit,
                 next,
-            ))))
+            )?)))
         });
         self.then(name, make)
     }

@@ -121,11 +121,7 @@ impl Dataflow {
                   -> Result<Box<dyn SourceLoop>, holdfast_executor::TaskFailure> {
                 let chain = unbox::<T>(out, ctx.operator())?;
                 let reader = source.open(ctx, from)?;
-                Ok(Box::new(TypedSourceLoop::new(
-                    reader,
-                    chain,
-                    Arc::clone(ctx.counters()),
-                )))
+                Ok(Box::new(TypedSourceLoop::new(reader, chain, ctx)))
             },
         );
         let node = self.add_node(Node::new(

@@ -91,7 +91,7 @@ impl<T: Data, K: Key> WindowedStream<T, K> {
                 timestamps.clone(),
                 ctx.clone(),
                 next,
-            ))))
+            )?)))
         });
         self.keyed.then(name, make)
     }

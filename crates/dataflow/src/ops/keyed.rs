@@ -1,42 +1,63 @@
 //! Keyed rolling state: `reduce` and `aggregate` on a keyed stream keep one
 //! value per key and emit the updated value for every record (Flink's rolling
-//! aggregations). State lives in a hash map with a fixed, fast hasher.
+//! aggregations). State lives in a [`KeyedTable`] by key group, so that a
+//! checkpoint copies a pointer per key group and encodes off the task
+//! thread.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use holdfast_executor::TaskFailure;
-use rustc_hash::FxBuildHasher;
+use holdfast_types::CheckpointId;
 
-use crate::data::Key;
-use crate::push::{BoxPush, Push, forward_control};
+use crate::checkpoint::Snapshot;
+use crate::context::OperatorContext;
+use crate::data::{Data, Key};
+use crate::push::{BoxPush, Push};
+use crate::state::KeyedTable;
+use crate::state::operator::{open_table, table_part};
 use crate::window::Aggregate;
 
 /// A record's key.
 pub(crate) type KeyFn<T, K> = Arc<dyn Fn(&T) -> K + Send + Sync>;
 
+/// A key the partitioner would never have sent here.
+fn foreign_key(ctx: &OperatorContext) -> TaskFailure {
+    TaskFailure::new(format!(
+        "operator {:?}: a record's key belongs to another subtask's key groups (is an upstream \
+         operator partitioning with another key function?)",
+        ctx.operator()
+    ))
+}
+
 /// Rolling `reduce`: the running reduction of each key's records so far.
-pub(crate) struct Reduce<T, K, F> {
+pub(crate) struct Reduce<T: Data, K: Key, F> {
     key: KeyFn<T, K>,
     f: F,
-    state: HashMap<K, T, FxBuildHasher>,
+    state: KeyedTable<K, T>,
+    ctx: OperatorContext,
     out: Vec<T>,
     next: BoxPush<T>,
 }
 
-impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Reduce<T, K, F> {
-    pub(crate) fn new(key: KeyFn<T, K>, f: F, next: BoxPush<T>) -> Reduce<T, K, F> {
-        Reduce {
+impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Reduce<T, K, F> {
+    pub(crate) fn new(
+        ctx: &OperatorContext,
+        key: KeyFn<T, K>,
+        f: F,
+        next: BoxPush<T>,
+    ) -> Result<Reduce<T, K, F>, TaskFailure> {
+        Ok(Reduce {
             key,
             f,
-            state: HashMap::default(),
+            state: open_table(ctx)?,
+            ctx: ctx.clone(),
             out: Vec::new(),
             next,
-        }
+        })
     }
 }
 
-impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
+impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
         for record in batch.drain(..) {
             let key = (self.key)(&record);
@@ -46,7 +67,9 @@ impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
                     current.clone()
                 }
                 None => {
-                    self.state.insert(key, record.clone());
+                    if self.state.insert(key, record.clone()).is_err() {
+                        return Err(foreign_key(&self.ctx));
+                    }
                     record
                 }
             };
@@ -54,7 +77,29 @@ impl<T: Clone, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
         }
         self.next.push(&mut self.out)
     }
-    forward_control!(next);
+
+    fn watermark(&mut self, watermark: crate::data::Timestamp) -> Result<(), TaskFailure> {
+        self.next.watermark(watermark)
+    }
+    fn on_time(&mut self, now: crate::data::Timestamp) -> Result<(), TaskFailure> {
+        self.next.on_time(now)
+    }
+    fn next_timer(&self) -> Option<crate::data::Timestamp> {
+        self.next.next_timer()
+    }
+    fn flush(&mut self) -> Result<(), TaskFailure> {
+        self.next.flush()
+    }
+    fn finish(&mut self) -> Result<(), TaskFailure> {
+        self.next.finish()
+    }
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        snapshot.add(self.ctx.node(), table_part(&self.state));
+        self.next.barrier(id, snapshot)
+    }
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        self.next.checkpoint_ended(id, completed)
+    }
 }
 
 /// When a keyed aggregate emits.
@@ -68,30 +113,33 @@ pub(crate) enum Emit {
 }
 
 /// Keyed `aggregate`: one accumulator per key, emitted as [`Emit`] says.
-pub(crate) struct KeyedAggregate<T, K, A: Aggregate<T>> {
+pub(crate) struct KeyedAggregate<T, K: Key, A: Aggregate<T>> {
     key: KeyFn<T, K>,
     aggregate: A,
     emit: Emit,
-    state: HashMap<K, A::Acc, FxBuildHasher>,
+    state: KeyedTable<K, A::Acc>,
+    ctx: OperatorContext,
     out: Vec<(K, A::Out)>,
     next: BoxPush<(K, A::Out)>,
 }
 
 impl<T, K: Key, A: Aggregate<T>> KeyedAggregate<T, K, A> {
     pub(crate) fn new(
+        ctx: &OperatorContext,
         key: KeyFn<T, K>,
         aggregate: A,
         emit: Emit,
         next: BoxPush<(K, A::Out)>,
-    ) -> KeyedAggregate<T, K, A> {
-        KeyedAggregate {
+    ) -> Result<KeyedAggregate<T, K, A>, TaskFailure> {
+        Ok(KeyedAggregate {
             key,
             aggregate,
             emit,
-            state: HashMap::default(),
+            state: open_table(ctx)?,
+            ctx: ctx.clone(),
             out: Vec::new(),
             next,
-        }
+        })
     }
 }
 
@@ -102,10 +150,13 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
             let key = (self.key)(&record);
             let acc = match self.state.get_mut(&key) {
                 Some(acc) => acc,
-                None => self
+                None => match self
                     .state
-                    .entry(key.clone())
-                    .or_insert_with(|| aggregate.create()),
+                    .get_or_insert_with(key.clone(), || aggregate.create())
+                {
+                    Ok(acc) => acc,
+                    Err(_) => return Err(foreign_key(&self.ctx)),
+                },
             };
             aggregate.add(acc, &record);
             if self.emit == Emit::EveryRecord {
@@ -143,6 +194,15 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
         }
         self.next.finish()
     }
+
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        snapshot.add(self.ctx.node(), table_part(&self.state));
+        self.next.barrier(id, snapshot)
+    }
+
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        self.next.checkpoint_ended(id, completed)
+    }
 }
 
 #[cfg(test)]
@@ -153,18 +213,31 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    /// A context of the only subtask (every key group is its own).
+    fn test_ctx() -> OperatorContext {
+        OperatorContext::new(
+            "j",
+            "op",
+            0,
+            1,
+            crate::time::ManualClock::at(0),
+            &crate::metrics::DataflowMetrics::default(),
+        )
+    }
+
     proptest! {
         #[test]
         fn rolling_reduce_and_count_match_a_reference(input in proptest::collection::vec((0u8..8, -100i64..100), 0..300),
                                                       split in 1usize..40) {
             let (rec, log) = Recorder::new();
             let mut reduce = Reduce::new(
+                &test_ctx(),
                 Arc::new(|r: &(u8, i64)| r.0),
                 |a: &(u8, i64), b: &(u8, i64)| (a.0, a.1 + b.1),
                 Box::new(rec),
-            );
+            ).unwrap();
             let (crec, clog) = Recorder::new();
-            let mut count = KeyedAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Emit::EveryRecord, Box::new(crec));
+            let mut count = KeyedAggregate::new(&test_ctx(), Arc::new(|r: &(u8, i64)| r.0), Count, Emit::EveryRecord, Box::new(crec)).unwrap();
             for chunk in input.chunks(split) {
                 reduce.push(&mut chunk.to_vec()).unwrap();
                 count.push(&mut chunk.to_vec()).unwrap();
@@ -185,7 +258,7 @@ mod tests {
             prop_assert_eq!(records(&clog), expected_counts);
 
             let (frec, flog) = Recorder::new();
-            let mut last = KeyedAggregate::new(Arc::new(|r: &(u8, i64)| r.0), Count, Emit::AtEnd, Box::new(frec));
+            let mut last = KeyedAggregate::new(&test_ctx(), Arc::new(|r: &(u8, i64)| r.0), Count, Emit::AtEnd, Box::new(frec)).unwrap();
             for chunk in input.chunks(split) {
                 last.push(&mut chunk.to_vec()).unwrap();
             }

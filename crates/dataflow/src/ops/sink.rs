@@ -1,6 +1,9 @@
 //! The end of a chain: hands batches to a [`SinkWriter`] and counts them.
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
+
+use crate::checkpoint::{Part, Snapshot};
 
 use crate::context::OperatorContext;
 use crate::push::{Push, ignore_time};
@@ -34,5 +37,17 @@ impl<T> Push<T> for SinkPush<T> {
     }
     fn finish(&mut self) -> Result<(), TaskFailure> {
         self.writer.finish()
+    }
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        if let Some(state) = self.writer.snapshot(id)? {
+            snapshot.add(self.ctx.node(), Part::Bytes(state));
+        }
+        Ok(())
+    }
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        if completed {
+            self.writer.commit(id)?;
+        }
+        Ok(())
     }
 }

@@ -99,6 +99,10 @@ impl<T> Push<T> for AssignTimestamps<T> {
         self.emit()?;
         self.next.finish()
     }
+
+    // The watermark is not state: after a restore it starts again from the
+    // records that follow (as in Flink).
+    crate::push::forward_checkpoints!(next);
 }
 
 #[cfg(test)]

@@ -3,6 +3,9 @@
 //! processing-time timers and the end of input.
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
+
+use crate::checkpoint::{Part, Snapshot, decode_part};
 
 use crate::context::OperatorContext;
 use crate::data::{Key, Timestamp};
@@ -30,16 +33,21 @@ impl<T, K: Key, A: Aggregate<T>> WindowOp<T, K, A> {
         timestamps: Option<TimestampFn<T>>,
         ctx: OperatorContext,
         next: BoxPush<WindowResult<K, A::Out>>,
-    ) -> WindowOp<T, K, A> {
-        WindowOp {
+    ) -> Result<WindowOp<T, K, A>, TaskFailure> {
+        let mut core = core;
+        if let Some(bytes) = ctx.restored_state() {
+            core.restore(decode_part(ctx.operator(), bytes)?);
+        }
+        let late_counted = core.late_dropped();
+        Ok(WindowOp {
             core,
             key,
             timestamps,
             ctx,
             out: Vec::new(),
-            late_counted: 0,
+            late_counted,
             next,
-        }
+        })
     }
 
     fn emit(&mut self) -> Result<(), TaskFailure> {
@@ -118,5 +126,20 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
         self.core.finish(&mut self.out);
         self.emit()?;
         self.next.finish()
+    }
+
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        let state = self.core.state();
+        snapshot.add(
+            self.ctx.node(),
+            Part::Deferred(Box::new(move || {
+                postcard::to_allocvec(&state).map_err(|e| e.to_string())
+            })),
+        );
+        self.next.barrier(id, snapshot)
+    }
+
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        self.next.checkpoint_ended(id, completed)
     }
 }

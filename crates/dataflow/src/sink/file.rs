@@ -1,26 +1,34 @@
-//! [`FileSink`]: one file of lines per subtask in a directory.
+//! [`FileSink`]: lines in part files, exactly once with checkpoints.
+//!
+//! Each subtask writes hidden part files through [`PartFiles`]: in
+//! progress until a checkpoint's barrier makes them pending, committed
+//! (renamed to `part-<subtask>-<writer>-<n>`) when that checkpoint
+//! completes. Without checkpoints, everything is committed at the end of
+//! input. Readers of the directory see committed files only (hidden files
+//! start with `.`).
 
 use std::fmt;
-use std::fs::{self, File};
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use holdfast_executor::TaskFailure;
+use holdfast_runtime::failure::FailureKind;
+use holdfast_types::CheckpointId;
 
+use crate::checkpoint::decode_part;
 use crate::context::OperatorContext;
+use crate::sink::parts::{PartFileError, PartFiles, PartFilesState, RollingPolicy};
 use crate::sink::{Sink, SinkWriter};
 
 type Format<T> = Arc<dyn Fn(&T, &mut String) + Send + Sync>;
 
-/// Writes each record as a line into `<dir>/part-<subtask>`. A subtask
-/// writes to `<dir>/.part-<subtask>.inprogress` and renames it into place
-/// when its input ends, so a finished `part-*` file is always complete; a
-/// restarted attempt starts its in-progress file over. (Exactly-once output
-/// across failures comes with checkpoints.)
+/// Writes one line per record into part files in a directory (created if
+/// missing), exactly once when the job checkpoints.
 pub struct FileSink<T> {
     dir: PathBuf,
     format: Format<T>,
+    rolling: RollingPolicy,
 }
 
 impl<T> Clone for FileSink<T> {
@@ -28,12 +36,13 @@ impl<T> Clone for FileSink<T> {
         FileSink {
             dir: self.dir.clone(),
             format: Arc::clone(&self.format),
+            rolling: self.rolling,
         }
     }
 }
 
 impl<T: fmt::Display> FileSink<T> {
-    /// Writes each record's `Display` form.
+    /// Each record's `Display` as a line.
     pub fn lines(dir: impl Into<PathBuf>) -> FileSink<T> {
         FileSink::with_format(dir, |record: &T, line: &mut String| {
             use std::fmt::Write as _;
@@ -43,7 +52,7 @@ impl<T: fmt::Display> FileSink<T> {
 }
 
 impl<T> FileSink<T> {
-    /// Writes what `format` appends to the line buffer for each record.
+    /// Each record formatted by `format` into a line (without its newline).
     pub fn with_format(
         dir: impl Into<PathBuf>,
         format: impl Fn(&T, &mut String) + Send + Sync + 'static,
@@ -51,86 +60,91 @@ impl<T> FileSink<T> {
         FileSink {
             dir: dir.into(),
             format: Arc::new(format),
+            rolling: RollingPolicy::default(),
         }
     }
 
-    /// The directory written to.
+    /// The same sink, rolling part files as `rolling` says (Flink's file
+    /// sink defaults: 128 MiB or 60 s).
+    pub fn rolling(mut self, rolling: RollingPolicy) -> FileSink<T> {
+        self.rolling = rolling;
+        self
+    }
+
+    /// The output directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 }
 
-/// The finished file of subtask `subtask` in `dir`.
-pub fn part_file(dir: &Path, subtask: u32) -> PathBuf {
-    dir.join(format!("part-{subtask}"))
+fn part_failure(error: PartFileError) -> TaskFailure {
+    TaskFailure::with_source("the file sink failed", error)
 }
 
 impl<T: 'static> Sink<T> for FileSink<T> {
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>, TaskFailure> {
-        fs::create_dir_all(&self.dir).map_err(|e| {
-            TaskFailure::with_source(
-                format!("cannot create the output directory {}", self.dir.display()),
-                e,
-            )
-        })?;
-        let target = part_file(&self.dir, ctx.subtask());
-        let temp = self.dir.join(format!(".part-{}.inprogress", ctx.subtask()));
-        let file = File::create(&temp).map_err(|e| {
-            TaskFailure::with_source(format!("cannot create {}", temp.display()), e)
-        })?;
+        let writer = ctx.attempt_tag();
+        let restored: Option<PartFilesState> = match ctx.restored_state() {
+            Some(bytes) => Some(decode_part(ctx.operator(), bytes)?),
+            None => None,
+        };
+        // A restore commits what the (completed) checkpoint had pending and
+        // deletes every other hidden file of this subtask; so does a fresh
+        // start (an earlier run's leftovers never become output).
+        let files = PartFiles::restore(
+            &self.dir,
+            ctx.subtask(),
+            writer,
+            self.rolling,
+            restored.as_ref(),
+            ctx.restored_from().map(|c| c.0),
+        )
+        .map_err(|e| part_failure(e).of_kind(FailureKind::Infrastructure))?;
         Ok(Box::new(FileWriter {
-            out: BufWriter::with_capacity(256 * 1024, file),
-            temp,
-            target,
+            files,
             format: Arc::clone(&self.format),
             line: String::new(),
+            started: Instant::now(),
         }))
     }
 }
 
 struct FileWriter<T> {
-    out: BufWriter<File>,
-    temp: PathBuf,
-    target: PathBuf,
+    files: PartFiles,
     format: Format<T>,
     line: String,
-}
-
-impl<T> FileWriter<T> {
-    fn failed(&self, error: std::io::Error) -> TaskFailure {
-        TaskFailure::with_source(format!("cannot write {}", self.temp.display()), error)
-    }
+    started: Instant,
 }
 
 impl<T> SinkWriter<T> for FileWriter<T> {
     fn write(&mut self, batch: &[T]) -> Result<(), TaskFailure> {
+        let now = self.started.elapsed();
         for record in batch {
             self.line.clear();
             (self.format)(record, &mut self.line);
-            self.line.push('\n');
-            if let Err(e) = self.out.write_all(self.line.as_bytes()) {
-                return Err(self.failed(e));
-            }
+            self.files
+                .write(self.line.as_bytes(), now)
+                .map_err(part_failure)?;
         }
         Ok(())
     }
 
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Option<Vec<u8>>, TaskFailure> {
+        let state = self.files.snapshot(checkpoint.0).map_err(part_failure)?;
+        let bytes = postcard::to_allocvec(&state)
+            .map_err(|e| TaskFailure::with_source("cannot encode the file sink's state", e))?;
+        Ok(Some(bytes))
+    }
+
+    fn commit(&mut self, checkpoint: CheckpointId) -> Result<(), TaskFailure> {
+        self.files.commit(checkpoint.0).map_err(part_failure)
+    }
+
     fn finish(&mut self) -> Result<(), TaskFailure> {
-        if let Err(e) = self.out.flush() {
-            return Err(self.failed(e));
-        }
-        if let Err(e) = self.out.get_ref().sync_all() {
-            return Err(self.failed(e));
-        }
-        fs::rename(&self.temp, &self.target).map_err(|e| {
-            TaskFailure::with_source(
-                format!(
-                    "cannot move {} to {}",
-                    self.temp.display(),
-                    self.target.display()
-                ),
-                e,
-            )
-        })
+        // The end of input: what is left is committed now (see
+        // docs/CHECKPOINTS.md for what this means for a job that restarts
+        // after some of its sinks finished).
+        self.files.snapshot(u64::MAX).map_err(part_failure)?;
+        self.files.commit(u64::MAX).map_err(part_failure)
     }
 }

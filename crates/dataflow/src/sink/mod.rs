@@ -9,23 +9,38 @@ mod parts;
 mod print;
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
 
 use crate::context::OperatorContext;
 
 pub use collect::Collect;
 pub use discard::Discard;
-pub use file::{FileSink, part_file};
+pub use file::FileSink;
 pub use parts::{PartFileError, PartFiles, PartFilesState, RollingPolicy};
 pub use print::Print;
 
 /// A sink: a description (cheap, shared by all subtasks) that opens one
 /// [`SinkWriter`] per subtask.
 pub trait Sink<T>: Send + Sync + 'static {
-    /// Opens subtask `ctx.subtask()`'s writer.
+    /// Opens subtask `ctx.subtask()`'s writer. When the attempt is
+    /// restored from a checkpoint, [`OperatorContext::restored_state`] holds
+    /// what this subtask's writer returned from
+    /// [`SinkWriter::snapshot`] for it (that checkpoint completed: commit
+    /// what it had pending, idempotently, and drop anything else left
+    /// uncommitted by earlier attempts).
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>, TaskFailure>;
 }
 
 /// One subtask's writer.
+///
+/// Exactly once takes a transactional writer: [`snapshot`](Self::snapshot)
+/// prepares what was written since the last checkpoint (durably: it is
+/// part of the checkpoint) and returns the state to restore it from;
+/// [`commit`](Self::commit) makes it visible once that checkpoint
+/// completed; an aborted checkpoint's preparation is committed with the
+/// next one that completes. A writer that keeps the defaults (no state, no
+/// commit) writes at least once: records since the last completed
+/// checkpoint are written again after a restore.
 pub trait SinkWriter<T> {
     /// Writes a batch of records.
     fn write(&mut self, batch: &[T]) -> Result<(), TaskFailure>;
@@ -38,4 +53,19 @@ pub trait SinkWriter<T> {
 
     /// The input ended: write what is pending and close.
     fn finish(&mut self) -> Result<(), TaskFailure>;
+
+    /// Checkpoint `checkpoint`'s barrier reached the sink: prepare
+    /// everything written before it for commit and return the state a
+    /// restore needs (`None`: no state).
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Option<Vec<u8>>, TaskFailure> {
+        let _ = checkpoint;
+        Ok(None)
+    }
+
+    /// Checkpoint `checkpoint` completed: commit what was prepared for it
+    /// and for every checkpoint before it.
+    fn commit(&mut self, checkpoint: CheckpointId) -> Result<(), TaskFailure> {
+        let _ = checkpoint;
+        Ok(())
+    }
 }

@@ -246,7 +246,10 @@ impl PartFiles {
     /// and for earlier ones (whose own completion may not have been heard).
     /// Idempotent.
     pub fn commit(&mut self, checkpoint: u64) -> Result<(), PartFileError> {
-        let later = self.pending.split_off(&(checkpoint.saturating_add(1)));
+        let later = match checkpoint.checked_add(1) {
+            Some(next) => self.pending.split_off(&next),
+            None => BTreeMap::new(),
+        };
         let due = std::mem::replace(&mut self.pending, later);
         for names in due.values() {
             for name in names {

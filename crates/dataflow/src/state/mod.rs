@@ -1,5 +1,5 @@
-//! Keyed state, organised by key group (in progress: not yet used by the
-//! operators, see `docs/CHECKPOINTS.md`).
+//! Keyed state, organised by key group: what the keyed operators keep and
+//! checkpoint.
 //!
 //! A key hashes into one of `max_parallelism` key groups
 //! ([`crate::keys`]), and each subtask owns a contiguous
@@ -15,6 +15,7 @@
 //!   old subtask, just the key groups of the new subtask's range.
 
 mod key_groups;
+pub(crate) mod operator;
 mod table;
 
 pub use key_groups::{KeyGroup, KeyGroupRange};

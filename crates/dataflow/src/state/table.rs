@@ -3,12 +3,18 @@
 
 use std::hash::Hash;
 
-use imbl::HashMap;
+use imbl::GenericHashMap;
+use imbl::shared_ptr::DefaultSharedPtr;
+use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::key_groups::{KeyGroup, KeyGroupRange};
 use crate::keys::key_hash;
+
+/// One key group's values: a persistent map (cloning it copies a pointer),
+/// hashed with the fast hasher the rest of the dataflow uses.
+type HashMap<K, V> = GenericHashMap<K, V, FxBuildHasher, DefaultSharedPtr>;
 
 /// Restoring keyed state failed.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +77,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             name: name.to_owned(),
             max_parallelism,
             range,
-            groups: vec![HashMap::new(); range.len()],
+            groups: vec![HashMap::with_hasher(FxBuildHasher); range.len()],
         }
     }
 
@@ -100,6 +106,33 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             Some(slot) => Ok(self.groups[slot].insert(key, value)),
             None => Err((key, value)),
         }
+    }
+
+    /// The value of `key`, to change in place (the parts of the map a
+    /// snapshot still shares are copied first).
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        let slot = self.slot(key)?;
+        self.groups[slot].get_mut(key)
+    }
+
+    /// The value of `key`, inserted with `make` if it has none; a key of a
+    /// key group this subtask does not own is refused (`Err` with the key
+    /// back).
+    pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> Result<&mut V, K> {
+        match self.slot(&key) {
+            Some(slot) => Ok(self.groups[slot].entry(key).or_insert_with(make)),
+            None => Err(key),
+        }
+    }
+
+    /// Removes every key, returning them with their values.
+    pub fn drain(&mut self) -> Vec<(K, V)> {
+        let mut all = Vec::with_capacity(self.len());
+        for group in &mut self.groups {
+            let taken = std::mem::replace(group, HashMap::with_hasher(FxBuildHasher));
+            all.extend(taken);
+        }
+        all
     }
 
     /// Removes `key`; returns its value.

@@ -12,9 +12,11 @@ use holdfast_executor::{TaskContext, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
 use holdfast_runtime::graph::Distribution;
 
+use crate::checkpoint::{FileHeader, Restored};
 use crate::context::OperatorContext;
 use crate::metrics::DataflowMetrics;
 use crate::plan::{AnyBox, CompiledPlan, NodeOp};
+use crate::source::SourcePosition;
 use crate::task::input::InputPort;
 use crate::task::output::exchange_failure;
 use crate::task::source_loop::SourceLoop;
@@ -50,13 +52,30 @@ pub(crate) struct TaskEnv<'a> {
     pub(crate) metrics: &'a DataflowMetrics,
 }
 
-/// Builds vertex `vertex` of `compiled` for the attempt `ctx` runs.
+/// An id no other attempt shares (its number, this process, the time it
+/// started), for part-file names.
+fn attempt_tag(ctx: &TaskContext) -> Arc<str> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!(
+        "{}-{:x}-{:x}",
+        ctx.attempt().attempt,
+        std::process::id(),
+        nanos
+    )
+    .into()
+}
+
+/// Builds vertex `vertex` of `compiled` for the attempt `ctx` runs, its
+/// operators restored from the checkpoint the attempt was given (if any);
+/// returns the head and what names the attempt's state files.
 pub(crate) fn build(
     compiled: &CompiledPlan,
     vertex: u32,
     ctx: &TaskContext,
     env: &TaskEnv<'_>,
-) -> Result<Head, TaskFailure> {
+) -> Result<(Head, FileHeader), TaskFailure> {
     let TaskEnv {
         exchange,
         interrupt,
@@ -72,7 +91,28 @@ pub(crate) fn build(
     let wiring = &ctx.info().wiring;
     let graph = compiled.job_graph(|_| serde_json::Value::Null);
     let subtask = ctx.subtask();
-    let operator_ctx = |node: usize| {
+    let header = FileHeader {
+        job: plan.name.clone(),
+        fingerprint: compiled.fingerprint().to_owned(),
+        vertex,
+        subtask,
+        checkpoint: 0,
+    };
+    let mut restored = match ctx.checkpointing().and_then(|c| c.restore.as_ref()) {
+        Some(restore) => Restored::read(
+            restore.checkpoint,
+            &restore.bytes,
+            &FileHeader {
+                checkpoint: restore.checkpoint.0,
+                ..header.clone()
+            },
+        )?,
+        None => Restored::none(),
+    };
+    let tag = attempt_tag(ctx);
+    let mut operator_ctx = |node: usize| {
+        let from = restored.checkpoint();
+        let state = restored.take(node as u32);
         OperatorContext::new(
             &plan.name,
             &plan.nodes[node].name,
@@ -82,6 +122,7 @@ pub(crate) fn build(
             metrics,
         )
         .with_cancel_flag(Arc::clone(canceled))
+        .for_attempt(node as u32, Arc::clone(&tag), from, state)
     };
 
     let mut inputs: HashMap<usize, AnyBox> = HashMap::new();
@@ -157,7 +198,17 @@ pub(crate) fn build(
             NodeOp::Source(make) => {
                 let out =
                     out.ok_or_else(|| wiring_error(vertex, "a source without output".into()))?;
-                source = Some(make(&octx, None, out)?);
+                let position: Option<SourcePosition> = match octx.restored_state() {
+                    Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
+                        TaskFailure::with_source(
+                            format!("source {:?}: its restored position is not JSON", n.name),
+                            e,
+                        )
+                        .of_kind(FailureKind::Infrastructure)
+                    })?),
+                    None => None,
+                };
+                source = Some(make(&octx, position.as_ref(), out)?);
             }
             NodeOp::Operator(make) => {
                 let out =
@@ -169,8 +220,14 @@ pub(crate) fn build(
             }
         }
     }
+    if let Some(node) = restored.unclaimed().next() {
+        return Err(wiring_error(
+            vertex,
+            format!("the restored state holds node {node}, which this vertex does not run"),
+        ));
+    }
     if let Some(source) = source {
-        return Ok(Head::Source(source));
+        return Ok((Head::Source(source), header));
     }
     let head = vp.nodes[0];
     let push = inputs
@@ -227,5 +284,5 @@ pub(crate) fn build(
     let gate = exchange.open_gate(channels, interrupt).map_err(|e| {
         TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e).of_kind(FailureKind::Upstream)
     })?;
-    Ok(Head::Input { port, gate })
+    Ok((Head::Input { port, gate }, header))
 }

@@ -6,6 +6,9 @@
 
 use holdfast_exchange::Batch;
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
+
+use crate::checkpoint::Snapshot;
 
 use crate::data::{MIN_WATERMARK, Timestamp};
 use crate::push::{BoxPush, Push};
@@ -25,6 +28,8 @@ pub(crate) trait Chain {
     fn next_timer(&self) -> Option<Timestamp>;
     fn flush(&mut self) -> Result<(), TaskFailure>;
     fn finish(&mut self) -> Result<(), TaskFailure>;
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure>;
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure>;
 }
 
 impl<T> Chain for BoxPush<T> {
@@ -42,6 +47,12 @@ impl<T> Chain for BoxPush<T> {
     }
     fn finish(&mut self) -> Result<(), TaskFailure> {
         Push::finish(self.as_mut())
+    }
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        Push::barrier(self.as_mut(), id, snapshot)
+    }
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        Push::checkpoint_ended(self.as_mut(), id, completed)
     }
 }
 

@@ -6,6 +6,7 @@
 //! processing-time timers), until the input ends or the task is canceled.
 
 pub(crate) mod build;
+pub(crate) mod checkpoints;
 pub(crate) mod input;
 pub(crate) mod output;
 pub(crate) mod source_loop;
@@ -23,12 +24,17 @@ use crate::metrics::DataflowMetrics;
 use crate::plan::CompiledPlan;
 use crate::source::Poll;
 use crate::task::build::Head;
+use crate::task::checkpoints::TaskCheckpoints;
 use crate::task::input::{Chain, InputPort, Watermarks};
 use crate::task::source_loop::SourceLoop;
 use crate::time::Clock;
 
 /// The longest an idle task waits before looking at its timers again.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
+
+/// The longest an idle input task waits before looking at its checkpoint
+/// requests again (a completed checkpoint's commit waits at most this).
+const REQUEST_POLL: Duration = Duration::from_millis(50);
 
 /// What one subtask of a dataflow vertex runs.
 pub struct DataflowTask {
@@ -87,11 +93,17 @@ impl DataflowTask {
             clock: &self.clock,
             metrics: &self.metrics,
         };
-        let head = build::build(&self.compiled, self.vertex, ctx, &env)?;
+        let (head, header) = build::build(&self.compiled, self.vertex, ctx, &env)?;
         let batch_size = self.compiled.plan.batch_size;
         match head {
-            Head::Source(source) => run_source(source, ctx, batch_size, &*self.clock),
-            Head::Input { port, gate } => run_input(port, gate, ctx, &*self.clock),
+            Head::Source(source) => {
+                let checkpoints = TaskCheckpoints::new(ctx, 0, header);
+                run_source(source, ctx, batch_size, &*self.clock, checkpoints)
+            }
+            Head::Input { port, gate } => {
+                let checkpoints = TaskCheckpoints::new(ctx, gate.channels(), header);
+                run_input(port, gate, ctx, &*self.clock, checkpoints)
+            }
         }
     }
 }
@@ -171,11 +183,14 @@ fn run_source(
     ctx: &TaskContext,
     batch_size: usize,
     clock: &dyn Clock,
+    mut checkpoints: TaskCheckpoints,
 ) -> Result<(), TaskFailure> {
     loop {
         if ctx.is_canceled() {
             return Ok(());
         }
+        // Between polls: a barrier is never inside a batch.
+        checkpoints.source_requests(ctx, source.as_mut())?;
         let (poll, n) = source.poll(batch_size)?;
         ctx.add_processed(n);
         fire_timers(source.chain(), clock)?;
@@ -184,7 +199,7 @@ fn run_source(
             Poll::Idle(wait) => {
                 source.chain().flush()?;
                 let wait = wait.min(wait_for(source.chain(), clock));
-                if !ctx.sleep_or_cancel(wait) {
+                if !ctx.sleep_or_request(wait) {
                     return Ok(());
                 }
             }
@@ -199,15 +214,19 @@ fn run_input(
     mut gate: InputGate,
     ctx: &TaskContext,
     clock: &dyn Clock,
+    mut checkpoints: TaskCheckpoints,
 ) -> Result<(), TaskFailure> {
     let mut watermarks = Watermarks::new(gate.channels());
     while !watermarks.all_ended() {
+        checkpoints.input_requests(ctx, port.chain(), &mut gate)?;
         let next = match gate.try_next().map_err(gate_failure)? {
             Some(next) => Some(next),
             None => {
-                // Idle for now: send what is buffered before waiting.
+                // Idle for now: send what is buffered before waiting (not
+                // longer than a checkpoint's "complete" may wait to reach
+                // the sinks).
                 port.chain().flush()?;
-                let wait = wait_for(port.chain(), clock);
+                let wait = wait_for(port.chain(), clock).min(REQUEST_POLL);
                 gate.next(wait).map_err(gate_failure)?
             }
         };
@@ -226,6 +245,10 @@ fn run_input(
                     if let Some(w) = watermarks.end(channel) {
                         port.chain().watermark(w)?;
                     }
+                    checkpoints.on_end(ctx, port.chain(), &mut gate, channel)?;
+                }
+                Event::Barrier(id) => {
+                    checkpoints.on_barrier(ctx, port.chain(), &mut gate, channel, id)?;
                 }
                 other => {
                     return Err(TaskFailure::new(format!(

@@ -8,8 +8,10 @@ use bytes::Bytes;
 use holdfast_exchange::{Batch, Event, ExchangeError, PartitionWriter};
 use holdfast_executor::TaskFailure;
 use holdfast_runtime::failure::FailureKind;
+use holdfast_types::CheckpointId;
 use serde::Serialize;
 
+use crate::checkpoint::Snapshot;
 use crate::data::{Data, Timestamp};
 use crate::keys::subtask_for;
 use crate::plan::kit::KeyHashFn;
@@ -209,6 +211,18 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
             Some(writer) => writer.finish().map_err(exchange_failure),
             None => Ok(()),
         }
+    }
+
+    fn barrier(&mut self, id: CheckpointId, _: &mut Snapshot) -> Result<(), TaskFailure> {
+        // Records before the barrier go first, in every subpartition.
+        self.send_all()?;
+        self.writer()?
+            .broadcast_event(Event::Barrier(id))
+            .map_err(exchange_failure)
+    }
+
+    fn checkpoint_ended(&mut self, _: CheckpointId, _: bool) -> Result<(), TaskFailure> {
+        Ok(())
     }
 }
 

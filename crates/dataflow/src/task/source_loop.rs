@@ -4,6 +4,10 @@
 use std::sync::Arc;
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
+
+use crate::checkpoint::{Part, Snapshot};
+use crate::context::OperatorContext;
 
 use crate::metrics::OperatorCounters;
 
@@ -18,6 +22,9 @@ pub(crate) trait SourceLoop {
     fn poll(&mut self, max: usize) -> Result<(Poll, u64), TaskFailure>;
     /// The chain, for watermarks, timers, flush and finish.
     fn chain(&mut self) -> &mut dyn Chain;
+    /// Checkpoint `id` starts here: the reader's position into `snapshot`,
+    /// then the barrier through the chain.
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure>;
 }
 
 /// The [`SourceLoop`] of record type `T`.
@@ -26,19 +33,21 @@ pub(crate) struct TypedSourceLoop<T> {
     chain: BoxPush<T>,
     batch: Vec<T>,
     counters: Arc<OperatorCounters>,
+    node: u32,
 }
 
 impl<T> TypedSourceLoop<T> {
     pub(crate) fn new(
         reader: Box<dyn SourceReader<T>>,
         chain: BoxPush<T>,
-        counters: Arc<OperatorCounters>,
+        ctx: &OperatorContext,
     ) -> TypedSourceLoop<T> {
         TypedSourceLoop {
             reader,
             chain,
             batch: Vec::new(),
-            counters,
+            counters: Arc::clone(ctx.counters()),
+            node: ctx.node(),
         }
     }
 }
@@ -57,5 +66,13 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
 
     fn chain(&mut self) -> &mut dyn Chain {
         &mut self.chain
+    }
+
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        let position = self.reader.position();
+        let bytes = serde_json::to_vec(&position)
+            .map_err(|e| TaskFailure::with_source("cannot encode the source's position", e))?;
+        snapshot.add(self.node, Part::Bytes(bytes));
+        self.chain.barrier(id, snapshot)
     }
 }

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 /// `AggregateFunction` without `merge`.
 pub trait Aggregate<T>: Send + 'static {
     /// The running state of one (key, window).
-    type Acc: Send;
+    type Acc: crate::data::Data;
     /// What a firing emits.
     type Out;
     /// A fresh accumulator, before any record.
@@ -45,7 +45,7 @@ impl<T> Aggregate<T> for Count {
 }
 
 /// A number that [`Sum`] can add up.
-pub trait SumValue: Copy + Send + 'static {
+pub trait SumValue: Copy + crate::data::Data {
     /// The sum of nothing.
     const ZERO: Self;
     /// `self + other`, never panicking.
@@ -175,7 +175,7 @@ impl<F, V> Min<F, V> {
 impl<T, F, V> Aggregate<T> for Min<F, V>
 where
     F: Fn(&T) -> V + Send + 'static,
-    V: PartialOrd + Clone + Send + 'static,
+    V: PartialOrd + crate::data::Data,
 {
     type Acc = Option<V>;
     type Out = Option<V>;
@@ -226,7 +226,7 @@ impl<F, V> Max<F, V> {
 impl<T, F, V> Aggregate<T> for Max<F, V>
 where
     F: Fn(&T) -> V + Send + 'static,
-    V: PartialOrd + Clone + Send + 'static,
+    V: PartialOrd + crate::data::Data,
 {
     type Acc = Option<V>;
     type Out = Option<V>;
@@ -253,7 +253,7 @@ pub struct Reduce<F>(pub F);
 impl<T, F> Aggregate<T> for Reduce<F>
 where
     F: Fn(&T, &T) -> T + Send + 'static,
-    T: Clone + Send + 'static,
+    T: crate::data::Data,
 {
     type Acc = Option<T>;
     type Out = Option<T>;

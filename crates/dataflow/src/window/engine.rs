@@ -331,6 +331,60 @@ fn emit_borrowed<K, T, A: Aggregate<T>>(
     }
 }
 
+/// What a checkpoint keeps of a [`WindowCore`]: its time, its drop count
+/// and every pane's accumulators in window order (keys in the order they
+/// entered, so firing order survives a restore).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct WindowState<K, Acc> {
+    watermark: i64,
+    late_dropped: u64,
+    panes: Vec<(PaneKey, Vec<(K, Acc)>)>,
+}
+
+impl<K, T, A> WindowCore<K, T, A>
+where
+    K: Hash + Eq + Clone,
+    A: Aggregate<T>,
+{
+    /// A copy of the state, for a checkpoint (it takes time in proportion
+    /// to the state: windows hold what they have not fired yet).
+    pub(crate) fn state(&self) -> WindowState<K, A::Acc> {
+        WindowState {
+            watermark: self.watermark,
+            late_dropped: self.late_dropped,
+            panes: self
+                .panes
+                .iter()
+                .map(|(key, pane)| {
+                    let entries = pane
+                        .ordered()
+                        .into_iter()
+                        .map(|(k, acc)| (k.clone(), acc.clone()))
+                        .collect();
+                    (*key, entries)
+                })
+                .collect(),
+        }
+    }
+
+    /// Replaces the state with a checkpoint's.
+    pub(crate) fn restore(&mut self, state: WindowState<K, A::Acc>) {
+        self.watermark = state.watermark;
+        self.late_dropped = state.late_dropped;
+        self.panes.clear();
+        self.entries = 0;
+        for (key, entries) in state.panes {
+            let mut pane = Pane::new();
+            for (k, acc) in entries {
+                let (slot, _) = pane.upsert(k, || acc.clone());
+                *slot = acc;
+            }
+            self.entries += pane.len();
+            self.panes.insert(key, pane);
+        }
+    }
+}
+
 impl<K, T, A: Aggregate<T>> fmt::Debug for WindowCore<K, T, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WindowCore")

@@ -1,0 +1,270 @@
+//! A dataflow task's side of a checkpoint: what its operators put into a
+//! [`Snapshot`] when a barrier passes them, the one file a subtask writes
+//! per checkpoint ([`StateFile`]), and the state an attempt is restored
+//! from ([`Restored`]).
+//!
+//! ```text
+//!  barrier n ─► op 1: snapshot.add(node, bytes now | a cheap copy to encode later)
+//!            ─► op 2 … ─► network outputs: Event::Barrier(n) on every channel
+//!  task: snapshot.encoder(…) ─► EncodeState (runs off the task thread) ─► TaskManager writes it
+//! ```
+//!
+//! A part is the operator's own encoding (a source's position as JSON, a
+//! keyed state's parts per key group, a sink's transactions); the file
+//! wraps them with what it belongs to, so that a file of another job or
+//! vertex, or garbage, is refused by name at restore.
+
+use std::collections::BTreeMap;
+
+use holdfast_executor::{EncodeState, TaskFailure};
+use holdfast_runtime::failure::FailureKind;
+use holdfast_types::CheckpointId;
+use serde::{Deserialize, Serialize};
+
+/// The first bytes of every state file.
+const MAGIC: &[u8; 8] = b"HFSTATE1";
+/// The state file's format version.
+const FORMAT: u32 = 1;
+
+/// Encodes a part off the task thread.
+pub(crate) type Deferred = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+
+/// One operator's part of a snapshot.
+pub(crate) enum Part {
+    /// Encoded already (small: a position, a list of files).
+    Bytes(Vec<u8>),
+    /// A cheap copy, encoded when the file is written.
+    Deferred(Deferred),
+}
+
+/// What the operators of one task put in for one checkpoint.
+#[derive(Default)]
+pub(crate) struct Snapshot {
+    parts: Vec<(u32, Part)>,
+}
+
+impl Snapshot {
+    /// Adds node `node`'s part.
+    pub(crate) fn add(&mut self, node: u32, part: Part) {
+        self.parts.push((node, part));
+    }
+
+    /// Whether no operator put anything in.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// The closure that encodes the whole file, for the TaskManager to run
+    /// off the task thread.
+    pub(crate) fn encoder(self, header: FileHeader) -> EncodeState {
+        let parts = self.parts;
+        Box::new(move || {
+            let mut operators = Vec::with_capacity(parts.len());
+            for (node, part) in parts {
+                let bytes = match part {
+                    Part::Bytes(bytes) => bytes,
+                    Part::Deferred(encode) => {
+                        encode().map_err(|e| format!("operator {node}: {e}"))?
+                    }
+                };
+                operators.push((node, bytes));
+            }
+            let file = StateFile { header, operators };
+            file.encode()
+        })
+    }
+}
+
+/// What a state file belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileHeader {
+    /// The job's name.
+    pub(crate) job: String,
+    /// The plan's fingerprint (the same job built the same way).
+    pub(crate) fingerprint: String,
+    pub(crate) vertex: u32,
+    pub(crate) subtask: u32,
+    pub(crate) checkpoint: u64,
+}
+
+/// One subtask's state for one checkpoint: every operator's part.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct StateFile {
+    header: FileHeader,
+    operators: Vec<(u32, Vec<u8>)>,
+}
+
+impl StateFile {
+    fn encode(&self) -> Result<Vec<u8>, String> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&FORMAT.to_le_bytes());
+        postcard::to_extend(self, out).map_err(|e| format!("cannot encode the state file: {e}"))
+    }
+
+    fn decode(bytes: &[u8]) -> Result<StateFile, String> {
+        let rest = bytes
+            .strip_prefix(MAGIC.as_slice())
+            .ok_or("it is not a holdfast state file (wrong magic bytes)")?;
+        let (format, body) = rest
+            .split_first_chunk::<4>()
+            .ok_or("it is truncated (no format version)")?;
+        let format = u32::from_le_bytes(*format);
+        if format != FORMAT {
+            return Err(format!(
+                "its format version is {format}; this build reads version {FORMAT}"
+            ));
+        }
+        postcard::from_bytes(body).map_err(|e| format!("it cannot be decoded: {e}"))
+    }
+}
+
+/// The operator parts an attempt is restored from, by node.
+#[derive(Debug, Default)]
+pub(crate) struct Restored {
+    checkpoint: Option<CheckpointId>,
+    parts: BTreeMap<u32, Vec<u8>>,
+}
+
+impl Restored {
+    /// Nothing to restore: every operator starts empty.
+    pub(crate) fn none() -> Restored {
+        Restored::default()
+    }
+
+    /// Reads `bytes` (empty: the subtask had no state) written by
+    /// checkpoint `checkpoint`, checking that it belongs to `expected`'s
+    /// job, plan, vertex and subtask.
+    pub(crate) fn read(
+        checkpoint: CheckpointId,
+        bytes: &[u8],
+        expected: &FileHeader,
+    ) -> Result<Restored, TaskFailure> {
+        let bad = |what: String| {
+            TaskFailure::new(format!(
+                "cannot restore vertex {} subtask {} from checkpoint {checkpoint}: its state file {what}",
+                expected.vertex, expected.subtask
+            ))
+            .of_kind(FailureKind::Infrastructure)
+        };
+        if bytes.is_empty() {
+            return Ok(Restored {
+                checkpoint: Some(checkpoint),
+                parts: BTreeMap::new(),
+            });
+        }
+        let file = StateFile::decode(bytes).map_err(bad)?;
+        let h = &file.header;
+        if h.job != expected.job || h.fingerprint != expected.fingerprint {
+            return Err(bad(format!(
+                "belongs to job {:?} (plan {}), not to {:?} (plan {})",
+                h.job, h.fingerprint, expected.job, expected.fingerprint
+            )));
+        }
+        if (h.vertex, h.subtask, h.checkpoint) != (expected.vertex, expected.subtask, checkpoint.0)
+        {
+            return Err(bad(format!(
+                "is vertex {} subtask {} of checkpoint {}",
+                h.vertex, h.subtask, h.checkpoint
+            )));
+        }
+        Ok(Restored {
+            checkpoint: Some(checkpoint),
+            parts: file.operators.into_iter().collect(),
+        })
+    }
+
+    /// The checkpoint restored from, if any.
+    pub(crate) fn checkpoint(&self) -> Option<CheckpointId> {
+        self.checkpoint
+    }
+
+    /// Node `node`'s part, taken (each operator takes its own once).
+    pub(crate) fn take(&mut self, node: u32) -> Option<Vec<u8>> {
+        self.parts.remove(&node)
+    }
+
+    /// Nodes whose parts no operator took.
+    pub(crate) fn unclaimed(&self) -> impl Iterator<Item = u32> + '_ {
+        self.parts.keys().copied()
+    }
+}
+
+/// Decodes a part with postcard, or says which operator's state is bad.
+pub(crate) fn decode_part<T: serde::de::DeserializeOwned>(
+    operator: &str,
+    bytes: &[u8],
+) -> Result<T, TaskFailure> {
+    postcard::from_bytes(bytes).map_err(|e| {
+        TaskFailure::with_source(
+            format!("operator {operator:?}: its restored state cannot be decoded"),
+            e,
+        )
+        .of_kind(FailureKind::Infrastructure)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(vertex: u32) -> FileHeader {
+        FileHeader {
+            job: "j".into(),
+            fingerprint: "f".into(),
+            vertex,
+            subtask: 0,
+            checkpoint: 3,
+        }
+    }
+
+    #[test]
+    fn a_state_file_round_trips_and_is_checked() {
+        let mut snapshot = Snapshot::default();
+        snapshot.add(1, Part::Bytes(postcard::to_allocvec(&42u64).unwrap()));
+        snapshot.add(4, Part::Deferred(Box::new(|| Ok(vec![9, 9]))));
+        let bytes = snapshot.encoder(header(2))().unwrap();
+        let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2)).unwrap();
+        assert_eq!(restored.checkpoint(), Some(CheckpointId(3)));
+        assert_eq!(
+            decode_part::<u64>("op", &restored.take(1).unwrap()).unwrap(),
+            42
+        );
+        assert_eq!(restored.take(1), None, "taken once");
+        assert_eq!(restored.unclaimed().collect::<Vec<_>>(), [4]);
+
+        let wrong = Restored::read(CheckpointId(3), &bytes, &header(5)).unwrap_err();
+        assert!(
+            wrong.message().contains("is vertex 2 subtask 0"),
+            "{}",
+            wrong.message()
+        );
+        let other = FileHeader {
+            job: "k".into(),
+            ..header(2)
+        };
+        let wrong = Restored::read(CheckpointId(3), &bytes, &other).unwrap_err();
+        assert!(
+            wrong.message().contains("belongs to job \"j\""),
+            "{}",
+            wrong.message()
+        );
+        let garbage = Restored::read(CheckpointId(3), b"not a state file", &header(2)).unwrap_err();
+        assert!(garbage.message().contains("magic"), "{}", garbage.message());
+        let mut truncated = bytes.clone();
+        truncated.truncate(bytes.len() - 1);
+        let cut = Restored::read(CheckpointId(3), &truncated, &header(2)).unwrap_err();
+        assert!(
+            cut.message().contains("cannot be decoded"),
+            "{}",
+            cut.message()
+        );
+    }
+
+    #[test]
+    fn a_failing_part_fails_the_encoding_naming_the_operator() {
+        let mut snapshot = Snapshot::default();
+        snapshot.add(7, Part::Deferred(Box::new(|| Err("disk full".into()))));
+        let error = snapshot.encoder(header(0))().unwrap_err();
+        assert_eq!(error, "operator 7: disk full");
+    }
+}

@@ -1,0 +1,188 @@
+//! A task's checkpoint driver ([`TaskCheckpoints`]): it takes the
+//! attempt's checkpoint requests (a trigger at a source, "complete" and
+//! "aborted" everywhere), aligns barriers over an input task's channels
+//! with the [`BarrierAligner`] (blocking and unblocking the gate's
+//! channels), snapshots the chain when a barrier passes and reports the
+//! outcome — the snapshot's encoding runs later, off the task thread.
+
+use std::time::{Duration, Instant};
+
+use holdfast_exchange::InputGate;
+use holdfast_executor::{CheckpointOutcome, CheckpointRequest, TaskContext, TaskFailure};
+use holdfast_runtime::checkpoint::{AlignCommand, BarrierAligner, CheckpointingMode};
+use holdfast_types::{CheckpointId, MonoTime};
+
+use crate::checkpoint::{FileHeader, Snapshot};
+use crate::task::input::Chain;
+use crate::task::source_loop::SourceLoop;
+
+/// One attempt's checkpoints.
+pub(crate) struct TaskCheckpoints {
+    enabled: bool,
+    aligner: Option<BarrierAligner>,
+    header: FileHeader,
+    started: Instant,
+}
+
+impl TaskCheckpoints {
+    /// The driver of the attempt `ctx` runs, for a task with `channels`
+    /// input channels (0: a source); `header` names the attempt's state
+    /// files.
+    pub(crate) fn new(ctx: &TaskContext, channels: usize, header: FileHeader) -> TaskCheckpoints {
+        let mode = ctx
+            .checkpointing()
+            .map_or(CheckpointingMode::ExactlyOnce, |c| c.mode);
+        TaskCheckpoints {
+            enabled: ctx.checkpointing().is_some(),
+            aligner: (channels > 0).then(|| BarrierAligner::new(channels, mode)),
+            header,
+            started: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> MonoTime {
+        MonoTime::from_duration(self.started.elapsed())
+    }
+
+    /// Handles a source's requests delivered since the last call: a
+    /// trigger snapshots now (the position first, then the chain, which
+    /// forwards the barrier); "complete" and "aborted" reach every
+    /// operator.
+    pub(crate) fn source_requests(
+        &mut self,
+        ctx: &TaskContext,
+        source: &mut dyn SourceLoop,
+    ) -> Result<(), TaskFailure> {
+        for request in ctx.take_checkpoint_requests() {
+            match request {
+                CheckpointRequest::Trigger { id, .. } if self.enabled => {
+                    self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
+                        source.barrier(id, snapshot)
+                    })?
+                }
+                CheckpointRequest::Trigger { id, .. } => tracing::debug!(key = %ctx.key(), %id,
+                    "checkpoint trigger ignored: this task's job does not checkpoint"),
+                CheckpointRequest::Complete(id) => source.chain().checkpoint_ended(id, true)?,
+                CheckpointRequest::Aborted(id) => source.chain().checkpoint_ended(id, false)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles an input task's requests delivered since the last call
+    /// (it starts no checkpoint: its barriers come through the gate).
+    pub(crate) fn input_requests(
+        &mut self,
+        ctx: &TaskContext,
+        chain: &mut dyn Chain,
+        gate: &mut InputGate,
+    ) -> Result<(), TaskFailure> {
+        for request in ctx.take_checkpoint_requests() {
+            match request {
+                CheckpointRequest::Trigger { id, .. } => tracing::debug!(key = %ctx.key(), %id,
+                    "checkpoint trigger ignored: this task does not start barriers"),
+                CheckpointRequest::Complete(id) => chain.checkpoint_ended(id, true)?,
+                CheckpointRequest::Aborted(id) => {
+                    if let Some(aligner) = self.aligner.as_mut() {
+                        for command in aligner.on_abort(id) {
+                            if let AlignCommand::Unblock(channel) = command {
+                                gate.unblock(channel);
+                            }
+                        }
+                    }
+                    chain.checkpoint_ended(id, false)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Channel `channel` delivered barrier `id`.
+    pub(crate) fn on_barrier(
+        &mut self,
+        ctx: &TaskContext,
+        chain: &mut dyn Chain,
+        gate: &mut InputGate,
+        channel: usize,
+        id: CheckpointId,
+    ) -> Result<(), TaskFailure> {
+        let now = self.now();
+        let aligner = match self.aligner.as_mut() {
+            Some(aligner) if self.enabled => aligner,
+            _ => {
+                return Err(TaskFailure::new(format!(
+                    "a checkpoint barrier ({id}) arrived on channel {channel}, but this task's job does \
+                     not checkpoint (is the producer running another deployment?)"
+                )));
+            }
+        };
+        let commands = aligner.on_barrier(now, channel, id);
+        self.apply(ctx, chain, gate, commands)
+    }
+
+    /// Channel `channel` ended: it no longer holds an alignment back.
+    pub(crate) fn on_end(
+        &mut self,
+        ctx: &TaskContext,
+        chain: &mut dyn Chain,
+        gate: &mut InputGate,
+        channel: usize,
+    ) -> Result<(), TaskFailure> {
+        let now = self.now();
+        let Some(aligner) = self.aligner.as_mut() else {
+            return Ok(());
+        };
+        let commands = aligner.on_end(now, channel);
+        self.apply(ctx, chain, gate, commands)
+    }
+
+    fn apply(
+        &mut self,
+        ctx: &TaskContext,
+        chain: &mut dyn Chain,
+        gate: &mut InputGate,
+        commands: Vec<AlignCommand>,
+    ) -> Result<(), TaskFailure> {
+        // Snapshot before unblocking: nothing after the barriers may reach
+        // the operators first (the aligner lists the unblocks after it).
+        for command in commands {
+            match command {
+                AlignCommand::Block(channel) => gate.block(channel),
+                AlignCommand::Unblock(channel) => gate.unblock(channel),
+                AlignCommand::Snapshot { id, alignment } => {
+                    self.snapshot(ctx, id, alignment, |snapshot| chain.barrier(id, snapshot))?
+                }
+                AlignCommand::Aborted { id } => ctx.checkpoint_reporter().report(
+                    id,
+                    CheckpointOutcome::Declined(format!(
+                        "barrier alignment given up: a newer checkpoint's barrier overtook {id}"
+                    )),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `id`'s snapshot with `take` (which forwards the barrier) and
+    /// reports it.
+    fn snapshot(
+        &mut self,
+        ctx: &TaskContext,
+        id: CheckpointId,
+        alignment: Duration,
+        take: impl FnOnce(&mut Snapshot) -> Result<(), TaskFailure>,
+    ) -> Result<(), TaskFailure> {
+        let mut snapshot = Snapshot::default();
+        take(&mut snapshot)?;
+        let state = (!snapshot.is_empty()).then(|| {
+            let header = FileHeader {
+                checkpoint: id.0,
+                ..self.header.clone()
+            };
+            snapshot.encoder(header)
+        });
+        ctx.checkpoint_reporter()
+            .report(id, CheckpointOutcome::Acknowledged { state, alignment });
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! Checkpoints as the executor carries them between a TaskManager and its
+//! attempts: requests in ([`CheckpointRequest`], delivered to an attempt's
+//! mailbox and seen by its code through [`TaskContext`]), reports out
+//! ([`CheckpointReport`], sent by the code or by whoever finishes its
+//! snapshot off the task thread, through a [`CheckpointReporter`]), and the
+//! state an attempt is restored from ([`TaskCheckpointing`] in its
+//! [`TaskInfo`]).
+//!
+//! The executor knows nothing of what state is: an acknowledgement carries
+//! an [`EncodeState`] closure that the TaskManager runs off the task thread
+//! and whose bytes it writes to checkpoint storage.
+//!
+//! [`TaskContext`]: crate::TaskContext
+//! [`TaskInfo`]: crate::TaskInfo
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_types::CheckpointId;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::key::AttemptKey;
+
+/// What a running attempt is asked about checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointRequest {
+    /// Start checkpoint `id` (sent to source attempts only: the others
+    /// start it when its barriers reach them).
+    Trigger {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// When the leader triggered it (milliseconds since the epoch).
+        timestamp_ms: u64,
+    },
+    /// Checkpoint `id` is complete (its pointer is in the HA store): commit
+    /// what was prepared for it and before it.
+    Complete(CheckpointId),
+    /// Checkpoint `id` was aborted: drop what was prepared for it.
+    Aborted(CheckpointId),
+}
+
+/// Encodes an attempt's snapshot into the bytes written to storage; run by
+/// the TaskManager off the task thread (the task thread only took a cheap
+/// copy). An `Err` declines the checkpoint with that reason.
+pub type EncodeState = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+
+/// How an attempt answered a checkpoint.
+pub enum CheckpointOutcome {
+    /// It took its snapshot and forwarded the barrier.
+    Acknowledged {
+        /// Its state, to encode and write; `None` if it has none.
+        state: Option<EncodeState>,
+        /// How long its inputs were blocked waiting for every barrier.
+        alignment: Duration,
+    },
+    /// It cannot take part (why, for the checkpoint's history).
+    Declined(String),
+}
+
+impl fmt::Debug for CheckpointOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckpointOutcome::Acknowledged { state, alignment } => f
+                .debug_struct("Acknowledged")
+                .field("state", &state.as_ref().map(|_| "…"))
+                .field("alignment", alignment)
+                .finish(),
+            CheckpointOutcome::Declined(reason) => f.debug_tuple("Declined").field(reason).finish(),
+        }
+    }
+}
+
+/// One attempt's answer to one checkpoint.
+#[derive(Debug)]
+pub struct CheckpointReport {
+    /// The attempt.
+    pub key: AttemptKey,
+    /// The checkpoint.
+    pub checkpoint: CheckpointId,
+    /// Its answer.
+    pub outcome: CheckpointOutcome,
+}
+
+/// Sends an attempt's [`CheckpointReport`]s; cloneable and `Send`, so the
+/// thread that encodes a snapshot can answer for the attempt.
+#[derive(Clone, Debug)]
+pub struct CheckpointReporter {
+    key: AttemptKey,
+    to: Option<UnboundedSender<CheckpointReport>>,
+}
+
+impl CheckpointReporter {
+    pub(crate) fn new(
+        key: AttemptKey,
+        to: Option<UnboundedSender<CheckpointReport>>,
+    ) -> CheckpointReporter {
+        CheckpointReporter { key, to }
+    }
+
+    /// Reports `outcome` for `checkpoint`. Without a receiver (the
+    /// TaskManager is gone, or the attempt runs outside one) the report is
+    /// dropped: the checkpoint then expires on the leader.
+    pub fn report(&self, checkpoint: CheckpointId, outcome: CheckpointOutcome) {
+        let report = CheckpointReport {
+            key: self.key,
+            checkpoint,
+            outcome,
+        };
+        let sent = self.to.as_ref().is_some_and(|to| to.send(report).is_ok());
+        if !sent {
+            tracing::debug!(key = %self.key, %checkpoint, "checkpoint report dropped: nobody receives them");
+        }
+    }
+}
+
+/// The state an attempt starts from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RestoredState {
+    /// The completed checkpoint it comes from.
+    pub checkpoint: CheckpointId,
+    /// The bytes this subtask wrote for it (what its [`EncodeState`]
+    /// produced); empty if it had no state.
+    pub bytes: Arc<[u8]>,
+}
+
+impl fmt::Debug for RestoredState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestoredState")
+            .field("checkpoint", &self.checkpoint)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// How an attempt takes part in its job's checkpoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskCheckpointing {
+    /// Whether barriers are aligned (`EXACTLY_ONCE`) or not.
+    pub mode: CheckpointingMode,
+    /// The state to start from; `None`: from the beginning (no checkpoint
+    /// completed yet).
+    pub restore: Option<RestoredState>,
+}
