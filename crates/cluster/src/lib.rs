@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod address;
+mod checkpoint_files;
 pub mod client;
 pub mod control;
 pub mod job_store;

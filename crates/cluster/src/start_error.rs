@@ -82,6 +82,9 @@ pub enum BadValue {
     /// An address that is not a usable `host:port`.
     #[error(transparent)]
     Address(#[from] ConvertError),
+    /// A checkpoint directory that cannot be used.
+    #[error(transparent)]
+    Storage(#[from] holdfast_storage::StorageError),
 }
 
 /// Which of a process's servers a [`StartError`] is about.

@@ -15,8 +15,8 @@ use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{
     AttemptKey, CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport,
-    CheckpointRequest, RestoredState, TaskCheckpointing, TaskCode, TaskContext, TaskFailure,
-    TaskInfo,
+    CheckpointRequest, RestoredState, StateSource, TaskCheckpointing, TaskCode, TaskContext,
+    TaskFailure, TaskInfo,
 };
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
@@ -176,11 +176,10 @@ impl LocalRun {
                 if let Some(mode) = self.checkpointing {
                     let restore = self.restore.as_ref().map(|c| RestoredState {
                         checkpoint: c.id,
-                        bytes: c
+                        state: c
                             .states
                             .get(&task)
-                            .cloned()
-                            .unwrap_or_else(|| Arc::from([])),
+                            .map_or(StateSource::Empty, |b| StateSource::Bytes(Arc::clone(b))),
                     });
                     info = info.with_checkpointing(TaskCheckpointing { mode, restore });
                 }

@@ -14,6 +14,7 @@
 //! [`TaskInfo`]: crate::TaskInfo
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -115,23 +116,49 @@ impl CheckpointReporter {
     }
 }
 
-/// The state an attempt starts from.
+/// Where an attempt's restored state is.
 #[derive(Clone, PartialEq, Eq)]
+pub enum StateSource {
+    /// The subtask had no state in the checkpoint.
+    Empty,
+    /// In memory (an in-process run).
+    Bytes(Arc<[u8]>),
+    /// A file the attempt reads on its own thread (a TaskManager's
+    /// checkpoint storage).
+    File(PathBuf),
+}
+
+impl StateSource {
+    /// The bytes (empty for [`StateSource::Empty`]); a file that cannot be
+    /// read is named.
+    pub fn read(&self) -> Result<Arc<[u8]>, String> {
+        match self {
+            StateSource::Empty => Ok(Arc::from([])),
+            StateSource::Bytes(bytes) => Ok(Arc::clone(bytes)),
+            StateSource::File(path) => std::fs::read(path)
+                .map(Arc::from)
+                .map_err(|e| format!("cannot read the state file {}: {e}", path.display())),
+        }
+    }
+}
+
+impl fmt::Debug for StateSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateSource::Empty => f.write_str("Empty"),
+            StateSource::Bytes(bytes) => write!(f, "Bytes({} bytes)", bytes.len()),
+            StateSource::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
+}
+
+/// The state an attempt starts from.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RestoredState {
     /// The completed checkpoint it comes from.
     pub checkpoint: CheckpointId,
-    /// The bytes this subtask wrote for it (what its [`EncodeState`]
-    /// produced); empty if it had no state.
-    pub bytes: Arc<[u8]>,
-}
-
-impl fmt::Debug for RestoredState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RestoredState")
-            .field("checkpoint", &self.checkpoint)
-            .field("bytes", &self.bytes.len())
-            .finish()
-    }
+    /// What this subtask wrote for it (what its [`EncodeState`] produced).
+    pub state: StateSource,
 }
 
 /// How an attempt takes part in its job's checkpoints.

@@ -165,23 +165,6 @@ impl TaskExecutor {
         }
     }
 
-    /// Delivers `request` to every running attempt of `job`; returns how
-    /// many got it.
-    pub fn deliver_to_job(&self, job: JobId, request: CheckpointRequest) -> usize {
-        let inboxes: Vec<CheckpointInbox> = {
-            let table = self.shared.table();
-            table
-                .entries()
-                .filter(|(k, entry)| k.job == job && !entry.status.is_terminal())
-                .map(|(_, entry)| entry.handle.inbox.clone())
-                .collect()
-        };
-        for inbox in &inboxes {
-            inbox.deliver(request);
-        }
-        inboxes.len()
-    }
-
     /// How many slots the executor has.
     pub fn slots(&self) -> u32 {
         self.slots

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use holdfast_cluster::jobmanager::{self, JobManagerOptions};
+use holdfast_cluster::jobmanager::{self, CheckpointOptions, JobManagerOptions};
 use holdfast_cluster::metrics::ClusterMetrics;
 use holdfast_cluster::rest::answers::ConfigEntry;
 use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
@@ -154,7 +154,29 @@ impl Setup {
             metrics: self.metrics.clone(),
             election_metrics: Some(self.ha_metrics.election("jobmanager")),
             config: self.config_entries(),
+            checkpointing: self.checkpoint_options()?,
         })
+    }
+
+    /// How jobs checkpoint: `None` while `execution.checkpointing.interval`
+    /// is unset (as in Flink); with it set, `execution.checkpointing.dir`
+    /// must say where.
+    pub fn checkpoint_options(&self) -> Result<Option<CheckpointOptions>> {
+        let checkpointing = &self.config.checkpointing;
+        let Some(config) = checkpointing.coordinator() else {
+            return Ok(None);
+        };
+        let Some(dir) = &checkpointing.dir else {
+            bail!(
+                "execution.checkpointing.interval is set ({:?}) but execution.checkpointing.dir (or Flink's \
+                 state.checkpoints.dir) is not: set it to a directory every JobManager and TaskManager can reach",
+                config.interval
+            );
+        };
+        Ok(Some(CheckpointOptions {
+            config,
+            dir: dir.clone(),
+        }))
     }
 
     /// A TaskManager's options from the configuration, serving RPC on

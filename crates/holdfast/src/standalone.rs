@@ -88,7 +88,21 @@ fn submission(
     }))
 }
 
+/// `standalone` checkpoints unless told otherwise: every
+/// [`STANDALONE_CHECKPOINT_INTERVAL`] into `./holdfast-checkpoints`.
+const STANDALONE_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> Result<()> {
+    let checkpointing = &mut setup.config.checkpointing;
+    checkpointing
+        .interval
+        .get_or_insert(STANDALONE_CHECKPOINT_INTERVAL);
+    if checkpointing.dir.is_none() {
+        let dir = std::env::current_dir()
+            .context("cannot read the working directory (for the default checkpoint directory)")?
+            .join("holdfast-checkpoints");
+        checkpointing.dir = Some(dir);
+    }
     let submission = submission(&args, &setup, jobs)?;
     let graph = submission.as_ref().map(|s| s.graph.clone());
     if args.taskmanagers == 0 || args.taskmanagers > 64 {

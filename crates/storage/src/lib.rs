@@ -37,6 +37,9 @@ pub trait CheckpointStorage: Send + Sync + std::fmt::Debug + 'static {
     /// Reads the whole file at `path`.
     fn get(&self, path: &StoragePath) -> impl Future<Output = Result<Bytes, StorageError>> + Send;
 
+    /// The size of the file at `path`, in bytes.
+    fn size(&self, path: &StoragePath) -> impl Future<Output = Result<u64, StorageError>> + Send;
+
     /// Every file below `prefix` (all of them for the empty path), sorted.
     fn list(
         &self,

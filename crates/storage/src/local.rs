@@ -40,6 +40,12 @@ impl LocalStorage {
         })
     }
 
+    /// Where `path` is on the local filesystem (for code that reads a file
+    /// on a thread of its own, without a runtime).
+    pub fn local_path(&self, path: &StoragePath) -> PathBuf {
+        self.root.join(path.as_str())
+    }
+
     /// The directory the files are below.
     pub fn root(&self) -> &Path {
         &self.root
@@ -113,6 +119,18 @@ impl CheckpointStorage for LocalStorage {
             .bytes()
             .await
             .map_err(|e| self.io("reading", path, e))
+    }
+
+    async fn size(&self, path: &StoragePath) -> Result<u64, StorageError> {
+        let location = self.location(path)?;
+        match self.store.head(&location).await {
+            Ok(meta) => Ok(meta.size),
+            Err(object_store::Error::NotFound { .. }) => Err(StorageError::NotFound {
+                root: self.root.clone(),
+                path: path.clone(),
+            }),
+            Err(error) => Err(self.io("reading", path, error)),
+        }
     }
 
     async fn list(&self, prefix: &StoragePath) -> Result<Vec<StoragePath>, StorageError> {

@@ -30,6 +30,7 @@ use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::master::{AttemptRef, JobMasterCore, MasterInput};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::checkpoints::{CheckpointEvent, CheckpointIo, CheckpointParts};
 use super::link::Leading;
 use super::service::Call;
 use super::snapshot::Snapshot;
@@ -58,6 +59,8 @@ pub(super) enum Message {
     CallRefused(Epoch, TaskManagerId),
     DeployFailed(Epoch, AttemptRef, String),
     Deposed(Epoch, String),
+    /// An answer of checkpoint I/O for the term at this epoch.
+    Checkpoint(Epoch, CheckpointEvent),
 }
 
 /// What the actor is made of besides its term: what [`super::start`] set
@@ -84,6 +87,8 @@ pub(super) struct ActorParts<B: Backend> {
     pub(super) connection_state: ConnectionReader,
     /// How its calls to TaskManagers authenticate.
     pub(super) client_auth: ClientAuth,
+    /// Where jobs' checkpoints go, if they checkpoint.
+    pub(super) checkpoints: Option<CheckpointParts>,
 }
 
 /// The JobManager process's one actor (its `impl` blocks are spread over
@@ -120,7 +125,7 @@ impl<B: Backend> Actor<B> {
                 Some(message) = messages.recv() => self.on_message(message),
                 () = sleep_until(runtime, wakeup) => {
                     if let Some(term) = &mut self.term {
-                        term.step(MasterInput::Tick);
+                        term.tick();
                     }
                 }
                 _ = refresh.tick() => {}
@@ -173,6 +178,14 @@ impl<B: Backend> Actor<B> {
             }
             Message::Call(Call::Update(request, reply)) => {
                 let _ = reply.send(self.update(request));
+            }
+            Message::Call(Call::Checkpoint(request, reply)) => {
+                let _ = reply.send(self.checkpoint_report(request));
+            }
+            Message::Checkpoint(epoch, event) => {
+                if let Some(term) = term_at(&mut self.term, epoch) {
+                    term.checkpoint_event(event);
+                }
             }
             Message::Submit(graph, reply) => self.submit(graph, reply),
             Message::Cancel(job, reply) => {
@@ -282,7 +295,7 @@ impl<B: Backend> ActorParts<B> {
     /// What a term of `token` with `core` needs of this JobManager.
     fn term_parts(&self, token: LeaderToken, core: JobMasterCore) -> TermParts {
         TermParts {
-            token,
+            token: token.clone(),
             core,
             contender: ContenderId(self.options.id.clone()),
             runtime: self.runtime.clone(),
@@ -291,6 +304,13 @@ impl<B: Backend> ActorParts<B> {
             heartbeat_timeout: self.options.master.heartbeat_timeout,
             leading: self.leading(),
             actor: self.self_tx.clone(),
+            checkpoints: self.checkpoints.as_ref().map(|c| CheckpointIo {
+                options: c.options.clone(),
+                storage: Arc::clone(&c.storage),
+                ha: Arc::clone(&c.ha),
+                actor: self.self_tx.clone(),
+                epoch: token.epoch,
+            }),
         }
     }
 

@@ -74,6 +74,19 @@ impl<B: Backend> Actor<B> {
         term.update(&request)
     }
 
+    /// `ReportCheckpoint`: for the term at the requested epoch.
+    pub(super) fn checkpoint_report(
+        &mut self,
+        request: proto::ReportCheckpointRequest,
+    ) -> Result<proto::ReportCheckpointReply, Status> {
+        let requested = Epoch(request.leader_epoch);
+        let Some(term) = term_at(&mut self.term, requested) else {
+            let leading = self.term.as_ref().map(Term::epoch);
+            return Err(FencingRejection::NotLeader { requested, leading }.into());
+        };
+        term.checkpoint_report(&request)
+    }
+
     /// `POST /jobs`: a valid graph is stored under the term's token first;
     /// the answer comes back as [`Message::Persisted`].
     pub(super) fn submit(

@@ -27,6 +27,10 @@ pub(super) type Leading = Arc<dyn Fn(Epoch) -> bool + Send + Sync>;
 pub(super) enum Order {
     Deploy(proto::DeployTaskRequest, AttemptRef),
     Cancel(proto::CancelTaskRequest, AttemptRef),
+    /// Start a checkpoint at a source attempt.
+    Trigger(proto::TriggerCheckpointRequest),
+    /// A checkpoint of a job completed or was aborted.
+    Notify(proto::NotifyCheckpointRequest),
 }
 
 pub(super) struct Link {
@@ -169,6 +173,24 @@ async fn work(worker: Worker, mut queue: mpsc::UnboundedReceiver<Order>) {
             Order::Cancel(request, attempt) => {
                 if let Err(error) = client.cancel_task(request).await {
                     tracing::debug!(%attempt, %error, "cancel call failed; heartbeats will tell");
+                    refused(&actor, epoch, &tm, &error);
+                    deposed(&actor, epoch, &error);
+                }
+            }
+            Order::Trigger(request) => {
+                let checkpoint = request.checkpoint_id;
+                if let Err(error) = client.trigger_checkpoint(request).await {
+                    tracing::debug!(taskmanager = %tm, checkpoint, %error,
+                        "checkpoint trigger call failed; the checkpoint expires unless a retry reaches it");
+                    refused(&actor, epoch, &tm, &error);
+                    deposed(&actor, epoch, &error);
+                }
+            }
+            Order::Notify(request) => {
+                let checkpoint = request.checkpoint_id;
+                if let Err(error) = client.notify_checkpoint(request).await {
+                    tracing::debug!(taskmanager = %tm, checkpoint, %error,
+                        "checkpoint notification call failed; the next completed checkpoint commits what this one would have");
                     refused(&actor, epoch, &tm, &error);
                     deposed(&actor, epoch, &error);
                 }

@@ -11,6 +11,7 @@
 
 mod actor;
 mod calls;
+mod checkpoints;
 mod control;
 mod convert;
 mod link;
@@ -35,6 +36,8 @@ use holdfast_rpc::config::ClientConfig;
 use holdfast_runtime::master::{JobMasterCore, MasterConfig};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
+
+pub use checkpoints::CheckpointOptions;
 
 use crate::address::JobManagerAddress;
 use crate::control::ClusterControl;
@@ -74,6 +77,8 @@ pub struct JobManagerOptions {
     pub election_metrics: Option<ElectionMetrics>,
     /// The effective configuration for `GET /config` (secrets masked).
     pub config: Vec<ConfigEntry>,
+    /// How jobs checkpoint; `None`: they do not.
+    pub checkpointing: Option<CheckpointOptions>,
 }
 
 /// A running JobManager.
@@ -199,7 +204,25 @@ pub async fn start<B: Backend>(
     let client_auth = ClientAuth::new(&options.auth, peer);
     tracing::info!(jobmanager = %options.id, rpc = %address.rpc, rest = %address.rest,
         authenticated = options.auth.is_enabled(), "JobManager started; contending for leadership");
+    let checkpoints = match &options.checkpointing {
+        Some(checkpointing) => {
+            let storage = holdfast_storage::LocalStorage::new(&checkpointing.dir)
+                .map_err(|e| StartError::bad_option("execution.checkpointing.dir", e))?;
+            tracing::info!(dir = %checkpointing.dir.display(), interval = ?checkpointing.config.interval,
+                mode = ?checkpointing.config.mode, "jobs checkpoint");
+            Some(checkpoints::CheckpointParts {
+                options: checkpointing.clone(),
+                storage: Arc::new(storage),
+                ha: Arc::new(checkpoints::ha::HaCheckpoints::new(
+                    connection.clone(),
+                    &options.ha_base,
+                )),
+            })
+        }
+        None => None,
+    };
     let actor = actor::Actor::new(actor::ActorParts {
+        checkpoints,
         options,
         runtime,
         election: election.clone(),

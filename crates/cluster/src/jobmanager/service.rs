@@ -20,6 +20,10 @@ pub(super) enum Call {
         proto::UpdateTaskStateRequest,
         oneshot::Sender<Result<proto::UpdateTaskStateReply, Status>>,
     ),
+    Checkpoint(
+        proto::ReportCheckpointRequest,
+        oneshot::Sender<Result<proto::ReportCheckpointReply, Status>>,
+    ),
 }
 
 pub(super) struct Service {
@@ -58,6 +62,14 @@ impl JobManagerService for Service {
         request: Request<proto::UpdateTaskStateRequest>,
     ) -> Result<Response<proto::UpdateTaskStateReply>, Status> {
         self.ask(|reply| Call::Update(request.into_inner(), reply))
+            .await
+    }
+
+    async fn report_checkpoint(
+        &self,
+        request: Request<proto::ReportCheckpointRequest>,
+    ) -> Result<Response<proto::ReportCheckpointReply>, Status> {
+        self.ask(|reply| Call::Checkpoint(request.into_inner(), reply))
             .await
     }
 }

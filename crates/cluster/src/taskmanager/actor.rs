@@ -40,6 +40,8 @@ pub(super) enum Message {
         result: Result<(), RpcError>,
     },
     RetryRegistration(Epoch),
+    /// An attempt's checkpoint answer, its state written.
+    CheckpointAnswer(super::checkpoints::Answer),
 }
 
 pub(super) struct Parts {
@@ -53,6 +55,8 @@ pub(super) struct Parts {
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
     /// The clock the core's times come from.
     pub(super) runtime: Arc<dyn Runtime>,
+    /// Checkpoint storage of the jobs deployed here.
+    pub(super) storages: super::checkpoints::Storages,
 }
 
 /// The JobManager this TaskManager is registered with, as the shell calls
@@ -235,6 +239,7 @@ impl Actor {
             Message::RetryRegistration(epoch) => {
                 self.step(TmInput::RetryDue { epoch });
             }
+            Message::CheckpointAnswer(answer) => self.send_checkpoint_answer(answer),
         }
     }
 

@@ -27,11 +27,17 @@ impl Actor {
             Call::Cancel(request, reply) => {
                 let _ = reply.send(self.cancel(request));
             }
+            Call::Trigger(request, reply) => {
+                let _ = reply.send(self.trigger_checkpoint(request));
+            }
+            Call::Notify(request, reply) => {
+                let _ = reply.send(self.notify_checkpoint(request));
+            }
         }
     }
 
     /// Asks the core whether a call with this fence is accepted.
-    fn check_fence(
+    pub(super) fn check_fence(
         &mut self,
         fence: Option<&proto::Fence>,
         registration: Option<&str>,
@@ -100,8 +106,15 @@ impl Actor {
                 .map_err(|e| Status::invalid_argument(format!("task_args_json is not JSON: {e}")))?
         };
         let wiring = holdfast_rpc::convert::wiring::wiring(request.wiring.as_ref(), key.job)?;
-        let info =
+        let mut info =
             TaskInfo::new(request.task_name.clone(), request.parallelism).with_wiring(wiring);
+        if let Some(settings) = &request.checkpointing {
+            info = info.with_checkpointing(super::checkpoints::task_checkpointing(
+                &self.parts.storages,
+                key.job,
+                settings,
+            )?);
+        }
         let code = self
             .parts
             .options
@@ -131,7 +144,7 @@ impl Actor {
     }
 }
 
-fn attempt_key(attempt: Option<&proto::Attempt>) -> Result<AttemptKey, Status> {
+pub(super) fn attempt_key(attempt: Option<&proto::Attempt>) -> Result<AttemptKey, Status> {
     let attempt = attempt.ok_or_else(|| Status::invalid_argument("missing field `attempt`"))?;
     let (job, attempt): (JobId, ExecutionAttemptId) =
         attempt

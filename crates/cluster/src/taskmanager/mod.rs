@@ -12,6 +12,7 @@
 
 mod actor;
 mod calls;
+mod checkpoints;
 mod notices;
 mod registration;
 mod report;
@@ -135,6 +136,7 @@ pub async fn start<B: Backend>(
             .map_err(|e| StartError::bad_option("taskmanager.host/taskmanager.data.port", e))?;
     }
     let (updates_tx, updates) = mpsc::unbounded_channel();
+    let (checkpoints_tx, checkpoint_reports) = mpsc::unbounded_channel();
     let executor = Arc::new(
         TaskExecutor::new(
             updates_tx,
@@ -143,9 +145,16 @@ pub async fn start<B: Backend>(
                 ..ExecutorOptions::default()
             },
         )
-        .map_err(StartError::Executor)?,
+        .map_err(StartError::Executor)?
+        .with_checkpoint_reports(checkpoints_tx),
     );
     let (messages_tx, messages) = mpsc::unbounded_channel();
+    let storages = checkpoints::Storages::default();
+    tokio::spawn(checkpoints::write_reports(
+        checkpoint_reports,
+        storages.clone(),
+        messages_tx.clone(),
+    ));
     let listener = TcpListener::bind(options.rpc_bind)
         .await
         .map_err(|source| StartError::Bind {
@@ -196,6 +205,7 @@ pub async fn start<B: Backend>(
             connection_state: crate::shared::connection_reader(connection),
             status: status.clone(),
             self_tx: messages_tx,
+            storages,
         },
         core,
     );

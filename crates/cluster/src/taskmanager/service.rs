@@ -20,6 +20,14 @@ pub(super) enum Call {
         proto::CancelTaskRequest,
         oneshot::Sender<Result<proto::CancelTaskReply, Status>>,
     ),
+    Trigger(
+        proto::TriggerCheckpointRequest,
+        oneshot::Sender<Result<proto::TriggerCheckpointReply, Status>>,
+    ),
+    Notify(
+        proto::NotifyCheckpointRequest,
+        oneshot::Sender<Result<proto::NotifyCheckpointReply, Status>>,
+    ),
 }
 
 pub(super) struct Service {
@@ -65,6 +73,22 @@ impl TaskManagerService for Service {
         request: Request<proto::CancelTaskRequest>,
     ) -> Result<Response<proto::CancelTaskReply>, Status> {
         self.ask(|reply| Call::Cancel(request.into_inner(), reply))
+            .await
+    }
+
+    async fn trigger_checkpoint(
+        &self,
+        request: Request<proto::TriggerCheckpointRequest>,
+    ) -> Result<Response<proto::TriggerCheckpointReply>, Status> {
+        self.ask(|reply| Call::Trigger(request.into_inner(), reply))
+            .await
+    }
+
+    async fn notify_checkpoint(
+        &self,
+        request: Request<proto::NotifyCheckpointRequest>,
+    ) -> Result<Response<proto::NotifyCheckpointReply>, Status> {
+        self.ask(|reply| Call::Notify(request.into_inner(), reply))
             .await
     }
 }

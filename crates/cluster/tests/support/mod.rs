@@ -55,6 +55,7 @@ pub fn jobmanager_options(
         metrics,
         election_metrics: None,
         config: Vec::new(),
+        checkpointing: None,
     })
 }
 

@@ -9,12 +9,20 @@
 //! - `"keyed"`: generate → key_by → rolling sum → discard (a hash exchange
 //!   between the source and the sum, across TaskManagers where they run);
 //! - `"rebalance"`: generate → rebalance → map → discard.
+//!
+//! `output` (a directory) replaces the discard with an exactly-once file
+//! sink: the `stateless` pipeline writes `id<TAB>key<TAB>value` for every
+//! record it keeps, the `keyed` one `key<TAB>sum` for every update — so a
+//! run through failures can be checked line by line. With `rate`, a
+//! bounded run lasts long enough to kill processes in the middle.
 
 use serde::{Deserialize, Serialize};
 
 use crate::api::Dataflow;
 use crate::registry::{JobError, JobParams};
-use crate::sink::Discard;
+use std::fmt::Write as _;
+
+use crate::sink::{Discard, FileSink};
 use crate::source::Generator;
 
 /// The job's name.
@@ -42,7 +50,7 @@ pub fn record(i: u64, keys: u32) -> Record {
     }
 }
 
-const KNOWN: &[&str] = &["records", "rate", "keys", "pipeline"];
+const KNOWN: &[&str] = &["records", "rate", "keys", "pipeline", "output"];
 
 /// Builds the job.
 pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
@@ -53,6 +61,7 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     let keys = u32::try_from(keys)
         .map_err(|_| args.bad_value("keys", &serde_json::json!(keys), "at most 4294967295"))?;
     let pipeline = args.string("pipeline", "stateless")?;
+    let output = args.string("output", "")?;
     let flow = Dataflow::new(NAME);
     let mut generator = Generator::new(records, move |i| record(i, keys));
     if let Some(rate) = rate {
@@ -61,20 +70,38 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     let source = flow.source("generate", generator);
     match pipeline.as_str() {
         "stateless" => {
-            source
+            let kept = source
                 .map("scale", |r: Record| Record {
                     value: r.value * 3,
                     ..r
                 })
-                .filter("even", |r: &Record| r.value % 2 == 0)
-                .map("project", |r: Record| (r.key, r.value))
-                .sink("discard", Discard::new());
+                .filter("even", |r: &Record| r.value % 2 == 0);
+            if output.is_empty() {
+                kept.map("project", |r: Record| (r.key, r.value))
+                    .sink("discard", Discard::new());
+            } else {
+                kept.sink(
+                    "write",
+                    FileSink::with_format(output, |r: &Record, line: &mut String| {
+                        let _ = write!(line, "{}\t{}\t{}", r.id, r.key, r.value);
+                    }),
+                );
+            }
         }
         "keyed" => {
-            source
+            let sums = source
                 .key_by(|r: &Record| r.key)
-                .sum("sum", |r: &Record| r.value)
-                .sink("discard", Discard::new());
+                .sum("sum", |r: &Record| r.value);
+            if output.is_empty() {
+                sums.sink("discard", Discard::new());
+            } else {
+                sums.sink(
+                    "write",
+                    FileSink::with_format(output, |(key, sum): &(u32, i64), line: &mut String| {
+                        let _ = write!(line, "{key}\t{sum}");
+                    }),
+                );
+            }
         }
         "rebalance" => {
             source

@@ -101,7 +101,13 @@ pub(crate) fn build(
     let mut restored = match ctx.checkpointing().and_then(|c| c.restore.as_ref()) {
         Some(restore) => Restored::read(
             restore.checkpoint,
-            &restore.bytes,
+            &restore.state.read().map_err(|e| {
+                TaskFailure::new(format!(
+                    "cannot restore from checkpoint {}: {e}",
+                    restore.checkpoint
+                ))
+                .of_kind(FailureKind::Infrastructure)
+            })?,
             &FileHeader {
                 checkpoint: restore.checkpoint.0,
                 ..header.clone()

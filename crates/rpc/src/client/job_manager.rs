@@ -61,4 +61,19 @@ impl JobManagerClient {
         )
         .await
     }
+
+    /// Reports a task attempt's answer to a checkpoint.
+    pub async fn report_checkpoint(
+        &self,
+        request: proto::ReportCheckpointRequest,
+    ) -> Result<proto::ReportCheckpointReply, RpcError> {
+        let mut inner = self.inner.clone();
+        call(
+            "JobManagerService/ReportCheckpoint",
+            self.ask_timeout,
+            request,
+            |r| async move { inner.report_checkpoint(r).await },
+        )
+        .await
+    }
 }

@@ -76,4 +76,35 @@ impl TaskManagerClient {
         )
         .await
     }
+
+    /// Starts a checkpoint at a source attempt.
+    pub async fn trigger_checkpoint(
+        &self,
+        request: proto::TriggerCheckpointRequest,
+    ) -> Result<proto::TriggerCheckpointReply, RpcError> {
+        let mut inner = self.inner.clone();
+        call(
+            "TaskManagerService/TriggerCheckpoint",
+            self.ask_timeout,
+            request,
+            |r| async move { inner.trigger_checkpoint(r).await },
+        )
+        .await
+    }
+
+    /// Tells the attempts of a job that a checkpoint completed or was
+    /// aborted.
+    pub async fn notify_checkpoint(
+        &self,
+        request: proto::NotifyCheckpointRequest,
+    ) -> Result<proto::NotifyCheckpointReply, RpcError> {
+        let mut inner = self.inner.clone();
+        call(
+            "TaskManagerService/NotifyCheckpoint",
+            self.ask_timeout,
+            request,
+            |r| async move { inner.notify_checkpoint(r).await },
+        )
+        .await
+    }
 }

@@ -68,6 +68,20 @@ impl TaskManagerService for TestTaskManager {
     ) -> Result<Response<proto::CancelTaskReply>, Status> {
         std::future::pending().await
     }
+
+    async fn trigger_checkpoint(
+        &self,
+        _request: Request<proto::TriggerCheckpointRequest>,
+    ) -> Result<Response<proto::TriggerCheckpointReply>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
+
+    async fn notify_checkpoint(
+        &self,
+        _request: Request<proto::NotifyCheckpointRequest>,
+    ) -> Result<Response<proto::NotifyCheckpointReply>, Status> {
+        Err(Status::unimplemented("not in this test"))
+    }
 }
 
 /// A JobManager that leads at epoch [`LEADER_EPOCH`].
@@ -106,6 +120,13 @@ impl JobManagerService for TestJobManager {
         _request: Request<proto::UpdateTaskStateRequest>,
     ) -> Result<Response<proto::UpdateTaskStateReply>, Status> {
         Ok(Response::new(proto::UpdateTaskStateReply {}))
+    }
+
+    async fn report_checkpoint(
+        &self,
+        _request: Request<proto::ReportCheckpointRequest>,
+    ) -> Result<Response<proto::ReportCheckpointReply>, Status> {
+        Ok(Response::new(proto::ReportCheckpointReply {}))
     }
 }
 

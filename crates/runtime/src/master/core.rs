@@ -158,6 +158,7 @@ impl JobMasterCore {
                 self.on_deploy_failed(&mut step, attempt, &error)
             }
             MasterInput::Cancel { job } => self.on_cancel(&mut step, job),
+            MasterInput::FailJob { job, failure } => self.fail_job(&mut step, job, failure),
             MasterInput::Tick => self.on_tick(&mut step),
         }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();

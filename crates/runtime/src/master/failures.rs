@@ -75,6 +75,18 @@ impl JobMasterCore {
         }
     }
 
+    /// [`MasterInput::FailJob`](super::MasterInput::FailJob): a running
+    /// job fails for `failure`, not tied to one attempt.
+    pub(super) fn fail_job(&mut self, step: &mut Step<'_>, id: JobId, failure: Failure) {
+        if self
+            .jobs
+            .get(&id)
+            .is_some_and(|j| j.state == JobState::Running)
+        {
+            self.job_failure(step, id, FailureCause::new(failure));
+        }
+    }
+
     fn job_failure(&mut self, step: &mut Step<'_>, id: JobId, cause: FailureCause) {
         let job = self.jobs.get_mut(&id).expect("callers checked");
         let decision = job.tracker.on_failure(step.now, cause.clone(), step.random);

@@ -160,6 +160,15 @@ pub enum MasterInput {
         /// The job.
         job: JobId,
     },
+    /// Something outside the tasks failed a running job (too many
+    /// checkpoints failed in a row): its restart strategy decides, as for a
+    /// task's failure. Ignored unless the job is running.
+    FailJob {
+        /// The job.
+        job: JobId,
+        /// Why.
+        failure: crate::failure::Failure,
+    },
     /// Time passed: heartbeats and restarts that are due.
     Tick,
 }

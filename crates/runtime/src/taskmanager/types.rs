@@ -96,6 +96,9 @@ pub enum CallKind {
     Deploy,
     /// Cancel an attempt.
     Cancel,
+    /// Trigger a checkpoint at an attempt, or tell a job's attempts how one
+    /// ended.
+    Checkpoint,
 }
 
 /// Why a call was refused.

@@ -129,6 +129,7 @@ impl Term {
     pub(in crate::jobmanager) fn submitted(&mut self, job: JobId, stored: StoredJob) {
         tracing::info!(%job, name = %stored.graph.name, "job submitted");
         self.stored.insert(job, stored.clone());
+        self.checkpoints_for(job, false);
         self.step(MasterInput::Submit {
             job,
             graph: stored.graph,
@@ -163,6 +164,7 @@ impl Term {
         });
         let (graph, submitted_at_ms) = (stored.graph.clone(), stored.submitted_at_ms);
         self.keep(job, stored);
+        self.checkpoints_for(job, true);
         self.step(MasterInput::Submit {
             job,
             graph,

@@ -25,11 +25,16 @@ impl Term {
             .core
             .handle(self.runtime.now(), self.runtime.random_u64(), input);
         self.execute(commands);
+        self.sync_checkpoints();
     }
 
-    /// Carries out the core's commands, in order.
-    fn execute(&mut self, commands: Vec<MasterCommand>) {
+    /// Carries out the core's commands, in order (a deploy of a job whose
+    /// restore point is not known yet is held, see `checkpoints.rs`).
+    pub(super) fn execute(&mut self, commands: Vec<MasterCommand>) {
         for command in commands {
+            let Some(command) = self.deploy_or_hold(command) else {
+                continue;
+            };
             match command {
                 MasterCommand::Deploy {
                     tm,
@@ -40,6 +45,7 @@ impl Term {
                     parallelism,
                     wiring,
                 } => {
+                    let checkpointing = self.task_checkpointing(attempt.job, attempt.attempt.task);
                     let request = proto::DeployTaskRequest {
                         fence: self.fence(),
                         attempt: Some((attempt.job, attempt.attempt).into()),
@@ -48,6 +54,7 @@ impl Term {
                         task_args_json: args.to_string(),
                         parallelism,
                         wiring: Some((attempt.job, &self.locate(&wiring)).into()),
+                        checkpointing,
                     };
                     self.order(&tm, Order::Deploy(request, attempt));
                 }
@@ -74,7 +81,7 @@ impl Term {
     }
 
     /// The fence of every call of this term.
-    fn fence(&self) -> Option<proto::Fence> {
+    pub(super) fn fence(&self) -> Option<proto::Fence> {
         Some(proto::Fence::from((
             self.token.epoch,
             self.contender.clone(),
@@ -95,7 +102,7 @@ impl Term {
     }
 
     /// Queues a deploy or cancel on `tm`'s link (nothing if it has none).
-    fn order(&self, tm: &TaskManagerId, order: Order) {
+    pub(super) fn order(&self, tm: &TaskManagerId, order: Order) {
         if let Some(link) = self.links.get(tm) {
             link.order(order);
         }

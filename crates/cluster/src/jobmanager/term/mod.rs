@@ -17,6 +17,7 @@
 //! ```
 
 mod calls;
+mod checkpoints;
 mod commands;
 mod publish;
 mod store;
@@ -35,6 +36,7 @@ use tokio::sync::mpsc;
 
 use super::StoreHandle;
 use super::actor::Message;
+use super::checkpoints::CheckpointIo;
 use super::link::{Leading, Link};
 use super::snapshot;
 use crate::job_store::{PastFailure, StoredJob};
@@ -64,6 +66,8 @@ pub(super) struct TermParts {
     pub(super) leading: Leading,
     /// The actor's mailbox (for the links' and the store's answers).
     pub(super) actor: mpsc::UnboundedSender<Message>,
+    /// Checkpoint I/O for this term, if jobs checkpoint.
+    pub(super) checkpoints: Option<CheckpointIo>,
 }
 
 /// The leader's term (see the [module](self)).
@@ -81,6 +85,7 @@ pub(super) struct Term {
     heartbeat_timeout: Duration,
     leading: Leading,
     actor: mpsc::UnboundedSender<Message>,
+    checkpoints: Option<checkpoints::TermCheckpoints>,
 }
 
 impl Term {
@@ -108,6 +113,10 @@ impl Term {
             heartbeat_timeout: parts.heartbeat_timeout,
             leading: parts.leading,
             actor: parts.actor,
+            checkpoints: parts.checkpoints.map(|io| checkpoints::TermCheckpoints {
+                io,
+                jobs: HashMap::new(),
+            }),
         }
     }
 
@@ -142,9 +151,19 @@ impl Term {
         &self.token
     }
 
-    /// When the core next has something to do on a tick.
+    /// When the core or a checkpoint coordinator next has something to
+    /// do on a tick.
     pub(super) fn next_wakeup(&self) -> Option<MonoTime> {
-        self.core.next_wakeup()
+        match (self.core.next_wakeup(), self.checkpoint_wakeup()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time passed: the core's heartbeats and restarts, and checkpoints.
+    pub(super) fn tick(&mut self) {
+        self.step(holdfast_runtime::master::MasterInput::Tick);
+        self.checkpoint_tick();
     }
 
     /// Keeps `job` as stored (and stores it again).

@@ -1,0 +1,451 @@
+//! The term's checkpoints: a coordinator per job, fed from the core's view
+//! after every step (every task of the current run running → `Running`,
+//! anything else → `Stopped`), its commands carried out (ids, barriers,
+//! metadata, the leader-conditional pointer, notifications, discards and
+//! retirements), the tasks' reports handed to it, and deploys given the
+//! state they restore from — held while that is not known yet.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_ha::MonoTime;
+use holdfast_rpc::proto;
+use holdfast_runtime::checkpoint::{
+    CheckpointCommand, CheckpointInput, CheckpointingMode, TaskState,
+};
+use holdfast_runtime::failure::{Failure, FailureKind};
+use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId, TaskManagerId};
+use holdfast_runtime::lifecycle::job::JobState;
+use holdfast_runtime::lifecycle::task::TaskState as AttemptState;
+use holdfast_runtime::master::{MasterCommand, MasterInput};
+use holdfast_types::CheckpointId;
+use tonic::Status;
+
+use super::Term;
+use crate::checkpoint_files::{Metadata, TaskEntry};
+use crate::jobmanager::checkpoints::{
+    CheckpointEvent, CheckpointIo, JobCheckpoints, Loaded, RestorePoint,
+};
+use crate::jobmanager::link::Order;
+use crate::jobmanager::wall_ms;
+
+/// The term's checkpoint state: the I/O and every job's checkpoints.
+pub(in crate::jobmanager) struct TermCheckpoints {
+    pub(in crate::jobmanager) io: CheckpointIo,
+    pub(in crate::jobmanager) jobs: std::collections::HashMap<JobId, JobCheckpoints>,
+}
+
+/// How long a failed read of a job's restore point waits before the next.
+const LOAD_RETRY: Duration = Duration::from_secs(2);
+
+fn mode_name(mode: CheckpointingMode) -> &'static str {
+    match mode {
+        CheckpointingMode::ExactlyOnce => "EXACTLY_ONCE",
+        CheckpointingMode::AtLeastOnce => "AT_LEAST_ONCE",
+    }
+}
+
+impl Term {
+    /// A job joined this term: a submitted one starts with no checkpoint;
+    /// a recovered one first reads its latest completed checkpoint from the
+    /// HA store (its deploys wait for that).
+    pub(super) fn checkpoints_for(&mut self, job: JobId, recovered: bool) {
+        let Some(cp) = &mut self.checkpoints else {
+            return;
+        };
+        let restore = if recovered {
+            cp.io.load(job, Duration::ZERO);
+            RestorePoint::Loading
+        } else {
+            RestorePoint::Ready(None)
+        };
+        cp.jobs.insert(
+            job,
+            JobCheckpoints::new(cp.io.options.config.clone(), restore),
+        );
+    }
+
+    /// The latest a coordinator needs a tick.
+    pub(super) fn checkpoint_wakeup(&self) -> Option<MonoTime> {
+        let cp = self.checkpoints.as_ref()?;
+        cp.jobs
+            .values()
+            .filter_map(|j| j.coordinator.next_wakeup())
+            .min()
+    }
+
+    /// Time passed: every coordinator.
+    pub(super) fn checkpoint_tick(&mut self) {
+        let jobs: Vec<JobId> = match &self.checkpoints {
+            Some(cp) => cp.jobs.keys().copied().collect(),
+            None => return,
+        };
+        for job in jobs {
+            self.coordinate(job, CheckpointInput::Tick);
+        }
+    }
+
+    /// Tells each coordinator whether its job runs, from the core's view:
+    /// every task of the current run running (not one finished yet).
+    pub(super) fn sync_checkpoints(&mut self) {
+        let Some(cp) = &self.checkpoints else {
+            return;
+        };
+        let mut changes = Vec::new();
+        let mut ended = Vec::new();
+        for (&job, entry) in &cp.jobs {
+            let Some(execution) = self.core.job(job) else {
+                ended.push(job);
+                continue;
+            };
+            if execution.state().is_terminal() {
+                ended.push(job);
+                continue;
+            }
+            let all_running = execution.state() == JobState::Running
+                && execution
+                    .tasks()
+                    .values()
+                    .all(|t| t.state == AttemptState::Running);
+            let attempts: Option<Vec<ExecutionAttemptId>> = all_running.then(|| {
+                execution
+                    .tasks()
+                    .iter()
+                    .map(|(task, t)| ExecutionAttemptId::new(*task, t.attempt))
+                    .collect()
+            });
+            if attempts != entry.running {
+                changes.push((job, attempts));
+            }
+        }
+        for job in ended {
+            self.checkpoints_ended(job);
+        }
+        for (job, attempts) in changes {
+            let input = match &attempts {
+                Some(tasks) => {
+                    let sources = self.sources_of(job, tasks);
+                    CheckpointInput::Running {
+                        tasks: tasks.clone(),
+                        sources,
+                    }
+                }
+                None => CheckpointInput::Stopped,
+            };
+            if let Some(entry) = self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) {
+                entry.running = attempts;
+            }
+            self.coordinate(job, input);
+        }
+    }
+
+    /// The attempts among `tasks` of vertices without inputs.
+    fn sources_of(&self, job: JobId, tasks: &[ExecutionAttemptId]) -> Vec<ExecutionAttemptId> {
+        let Some(execution) = self.core.job(job) else {
+            return Vec::new();
+        };
+        let graph = &execution.graph;
+        tasks
+            .iter()
+            .filter(|a| graph.inputs_of(a.task.vertex).next().is_none())
+            .copied()
+            .collect()
+    }
+
+    /// The job ended: its checkpoints go (pointers and files: an ended job
+    /// is not resumed from them).
+    fn checkpoints_ended(&mut self, job: JobId) {
+        let Some(cp) = &mut self.checkpoints else {
+            return;
+        };
+        let Some(entry) = cp.jobs.remove(&job) else {
+            return;
+        };
+        let retained: Vec<CheckpointId> = entry.coordinator.retained().collect();
+        for id in &retained {
+            cp.io.retire(job, *id, self.token.clone());
+        }
+        tracing::info!(%job, checkpoints = retained.len(),
+            "job ended: its retained checkpoints are removed from the HA store and the checkpoint directory");
+    }
+
+    /// Feeds `job`'s coordinator and carries out what it says.
+    fn coordinate(&mut self, job: JobId, input: CheckpointInput) {
+        let now = self.runtime.now();
+        let commands = match self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) {
+            Some(entry) => entry.coordinator.handle(now, input),
+            None => return,
+        };
+        for command in commands {
+            self.checkpoint_command(job, command);
+        }
+        self.release_held(job);
+    }
+
+    fn checkpoint_command(&mut self, job: JobId, command: CheckpointCommand) {
+        let token = self.token.clone();
+        let Some(cp) = &mut self.checkpoints else {
+            return;
+        };
+        match command {
+            CheckpointCommand::AllocateId => cp.io.allocate_id(job, token),
+            CheckpointCommand::TriggerBarriers { id, sources } => {
+                tracing::debug!(%job, checkpoint = %id, sources = sources.len(), "checkpoint triggered");
+                for attempt in sources {
+                    let Some(tm) = self.tm_of(job, attempt.task) else {
+                        continue;
+                    };
+                    let request = proto::TriggerCheckpointRequest {
+                        fence: self.fence(),
+                        attempt: Some((job, attempt).into()),
+                        checkpoint_id: id.0,
+                        timestamp_ms: wall_ms(),
+                    };
+                    self.order(&tm, Order::Trigger(request));
+                }
+            }
+            CheckpointCommand::WriteMetadata { id, states } => {
+                let tasks = states
+                    .into_iter()
+                    .map(|(attempt, state)| TaskEntry {
+                        vertex: attempt.task.vertex,
+                        subtask: attempt.task.subtask,
+                        attempt: attempt.attempt,
+                        state: state.location,
+                        bytes: state.bytes,
+                        alignment_ms: state.alignment.as_millis() as u64,
+                    })
+                    .collect();
+                let metadata = Arc::new(Metadata::new(job, id, tasks));
+                if let Some(entry) = cp.jobs.get_mut(&job) {
+                    entry.written.insert(id, Arc::clone(&metadata));
+                }
+                cp.io.write_metadata(job, id, metadata);
+            }
+            CheckpointCommand::WritePointer { id, metadata } => {
+                cp.io.write_pointer(job, id, metadata, token)
+            }
+            CheckpointCommand::NotifyComplete { id, tasks } => {
+                if let Some(entry) = cp.jobs.get_mut(&job) {
+                    let metadata = entry.written.get(&id).cloned();
+                    if let Some(metadata) = &metadata {
+                        let bytes: u64 = metadata.tasks.iter().map(|t| t.bytes).sum();
+                        tracing::info!(%job, checkpoint = %id, bytes,
+                            "checkpoint complete (its pointer is in the HA store); sinks commit it now");
+                    }
+                    entry.restore = RestorePoint::Ready(metadata);
+                    entry.written.retain(|other, _| *other >= id);
+                }
+                self.notify(job, id, true, &tasks);
+            }
+            CheckpointCommand::NotifyAborted { id, tasks, reason } => {
+                tracing::warn!(%job, checkpoint = %id, %reason,
+                    "checkpoint aborted; the next one is triggered at the interval (tolerance: execution.checkpointing.tolerable-failed-checkpoints)");
+                if let Some(entry) = cp.jobs.get_mut(&job) {
+                    entry.written.remove(&id);
+                }
+                self.notify(job, id, false, &tasks);
+            }
+            CheckpointCommand::Discard { id } => cp.io.discard(job, id),
+            CheckpointCommand::Retire { id } => cp.io.retire(job, id, token),
+            CheckpointCommand::FailJob { reason } => {
+                tracing::error!(%job, %reason,
+                    "too many checkpoints failed in a row: failing the job (its restart strategy decides)");
+                self.step(MasterInput::FailJob {
+                    job,
+                    failure: Failure::new(FailureKind::Infrastructure, reason),
+                });
+            }
+        }
+    }
+
+    /// Where `task`'s current attempt runs.
+    fn tm_of(&self, job: JobId, task: TaskId) -> Option<TaskManagerId> {
+        self.core
+            .job(job)?
+            .tasks()
+            .get(&task)?
+            .slot
+            .as_ref()
+            .map(|s| s.task_manager.clone())
+    }
+
+    /// Tells every TaskManager running one of `tasks` how checkpoint `id`
+    /// ended.
+    fn notify(&self, job: JobId, id: CheckpointId, completed: bool, tasks: &[ExecutionAttemptId]) {
+        let mut by_tm: BTreeMap<TaskManagerId, Vec<proto::Attempt>> = BTreeMap::new();
+        for attempt in tasks {
+            if let Some(tm) = self.tm_of(job, attempt.task) {
+                by_tm.entry(tm).or_default().push((job, *attempt).into());
+            }
+        }
+        for (tm, attempts) in by_tm {
+            let request = proto::NotifyCheckpointRequest {
+                fence: self.fence(),
+                job_id: job.to_string(),
+                checkpoint_id: id.0,
+                completed,
+                attempts,
+            };
+            self.order(&tm, Order::Notify(request));
+        }
+    }
+
+    /// A deploy of a checkpointed job: sent with the state it restores
+    /// from, or held until that is known.
+    pub(super) fn deploy_or_hold(&mut self, command: MasterCommand) -> Option<MasterCommand> {
+        let MasterCommand::Deploy { attempt, .. } = &command else {
+            return Some(command);
+        };
+        let job = attempt.job;
+        let Some(entry) = self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) else {
+            return Some(command);
+        };
+        if entry.ready() {
+            Some(command)
+        } else {
+            entry.held.push(command);
+            None
+        }
+    }
+
+    /// Sends the deploys held for `job` once its restore point is known.
+    fn release_held(&mut self, job: JobId) {
+        let held = match self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) {
+            Some(entry) if entry.ready() && !entry.held.is_empty() => {
+                std::mem::take(&mut entry.held)
+            }
+            _ => return,
+        };
+        self.execute(held);
+    }
+
+    /// How a deployed attempt takes part in checkpoints (`None`: its job
+    /// does not checkpoint).
+    pub(super) fn task_checkpointing(
+        &mut self,
+        job: JobId,
+        task: TaskId,
+    ) -> Option<proto::TaskCheckpointing> {
+        let cp = self.checkpoints.as_mut()?;
+        let entry = cp.jobs.get_mut(&job)?;
+        let latest = entry.latest().cloned();
+        let restore = latest.as_ref().map(|m| {
+            let state = m
+                .state_of(task)
+                .map(|t| t.state.clone())
+                .unwrap_or_default();
+            (CheckpointId(m.checkpoint), state)
+        });
+        if let Some((id, _)) = &restore
+            && entry.restored_from != Some(*id)
+        {
+            entry.restored_from = Some(*id);
+            tracing::info!(%job, checkpoint = %id,
+                "deploying the job's tasks from its latest completed checkpoint");
+        }
+        Some(proto::TaskCheckpointing {
+            mode: mode_name(cp.io.options.config.mode).to_owned(),
+            storage_dir: cp.io.options.dir.display().to_string(),
+            restore_checkpoint: restore.as_ref().map(|(id, _)| id.0),
+            restore_state: restore.map(|(_, state)| state).unwrap_or_default(),
+        })
+    }
+
+    /// A task's answer to a checkpoint (`ReportCheckpoint`).
+    pub(in crate::jobmanager) fn checkpoint_report(
+        &mut self,
+        request: &proto::ReportCheckpointRequest,
+    ) -> Result<proto::ReportCheckpointReply, Status> {
+        let registered = request
+            .task_manager_id
+            .parse::<TaskManagerId>()
+            .ok()
+            .and_then(|tm| self.links.get(&tm))
+            .is_some_and(|link| link.registration == request.registration_id);
+        if !registered {
+            return Err(Status::failed_precondition(format!(
+                "TaskManager {:?} is not registered with registration {:?}",
+                request.task_manager_id, request.registration_id
+            )));
+        }
+        let attempt = request
+            .attempt
+            .as_ref()
+            .ok_or_else(|| Status::invalid_argument("missing field `attempt`"))?;
+        let (job, task): (JobId, ExecutionAttemptId) =
+            attempt
+                .try_into()
+                .map_err(|e: holdfast_rpc::convert::ConvertError| {
+                    Status::invalid_argument(e.to_string())
+                })?;
+        let id = CheckpointId(request.checkpoint_id);
+        let input = if request.declined.is_empty() {
+            CheckpointInput::Acknowledged {
+                id,
+                task,
+                state: TaskState {
+                    location: request.state.clone(),
+                    bytes: request.state_bytes,
+                    alignment: Duration::from_millis(request.alignment_ms),
+                },
+            }
+        } else {
+            tracing::warn!(%job, checkpoint = %id, attempt = %task, reason = %request.declined,
+                "a task declined a checkpoint");
+            CheckpointInput::Declined {
+                id,
+                task,
+                reason: request.declined.clone(),
+            }
+        };
+        self.coordinate(job, input);
+        Ok(proto::ReportCheckpointReply {})
+    }
+
+    /// An answer of checkpoint I/O.
+    pub(in crate::jobmanager) fn checkpoint_event(&mut self, event: CheckpointEvent) {
+        match event {
+            CheckpointEvent::Input(job, input) => self.coordinate(job, input),
+            CheckpointEvent::Loaded(job, result) => self.loaded(job, result),
+        }
+    }
+
+    fn loaded(&mut self, job: JobId, result: Result<Loaded, String>) {
+        let Some(cp) = &mut self.checkpoints else {
+            return;
+        };
+        let Some(entry) = cp.jobs.get_mut(&job) else {
+            return;
+        };
+        match result {
+            Ok(loaded) => {
+                match &loaded.latest {
+                    Some(m) => {
+                        tracing::info!(%job, checkpoint = m.checkpoint, retained = loaded.retained.len(),
+                        "read the job's latest completed checkpoint from the HA store; its tasks restore from it")
+                    }
+                    None => {
+                        tracing::info!(%job, "the job has no completed checkpoint yet; its tasks start from the beginning")
+                    }
+                }
+                entry.coordinator = holdfast_runtime::checkpoint::CheckpointCoordinator::new(
+                    cp.io.options.config.clone(),
+                    loaded.retained,
+                );
+                entry.running = None;
+                entry.restore = RestorePoint::Ready(loaded.latest);
+                self.sync_checkpoints();
+                self.release_held(job);
+            }
+            Err(error) => {
+                tracing::error!(%job, %error, retry = ?LOAD_RETRY,
+                    "cannot tell which checkpoint the job restores from; its tasks are not deployed (never from \
+                     the beginning while a checkpoint was expected); reading again shortly — repair the checkpoint \
+                     directory or cancel the job");
+                cp.io.load(job, LOAD_RETRY);
+            }
+        }
+    }
+}

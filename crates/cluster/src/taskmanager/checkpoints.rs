@@ -1,0 +1,285 @@
+//! The TaskManager's side of checkpoints: the leader's trigger and
+//! notification calls delivered to the attempts, the attempts' snapshots
+//! encoded off their threads and written to checkpoint storage (synced)
+//! before the acknowledgement goes to the leader, and the state a deployed
+//! attempt restores from.
+//!
+//! ```text
+//!  TriggerCheckpoint ─► executor.deliver(attempt, Trigger)   (a source: barrier, snapshot)
+//!  attempt ─ CheckpointReport ─► writer: encode (blocking pool) ─► storage.put(<job>/chk-<id>/<v>-<s>-<a>.state)
+//!          ─► actor ─► ReportCheckpoint to the leader it is registered with
+//!  NotifyCheckpoint ─► executor.deliver(each attempt it names, Complete | Aborted)   (sinks commit)
+//! ```
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use holdfast_executor::{
+    AttemptKey, CheckpointOutcome, CheckpointReport, CheckpointRequest, RestoredState, StateSource,
+    TaskCheckpointing,
+};
+use holdfast_rpc::proto;
+use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_runtime::ids::JobId;
+use holdfast_runtime::taskmanager::CallKind;
+use holdfast_storage::{CheckpointStorage, LocalStorage, StoragePath};
+use holdfast_types::CheckpointId;
+use holdfast_types::sync::lock;
+use tokio::sync::mpsc;
+use tonic::Status;
+
+use super::actor::{Actor, Message};
+use super::calls::attempt_key;
+use crate::checkpoint_files::state_path;
+
+/// An attempt's answer, ready for the leader.
+#[derive(Debug)]
+pub(super) struct Answer {
+    pub(super) key: AttemptKey,
+    pub(super) checkpoint: CheckpointId,
+    /// `Err(reason)`: declined.
+    pub(super) result: Result<Written, String>,
+}
+
+/// What an acknowledgement says was written.
+#[derive(Debug)]
+pub(super) struct Written {
+    /// Relative to the storage root; empty: no state.
+    pub(super) state: String,
+    pub(super) bytes: u64,
+    pub(super) alignment: Duration,
+}
+
+/// Checkpoint storage by directory, shared by the actor (deploys) and the
+/// writer (acknowledgements).
+#[derive(Clone, Default)]
+pub(super) struct Storages {
+    by_dir: Arc<Mutex<HashMap<PathBuf, Arc<LocalStorage>>>>,
+    by_job: Arc<Mutex<HashMap<JobId, Arc<LocalStorage>>>>,
+}
+
+impl Storages {
+    /// The storage at `dir` for `job`'s attempts (opened once per
+    /// directory).
+    fn open(&self, job: JobId, dir: &str) -> Result<Arc<LocalStorage>, String> {
+        let dir = PathBuf::from(dir.strip_prefix("file://").unwrap_or(dir));
+        let storage = {
+            let mut by_dir = lock(&self.by_dir);
+            match by_dir.get(&dir) {
+                Some(storage) => Arc::clone(storage),
+                None => {
+                    let storage = Arc::new(LocalStorage::new(&dir).map_err(|e| e.to_string())?);
+                    by_dir.insert(dir, Arc::clone(&storage));
+                    storage
+                }
+            }
+        };
+        lock(&self.by_job).insert(job, Arc::clone(&storage));
+        Ok(storage)
+    }
+
+    fn of_job(&self, job: JobId) -> Option<Arc<LocalStorage>> {
+        lock(&self.by_job).get(&job).cloned()
+    }
+}
+
+/// Encodes and writes the attempts' snapshots, then hands each answer to
+/// the actor. Runs until the executor is gone.
+pub(super) async fn write_reports(
+    mut reports: mpsc::UnboundedReceiver<CheckpointReport>,
+    storages: Storages,
+    actor: mpsc::UnboundedSender<Message>,
+) {
+    while let Some(report) = reports.recv().await {
+        let (storages, actor) = (storages.clone(), actor.clone());
+        tokio::spawn(async move {
+            let answer = write_one(report, &storages).await;
+            if let Err(reason) = &answer.result {
+                tracing::warn!(key = %answer.key, checkpoint = %answer.checkpoint, %reason,
+                    "declining a checkpoint; the job runs on (execution.checkpointing.tolerable-failed-checkpoints decides how many may fail)");
+            }
+            let _ = actor.send(Message::CheckpointAnswer(answer));
+        });
+    }
+}
+
+async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
+    let CheckpointReport {
+        key,
+        checkpoint,
+        outcome,
+    } = report;
+    let result = match outcome {
+        CheckpointOutcome::Declined(reason) => Err(reason),
+        CheckpointOutcome::Acknowledged {
+            state: None,
+            alignment,
+        } => Ok(Written {
+            state: String::new(),
+            bytes: 0,
+            alignment,
+        }),
+        CheckpointOutcome::Acknowledged {
+            state: Some(encode),
+            alignment,
+        } => write_state(key, checkpoint, encode, storages)
+            .await
+            .map(|(state, bytes)| Written {
+                state,
+                bytes,
+                alignment,
+            }),
+    };
+    Answer {
+        key,
+        checkpoint,
+        result,
+    }
+}
+
+async fn write_state(
+    key: AttemptKey,
+    checkpoint: CheckpointId,
+    encode: holdfast_executor::EncodeState,
+    storages: &Storages,
+) -> Result<(String, u64), String> {
+    let storage = storages
+        .of_job(key.job)
+        .ok_or_else(|| "this TaskManager has no checkpoint storage for the job".to_owned())?;
+    let path = state_path(key.job, checkpoint, key.attempt).map_err(|e| e.to_string())?;
+    let bytes = tokio::task::spawn_blocking(encode)
+        .await
+        .map_err(|e| format!("encoding the snapshot panicked: {e}"))??;
+    let size = bytes.len() as u64;
+    storage
+        .put(&path, Bytes::from(bytes))
+        .await
+        .map_err(|e| format!("cannot write the state to the checkpoint storage: {e}"))?;
+    Ok((path.as_str().to_owned(), size))
+}
+
+/// Reads a deploy's checkpoint settings.
+pub(super) fn task_checkpointing(
+    storages: &Storages,
+    job: JobId,
+    settings: &proto::TaskCheckpointing,
+) -> Result<TaskCheckpointing, Status> {
+    let mode = match settings.mode.as_str() {
+        "EXACTLY_ONCE" => CheckpointingMode::ExactlyOnce,
+        "AT_LEAST_ONCE" => CheckpointingMode::AtLeastOnce,
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "checkpointing.mode: {other:?} is neither EXACTLY_ONCE nor AT_LEAST_ONCE"
+            )));
+        }
+    };
+    let storage = storages.open(job, &settings.storage_dir).map_err(|e| {
+        Status::failed_precondition(format!(
+            "checkpointing.storage_dir {:?}: {e}",
+            settings.storage_dir
+        ))
+    })?;
+    let restore = match settings.restore_checkpoint {
+        None => None,
+        Some(id) => {
+            let state = if settings.restore_state.is_empty() {
+                StateSource::Empty
+            } else {
+                let path: StoragePath = settings.restore_state.parse().map_err(|e| {
+                    Status::invalid_argument(format!("checkpointing.restore_state: {e}"))
+                })?;
+                StateSource::File(storage.local_path(&path))
+            };
+            Some(RestoredState {
+                checkpoint: CheckpointId(id),
+                state,
+            })
+        }
+    };
+    Ok(TaskCheckpointing { mode, restore })
+}
+
+impl Actor {
+    /// `TriggerCheckpoint`.
+    pub(super) fn trigger_checkpoint(
+        &mut self,
+        request: proto::TriggerCheckpointRequest,
+    ) -> Result<proto::TriggerCheckpointReply, Status> {
+        self.check_fence(request.fence.as_ref(), None, CallKind::Checkpoint)?;
+        let key = attempt_key(request.attempt.as_ref())?;
+        let known = self.parts.executor.deliver(
+            &key,
+            CheckpointRequest::Trigger {
+                id: CheckpointId(request.checkpoint_id),
+                timestamp_ms: request.timestamp_ms,
+            },
+        );
+        Ok(proto::TriggerCheckpointReply { known })
+    }
+
+    /// `NotifyCheckpoint`.
+    pub(super) fn notify_checkpoint(
+        &mut self,
+        request: proto::NotifyCheckpointRequest,
+    ) -> Result<proto::NotifyCheckpointReply, Status> {
+        self.check_fence(request.fence.as_ref(), None, CallKind::Checkpoint)?;
+        let job: JobId = request
+            .job_id
+            .parse()
+            .map_err(|e| Status::invalid_argument(format!("job_id: {e}")))?;
+        let id = CheckpointId(request.checkpoint_id);
+        let notice = if request.completed {
+            CheckpointRequest::Complete(id)
+        } else {
+            CheckpointRequest::Aborted(id)
+        };
+        let mut told = 0;
+        for attempt in &request.attempts {
+            let key = attempt_key(Some(attempt))?;
+            if key.job != job {
+                return Err(Status::invalid_argument(format!(
+                    "attempts: {} is not of job {job}",
+                    key.attempt
+                )));
+            }
+            told += u32::from(self.parts.executor.deliver(&key, notice));
+        }
+        Ok(proto::NotifyCheckpointReply { attempts: told })
+    }
+
+    /// An attempt's answer is ready: to the leader this TaskManager is
+    /// registered with (without one, it is dropped and the checkpoint
+    /// expires on the leader).
+    pub(super) fn send_checkpoint_answer(&mut self, answer: Answer) {
+        let (Some(registration), Some(link)) = (self.core.registration(), &self.jobmanager) else {
+            tracing::debug!(key = %answer.key, checkpoint = %answer.checkpoint,
+                "checkpoint answer dropped: not registered with a leader");
+            return;
+        };
+        let mut request = proto::ReportCheckpointRequest {
+            task_manager_id: self.parts.options.id.to_string(),
+            registration_id: registration.id.0.clone(),
+            leader_epoch: registration.epoch.0,
+            attempt: Some((answer.key.job, answer.key.attempt).into()),
+            checkpoint_id: answer.checkpoint.0,
+            ..Default::default()
+        };
+        match answer.result {
+            Ok(written) => {
+                request.state = written.state;
+                request.state_bytes = written.bytes;
+                request.alignment_ms = written.alignment.as_millis() as u64;
+            }
+            Err(reason) => request.declined = reason,
+        }
+        let client = link.client.clone();
+        tokio::spawn(async move {
+            if let Err(error) = client.report_checkpoint(request).await {
+                tracing::debug!(%error, "checkpoint answer not delivered; the checkpoint expires on the leader");
+            }
+        });
+    }
+}

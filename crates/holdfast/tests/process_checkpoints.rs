@@ -1,0 +1,141 @@
+//! Tier 4: exactly-once checkpoints on real processes and a real
+//! ZooKeeper. A bounded, rate-limited keyed `datagen` job with checkpoints
+//! every 500 ms runs on two TaskManagers; a TaskManager is killed with
+//! SIGKILL in the middle (and, in another run, the leading JobManager):
+//! the job restores from its latest completed checkpoint and the committed
+//! output holds every update exactly once — one `key<TAB>sum` line per
+//! record, and each key's largest sum is its total.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, ensure};
+use holdfast_cluster::client::RestClient;
+use holdfast_dataflow::jobs::datagen;
+use holdfast_runtime::graph::JobGraph;
+use holdfast_runtime::ids::JobId;
+use serde_json::json;
+use support::cluster::{Cluster, eventually, logged, registered, rest};
+
+const RECORDS: u64 = 24_000;
+const KEYS: u32 = 40;
+/// Records per second in all: the job lasts about 6 s.
+const RATE: u64 = 4_000;
+
+fn config(checkpoints: &Path) -> String {
+    format!(
+        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+        checkpoints.display()
+    )
+}
+
+async fn submit(client: &RestClient, output: &Path) -> Result<JobId> {
+    let jobs = holdfast_dataflow::JobRegistry::builtin();
+    let params = json!({
+        "records": RECORDS, "rate": RATE, "keys": KEYS, "pipeline": "keyed", "output": output,
+    });
+    let graph: JobGraph = jobs.job_graph(datagen::NAME, &params, 2)?;
+    Ok(client.submit(&graph).await?)
+}
+
+async fn finished(client: &RestClient, job: JobId) -> Result<()> {
+    eventually("the job finishes", || async {
+        let details = client.job(job).await?;
+        if details.state == "FAILED" {
+            let exceptions = client.exceptions(job).await?;
+            anyhow::bail!("the job failed: {exceptions:?}");
+        }
+        Ok((details.state == "FINISHED").then_some(()))
+    })
+    .await
+}
+
+/// The committed output, checked against a plain computation.
+fn check_output(output: &Path) -> Result<()> {
+    let mut sums: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    for line in support::part_lines(output)? {
+        let (key, sum) = line.split_once('\t').context("a `key<TAB>sum` line")?;
+        sums.entry(key.parse()?).or_default().push(sum.parse()?);
+    }
+    let mut expected: BTreeMap<u32, (usize, i64)> = BTreeMap::new();
+    for i in 0..RECORDS {
+        let record = datagen::record(i, KEYS);
+        let entry = expected.entry(record.key).or_default();
+        entry.0 += 1;
+        entry.1 += record.value;
+    }
+    for (key, (count, total)) in &expected {
+        let got = sums.get(key).map_or(&[][..], Vec::as_slice);
+        ensure!(
+            got.len() == *count,
+            "key {key}: {} committed updates, {count} records (lost or repeated output)",
+            got.len()
+        );
+        ensure!(
+            got.iter().max() == Some(total),
+            "key {key}: largest sum {:?}, total {total}",
+            got.iter().max()
+        );
+    }
+    let hidden: Vec<String> = std::fs::read_dir(output)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    ensure!(hidden.is_empty(), "uncommitted files left: {hidden:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_task_manager_costs_no_record_and_repeats_none() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let cluster = Cluster::start("lease", &config(&checkpoints)).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let _tm1 = cluster.taskmanager("tm-1", None).await?;
+    let mut tm2 = cluster.taskmanager("tm-2", None).await?;
+    registered(&client, 2).await?;
+    let job = submit(&client, &output).await?;
+
+    // A checkpoint completed, then the crash, mid-run.
+    logged(&jm.process, "checkpoint complete", 0).await?;
+    let from = jm.process.stderr().len();
+    tm2.process.kill()?;
+    logged(&jm.process, "deploying the job's tasks from its latest completed checkpoint", from)
+        .await?;
+    finished(&client, job).await?;
+    let details = client.job(job).await?;
+    ensure!(details.restarts >= 1, "the job restarted: {details:?}");
+    check_output(&output)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_costs_no_record_and_repeats_none() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let cluster = Cluster::start("lease", &config(&checkpoints)).await?;
+    let mut jm_a = cluster.jobmanager("jm-a").await?;
+    let client_a = rest(&jm_a.rest)?;
+    let _tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&client_a, 2).await?;
+    let jm_b = cluster.jobmanager("jm-b").await?;
+    let client_b = rest(&jm_b.rest)?;
+    let job = submit(&client_a, &output).await?;
+
+    logged(&jm_a.process, "checkpoint complete", 0).await?;
+    jm_a.process.kill()?;
+    // The standby takes over once the session of the dead leader expires,
+    // reads the latest completed checkpoint from the HA store and restores
+    // the job from it.
+    logged(&jm_b.process, "read the job's latest completed checkpoint from the HA store", 0)
+        .await?;
+    finished(&client_b, job).await?;
+    check_output(&output)
+}
