@@ -19,8 +19,8 @@ use reqwest::{Method, Url};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::rest::answers::{
-    ConfigEntry, ErrorBody, HaView, JobDetails, JobExceptions, JobIdsWithStatus, JobsOverview,
-    Overview, Submitted, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, ErrorBody, HaView, JobDetails,
+    JobExceptions, JobIdsWithStatus, JobsOverview, Overview, Submitted, TaskManagers,
 };
 /// HTTP status codes, as [`ClientError::status`] returns them.
 pub use reqwest::StatusCode;
@@ -208,6 +208,18 @@ impl RestClient {
     /// `GET /jobs/{id}/exceptions`.
     pub async fn exceptions(&self, id: JobId) -> Result<JobExceptions, ClientError> {
         self.call(Method::GET, &format!("/jobs/{id}/exceptions"), None)
+            .await
+    }
+
+    /// `GET /jobs/{id}/checkpoints`.
+    pub async fn checkpoints(&self, id: JobId) -> Result<CheckpointStats, ClientError> {
+        self.call(Method::GET, &format!("/jobs/{id}/checkpoints"), None)
+            .await
+    }
+
+    /// `GET /jobs/{id}/checkpoints/config`.
+    pub async fn checkpoint_config(&self, id: JobId) -> Result<CheckpointConfigView, ClientError> {
+        self.call(Method::GET, &format!("/jobs/{id}/checkpoints/config"), None)
             .await
     }
 

@@ -8,7 +8,8 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 
 use crate::rest::answers::{
-    ConfigEntry, HaView, JobDetails, JobExceptions, JobsOverview, Overview, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
+    JobsOverview, Overview, TaskManagers,
 };
 
 /// A boxed future, so the trait stays object-safe.
@@ -57,6 +58,12 @@ pub trait ClusterControl: Send + Sync + 'static {
     fn job(&self, id: JobId) -> Result<JobDetails, ControlError>;
     /// `GET /jobs/{id}/exceptions`.
     fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError>;
+    /// `GET /jobs/{id}/checkpoints` (all zero for a job that does not
+    /// checkpoint).
+    fn checkpoints(&self, id: JobId) -> Result<CheckpointStats, ControlError>;
+    /// `GET /jobs/{id}/checkpoints/config` ([`ControlError::Invalid`] for a
+    /// job that does not checkpoint).
+    fn checkpoint_config(&self, id: JobId) -> Result<CheckpointConfigView, ControlError>;
     /// `GET /taskmanagers` (a standby answers [`ControlError::NotLeader`]).
     fn taskmanagers(&self) -> Result<TaskManagers, ControlError>;
     /// `GET /config`: the effective configuration, secrets masked.

@@ -7,6 +7,7 @@
 
 pub mod address;
 mod checkpoint_files;
+mod checkpoint_metrics;
 pub mod client;
 pub mod control;
 pub mod job_store;

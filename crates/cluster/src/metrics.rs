@@ -12,6 +12,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use crate::checkpoint_metrics::{CheckpointMetrics, Completed};
+
 /// Upper bounds (seconds) of the heartbeat round-trip histogram's buckets:
 /// fine below 100 ms (a p99 under 100 ms can be read off them), coarse up to
 /// 10 s, about where `heartbeat.timeout` lies.
@@ -70,6 +72,8 @@ pub struct ClusterMetrics {
     /// JobManager (leader): round trip of each answered heartbeat call to
     /// a TaskManager, in seconds.
     pub taskmanager_heartbeat_round_trip: Histogram,
+    /// JobManager (leader): checkpoints, per job.
+    pub checkpoints: CheckpointMetrics,
 }
 
 impl Default for ClusterMetrics {
@@ -89,6 +93,7 @@ impl Default for ClusterMetrics {
             records_processed: Gauge::default(),
             leading: Gauge::default(),
             taskmanager_heartbeat_round_trip: Histogram::new(ROUND_TRIP_BUCKETS),
+            checkpoints: CheckpointMetrics::default(),
         }
     }
 }
@@ -159,6 +164,7 @@ impl ClusterMetrics {
             Unit::Seconds,
             metrics.taskmanager_heartbeat_round_trip.clone(),
         );
+        metrics.checkpoints.register(r);
         metrics
     }
 
@@ -203,6 +209,17 @@ mod tests {
         metrics.task_failures("new-leader").inc();
         metrics.job_failures("task").inc();
         metrics.set_jobs(&[("RUNNING", 1)]);
+        metrics.checkpoints.completed(
+            "j",
+            crate::checkpoint_metrics::Completed {
+                duration: 0.1,
+                bytes: 10,
+                alignment: 0.0,
+                at: 1.0,
+            },
+        );
+        metrics.checkpoints.failed("j");
+        metrics.checkpoints.restored("j", 3);
         let text = holdfast_ha::metrics::encode(&registry);
         let doc = include_str!("../../../docs/METRICS.md");
         let names: Vec<&str> = text
@@ -210,7 +227,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 12, "{text}");
+        assert_eq!(names.len(), 19, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),

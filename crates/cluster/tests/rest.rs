@@ -102,6 +102,37 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
         ]
     );
 
+    let checkpoints = get(&format!("{}/jobs/{RUNNING}/checkpoints", jm.url)).await?;
+    assert_eq!(
+        keys(&checkpoints),
+        ["counts", "history", "latest", "summary"]
+    );
+    assert_eq!(
+        keys(&checkpoints["counts"]),
+        ["completed", "failed", "in_progress", "restored", "total"]
+    );
+    let latest = &checkpoints["latest"]["completed"];
+    assert_eq!(
+        (&latest["id"], &latest["status"], &latest["state_size"]),
+        (&json!(7), &json!("COMPLETED"), &json!(4096))
+    );
+    assert_eq!(checkpoints["latest"]["restored"]["id"], 5);
+    assert_eq!(
+        keys(&checkpoints["summary"]),
+        ["alignment_duration", "end_to_end_duration", "state_size"]
+    );
+    let response = reqwest::get(format!("{}/jobs/{RUNNING}/checkpoints/config", jm.url)).await?;
+    assert_eq!(
+        response.status(),
+        StatusCode::BAD_REQUEST,
+        "a job that does not checkpoint"
+    );
+    let body: Value = response.json().await?;
+    assert!(
+        body.to_string().contains("does not checkpoint"),
+        "the error says why: {body}"
+    );
+
     let taskmanagers = get(&format!("{}/taskmanagers", jm.url)).await?;
     let tm = &taskmanagers["taskmanagers"][0];
     assert_eq!(tm["slotsNumber"], 4);

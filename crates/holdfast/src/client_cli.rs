@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{ArgGroup, Args, Subcommand};
 use holdfast_cluster::client::{ClientError, RestClient};
-use holdfast_cluster::rest::answers::{JobDetails, JobExceptions, JobsOverview};
+use holdfast_cluster::rest::answers::{CheckpointStats, JobDetails, JobExceptions, JobsOverview};
 use holdfast_config::ClusterConfig;
 use holdfast_dataflow::JobRegistry;
 use holdfast_runtime::graph::{JobGraph, MAX_PARALLELISM};
@@ -250,16 +250,51 @@ async fn status(args: JobArgs) -> Result<()> {
     let (_, client) = args.target.connect()?;
     let job = client.job(args.id).await.map_err(plain)?;
     let exceptions = client.exceptions(args.id).await.map_err(plain)?;
+    let checkpoints = client.checkpoints(args.id).await.map_err(plain)?;
     if args.target.json {
-        let both = json!({ "job": job, "exceptions": exceptions });
-        println!("{}", serde_json::to_string_pretty(&both)?);
+        let all = json!({ "job": job, "exceptions": exceptions, "checkpoints": checkpoints });
+        println!("{}", serde_json::to_string_pretty(&all)?);
     } else {
-        print!("{}", status_text(&job, &exceptions));
+        print!("{}", status_text(&job, &exceptions, &checkpoints));
     }
     Ok(())
 }
 
-fn status_text(job: &JobDetails, exceptions: &JobExceptions) -> String {
+/// The checkpoint lines of `holdfast status`.
+fn checkpoint_text(checkpoints: &CheckpointStats) -> String {
+    let counts = &checkpoints.counts;
+    if counts.total == 0 && checkpoints.latest.restored.is_none() {
+        return "  checkpoints: none\n".to_owned();
+    }
+    let mut out = format!(
+        "  checkpoints: {} completed, {} failed, {} in progress",
+        counts.completed, counts.failed, counts.in_progress
+    );
+    if let Some(latest) = &checkpoints.latest.completed {
+        out += &format!(
+            "; latest {} at {} ({} bytes, {} ms)",
+            latest.id,
+            time(latest.trigger_timestamp),
+            latest.state_size,
+            latest.end_to_end_duration
+        );
+    }
+    out.push('\n');
+    if let Some(restored) = &checkpoints.latest.restored {
+        out += &format!(
+            "  restored:    from checkpoint {} at {}\n",
+            restored.id,
+            time(restored.restore_timestamp)
+        );
+    }
+    out
+}
+
+fn status_text(
+    job: &JobDetails,
+    exceptions: &JobExceptions,
+    checkpoints: &CheckpointStats,
+) -> String {
     let mut out = format!(
         "job {} ({})\n  state:    {}\n  started:  {}\n  restarts: {}\n",
         job.jid,
@@ -268,6 +303,7 @@ fn status_text(job: &JobDetails, exceptions: &JobExceptions) -> String {
         time(job.start_time),
         job.restarts
     );
+    out += &checkpoint_text(checkpoints);
     for vertex in &job.vertices {
         out += &format!(
             "vertex {} {} (task {}, parallelism {})\n",

@@ -105,12 +105,43 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none() -> Result<()> 
     logged(&jm.process, "checkpoint complete", 0).await?;
     let from = jm.process.stderr().len();
     tm2.process.kill()?;
-    logged(&jm.process, "deploying the job's tasks from its latest completed checkpoint", from)
-        .await?;
+    logged(
+        &jm.process,
+        "deploying the job's tasks from its latest completed checkpoint",
+        from,
+    )
+    .await?;
     finished(&client, job).await?;
     let details = client.job(job).await?;
     ensure!(details.restarts >= 1, "the job restarted: {details:?}");
-    check_output(&output)
+    check_output(&output)?;
+
+    // What the REST API says about it.
+    let stats = client.checkpoints(job).await?;
+    let restored = stats
+        .latest
+        .restored
+        .clone()
+        .context("a restore is shown")?;
+    ensure!(
+        stats.counts.completed >= 1 && stats.counts.restored >= 1,
+        "{stats:?}"
+    );
+    let latest = stats
+        .latest
+        .completed
+        .clone()
+        .context("a completed checkpoint")?;
+    ensure!(
+        latest.state_size > 0 && latest.id >= restored.id,
+        "{latest:?} {restored:?}"
+    );
+    let config = client.checkpoint_config(job).await?;
+    ensure!(
+        config.mode == "exactly_once" && config.interval == 500,
+        "{config:?}"
+    );
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,8 +165,12 @@ async fn a_killed_leader_costs_no_record_and_repeats_none() -> Result<()> {
     // The standby takes over once the session of the dead leader expires,
     // reads the latest completed checkpoint from the HA store and restores
     // the job from it.
-    logged(&jm_b.process, "read the job's latest completed checkpoint from the HA store", 0)
-        .await?;
+    logged(
+        &jm_b.process,
+        "read the job's latest completed checkpoint from the HA store",
+        0,
+    )
+    .await?;
     finished(&client_b, job).await?;
     check_output(&output)
 }

@@ -97,6 +97,47 @@ impl ClusterControl for Fake {
             }],
         })
     }
+    fn checkpoints(&self, id: JobId) -> Result<CheckpointStats, ControlError> {
+        self.job(id)?;
+        let completed = CheckpointView {
+            id: 12,
+            status: "COMPLETED".into(),
+            is_savepoint: false,
+            trigger_timestamp: 1_700_000_070_000,
+            end_timestamp: Some(1_700_000_070_050),
+            end_to_end_duration: 50,
+            state_size: 2048,
+            alignment_duration: 1,
+            num_subtasks: 2,
+            num_acknowledged_subtasks: 2,
+            failure_message: None,
+        };
+        Ok(CheckpointStats {
+            counts: CheckpointCounts {
+                restored: 1,
+                total: 12,
+                in_progress: 0,
+                completed: 12,
+                failed: 0,
+            },
+            summary: Default::default(),
+            latest: LatestCheckpoints {
+                completed: Some(completed.clone()),
+                failed: None,
+                restored: Some(RestoredView {
+                    id: 9,
+                    restore_timestamp: 1_700_000_060_500,
+                    is_savepoint: false,
+                    external_path: "job/chk-9/_metadata".into(),
+                }),
+            },
+            history: vec![completed],
+        })
+    }
+    fn checkpoint_config(&self, id: JobId) -> Result<CheckpointConfigView, ControlError> {
+        self.job(id)?;
+        Err(ControlError::Invalid("not in this test".into()))
+    }
     fn taskmanagers(&self) -> Result<TaskManagers, ControlError> {
         Ok(TaskManagers::default())
     }
@@ -215,6 +256,9 @@ async fn run_list_status_and_cancel_talk_to_the_jobmanager() -> Result<()> {
         "tm-east-1",
         "SCHEDULED",
         "TaskManager tm-west-2 lost (heartbeat timeout) (0.1#2 on tm-west-2) -> restart in 1s",
+        "checkpoints: 12 completed, 0 failed, 0 in progress; latest 12 at",
+        "(2048 bytes, 50 ms)",
+        "restored:    from checkpoint 9 at",
     ] {
         ensure!(stdout.contains(word), "{word:?} not in:\n{stdout}");
     }
@@ -223,7 +267,8 @@ async fn run_list_status_and_cancel_talk_to_the_jobmanager() -> Result<()> {
     let parsed: Value = serde_json::from_slice(&json_status.stdout)?;
     ensure!(
         parsed["job"]["jid"] == id.as_str()
-            && parsed["exceptions"]["exceptionHistory"][0]["decision"] == "restart in 1s",
+            && parsed["exceptions"]["exceptionHistory"][0]["decision"] == "restart in 1s"
+            && parsed["checkpoints"]["latest"]["restored"]["id"] == 9,
         "{parsed}"
     );
 

@@ -11,8 +11,8 @@ use super::actor::Message;
 use super::snapshot::Snapshot;
 use crate::control::{BoxFuture, ClusterControl, ControlError};
 use crate::rest::answers::{
-    ConfigEntry, ConnectionView, HaView, JobDetails, JobExceptions, JobsOverview, Overview,
-    TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, HaView, JobDetails,
+    JobExceptions, JobsOverview, Overview, TaskManagers,
 };
 
 pub(super) struct Control {
@@ -74,6 +74,28 @@ impl ClusterControl for Control {
 
     fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError> {
         self.lookup(id, |s| s.exceptions.get(&id))
+    }
+
+    fn checkpoints(&self, id: JobId) -> Result<CheckpointStats, ControlError> {
+        self.leader_read(|s| {
+            s.details
+                .contains_key(&id)
+                .then(|| s.checkpoints.get(&id).cloned().unwrap_or_default())
+        })?
+        .ok_or(ControlError::NotFound(id))
+    }
+
+    fn checkpoint_config(&self, id: JobId) -> Result<CheckpointConfigView, ControlError> {
+        let (known, config) =
+            self.leader_read(|s| (s.details.contains_key(&id), s.checkpoint_config.clone()))?;
+        if !known {
+            return Err(ControlError::NotFound(id));
+        }
+        config.ok_or_else(|| {
+            ControlError::Invalid(format!(
+                "job {id} does not checkpoint: execution.checkpointing.interval is not set"
+            ))
+        })
     }
 
     fn taskmanagers(&self) -> Result<TaskManagers, ControlError> {

@@ -55,6 +55,11 @@ pub fn router(control: Arc<dyn ClusterControl>) -> Router {
         .route("/jobs/overview", get(read::jobs_overview))
         .route("/jobs/{jobid}", get(read::job).patch(write::terminate))
         .route("/jobs/{jobid}/exceptions", get(read::exceptions))
+        .route("/jobs/{jobid}/checkpoints", get(read::checkpoints))
+        .route(
+            "/jobs/{jobid}/checkpoints/config",
+            get(read::checkpoint_config),
+        )
         .route("/jobs/{jobid}/cancel", post(write::cancel))
         .route("/taskmanagers", get(read::taskmanagers))
         .route("/config", get(read::config))

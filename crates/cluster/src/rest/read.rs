@@ -12,8 +12,8 @@ use axum::http::Uri;
 use holdfast_runtime::ids::JobId;
 
 use super::answers::{
-    ConfigEntry, HaView, JobDetails, JobExceptions, JobIdWithStatus, JobIdsWithStatus,
-    JobsOverview, Overview, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
+    JobIdWithStatus, JobIdsWithStatus, JobsOverview, Overview, TaskManagers,
 };
 use super::error::ApiError;
 use crate::control::ClusterControl;
@@ -103,6 +103,32 @@ pub(crate) async fn exceptions(
     let id = job_id(path)?;
     control
         .exceptions(id)
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
+}
+
+/// `GET /jobs/{id}/checkpoints`.
+pub(crate) async fn checkpoints(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<CheckpointStats>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .checkpoints(id)
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
+}
+
+/// `GET /jobs/{id}/checkpoints/config`.
+pub(crate) async fn checkpoint_config(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<CheckpointConfigView>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .checkpoint_config(id)
         .map(Json)
         .map_err(|error| ApiError::from_control(error, &uri))
 }

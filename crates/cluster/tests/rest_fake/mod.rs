@@ -164,6 +164,51 @@ impl ClusterControl for Fake {
         })
     }
 
+    fn checkpoints(&self, id: JobId) -> Result<CheckpointStats, ControlError> {
+        self.known(id)?;
+        let completed = CheckpointView {
+            id: 7,
+            status: "COMPLETED".into(),
+            is_savepoint: false,
+            trigger_timestamp: 1_700_000_002_000,
+            end_timestamp: Some(1_700_000_002_040),
+            end_to_end_duration: 40,
+            state_size: 4096,
+            alignment_duration: 3,
+            num_subtasks: 4,
+            num_acknowledged_subtasks: 4,
+            failure_message: None,
+        };
+        Ok(CheckpointStats {
+            counts: CheckpointCounts {
+                restored: 1,
+                total: 7,
+                in_progress: 0,
+                completed: 6,
+                failed: 1,
+            },
+            summary: Default::default(),
+            latest: LatestCheckpoints {
+                completed: Some(completed.clone()),
+                failed: None,
+                restored: Some(RestoredView {
+                    id: 5,
+                    restore_timestamp: 1_700_000_001_500,
+                    is_savepoint: false,
+                    external_path: "job/chk-5/_metadata".into(),
+                }),
+            },
+            history: vec![completed],
+        })
+    }
+
+    fn checkpoint_config(&self, id: JobId) -> Result<CheckpointConfigView, ControlError> {
+        self.known(id)?;
+        Err(ControlError::Invalid(format!(
+            "job {id} does not checkpoint: execution.checkpointing.interval is not set"
+        )))
+    }
+
     fn taskmanagers(&self) -> Result<TaskManagers, ControlError> {
         Ok(TaskManagers {
             taskmanagers: vec![TaskManagerView {

@@ -8,12 +8,14 @@
 //! ```text
 //!  mod.rs   Checkpoints (per term), JobCheckpoints (per job), the I/O tasks
 //!  ha.rs    the HA counter and pointers behind one object-safe trait
+//!  view.rs  what GET /jobs/{id}/checkpoints shows
 //! ```
 //!
 //! The term (`term/checkpoints.rs`) feeds the coordinators from the core's
 //! view after every step and executes their commands.
 
 pub(super) mod ha;
+pub(super) mod view;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -91,8 +93,13 @@ pub(super) struct JobCheckpoints {
     /// Metadata written for checkpoints not yet complete, and of the
     /// completed ones retained.
     pub(super) written: HashMap<CheckpointId, Arc<Metadata>>,
-    /// The checkpoint the current run restored from.
-    pub(super) restored_from: Option<CheckpointId>,
+    /// The checkpoint the current run restored from, and when (ms since
+    /// the Unix epoch).
+    pub(super) restored_from: Option<(CheckpointId, u64)>,
+    /// Restores in this term.
+    pub(super) restores: u64,
+    /// The run (restart count) the last restore was for.
+    pub(super) restored_run: Option<usize>,
 }
 
 impl JobCheckpoints {
@@ -104,6 +111,8 @@ impl JobCheckpoints {
             held: Vec::new(),
             written: HashMap::new(),
             restored_from: None,
+            restores: 0,
+            restored_run: None,
         }
     }
 

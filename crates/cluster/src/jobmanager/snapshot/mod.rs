@@ -24,8 +24,8 @@ use holdfast_runtime::master::{JobExecution, JobMasterCore};
 
 use crate::job_store::StoredJob;
 use crate::rest::answers::{
-    ConfigEntry, ConnectionView, HaView, JobDetails, JobExceptions, JobsOverview, Overview,
-    TaskManagerView, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, HaView, JobDetails,
+    JobExceptions, JobsOverview, Overview, TaskManagerView, TaskManagers,
 };
 
 pub(crate) use jobs::failure_entry;
@@ -42,6 +42,10 @@ pub(crate) struct Snapshot {
     pub details: HashMap<JobId, JobDetails>,
     /// `/jobs/{id}/exceptions`.
     pub exceptions: HashMap<JobId, JobExceptions>,
+    /// `/jobs/{id}/checkpoints` (jobs that checkpoint).
+    pub checkpoints: HashMap<JobId, CheckpointStats>,
+    /// `/jobs/{id}/checkpoints/config` (`None`: jobs do not checkpoint).
+    pub checkpoint_config: Option<CheckpointConfigView>,
     /// `/taskmanagers`.
     pub taskmanagers: TaskManagers,
     /// `/config`.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use holdfast_ha::MonoTime;
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::{
-    CheckpointCommand, CheckpointInput, CheckpointingMode, TaskState,
+    AbortReason, CheckpointCommand, CheckpointInput, CheckpointingMode, TaskState,
 };
 use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId, TaskManagerId};
@@ -25,15 +25,20 @@ use tonic::Status;
 use super::Term;
 use crate::checkpoint_files::{Metadata, TaskEntry};
 use crate::jobmanager::checkpoints::{
-    CheckpointEvent, CheckpointIo, JobCheckpoints, Loaded, RestorePoint,
+    CheckpointEvent, CheckpointIo, JobCheckpoints, Loaded, RestorePoint, view,
 };
 use crate::jobmanager::link::Order;
 use crate::jobmanager::wall_ms;
+use crate::metrics::Completed;
+use crate::rest::answers::CheckpointStats;
 
 /// The term's checkpoint state: the I/O and every job's checkpoints.
 pub(in crate::jobmanager) struct TermCheckpoints {
     pub(in crate::jobmanager) io: CheckpointIo,
     pub(in crate::jobmanager) jobs: std::collections::HashMap<JobId, JobCheckpoints>,
+    /// The last view of jobs that ended (shown while the term shows the
+    /// job).
+    pub(in crate::jobmanager) ended: std::collections::HashMap<JobId, CheckpointStats>,
 }
 
 /// How long a failed read of a job's restore point waits before the next.
@@ -162,6 +167,9 @@ impl Term {
         let Some(entry) = cp.jobs.remove(&job) else {
             return;
         };
+        let (now, wall_now) = (self.runtime.now(), wall_ms());
+        cp.ended
+            .insert(job, view::stats(job, &entry, now, wall_now));
         let retained: Vec<CheckpointId> = entry.coordinator.retained().collect();
         for id in &retained {
             cp.io.retire(job, *id, self.token.clone());
@@ -228,6 +236,22 @@ impl Term {
             }
             CheckpointCommand::NotifyComplete { id, tasks } => {
                 if let Some(entry) = cp.jobs.get_mut(&job) {
+                    let now = self.runtime.now();
+                    if let Some(summary) = entry.coordinator.history().find(|s| s.id == id) {
+                        self.metrics.checkpoints.completed(
+                            &job.to_string(),
+                            Completed {
+                                duration: summary
+                                    .ended_at
+                                    .unwrap_or(now)
+                                    .since(summary.triggered_at)
+                                    .as_secs_f64(),
+                                bytes: summary.bytes,
+                                alignment: summary.alignment.as_secs_f64(),
+                                at: wall_ms() as f64 / 1000.0,
+                            },
+                        );
+                    }
                     let metadata = entry.written.get(&id).cloned();
                     if let Some(metadata) = &metadata {
                         let bytes: u64 = metadata.tasks.iter().map(|t| t.bytes).sum();
@@ -240,6 +264,9 @@ impl Term {
                 self.notify(job, id, true, &tasks);
             }
             CheckpointCommand::NotifyAborted { id, tasks, reason } => {
+                if reason != AbortReason::Subsumed {
+                    self.metrics.checkpoints.failed(&job.to_string());
+                }
                 tracing::warn!(%job, checkpoint = %id, %reason,
                     "checkpoint aborted; the next one is triggered at the interval (tolerance: execution.checkpointing.tolerable-failed-checkpoints)");
                 if let Some(entry) = cp.jobs.get_mut(&job) {
@@ -328,6 +355,7 @@ impl Term {
         job: JobId,
         task: TaskId,
     ) -> Option<proto::TaskCheckpointing> {
+        let run = self.core.job(job).map_or(0, |j| j.restart_count());
         let cp = self.checkpoints.as_mut()?;
         let entry = cp.jobs.get_mut(&job)?;
         let latest = entry.latest().cloned();
@@ -339,9 +367,12 @@ impl Term {
             (CheckpointId(m.checkpoint), state)
         });
         if let Some((id, _)) = &restore
-            && entry.restored_from != Some(*id)
+            && entry.restored_run != Some(run)
         {
-            entry.restored_from = Some(*id);
+            entry.restored_run = Some(run);
+            entry.restored_from = Some((*id, wall_ms()));
+            entry.restores += 1;
+            self.metrics.checkpoints.restored(&job.to_string(), id.0);
             tracing::info!(%job, checkpoint = %id,
                 "deploying the job's tasks from its latest completed checkpoint");
         }
@@ -402,6 +433,25 @@ impl Term {
         };
         self.coordinate(job, input);
         Ok(proto::ReportCheckpointReply {})
+    }
+
+    /// The checkpoint views of the REST snapshot.
+    pub(super) fn fill_checkpoints(&self, snapshot: &mut crate::jobmanager::snapshot::Snapshot) {
+        snapshot.checkpoints.clear();
+        let Some(cp) = &self.checkpoints else {
+            snapshot.checkpoint_config = None;
+            return;
+        };
+        snapshot.checkpoint_config = Some(view::config(&cp.io.options));
+        let (now, wall_now) = (self.runtime.now(), wall_ms());
+        for (job, entry) in &cp.jobs {
+            snapshot
+                .checkpoints
+                .insert(*job, view::stats(*job, entry, now, wall_now));
+        }
+        for (job, stats) in &cp.ended {
+            snapshot.checkpoints.insert(*job, stats.clone());
+        }
     }
 
     /// An answer of checkpoint I/O.

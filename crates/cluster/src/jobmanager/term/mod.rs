@@ -116,6 +116,7 @@ impl Term {
             checkpoints: parts.checkpoints.map(|io| checkpoints::TermCheckpoints {
                 io,
                 jobs: HashMap::new(),
+                ended: HashMap::new(),
             }),
         }
     }
@@ -207,6 +208,9 @@ impl Term {
         for (_, id) in &ended[..ended.len() - keep] {
             self.core.forget(*id);
             self.stored.remove(id);
+            if let Some(cp) = &mut self.checkpoints {
+                cp.ended.remove(id);
+            }
         }
     }
 

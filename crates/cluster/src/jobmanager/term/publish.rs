@@ -26,6 +26,7 @@ impl Term {
             &self.stored,
             self.runtime.now(),
         );
+        self.fill_checkpoints(snapshot);
     }
 
     /// Each registered TaskManager's connection as it last reported, for

@@ -9,11 +9,13 @@
 //!  jobs.rs          GET /jobs/overview, GET /jobs, POST /jobs
 //!  job.rs           GET /jobs/{id} (vertices, subtasks, the plan)
 //!  exceptions.rs    GET /jobs/{id}/exceptions
+//!  checkpoints.rs   GET /jobs/{id}/checkpoints, GET /jobs/{id}/checkpoints/config
 //!  taskmanagers.rs  GET /taskmanagers
 //!  ha.rs            GET /ha
 //!  error.rs         the body of every error answer
 //! ```
 
+mod checkpoints;
 mod error;
 mod exceptions;
 mod ha;
@@ -22,6 +24,10 @@ mod jobs;
 mod overview;
 mod taskmanagers;
 
+pub use checkpoints::{
+    CheckpointConfigView, CheckpointCounts, CheckpointStats, CheckpointSummaryStats,
+    CheckpointView, LatestCheckpoints, MinMaxAvg, RestoredView,
+};
 pub use error::ErrorBody;
 pub use exceptions::{ExceptionEntry, JobExceptions};
 pub use ha::{ConnectionView, HaView, LeaderView, TaskManagerHa};

@@ -1,0 +1,144 @@
+//! `GET /jobs/{id}/checkpoints` and `GET /jobs/{id}/checkpoints/config`,
+//! in the shape of Flink's checkpoint statistics (snake_case fields).
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /jobs/{id}/checkpoints`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointStats {
+    /// How many checkpoints there were, by outcome.
+    pub counts: CheckpointCounts,
+    /// Minimum, maximum and average over the completed checkpoints in
+    /// `history`.
+    pub summary: CheckpointSummaryStats,
+    /// The latest of each kind.
+    pub latest: LatestCheckpoints,
+    /// The newest checkpoints (at most 10), newest first.
+    pub history: Vec<CheckpointView>,
+}
+
+/// Checkpoints by outcome, since this leader took the job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointCounts {
+    /// Restores from a checkpoint (every restart and take-over that used
+    /// one).
+    pub restored: u64,
+    /// Triggered.
+    pub total: u64,
+    /// In progress now.
+    pub in_progress: u64,
+    /// Completed (their pointer in the HA store).
+    pub completed: u64,
+    /// Failed (aborted for any reason but subsumption).
+    pub failed: u64,
+}
+
+/// Minimum, maximum and average of one measure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MinMaxAvg {
+    /// Smallest.
+    pub min: u64,
+    /// Largest.
+    pub max: u64,
+    /// Average.
+    pub avg: u64,
+}
+
+impl MinMaxAvg {
+    /// Of `values` (all zero for none).
+    pub fn of(values: &[u64]) -> MinMaxAvg {
+        if values.is_empty() {
+            return MinMaxAvg::default();
+        }
+        MinMaxAvg {
+            min: values.iter().copied().min().unwrap_or(0),
+            max: values.iter().copied().max().unwrap_or(0),
+            avg: values.iter().sum::<u64>() / values.len() as u64,
+        }
+    }
+}
+
+/// Flink's checkpoint summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointSummaryStats {
+    /// State written per checkpoint, in bytes.
+    pub state_size: MinMaxAvg,
+    /// From trigger to completion, in ms.
+    pub end_to_end_duration: MinMaxAvg,
+    /// The longest barrier alignment of any task, in ms.
+    pub alignment_duration: MinMaxAvg,
+}
+
+/// The latest checkpoint of each kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatestCheckpoints {
+    /// The newest completed checkpoint.
+    pub completed: Option<CheckpointView>,
+    /// The newest failed checkpoint.
+    pub failed: Option<CheckpointView>,
+    /// What the current run restored from.
+    pub restored: Option<RestoredView>,
+}
+
+/// One checkpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointView {
+    /// Its id.
+    pub id: u64,
+    /// `IN_PROGRESS`, `COMPLETED` or `FAILED`.
+    pub status: String,
+    /// Always `false` (savepoints are not built yet).
+    pub is_savepoint: bool,
+    /// When it was triggered (ms since the Unix epoch).
+    pub trigger_timestamp: u64,
+    /// When it ended, if it did.
+    pub end_timestamp: Option<u64>,
+    /// From trigger to its end (or until now), in ms.
+    pub end_to_end_duration: u64,
+    /// State written, in bytes.
+    pub state_size: u64,
+    /// The longest barrier alignment of any task, in ms.
+    pub alignment_duration: u64,
+    /// Subtasks that must acknowledge it.
+    pub num_subtasks: u64,
+    /// Subtasks that did.
+    pub num_acknowledged_subtasks: u64,
+    /// Why it failed, for a failed one.
+    pub failure_message: Option<String>,
+}
+
+/// What a run restored from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RestoredView {
+    /// The checkpoint.
+    pub id: u64,
+    /// When the restore was decided (ms since the Unix epoch).
+    pub restore_timestamp: u64,
+    /// Always `false`.
+    pub is_savepoint: bool,
+    /// Its metadata file, relative to the checkpoint directory.
+    pub external_path: String,
+}
+
+/// `GET /jobs/{id}/checkpoints/config`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointConfigView {
+    /// `exactly_once` or `at_least_once`.
+    pub mode: String,
+    /// `execution.checkpointing.interval`, in ms.
+    pub interval: u64,
+    /// `execution.checkpointing.timeout`, in ms.
+    pub timeout: u64,
+    /// `execution.checkpointing.min-pause`, in ms.
+    pub min_pause: u64,
+    /// `execution.checkpointing.max-concurrent-checkpoints`.
+    pub max_concurrent: u32,
+    /// `execution.checkpointing.tolerable-failed-checkpoints`.
+    pub tolerable_failed_checkpoints: u32,
+    /// `execution.checkpointing.num-retained`.
+    pub num_retained: u32,
+    /// Where checkpoints are written.
+    pub checkpoint_storage: String,
+    /// Always `false`: unaligned checkpoints are not built.
+    pub unaligned_checkpoints: bool,
+}
