@@ -16,6 +16,7 @@ use holdfast_cluster::client::RestClient;
 use holdfast_dataflow::jobs::datagen;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
+use nix::sys::signal::Signal;
 use serde_json::json;
 use support::cluster::{Cluster, eventually, logged, registered, rest};
 
@@ -24,12 +25,18 @@ const KEYS: u32 = 40;
 /// Records per second in all: the job lasts about 6 s.
 const RATE: u64 = 4_000;
 
-fn config(checkpoints: &Path) -> String {
+/// Checkpoints every 500 ms into `checkpoints`; `heartbeat_timeout` long
+/// enough that only what a test does makes a TaskManager lost.
+fn config_with(checkpoints: &Path, heartbeat_timeout: &str) -> String {
     format!(
         "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
-         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: {heartbeat_timeout}",
         checkpoints.display()
     )
+}
+
+fn config(checkpoints: &Path) -> String {
+    config_with(checkpoints, "20s")
 }
 
 async fn submit(client: &RestClient, output: &Path) -> Result<JobId> {
@@ -101,8 +108,19 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none() -> Result<()> 
     registered(&client, 2).await?;
     let job = submit(&client, &output).await?;
 
-    // A checkpoint completed, then the crash, mid-run.
-    logged(&jm.process, "checkpoint complete", 0).await?;
+    // Checkpoints complete and the old ones are retired: never more than
+    // num-retained (1) plus the one in progress on disk.
+    let job_dir = checkpoints.join(job.to_string());
+    eventually(
+        "three checkpoints completed, at most two on disk",
+        || async {
+            let completed = jm.process.stderr().matches("checkpoint complete").count();
+            let on_disk = chk_dirs(&job_dir)?;
+            Ok((completed >= 3 && on_disk.len() <= 2).then_some(()))
+        },
+    )
+    .await?;
+    // Then the crash, mid-run.
     let from = jm.process.stderr().len();
     tm2.process.kill()?;
     logged(
@@ -141,7 +159,29 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none() -> Result<()> 
         config.mode == "exactly_once" && config.interval == 500,
         "{config:?}"
     );
+    // The job ended: its checkpoints are gone.
+    eventually("the ended job's checkpoints are removed", || async {
+        Ok(chk_dirs(&job_dir)?.is_empty().then_some(()))
+    })
+    .await?;
     Ok(())
+}
+
+/// The `chk-*` directories under `job_dir` (storage removes a directory
+/// with its last file).
+fn chk_dirs(job_dir: &Path) -> Result<Vec<String>> {
+    let Ok(entries) = std::fs::read_dir(job_dir) else {
+        return Ok(Vec::new());
+    };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("chk-") {
+            dirs.push(name);
+        }
+    }
+    Ok(dirs)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,5 +212,111 @@ async fn a_killed_leader_costs_no_record_and_repeats_none() -> Result<()> {
     )
     .await?;
     finished(&client_b, job).await?;
+    check_output(&output)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_manager_stopped_past_the_heartbeat_timeout_costs_no_record_and_repeats_none()
+-> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let cluster = Cluster::start("lease", &config_with(&checkpoints, "3s")).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let _tm1 = cluster.taskmanager("tm-1", None).await?;
+    let tm2 = cluster.taskmanager("tm-2", None).await?;
+    registered(&client, 2).await?;
+    let job = submit(&client, &output).await?;
+
+    logged(&jm.process, "checkpoint complete", 0).await?;
+    // Stopped past heartbeat.timeout: the leader drops it and restarts the
+    // job on tm-1 from the latest checkpoint; when tm-2 runs again its old
+    // attempts must not commit anything.
+    let from = jm.process.stderr().len();
+    tm2.process.signal(Signal::SIGSTOP)?;
+    logged(
+        &jm.process,
+        "TaskManager missed heartbeats for heartbeat.timeout",
+        from,
+    )
+    .await?;
+    logged(
+        &jm.process,
+        "deploying the job's tasks from its latest completed checkpoint",
+        from,
+    )
+    .await?;
+    tm2.process.signal(Signal::SIGCONT)?;
+    finished(&client, job).await?;
+    check_output(&output)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_checkpoint_directory_declines_checkpoints_until_the_tolerance_fails_the_job()
+-> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let extra = format!(
+        "{}\nexecution.checkpointing.tolerable-failed-checkpoints: 2",
+        config(&checkpoints)
+    );
+    let cluster = Cluster::start("lease", &extra).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&client, 2).await?;
+    let job = submit(&client, &output).await?;
+    // The job's directory is a file: nothing can be written under it (even
+    // by root, which ignores permissions).
+    let blocker = checkpoints.join(job.to_string());
+    std::fs::create_dir_all(&checkpoints)?;
+    std::fs::write(&blocker, "not a directory")?;
+
+    let declined = eventually(
+        "a TaskManager declines a checkpoint naming the path",
+        || async {
+            Ok(tms.iter().find_map(|tm| {
+                let log = tm.process.stderr();
+                log.lines()
+                    .find(|l| l.contains("declining a checkpoint") && l.contains(&job.to_string()))
+                    .map(str::to_owned)
+            }))
+        },
+    )
+    .await?;
+    ensure!(
+        declined.contains("cannot write the state"),
+        "the reason says what failed: {declined}"
+    );
+    // Within the tolerance the job runs on…
+    let stats = client.checkpoints(job).await?;
+    let failed = stats
+        .latest
+        .failed
+        .context("a failed checkpoint is shown")?;
+    ensure!(
+        failed
+            .failure_message
+            .as_deref()
+            .is_some_and(|m| m.contains("declined")),
+        "{failed:?}"
+    );
+    // …and the third failure in a row fails it; the restart strategy
+    // restarts it.
+    logged(&jm.process, "too many checkpoints failed in a row", 0).await?;
+    let exceptions = client.exceptions(job).await?;
+    ensure!(
+        exceptions
+            .history
+            .iter()
+            .any(|e| e.exception_name.contains("checkpoint")),
+        "the job's failure names the checkpoints: {exceptions:?}"
+    );
+    // Writable again: checkpoints complete, the job finishes, exactly once.
+    std::fs::remove_file(&blocker)?;
+    finished(&client, job).await?;
     check_output(&output)
 }
