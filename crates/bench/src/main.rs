@@ -36,7 +36,9 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::output::Report;
-use crate::scenario::{cluster, dataflow, failover, isolation, notify, ops, probe, table_load};
+use crate::scenario::{
+    checkpoints, cluster, dataflow, failover, isolation, notify, ops, probe, table_load,
+};
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
 #[derive(Debug, Parser)]
@@ -69,6 +71,10 @@ enum Scenario {
     /// Dataflow throughput in one process (stateless chain, keyed
     /// aggregation, enrich) and the enrich table's load time.
     Dataflow(dataflow::DataflowArgs),
+    /// What checkpoints cost: throughput with a checkpoint every second
+    /// against none, and checkpoints of 10 million keys (duration, size,
+    /// task pause).
+    Checkpoints(checkpoints::CheckpointsArgs),
     /// A TaskManager loads the enrich job's lookup table while it serves:
     /// ZooKeeper suspensions, heartbeat and probe round trips, against an
     /// idle control.
@@ -123,6 +129,10 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || isolation::run(&args)).await??]
         }
+        Scenario::Checkpoints(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || checkpoints::run(&args)).await??]
+        }
         Scenario::All => vec![
             notify::run(&defaults(), tick).await?,
             ops::run(&defaults(), tick).await?,
@@ -132,6 +142,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
             tokio::task::spawn_blocking(|| dataflow::run(&defaults())).await??,
             table_load::run(&defaults(), tick).await?,
             tokio::task::spawn_blocking(|| isolation::run(&defaults())).await??,
+            tokio::task::spawn_blocking(|| checkpoints::run(&defaults())).await??,
         ],
     })
 }

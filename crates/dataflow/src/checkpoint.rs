@@ -41,12 +41,31 @@ pub(crate) enum Part {
 #[derive(Default)]
 pub(crate) struct Snapshot {
     parts: Vec<(u32, Part)>,
+    /// Time the task thread spent taking the parts (its pause; sending the
+    /// barrier on behind the records before it is not).
+    taking: std::time::Duration,
 }
 
 impl Snapshot {
-    /// Adds node `node`'s part.
-    pub(crate) fn add(&mut self, node: u32, part: Part) {
-        self.parts.push((node, part));
+    /// Adds node `node`'s part, made by `take` on the task thread (timed:
+    /// this is the snapshot's synchronous part).
+    pub(crate) fn take(
+        &mut self,
+        node: u32,
+        take: impl FnOnce() -> Result<Option<Part>, TaskFailure>,
+    ) -> Result<(), TaskFailure> {
+        let started = std::time::Instant::now();
+        let part = take();
+        self.taking += started.elapsed();
+        if let Some(part) = part? {
+            self.parts.push((node, part));
+        }
+        Ok(())
+    }
+
+    /// How long the task thread spent taking the parts.
+    pub(crate) fn taking(&self) -> std::time::Duration {
+        self.taking
     }
 
     /// Whether no operator put anything in.
@@ -220,8 +239,12 @@ mod tests {
     #[test]
     fn a_state_file_round_trips_and_is_checked() {
         let mut snapshot = Snapshot::default();
-        snapshot.add(1, Part::Bytes(postcard::to_allocvec(&42u64).unwrap()));
-        snapshot.add(4, Part::Deferred(Box::new(|| Ok(vec![9, 9]))));
+        let bytes = postcard::to_allocvec(&42u64).unwrap();
+        snapshot.take(1, || Ok(Some(Part::Bytes(bytes)))).unwrap();
+        snapshot
+            .take(4, || Ok(Some(Part::Deferred(Box::new(|| Ok(vec![9, 9]))))))
+            .unwrap();
+        snapshot.take(5, || Ok(None)).unwrap();
         let bytes = snapshot.encoder(header(2))().unwrap();
         let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2)).unwrap();
         assert_eq!(restored.checkpoint(), Some(CheckpointId(3)));
@@ -263,7 +286,11 @@ mod tests {
     #[test]
     fn a_failing_part_fails_the_encoding_naming_the_operator() {
         let mut snapshot = Snapshot::default();
-        snapshot.add(7, Part::Deferred(Box::new(|| Err("disk full".into()))));
+        snapshot
+            .take(7, || {
+                Ok(Some(Part::Deferred(Box::new(|| Err("disk full".into())))))
+            })
+            .unwrap();
         let error = snapshot.encoder(header(0))().unwrap_err();
         assert_eq!(error, "operator 7: disk full");
     }

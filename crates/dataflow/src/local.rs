@@ -92,6 +92,8 @@ pub struct LocalCheckpoint {
     pub id: CheckpointId,
     /// Each subtask's state (empty: it had none).
     pub states: BTreeMap<TaskId, Arc<[u8]>>,
+    /// The longest a task thread paused to take its snapshot.
+    pub longest_sync: Duration,
 }
 
 impl Default for LocalRun {
@@ -116,6 +118,12 @@ pub struct LocalJob {
     done: std::sync::mpsc::Receiver<(TaskId, String, Result<(), TaskFailure>)>,
     exchanges: Vec<Exchange>,
     runtime: Option<tokio::runtime::Runtime>,
+    checkpoints: Arc<LocalCheckpoints>,
+}
+
+/// Takes checkpoints of a [`LocalJob`] (shareable with a thread that
+/// checkpoints while another waits for the job's end).
+pub struct LocalCheckpoints {
     inboxes: Vec<(TaskId, bool, CheckpointInbox)>,
     reports: Mutex<UnboundedReceiver<CheckpointReport>>,
 }
@@ -224,8 +232,10 @@ impl LocalRun {
             done,
             exchanges,
             runtime,
-            inboxes,
-            reports: Mutex::new(reports),
+            checkpoints: Arc::new(LocalCheckpoints {
+                inboxes,
+                reports: Mutex::new(reports),
+            }),
         })
     }
 
@@ -256,6 +266,22 @@ impl LocalRun {
 }
 
 impl LocalJob {
+    /// [`LocalCheckpoints::checkpoint`] of this job.
+    pub fn checkpoint(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+    ) -> Result<LocalCheckpoint, String> {
+        self.checkpoints.checkpoint(id, timeout)
+    }
+
+    /// What takes this job's checkpoints, for another thread.
+    pub fn checkpointer(&self) -> Arc<LocalCheckpoints> {
+        Arc::clone(&self.checkpoints)
+    }
+}
+
+impl LocalCheckpoints {
     /// Takes checkpoint `id` as a coordinator would: triggers it at the
     /// sources, waits up to `timeout` for every subtask's acknowledgement,
     /// encodes the states (as a TaskManager does, off the task threads),
@@ -276,6 +302,7 @@ impl LocalJob {
         }
         let deadline = Instant::now() + timeout;
         let mut states = BTreeMap::new();
+        let mut longest_sync = Duration::ZERO;
         let mut reports = holdfast_types::sync::lock(&self.reports);
         while states.len() < self.inboxes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -290,7 +317,8 @@ impl LocalJob {
                 continue;
             }
             match report.outcome {
-                CheckpointOutcome::Acknowledged { state, .. } => {
+                CheckpointOutcome::Acknowledged { state, sync, .. } => {
+                    longest_sync = longest_sync.max(sync);
                     let bytes: Arc<[u8]> = match state {
                         Some(encode) => encode()?.into(),
                         None => Arc::from([]),
@@ -308,9 +336,15 @@ impl LocalJob {
         for (_, _, inbox) in &self.inboxes {
             inbox.deliver(CheckpointRequest::Complete(id));
         }
-        Ok(LocalCheckpoint { id, states })
+        Ok(LocalCheckpoint {
+            id,
+            states,
+            longest_sync,
+        })
     }
+}
 
+impl LocalJob {
     /// Asks every subtask to stop.
     pub fn cancel(&self) {
         for cancel in &self.cancels {

@@ -55,6 +55,9 @@ pub enum CheckpointOutcome {
         state: Option<EncodeState>,
         /// How long its inputs were blocked waiting for every barrier.
         alignment: Duration,
+        /// How long the task thread spent taking the snapshot (its pause:
+        /// the cheap copy, not the encoding).
+        sync: Duration,
     },
     /// It cannot take part (why, for the checkpoint's history).
     Declined(String),
@@ -63,10 +66,15 @@ pub enum CheckpointOutcome {
 impl fmt::Debug for CheckpointOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CheckpointOutcome::Acknowledged { state, alignment } => f
+            CheckpointOutcome::Acknowledged {
+                state,
+                alignment,
+                sync,
+            } => f
                 .debug_struct("Acknowledged")
                 .field("state", &state.as_ref().map(|_| "…"))
                 .field("alignment", alignment)
+                .field("sync", sync)
                 .finish(),
             CheckpointOutcome::Declined(reason) => f.debug_tuple("Declined").field(reason).finish(),
         }

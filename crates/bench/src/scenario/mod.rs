@@ -1,6 +1,7 @@
-//! One module per benchmark scenario; each (but the in-process `dataflow`
-//! and `task-isolation`) runs against its own ZooKeeper and returns a [`Report`](crate::output::Report).
+//! One module per benchmark scenario; each (but the in-process `dataflow`,
+//! `checkpoints` and `task-isolation`) runs against its own ZooKeeper and returns a [`Report`](crate::output::Report).
 
+pub mod checkpoints;
 pub mod cluster;
 pub mod dataflow;
 pub mod failover;

@@ -117,6 +117,7 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
         CheckpointOutcome::Acknowledged {
             state: None,
             alignment,
+            ..
         } => Ok(Written {
             state: String::new(),
             bytes: 0,
@@ -125,13 +126,17 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
         CheckpointOutcome::Acknowledged {
             state: Some(encode),
             alignment,
-        } => write_state(key, checkpoint, encode, storages)
-            .await
-            .map(|(state, bytes)| Written {
-                state,
-                bytes,
-                alignment,
-            }),
+            sync,
+        } => {
+            tracing::debug!(%key, %checkpoint, ?sync, ?alignment, "snapshot taken; encoding and writing it");
+            write_state(key, checkpoint, encode, storages)
+                .await
+                .map(|(state, bytes)| Written {
+                    state,
+                    bytes,
+                    alignment,
+                })
+        }
     };
     Answer {
         key,

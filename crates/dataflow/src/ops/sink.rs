@@ -39,10 +39,10 @@ impl<T> Push<T> for SinkPush<T> {
         self.writer.finish()
     }
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        if let Some(state) = self.writer.snapshot(id)? {
-            snapshot.add(self.ctx.node(), Part::Bytes(state));
-        }
-        Ok(())
+        let writer = &mut self.writer;
+        snapshot.take(self.ctx.node(), || {
+            Ok(writer.snapshot(id)?.map(Part::Bytes))
+        })
     }
     fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
         if completed {

@@ -129,13 +129,13 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
     }
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        let state = self.core.state();
-        snapshot.add(
-            self.ctx.node(),
-            Part::Deferred(Box::new(move || {
+        let core = &self.core;
+        snapshot.take(self.ctx.node(), || {
+            let state = core.state();
+            Ok(Some(Part::Deferred(Box::new(move || {
                 postcard::to_allocvec(&state).map_err(|e| e.to_string())
-            })),
-        );
+            }))))
+        })?;
         self.next.barrier(id, snapshot)
     }
 

@@ -174,6 +174,7 @@ impl TaskCheckpoints {
     ) -> Result<(), TaskFailure> {
         let mut snapshot = Snapshot::default();
         take(&mut snapshot)?;
+        let sync = snapshot.taking();
         let state = (!snapshot.is_empty()).then(|| {
             let header = FileHeader {
                 checkpoint: id.0,
@@ -181,8 +182,14 @@ impl TaskCheckpoints {
             };
             snapshot.encoder(header)
         });
-        ctx.checkpoint_reporter()
-            .report(id, CheckpointOutcome::Acknowledged { state, alignment });
+        ctx.checkpoint_reporter().report(
+            id,
+            CheckpointOutcome::Acknowledged {
+                state,
+                alignment,
+                sync,
+            },
+        );
         Ok(())
     }
 }

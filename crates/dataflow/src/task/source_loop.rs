@@ -69,10 +69,12 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
     }
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        let position = self.reader.position();
-        let bytes = serde_json::to_vec(&position)
-            .map_err(|e| TaskFailure::with_source("cannot encode the source's position", e))?;
-        snapshot.add(self.node, Part::Bytes(bytes));
+        let reader = &self.reader;
+        snapshot.take(self.node, || {
+            let bytes = serde_json::to_vec(&reader.position())
+                .map_err(|e| TaskFailure::with_source("cannot encode the source's position", e))?;
+            Ok(Some(Part::Bytes(bytes)))
+        })?;
         self.chain.barrier(id, snapshot)
     }
 }
