@@ -18,6 +18,8 @@
 //! - [`source`] and [`sink`]: generator, file lines, values; print, files,
 //!   collect, discard.
 //! - [`window`]: the sans-IO window engine (assigners, triggers, lateness).
+//! - [`process`]: stateful operators of your own (keyed value, map and list
+//!   state, timers), checkpointed with the job.
 //! - [`plan`]: the logical plan and its compilation into a job graph.
 //! - [`registry`]: jobs by name; installs the `dataflow` task.
 //! - [`local`]: run a dataflow inside this process.
@@ -38,6 +40,7 @@ pub mod local;
 pub mod metrics;
 mod ops;
 pub mod plan;
+pub mod process;
 mod push;
 pub mod registry;
 pub mod sink;

@@ -10,6 +10,7 @@ use crate::data::{Data, Key};
 use crate::ops::keyed::{Emit, KeyFn, KeyedAggregate, Reduce};
 use crate::plan::kit::{Kit, boxed, unbox};
 use crate::plan::{AnyBox, MakeOperator, Node, NodeOp, Ship};
+use crate::process::{KeyedProcessFunction, KeyedProcessOp};
 use crate::window::{Aggregate, Count, Sum, SumValue, WindowSpec};
 
 /// A stream whose records are partitioned by key: each key's records reach
@@ -98,6 +99,29 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
                 Arc::clone(&key),
                 aggregate.clone(),
                 emit,
+                next,
+            )?)))
+        });
+        self.then(name, make)
+    }
+
+    /// Each record through `function`, a stateful operator of your own
+    /// (Flink's `KeyedProcessFunction`): keyed value, map and list state
+    /// and event- and processing-time timers, all checkpointed (see
+    /// [`process`](crate::process)). Each subtask runs a clone of
+    /// `function`.
+    pub fn process<O, F>(&self, name: &str, function: F) -> Stream<O>
+    where
+        O: Data,
+        F: KeyedProcessFunction<K, T, O> + Clone + Sync,
+    {
+        let key = Arc::clone(&self.key);
+        let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
+            let next = unbox::<O>(out, ctx.operator())?;
+            Ok(boxed::<T>(Box::new(KeyedProcessOp::new(
+                ctx,
+                Arc::clone(&key),
+                function.clone(),
                 next,
             )?)))
         });

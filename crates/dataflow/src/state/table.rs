@@ -81,6 +81,11 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         }
     }
 
+    /// The state's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The key group of `key`.
     pub fn group_of(&self, key: &K) -> KeyGroup {
         KeyGroup::of_hash(key_hash(key), self.max_parallelism)

@@ -1,0 +1,279 @@
+//! [`KeyedProcessOp`]: runs a [`KeyedProcessFunction`] in a chain — records,
+//! timers on watermarks and on the clock, and its state and timers through
+//! checkpoints.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+
+use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
+use serde::{Deserialize, Serialize};
+
+use super::KeyedProcessFunction;
+use super::context::ProcessContext;
+use super::states::{AnyTable, StateRegistry};
+use super::timers::{TimeDomainOf, Timer, Timers};
+use crate::checkpoint::{Part, Snapshot, decode_part};
+use crate::context::OperatorContext;
+use crate::data::{Data, Key, MAX_WATERMARK, MIN_WATERMARK, Timestamp};
+use crate::keys::{key_hash, max_parallelism};
+use crate::ops::keyed::KeyFn;
+use crate::push::{BoxPush, Push};
+use crate::state::{KeyGroup, KeyGroupRange};
+
+/// What a checkpoint keeps of the operator.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    /// Each state's part, by name.
+    states: Vec<(String, Vec<u8>)>,
+    timers: Vec<u8>,
+}
+
+/// A keyed process function in a chain.
+pub(crate) struct KeyedProcessOp<T, K: Key, O, F> {
+    key: KeyFn<T, K>,
+    f: F,
+    tables: Vec<Box<dyn AnyTable<K>>>,
+    timers: Timers<K>,
+    watermark: Timestamp,
+    ctx: OperatorContext,
+    out: Vec<O>,
+    next: BoxPush<O>,
+    _records: PhantomData<fn(T)>,
+}
+
+impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, O, F> {
+    /// The operator of `f` for the subtask `ctx` says, restored if the
+    /// attempt was.
+    pub(crate) fn new(
+        ctx: &OperatorContext,
+        key: KeyFn<T, K>,
+        mut f: F,
+        next: BoxPush<O>,
+    ) -> Result<Self, TaskFailure> {
+        let saved = match ctx.restored_state() {
+            Some(bytes) => Some(decode_part::<Saved>(ctx.operator(), bytes)?),
+            None => None,
+        };
+        let (states, timers_bytes) = match saved {
+            Some(saved) => (saved.states.into_iter().collect(), Some(saved.timers)),
+            None => (BTreeMap::new(), None),
+        };
+        let mut registry = StateRegistry::new(ctx, states);
+        f.open(&mut registry)?;
+        let unclaimed = registry.unclaimed();
+        if !unclaimed.is_empty() {
+            return Err(TaskFailure::new(format!(
+                "operator {:?}: the checkpoint holds state {unclaimed:?}, which open() does not declare",
+                ctx.operator()
+            )));
+        }
+        let timers = match timers_bytes {
+            Some(bytes) => {
+                let max = max_parallelism(ctx.parallelism());
+                let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
+                Timers::restore(ctx.operator(), &bytes, |k: &K| {
+                    range.contains(KeyGroup::of_hash(key_hash(k), max))
+                })?
+            }
+            None => Timers::new(),
+        };
+        Ok(KeyedProcessOp {
+            key,
+            f,
+            tables: registry.tables,
+            timers,
+            watermark: MIN_WATERMARK,
+            ctx: ctx.clone(),
+            out: Vec::new(),
+            next,
+            _records: PhantomData,
+        })
+    }
+
+    /// Fires the timers of `domain` due at `time`, in time order.
+    fn fire(&mut self, domain: TimeDomainOf, time: Timestamp) -> Result<(), TaskFailure> {
+        let now = self.ctx.clock().now();
+        while let Some((at, key)) = self.timers.pop_due(domain, time) {
+            let mut ctx = ProcessContext {
+                key: &key,
+                tables: &mut self.tables,
+                timers: &mut self.timers,
+                out: &mut self.out,
+                watermark: self.watermark,
+                now,
+            };
+            self.f.on_timer(Timer { time: at, domain }, &mut ctx)?;
+        }
+        self.emit()
+    }
+
+    fn emit(&mut self) -> Result<(), TaskFailure> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        self.ctx.counters().add_out(self.out.len() as u64);
+        self.next.push(&mut self.out)
+    }
+}
+
+impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProcessOp<T, K, O, F> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
+        self.ctx.counters().add_in(batch.len() as u64);
+        let now = self.ctx.clock().now();
+        for record in batch.drain(..) {
+            let key = (self.key)(&record);
+            let mut ctx = ProcessContext {
+                key: &key,
+                tables: &mut self.tables,
+                timers: &mut self.timers,
+                out: &mut self.out,
+                watermark: self.watermark,
+                now,
+            };
+            self.f.process(record, &mut ctx)?;
+        }
+        self.emit()
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure> {
+        self.watermark = watermark;
+        self.fire(TimeDomainOf::EventTime, watermark)?;
+        self.next.watermark(watermark)
+    }
+
+    fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
+        self.fire(TimeDomainOf::ProcessingTime, now)?;
+        self.next.on_time(now)
+    }
+
+    fn next_timer(&self) -> Option<Timestamp> {
+        match (self.timers.next_processing(), self.next.next_timer()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), TaskFailure> {
+        self.next.flush()
+    }
+
+    fn finish(&mut self) -> Result<(), TaskFailure> {
+        // The end of input is the end of event time (as in Flink): every
+        // event-time timer fires; processing-time timers do not.
+        self.watermark = MAX_WATERMARK;
+        self.fire(TimeDomainOf::EventTime, MAX_WATERMARK)?;
+        self.next.finish()
+    }
+
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        let (tables, timers) = (&self.tables, &self.timers);
+        snapshot.take(self.ctx.node(), || {
+            let states: Vec<(String, _)> = tables
+                .iter()
+                .map(|t| (t.name().to_owned(), t.part()))
+                .collect();
+            let timers = timers.clone();
+            Ok(Some(Part::Deferred(Box::new(move || {
+                let mut saved = Saved {
+                    states: Vec::with_capacity(states.len()),
+                    timers: timers.encode()?,
+                };
+                for (name, part) in states {
+                    let bytes = part().map_err(|e| format!("state {name:?}: {e}"))?;
+                    saved.states.push((name, bytes));
+                }
+                postcard::to_allocvec(&saved).map_err(|e| e.to_string())
+            }))))
+        })?;
+        self.next.barrier(id, snapshot)
+    }
+
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        self.next.checkpoint_ended(id, completed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::DataflowMetrics;
+    use crate::push::testing::{Recorder, records};
+    use crate::time::ManualClock;
+    use std::sync::Arc;
+
+    /// Counts per key; on a processing-time timer 100 ms after a key's
+    /// first record, emits the count; a record of value 0 deletes its
+    /// key's timer.
+    #[derive(Clone)]
+    struct Delayed {
+        count: Option<super::super::ValueState<u64>>,
+    }
+
+    impl KeyedProcessFunction<u8, (u8, u8), (u8, u64)> for Delayed {
+        fn open(&mut self, states: &mut StateRegistry<u8>) -> Result<(), TaskFailure> {
+            self.count = Some(states.value("count")?);
+            Ok(())
+        }
+        fn process(
+            &mut self,
+            (_, value): (u8, u8),
+            ctx: &mut ProcessContext<'_, u8, (u8, u64)>,
+        ) -> Result<(), TaskFailure> {
+            let count = self.count.unwrap();
+            let n = ctx.value(count)?.copied().unwrap_or(0);
+            ctx.set_value(count, n + 1)?;
+            let at = ctx.processing_time() + 100;
+            if value == 0 {
+                ctx.delete_processing_time_timer(at);
+            } else {
+                ctx.register_processing_time_timer(at);
+            }
+            Ok(())
+        }
+        fn on_timer(
+            &mut self,
+            timer: Timer,
+            ctx: &mut ProcessContext<'_, u8, (u8, u64)>,
+        ) -> Result<(), TaskFailure> {
+            assert_eq!(timer.domain, TimeDomainOf::ProcessingTime);
+            let n = ctx.value(self.count.unwrap())?.copied().unwrap_or(0);
+            ctx.emit((*ctx.key(), n));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn processing_time_timers_fire_on_the_clock_and_can_be_deleted() {
+        let clock = ManualClock::at(1_000);
+        let ctx = OperatorContext::new(
+            "j",
+            "delayed",
+            0,
+            1,
+            clock.clone(),
+            &DataflowMetrics::default(),
+        );
+        let (rec, log) = Recorder::new();
+        let mut op = KeyedProcessOp::new(
+            &ctx,
+            Arc::new(|r: &(u8, u8)| r.0),
+            Delayed { count: None },
+            Box::new(rec),
+        )
+        .unwrap();
+        op.push(&mut vec![(1, 5), (2, 5), (1, 6)]).unwrap();
+        assert_eq!(op.next_timer(), Some(1_100));
+        op.push(&mut vec![(2, 0)]).unwrap(); // deletes key 2's timer at 1100
+        op.on_time(1_099).unwrap();
+        assert!(records(&log).is_empty(), "nothing due yet");
+        clock.set(1_100);
+        op.on_time(1_100).unwrap();
+        assert_eq!(records(&log), [(1, 2)]);
+        assert_eq!(op.next_timer(), None);
+        // The end of input fires no processing-time timer.
+        op.push(&mut vec![(3, 1)]).unwrap();
+        op.finish().unwrap();
+        assert_eq!(records(&log), [(1, 2)]);
+    }
+}
