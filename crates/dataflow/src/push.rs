@@ -51,9 +51,9 @@ pub(crate) trait Push<T> {
 /// A boxed [`Push`].
 pub(crate) type BoxPush<T> = Box<dyn Push<T>>;
 
-/// Forwards everything but batches to `next`: for operators that only
-/// transform records.
-macro_rules! forward_control {
+/// Forwards watermarks, processing time, timers and flushes to `next`: for
+/// operators with their own end of input or checkpoint state.
+macro_rules! forward_time {
     ($next:ident) => {
         fn watermark(
             &mut self,
@@ -73,6 +73,15 @@ macro_rules! forward_control {
         fn flush(&mut self) -> Result<(), holdfast_executor::TaskFailure> {
             self.$next.flush()
         }
+    };
+}
+pub(crate) use forward_time;
+
+/// Forwards everything but batches to `next`: for operators that only
+/// transform records.
+macro_rules! forward_control {
+    ($next:ident) => {
+        $crate::push::forward_time!($next);
         fn finish(&mut self) -> Result<(), holdfast_executor::TaskFailure> {
             self.$next.finish()
         }

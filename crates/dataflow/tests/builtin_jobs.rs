@@ -1,13 +1,15 @@
 //! The built-in jobs, built from their parameters and run in this process,
 //! against plain computations; bad parameters are named.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use holdfast_dataflow::jobs::enrich::{self, EventShape, table};
 use holdfast_dataflow::{JobRegistry, LocalRun};
 use serde_json::json;
+use support::committed;
 
 fn run(name: &str, params: serde_json::Value, parallelism: u32, taskmanagers: u32) {
     let jobs = JobRegistry::builtin();
@@ -22,28 +24,6 @@ fn run(name: &str, params: serde_json::Value, parallelism: u32, taskmanagers: u3
     run.run_compiled(Arc::new(compiled)).expect("the job runs");
 }
 
-fn lines(dir: &Path) -> Vec<String> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("part-")
-        {
-            all.extend(
-                std::fs::read_to_string(path)
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned),
-            );
-        }
-    }
-    all.sort();
-    all
-}
-
 #[test]
 fn wordcount_counts_every_word_of_every_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -54,7 +34,7 @@ fn wordcount_counts_every_word_of_every_file() {
     let output = dir.path().join("out");
     run("wordcount", json!({"input": input, "output": output}), 3, 2);
     let expected = ["2 1", "cat 3", "end 1", "hat 1", "the 3"];
-    assert_eq!(lines(&output), expected);
+    assert_eq!(committed(&output), expected);
 }
 
 #[test]
@@ -85,7 +65,7 @@ fn enrich_counts_events_per_attribute_and_window_like_a_loop() {
         *expected.entry((start, attribute)).or_insert(0) += 1;
     }
     let mut got = BTreeMap::new();
-    for line in lines(&output) {
+    for line in committed(&output) {
         let f: Vec<&str> = line.split(' ').collect();
         assert_eq!(f.len(), 4, "on-time results only: {line}");
         let start: i64 = f[0].parse().unwrap();

@@ -4,6 +4,8 @@
 //! a second run restored from the checkpoint after the first was killed
 //! mid-run — the committed output holds every record exactly once.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -16,31 +18,13 @@ use holdfast_dataflow::window::{Count, WindowResult, WindowSpec};
 use holdfast_dataflow::{Dataflow, LocalRun};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
+use support::{committed, hidden};
 
 const RECORDS: u64 = 6_000;
 const KEYS: u64 = 17;
 
 fn value(i: u64) -> i64 {
     (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as i64
-}
-
-/// Committed lines of every part file in `dir` (hidden files are not
-/// output).
-fn committed(dir: &Path) -> Vec<String> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("part-") {
-            all.extend(
-                std::fs::read_to_string(&path)
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned),
-            );
-        }
-    }
-    all
 }
 
 /// A rate-limited source (so the job is still running when it is
@@ -138,11 +122,7 @@ fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
         assert_eq!(sums.len(), records.len(), "key {key}: one line per record");
         assert_eq!(sums.iter().max(), Some(&total), "key {key}: its total");
     }
-    let hidden: Vec<String> = std::fs::read_dir(&ids)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect();
+    let hidden = hidden(&ids);
     assert!(hidden.is_empty(), "nothing left uncommitted: {hidden:?}");
 }
 
@@ -194,8 +174,7 @@ fn windows_are_restored_with_their_panes() {
     }
     .run_compiled(compiled)
     .unwrap();
-    let mut lines = committed(&out);
-    lines.sort();
+    let lines = committed(&out);
     let mut expected = Vec::new();
     for key in 0..3u64 {
         for start in (0..RECORDS).step_by(1_000) {

@@ -2,6 +2,8 @@
 //! and list state and event-time timers through whole jobs, against plain
 //! computations — and through a checkpoint, a kill mid-run and a restore.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use holdfast_dataflow::{Dataflow, LocalRun};
 use holdfast_executor::TaskFailure;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
+use support::committed;
 
 const RECORDS: u64 = 6_000;
 const KEYS: u64 = 13;
@@ -135,28 +138,6 @@ fn job(out: &Path, rate: Option<u64>) -> Arc<CompiledPlan> {
             }),
         );
     Arc::new(CompiledPlan::compile(flow.build().unwrap(), 2).unwrap())
-}
-
-fn committed(dir: &Path) -> Vec<String> {
-    let mut all = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("part-")
-        {
-            all.extend(
-                std::fs::read_to_string(&path)
-                    .unwrap()
-                    .lines()
-                    .map(str::to_owned),
-            );
-        }
-    }
-    all.sort();
-    all
 }
 
 #[test]

@@ -66,12 +66,8 @@ impl<B: Backend> Actor<B> {
         &mut self,
         request: proto::UpdateTaskStateRequest,
     ) -> Result<proto::UpdateTaskStateReply, Status> {
-        let requested = Epoch(request.leader_epoch);
-        let Some(term) = term_at(&mut self.term, requested) else {
-            let leading = self.term.as_ref().map(Term::epoch);
-            return Err(FencingRejection::NotLeader { requested, leading }.into());
-        };
-        term.update(&request)
+        self.term_leading_at(Epoch(request.leader_epoch))?
+            .update(&request)
     }
 
     /// `ReportCheckpoint`: for the term at the requested epoch.
@@ -79,12 +75,16 @@ impl<B: Backend> Actor<B> {
         &mut self,
         request: proto::ReportCheckpointRequest,
     ) -> Result<proto::ReportCheckpointReply, Status> {
-        let requested = Epoch(request.leader_epoch);
-        let Some(term) = term_at(&mut self.term, requested) else {
-            let leading = self.term.as_ref().map(Term::epoch);
-            return Err(FencingRejection::NotLeader { requested, leading }.into());
-        };
-        term.checkpoint_report(&request)
+        self.term_leading_at(Epoch(request.leader_epoch))?
+            .checkpoint_report(&request)
+    }
+
+    /// The term at `requested`, or the fencing answer for a caller that
+    /// names another epoch.
+    fn term_leading_at(&mut self, requested: Epoch) -> Result<&mut Term, Status> {
+        let leading = self.term.as_ref().map(Term::epoch);
+        term_at(&mut self.term, requested)
+            .ok_or_else(|| FencingRejection::NotLeader { requested, leading }.into())
     }
 
     /// `POST /jobs`: a valid graph is stored under the term's token first;

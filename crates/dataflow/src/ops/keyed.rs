@@ -12,7 +12,7 @@ use holdfast_types::CheckpointId;
 use crate::checkpoint::Snapshot;
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::push::{BoxPush, Push};
+use crate::push::{BoxPush, Push, forward_time};
 use crate::state::KeyedTable;
 use crate::state::operator::{open_table, table_part};
 use crate::window::Aggregate;
@@ -78,18 +78,7 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
         self.next.push(&mut self.out)
     }
 
-    fn watermark(&mut self, watermark: crate::data::Timestamp) -> Result<(), TaskFailure> {
-        self.next.watermark(watermark)
-    }
-    fn on_time(&mut self, now: crate::data::Timestamp) -> Result<(), TaskFailure> {
-        self.next.on_time(now)
-    }
-    fn next_timer(&self) -> Option<crate::data::Timestamp> {
-        self.next.next_timer()
-    }
-    fn flush(&mut self) -> Result<(), TaskFailure> {
-        self.next.flush()
-    }
+    forward_time!(next);
     fn finish(&mut self) -> Result<(), TaskFailure> {
         self.next.finish()
     }
@@ -166,21 +155,7 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
         self.next.push(&mut self.out)
     }
 
-    fn watermark(&mut self, watermark: crate::data::Timestamp) -> Result<(), TaskFailure> {
-        self.next.watermark(watermark)
-    }
-
-    fn on_time(&mut self, now: crate::data::Timestamp) -> Result<(), TaskFailure> {
-        self.next.on_time(now)
-    }
-
-    fn next_timer(&self) -> Option<crate::data::Timestamp> {
-        self.next.next_timer()
-    }
-
-    fn flush(&mut self) -> Result<(), TaskFailure> {
-        self.next.flush()
-    }
+    forward_time!(next);
 
     fn finish(&mut self) -> Result<(), TaskFailure> {
         if self.emit == Emit::AtEnd {

@@ -95,17 +95,30 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
     fn fire(&mut self, domain: TimeDomainOf, time: Timestamp) -> Result<(), TaskFailure> {
         let now = self.ctx.clock().now();
         while let Some((at, key)) = self.timers.pop_due(domain, time) {
-            let mut ctx = ProcessContext {
-                key: &key,
-                tables: &mut self.tables,
-                timers: &mut self.timers,
-                out: &mut self.out,
-                watermark: self.watermark,
-                now,
-            };
-            self.f.on_timer(Timer { time: at, domain }, &mut ctx)?;
+            self.call(&key, now, |f, ctx| {
+                f.on_timer(Timer { time: at, domain }, ctx)
+            })?;
         }
         self.emit()
+    }
+
+    /// Calls the function with the context of `key` at processing time
+    /// `now`.
+    fn call(
+        &mut self,
+        key: &K,
+        now: Timestamp,
+        call: impl FnOnce(&mut F, &mut ProcessContext<'_, K, O>) -> Result<(), TaskFailure>,
+    ) -> Result<(), TaskFailure> {
+        let mut ctx = ProcessContext {
+            key,
+            tables: &mut self.tables,
+            timers: &mut self.timers,
+            out: &mut self.out,
+            watermark: self.watermark,
+            now,
+        };
+        call(&mut self.f, &mut ctx)
     }
 
     fn emit(&mut self) -> Result<(), TaskFailure> {
@@ -123,15 +136,7 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
         let now = self.ctx.clock().now();
         for record in batch.drain(..) {
             let key = (self.key)(&record);
-            let mut ctx = ProcessContext {
-                key: &key,
-                tables: &mut self.tables,
-                timers: &mut self.timers,
-                out: &mut self.out,
-                watermark: self.watermark,
-                now,
-            };
-            self.f.process(record, &mut ctx)?;
+            self.call(&key, now, |f, ctx| f.process(record, ctx))?;
         }
         self.emit()
     }

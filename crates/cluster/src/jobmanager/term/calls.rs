@@ -68,23 +68,7 @@ impl Term {
         &mut self,
         request: &proto::UpdateTaskStateRequest,
     ) -> Result<proto::UpdateTaskStateReply, Status> {
-        let tm = match request.task_manager_id.parse::<TaskManagerId>() {
-            Ok(tm)
-                if self
-                    .links
-                    .get(&tm)
-                    .is_some_and(|link| link.registration == request.registration_id) =>
-            {
-                tm
-            }
-            // (An id that does not parse was never registered either.)
-            _ => {
-                return Err(Status::failed_precondition(format!(
-                    "TaskManager {:?} is not registered with registration {:?}",
-                    request.task_manager_id, request.registration_id
-                )));
-            }
-        };
+        let tm = self.registered(&request.task_manager_id, &request.registration_id)?;
         let report = request
             .report
             .as_ref()
@@ -92,6 +76,25 @@ impl Term {
             .ok_or_else(|| Status::invalid_argument("report: missing or malformed"))?;
         self.step(MasterInput::TaskUpdate { tm, report });
         Ok(proto::UpdateTaskStateReply {})
+    }
+
+    /// The TaskManager `id`, if it is registered with this term as
+    /// `registration` (a call from anyone else is refused).
+    pub(super) fn registered(&self, id: &str, registration: &str) -> Result<TaskManagerId, Status> {
+        match id.parse::<TaskManagerId>() {
+            Ok(tm)
+                if self
+                    .links
+                    .get(&tm)
+                    .is_some_and(|link| link.registration == registration) =>
+            {
+                Ok(tm)
+            }
+            // (An id that does not parse was never registered either.)
+            _ => Err(Status::failed_precondition(format!(
+                "TaskManager {id:?} is not registered with registration {registration:?}"
+            ))),
+        }
     }
 
     /// A TaskManager answered a heartbeat of this term.

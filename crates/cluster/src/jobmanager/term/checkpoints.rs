@@ -389,18 +389,7 @@ impl Term {
         &mut self,
         request: &proto::ReportCheckpointRequest,
     ) -> Result<proto::ReportCheckpointReply, Status> {
-        let registered = request
-            .task_manager_id
-            .parse::<TaskManagerId>()
-            .ok()
-            .and_then(|tm| self.links.get(&tm))
-            .is_some_and(|link| link.registration == request.registration_id);
-        if !registered {
-            return Err(Status::failed_precondition(format!(
-                "TaskManager {:?} is not registered with registration {:?}",
-                request.task_manager_id, request.registration_id
-            )));
-        }
+        self.registered(&request.task_manager_id, &request.registration_id)?;
         let attempt = request
             .attempt
             .as_ref()
