@@ -100,6 +100,13 @@ pub(super) struct JobCheckpoints {
     pub(super) restores: u64,
     /// The run (restart count) the last restore was for.
     pub(super) restored_run: Option<usize>,
+    /// The job restarts: its restore point is read again from the HA store
+    /// and storage (checked, falling back past an unusable one) once no
+    /// pointer write is in flight.
+    pub(super) reread: bool,
+    /// Whether the restore point was read once in this term (a re-read
+    /// keeps the coordinator; the first read makes it).
+    pub(super) read_once: bool,
 }
 
 impl JobCheckpoints {
@@ -113,13 +120,17 @@ impl JobCheckpoints {
             restored_from: None,
             restores: 0,
             restored_run: None,
+            reread: false,
+            read_once: false,
         }
     }
 
-    /// Whether deploys may go out now: the restore point is known and no
-    /// pointer write could still change it.
+    /// Whether deploys may go out now: the restore point is known, no
+    /// pointer write could still change it, and no re-read is due.
     pub(super) fn ready(&self) -> bool {
-        matches!(self.restore, RestorePoint::Ready(_)) && !self.coordinator.finalizing()
+        matches!(self.restore, RestorePoint::Ready(_))
+            && !self.coordinator.finalizing()
+            && !self.reread
     }
 
     /// The restore point's metadata, if any.
@@ -280,7 +291,9 @@ impl CheckpointIo {
                 Ok(metadata) => {
                     if !skipped.is_empty() {
                         tracing::warn!(%job, checkpoint = %pointer.id, skipped = ?skipped,
-                            "the newest checkpoints are unusable; restoring from an older one");
+                            "the newest checkpoints are unusable; restoring from an older one: output \
+                             the newer ones committed will be written again (at least once for this \
+                             restore, not exactly once)");
                     }
                     return Ok(Loaded {
                         latest: Some(Arc::new(metadata)),

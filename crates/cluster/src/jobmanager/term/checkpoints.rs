@@ -65,10 +65,11 @@ impl Term {
         } else {
             RestorePoint::Ready(None)
         };
-        cp.jobs.insert(
-            job,
-            JobCheckpoints::new(cp.io.options.config.clone(), restore),
-        );
+        let mut entry = JobCheckpoints::new(cp.io.options.config.clone(), restore);
+        // A submitted job's coordinator starts from nothing; a recovered
+        // one's is made when its checkpoints are read.
+        entry.read_once = !recovered;
+        cp.jobs.insert(job, entry);
     }
 
     /// The latest a coordinator needs a tick.
@@ -188,6 +189,7 @@ impl Term {
         for command in commands {
             self.checkpoint_command(job, command);
         }
+        self.start_reread(job);
         self.release_held(job);
     }
 
@@ -337,6 +339,32 @@ impl Term {
         }
     }
 
+    /// `job` restarts: its restore point is read again (and checked) before
+    /// the new attempts deploy, so that a latest checkpoint whose files
+    /// went missing is skipped for an older one, by name.
+    pub(super) fn checkpoints_restart(&mut self, job: JobId) {
+        if let Some(entry) = self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) {
+            entry.reread = true;
+        }
+        self.start_reread(job);
+    }
+
+    /// Starts a due re-read once no pointer write is in flight (its outcome
+    /// decides which checkpoint is the latest).
+    fn start_reread(&mut self, job: JobId) {
+        let Some(cp) = &mut self.checkpoints else {
+            return;
+        };
+        let Some(entry) = cp.jobs.get_mut(&job) else {
+            return;
+        };
+        if entry.reread && !entry.coordinator.finalizing() {
+            entry.reread = false;
+            entry.restore = RestorePoint::Loading;
+            cp.io.load(job, Duration::ZERO);
+        }
+    }
+
     /// Sends the deploys held for `job` once its restore point is known.
     fn release_held(&mut self, job: JobId) {
         let held = match self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) {
@@ -469,11 +497,14 @@ impl Term {
                         tracing::info!(%job, "the job has no completed checkpoint yet; its tasks start from the beginning")
                     }
                 }
-                entry.coordinator = holdfast_runtime::checkpoint::CheckpointCoordinator::new(
-                    cp.io.options.config.clone(),
-                    loaded.retained,
-                );
-                entry.running = None;
+                if !entry.read_once {
+                    entry.read_once = true;
+                    entry.coordinator = holdfast_runtime::checkpoint::CheckpointCoordinator::new(
+                        cp.io.options.config.clone(),
+                        loaded.retained,
+                    );
+                    entry.running = None;
+                }
                 entry.restore = RestorePoint::Ready(loaded.latest);
                 self.sync_checkpoints();
                 self.release_held(job);

@@ -147,6 +147,7 @@ impl Term {
         self.metrics.job_failures(cause.kind.label()).inc();
         match decision {
             RestartDecision::RestartAfter(delay) => {
+                self.checkpoints_restart(job);
                 self.metrics.job_restarts.inc();
                 tracing::warn!(%job, %name, cause = %cause.message, restarts,
                     "job failed; restarting all its tasks in {delay:?} (restart strategy)");
