@@ -75,6 +75,10 @@ enum Scenario {
     /// against none, and checkpoints of 10 million keys (duration, size,
     /// task pause).
     Checkpoints(checkpoints::CheckpointsArgs),
+    /// kill -9 of a TaskManager running a job with 10 million keys of
+    /// checkpointed state, at Flink's default heartbeats: time to running
+    /// again from the checkpoint.
+    CheckpointRecovery(cluster::recovery::RecoveryArgs),
     /// A TaskManager loads the enrich job's lookup table while it serves:
     /// ZooKeeper suspensions, heartbeat and probe round trips, against an
     /// idle control.
@@ -121,6 +125,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::ProbeUnderLoad(args) => vec![probe::run(args, tick).await?],
         Scenario::Cluster(args) => vec![cluster::run(args, tick).await?],
         Scenario::TableLoad(args) => vec![table_load::run(args, tick).await?],
+        Scenario::CheckpointRecovery(args) => vec![cluster::recovery::run(args, tick).await?],
         Scenario::Dataflow(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || dataflow::run(&args)).await??]

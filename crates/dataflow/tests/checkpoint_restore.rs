@@ -52,6 +52,21 @@ fn job(out: &Path, ids: &Path) -> Arc<CompiledPlan> {
         .rebalance()
         .map("id", |r: (u64, u64, i64)| r.0)
         .sink("ids", FileSink::lines(ids));
+    // An end-of-input aggregate: its per-key accumulators are state until
+    // the end.
+    source
+        .key_by(|r: &(u64, u64, i64)| r.1)
+        .aggregate_at_end("count", Count)
+        .sink(
+            "counts",
+            FileSink::with_format(
+                ids.with_extension("counts"),
+                |(k, n): &(u64, u64), line: &mut String| {
+                    use std::fmt::Write as _;
+                    let _ = write!(line, "{k}\t{n}");
+                },
+            ),
+        );
     Arc::new(CompiledPlan::compile(flow.build().unwrap(), 2).unwrap())
 }
 
@@ -124,6 +139,17 @@ fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
     }
     let hidden = hidden(&ids);
     assert!(hidden.is_empty(), "nothing left uncommitted: {hidden:?}");
+
+    // Each key's count at the end: restored accumulators, nothing twice.
+    let counts = committed(&ids.with_extension("counts"));
+    let expected: Vec<String> = {
+        let mut lines: Vec<String> = (0..KEYS)
+            .map(|k| format!("{k}\t{}", (0..RECORDS).filter(|i| i % KEYS == k).count()))
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(counts, expected);
 }
 
 #[test]

@@ -22,6 +22,8 @@ pub struct Harness {
     config: PathBuf,
     book: LogBook,
     heartbeat: Heartbeat,
+    /// `-D key=value` given to every process.
+    defines: Vec<String>,
 }
 
 /// `heartbeat.interval` and `heartbeat.timeout`, as configuration values.
@@ -75,7 +77,13 @@ impl Harness {
             config,
             book,
             heartbeat,
+            defines: Vec::new(),
         })
+    }
+
+    /// Gives every process started from now on `key: value`.
+    pub fn define(&mut self, key: &str, value: &str) {
+        self.defines.extend(define(key, value));
     }
 
     /// The `holdfast` binary.
@@ -145,6 +153,7 @@ impl Harness {
             "high-availability.zookeeper.client.session-timeout",
             &format!("{}ms", t.as_millis()),
         ));
+        args.extend(self.defines.iter().cloned());
         args
     }
 }

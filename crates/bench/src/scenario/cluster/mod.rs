@@ -35,6 +35,7 @@ mod failover;
 mod harness;
 pub(crate) mod logs;
 pub(crate) mod process;
+pub mod recovery;
 mod report;
 pub(crate) mod rest;
 mod results;

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use holdfast_cluster::rest::answers::{HaView, JobDetails, Overview, Submitted};
+use holdfast_cluster::rest::answers::{CheckpointStats, HaView, JobDetails, Overview, Submitted};
 use holdfast_runtime::graph::JobGraph;
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
@@ -57,6 +57,12 @@ impl Rest {
     /// `GET /jobs/{id}`.
     pub async fn job(&self, id: &str) -> Result<JobDetails> {
         self.call(Method::GET, &format!("/jobs/{id}"), None).await
+    }
+
+    /// `GET /jobs/{id}/checkpoints`.
+    pub async fn checkpoints(&self, id: &str) -> Result<CheckpointStats> {
+        self.call(Method::GET, &format!("/jobs/{id}/checkpoints"), None)
+            .await
     }
 
     /// `POST /jobs`: the new job's id.

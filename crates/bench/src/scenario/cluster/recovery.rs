@@ -1,0 +1,193 @@
+//! `checkpoint-recovery`: kill -9 of a TaskManager while a keyed job with
+//! 10 million keys of checkpointed state runs, at Flink's default heartbeat
+//! settings (`heartbeat.interval` 10 s, `heartbeat.timeout` 50 s,
+//! `heartbeat.rpc-failure-threshold` 2): how long until the job runs again
+//! restored from its latest checkpoint (every subtask RUNNING with a new
+//! attempt), and until the first checkpoint after the restore completes.
+//!
+//! Real processes of the release `holdfast` binary: a JobManager and two
+//! TaskManagers (2 slots each) on the test kit's ZooKeeper; the job is
+//! `datagen`'s keyed pipeline at parallelism 2, unbounded, spread over both
+//! TaskManagers; checkpoints every 5 s into a temporary directory.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use holdfast_dataflow::JobRegistry;
+use holdfast_testkit::free_port;
+use serde_json::json;
+
+use super::harness::{Harness, Heartbeat};
+use super::process::LogBook;
+use super::rest::{Rest, all_running, poll};
+use crate::child::locate_holdfast;
+use crate::output::{Report, Table};
+use crate::stats::{Summary, signed_ms, summary_json};
+use crate::zk;
+
+/// Options of `checkpoint-recovery`.
+#[derive(Clone, Debug, Args)]
+pub struct RecoveryArgs {
+    /// Distinct keys of the job's state.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub keys: u64,
+    /// Crashes (each a fresh cluster).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// `heartbeat.interval` (Flink's default).
+    #[arg(long, default_value = "10s")]
+    pub heartbeat_interval: String,
+    /// `heartbeat.timeout` (Flink's default).
+    #[arg(long, default_value = "50s")]
+    pub heartbeat_timeout: String,
+    /// The `holdfast` binary (default: next to this one).
+    #[arg(long)]
+    pub holdfast_bin: Option<std::path::PathBuf>,
+}
+
+/// How long things may take.
+const LIMIT: Duration = Duration::from_secs(180);
+const T: Duration = Duration::from_secs(4);
+
+/// One crash.
+struct Crash {
+    state_bytes: u64,
+    running_again_ms: f64,
+    checkpoint_again_ms: f64,
+}
+
+async fn crash(harness: &Harness, keys: u64, label: &str) -> Result<Crash> {
+    let cluster = format!("recovery-{label}");
+    let port = free_port()?;
+    let mut jm = harness.jobmanager(&format!("jm-{label}"), &cluster, T, port)?;
+    let rest = Rest::new(&format!("http://127.0.0.1:{port}"))?;
+    jm.started(LIMIT).await?;
+    let mut tm1 = harness.taskmanager(&format!("tm1-{label}"), &cluster, T)?;
+    let mut tm2 = harness.taskmanager(&format!("tm2-{label}"), &cluster, T)?;
+    tm1.started(LIMIT).await?;
+    tm2.started(LIMIT).await?;
+    poll(
+        "both TaskManagers registered",
+        LIMIT,
+        &[&jm, &tm1, &tm2],
+        || async { Ok((rest.overview().await?.taskmanagers == 2).then_some(())) },
+    )
+    .await?;
+    let params = json!({"records": null, "pipeline": "keyed", "keys": keys});
+    let graph = JobRegistry::builtin().job_graph("datagen", &params, 2)?;
+    let job = rest.submit(&graph).await?;
+    // Running, every key in the state, and a checkpoint of it completed.
+    let (state_bytes, _) = poll(
+        "a checkpoint of the full state",
+        LIMIT,
+        &[&jm, &tm1, &tm2],
+        || async {
+            let stats = rest.checkpoints(&job).await?;
+            Ok(stats
+                .latest
+                .completed
+                .filter(|c| c.state_size >= keys * 5)
+                .map(|c| c.state_size))
+        },
+    )
+    .await?;
+    let before = rest.checkpoints(&job).await?.counts.completed;
+    let kill = Instant::now();
+    tm2.kill()?;
+    let (_, running) = poll(
+        "the job runs again, restored",
+        LIMIT,
+        &[&jm, &tm1],
+        || async {
+            let details = rest.job(&job).await?;
+            let restarted = details
+                .vertices
+                .iter()
+                .all(|v| v.subtasks.iter().all(|s| s.attempt > 0));
+            Ok((all_running(&details) && restarted).then_some(()))
+        },
+    )
+    .await?;
+    let (_, checkpointed) = poll(
+        "a checkpoint after the restore",
+        LIMIT,
+        &[&jm, &tm1],
+        || async {
+            let stats = rest.checkpoints(&job).await?;
+            Ok((stats.counts.completed > before && stats.counts.restored >= 1).then_some(()))
+        },
+    )
+    .await?;
+    let _ = rest.cancel(&job).await;
+    Ok(Crash {
+        state_bytes,
+        running_again_ms: signed_ms(running, kill),
+        checkpoint_again_ms: signed_ms(checkpointed, kill),
+    })
+}
+
+/// Runs the scenario.
+pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
+    let binary = locate_holdfast(args.holdfast_bin.as_deref())?;
+    let book = LogBook::new(None)?;
+    let zk = zk::start(tick).await?;
+    let heartbeat = Heartbeat {
+        interval: args.heartbeat_interval.clone(),
+        timeout: args.heartbeat_timeout.clone(),
+    };
+    let dir = tempfile::tempdir().context("a checkpoint directory")?;
+    let mut harness = Harness::new(zk, binary, heartbeat, book)?;
+    harness.define("execution.checkpointing.interval", "5s");
+    harness.define(
+        "execution.checkpointing.dir",
+        &dir.path().display().to_string(),
+    );
+    let mut crashes = Vec::new();
+    for round in 0..args.rounds.max(1) {
+        let crash = crash(&harness, args.keys, &round.to_string())
+            .await
+            .with_context(|| format!("crash {}", round + 1))?;
+        eprintln!(
+            "checkpoint-recovery: crash {}: {} MiB of state; running again after {:.0} ms, a checkpoint \
+             after {:.0} ms",
+            round + 1,
+            crash.state_bytes >> 20,
+            crash.running_again_ms,
+            crash.checkpoint_again_ms
+        );
+        crashes.push(crash);
+    }
+    let running: Vec<f64> = crashes.iter().map(|c| c.running_again_ms).collect();
+    let checkpointed: Vec<f64> = crashes.iter().map(|c| c.checkpoint_again_ms).collect();
+    let r = Summary::of(&running).context("no crash")?;
+    let c = Summary::of(&checkpointed).context("no crash")?;
+    let mut table = Table::new(
+        "kill -9 of a TaskManager, 10 M keys of checkpointed state",
+        &[
+            "keys",
+            "state",
+            "crashes",
+            "running again (p50 / max)",
+            "first checkpoint after (p50 / max)",
+        ],
+    );
+    table.row(vec![
+        args.keys.to_string(),
+        format!("{} MiB", crashes.last().map_or(0, |c| c.state_bytes >> 20)),
+        crashes.len().to_string(),
+        format!("{:.0} / {:.0} ms", r.p50, r.max),
+        format!("{:.0} / {:.0} ms", c.p50, c.max),
+    ]);
+    let mut report = Report::new(json!({
+        "scenario": "checkpoint-recovery", "keys": args.keys,
+        "heartbeat": {"interval": args.heartbeat_interval, "timeout": args.heartbeat_timeout},
+        "running_again_ms": summary_json(&running), "checkpoint_again_ms": summary_json(&checkpointed),
+    }));
+    report.table(table);
+    report.note(
+        "running again = kill -9 until every subtask is RUNNING with a new attempt (the state read and \
+         restored); a checkpoint after = until the next checkpoint completes (interval 5 s)",
+    );
+    Ok(report)
+}
