@@ -98,16 +98,22 @@ pub(crate) fn build(
         subtask,
         checkpoint: 0,
     };
+    let restore_started = std::time::Instant::now();
+    let mut restored_bytes = 0;
     let mut restored = match ctx.checkpointing().and_then(|c| c.restore.as_ref()) {
         Some(restore) => Restored::read(
             restore.checkpoint,
-            &restore.state.read().map_err(|e| {
-                TaskFailure::new(format!(
-                    "cannot restore from checkpoint {}: {e}",
-                    restore.checkpoint
-                ))
-                .of_kind(FailureKind::Infrastructure)
-            })?,
+            &restore
+                .state
+                .read()
+                .inspect(|bytes| restored_bytes = bytes.len())
+                .map_err(|e| {
+                    TaskFailure::new(format!(
+                        "cannot restore from checkpoint {}: {e}",
+                        restore.checkpoint
+                    ))
+                    .of_kind(FailureKind::Infrastructure)
+                })?,
             &FileHeader {
                 checkpoint: restore.checkpoint.0,
                 ..header.clone()
@@ -231,6 +237,11 @@ pub(crate) fn build(
             vertex,
             format!("the restored state holds node {node}, which this vertex does not run"),
         ));
+    }
+    if let Some(checkpoint) = restored.checkpoint() {
+        tracing::info!(key = %ctx.key(), %checkpoint, bytes = restored_bytes,
+            elapsed_ms = restore_started.elapsed().as_millis() as u64,
+            "task restored from checkpoint; processing resumes where it was taken");
     }
     if let Some(source) = source {
         return Ok((Head::Source(source), header));

@@ -253,6 +253,11 @@ impl ClusterProcess {
             .with_context(|| format!("killing {}", self.name))
     }
 
+    /// How many lines of its log so far contain `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        lock(&self.stderr).matches(needle).count()
+    }
+
     /// The last lines of its log, for error messages.
     pub fn log_tail(&self) -> String {
         let text = lock(&self.stderr);

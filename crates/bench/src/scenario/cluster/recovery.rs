@@ -46,6 +46,9 @@ pub struct RecoveryArgs {
     pub holdfast_bin: Option<std::path::PathBuf>,
 }
 
+/// What a task logs once restored.
+const RESTORED: &str = "task restored from checkpoint";
+
 /// How long things may take.
 const LIMIT: Duration = Duration::from_secs(180);
 const T: Duration = Duration::from_secs(4);
@@ -95,6 +98,9 @@ async fn crash(harness: &Harness, keys: u64, label: &str) -> Result<Crash> {
     let before = rest.checkpoints(&job).await?.counts.completed;
     let kill = Instant::now();
     tm2.kill()?;
+    // Every attempt of the restarted job runs on tm-1 and logs its
+    // restore once its operators hold their state again.
+    let restored_before = tm1.log_count(RESTORED);
     let (_, running) = poll(
         "the job runs again, restored",
         LIMIT,
@@ -105,7 +111,9 @@ async fn crash(harness: &Harness, keys: u64, label: &str) -> Result<Crash> {
                 .vertices
                 .iter()
                 .all(|v| v.subtasks.iter().all(|s| s.attempt > 0));
-            Ok((all_running(&details) && restarted).then_some(()))
+            let tasks: usize = details.vertices.iter().map(|v| v.subtasks.len()).sum();
+            let restored = tm1.log_count(RESTORED) - restored_before;
+            Ok((all_running(&details) && restarted && restored >= tasks).then_some(()))
         },
     )
     .await?;
@@ -186,8 +194,9 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
     }));
     report.table(table);
     report.note(
-        "running again = kill -9 until every subtask is RUNNING with a new attempt (the state read and \
-         restored); a checkpoint after = until the next checkpoint completes (interval 5 s)",
+        "running again = kill -9 until every subtask runs a new attempt whose operators hold the restored \
+         state again (each logs `task restored from checkpoint`); a checkpoint after = until the next \
+         checkpoint completes (interval 5 s)",
     );
     Ok(report)
 }
