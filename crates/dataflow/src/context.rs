@@ -23,6 +23,7 @@ pub struct OperatorContext {
     attempt_tag: Arc<str>,
     restored: Option<Arc<[u8]>>,
     restored_from: Option<CheckpointId>,
+    checkpointing: bool,
 }
 
 impl OperatorContext {
@@ -48,6 +49,7 @@ impl OperatorContext {
             attempt_tag: "0".into(),
             restored: None,
             restored_from: None,
+            checkpointing: false,
         }
     }
 
@@ -93,6 +95,13 @@ impl OperatorContext {
         &self.attempt_tag
     }
 
+    /// Whether the job checkpoints: a sink then commits only what a
+    /// completed checkpoint covers (the task waits for a last one at the
+    /// end of its input).
+    pub fn checkpointing(&self) -> bool {
+        self.checkpointing
+    }
+
     /// The completed checkpoint this attempt was restored from, if any.
     pub fn restored_from(&self) -> Option<CheckpointId> {
         self.restored_from
@@ -109,16 +118,19 @@ impl OperatorContext {
         self.node
     }
 
-    /// The same context for node `node` of an attempt tagged `tag`,
-    /// restored from `from` with `state` (this node's part).
+    /// The same context for node `node` of an attempt tagged `tag` (of a
+    /// job that checkpoints or not), restored from `from` with `state`
+    /// (this node's part).
     pub(crate) fn for_attempt(
         mut self,
         node: u32,
         tag: Arc<str>,
+        checkpointing: bool,
         from: Option<CheckpointId>,
         state: Option<Vec<u8>>,
     ) -> OperatorContext {
         self.node = node;
+        self.checkpointing = checkpointing;
         self.attempt_tag = tag;
         self.restored_from = from;
         self.restored = state.map(Arc::from);

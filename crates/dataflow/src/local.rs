@@ -6,7 +6,8 @@
 //! — the same code paths as a cluster, in one test process. For tests,
 //! examples and programs that embed a small job.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::Wiring;
 use holdfast_types::CheckpointId;
+use holdfast_types::sync::lock;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::api::Dataflow;
@@ -126,6 +128,14 @@ pub struct LocalJob {
 pub struct LocalCheckpoints {
     inboxes: Vec<(TaskId, bool, CheckpointInbox)>,
     reports: Mutex<UnboundedReceiver<CheckpointReport>>,
+    /// Subtasks whose input ended (they wait for a last checkpoint).
+    ended: Mutex<BTreeSet<TaskId>>,
+    /// The highest checkpoint id taken.
+    last_id: AtomicU64,
+    /// Whether the job runs with checkpoints.
+    enabled: bool,
+    /// Set once the job was canceled (no last checkpoint then).
+    canceled: AtomicBool,
 }
 
 /// A job id unique in this process (and very likely beyond it).
@@ -235,6 +245,10 @@ impl LocalRun {
             checkpoints: Arc::new(LocalCheckpoints {
                 inboxes,
                 reports: Mutex::new(reports),
+                ended: Mutex::new(BTreeSet::new()),
+                last_id: AtomicU64::new(0),
+                enabled: self.checkpointing.is_some(),
+                canceled: AtomicBool::new(false),
             }),
         })
     }
@@ -292,8 +306,12 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
     ) -> Result<LocalCheckpoint, String> {
-        for (_, source, inbox) in &self.inboxes {
-            if *source {
+        self.last_id.fetch_max(id.0, Ordering::AcqRel);
+        // The sources start the barriers; a subtask whose input ended is
+        // triggered itself (no barrier reaches it any more).
+        let ended = lock(&self.ended).clone();
+        for (task, source, inbox) in &self.inboxes {
+            if *source || ended.contains(task) {
                 inbox.deliver(CheckpointRequest::Trigger {
                     id,
                     timestamp_ms: 0,
@@ -303,7 +321,7 @@ impl LocalCheckpoints {
         let deadline = Instant::now() + timeout;
         let mut states = BTreeMap::new();
         let mut longest_sync = Duration::ZERO;
-        let mut reports = holdfast_types::sync::lock(&self.reports);
+        let mut reports = lock(&self.reports);
         while states.len() < self.inboxes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
             let report = wait_report(&mut reports, left).ok_or_else(|| {
@@ -313,6 +331,21 @@ impl LocalCheckpoints {
                     self.inboxes.len()
                 )
             })?;
+            if matches!(report.outcome, CheckpointOutcome::InputEnded) {
+                self.note(&report);
+                // No barrier reaches it any more: trigger it itself (it
+                // ignores a trigger it snapshotted already).
+                let task = report.key.attempt.task;
+                if !states.contains_key(&task)
+                    && let Some((_, _, inbox)) = self.inboxes.iter().find(|(t, _, _)| *t == task)
+                {
+                    inbox.deliver(CheckpointRequest::Trigger {
+                        id,
+                        timestamp_ms: 0,
+                    });
+                }
+                continue;
+            }
             if report.checkpoint != id {
                 continue;
             }
@@ -331,6 +364,7 @@ impl LocalCheckpoints {
                         report.key
                     ));
                 }
+                CheckpointOutcome::InputEnded => {}
             }
         }
         for (_, _, inbox) in &self.inboxes {
@@ -344,9 +378,70 @@ impl LocalCheckpoints {
     }
 }
 
+impl LocalCheckpoints {
+    /// Waits up to `timeout` until every subtask's input ended (each then
+    /// waits for a last checkpoint); whether they all did.
+    pub fn wait_all_ended(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            {
+                let mut reports = lock(&self.reports);
+                while let Ok(report) = reports.try_recv() {
+                    self.note(&report);
+                }
+            }
+            if self.all_ended() {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let waited = wait_report(
+                &mut lock(&self.reports),
+                left.min(Duration::from_millis(50)),
+            );
+            if let Some(report) = waited {
+                self.note(&report);
+            }
+        }
+    }
+
+    /// Records a subtask's end of input (other reports answer checkpoints
+    /// nobody waits for any more).
+    fn note(&self, report: &CheckpointReport) {
+        if matches!(report.outcome, CheckpointOutcome::InputEnded) {
+            lock(&self.ended).insert(report.key.attempt.task);
+        }
+    }
+
+    /// An id above every one taken so far (ids of a job must grow).
+    pub fn next_id(&self) -> CheckpointId {
+        CheckpointId(self.last_id.fetch_add(1, Ordering::AcqRel) + 1)
+    }
+
+    fn all_ended(&self) -> bool {
+        lock(&self.ended).len() == self.inboxes.len()
+    }
+
+    /// When every subtask waits for a last checkpoint, takes it (the job
+    /// then ends); nothing otherwise.
+    fn finish_if_ended(&self) -> Result<(), String> {
+        if !self.enabled || self.canceled.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if !self.wait_all_ended(Duration::ZERO) {
+            return Ok(());
+        }
+        self.checkpoint(self.next_id(), Duration::from_secs(60))
+            .map(drop)
+    }
+}
+
 impl LocalJob {
     /// Asks every subtask to stop.
     pub fn cancel(&self) {
+        self.checkpoints.canceled.store(true, Ordering::Release);
         for cancel in &self.cancels {
             cancel.cancel();
         }
@@ -357,10 +452,23 @@ impl LocalJob {
     /// through the exchange (that one names the cause).
     pub fn join(mut self) -> Result<(), LocalError> {
         let mut failures: Vec<LocalError> = Vec::new();
-        for _ in 0..self.threads.len() {
-            let Ok((task, name, result)) = self.done.recv() else {
-                break;
+        let mut ended = 0;
+        while ended < self.threads.len() {
+            // With checkpoints, subtasks whose input ended wait for a last
+            // checkpoint, which this run takes as a coordinator would.
+            let (task, name, result) = match self.done.recv_timeout(Duration::from_millis(20)) {
+                Ok(done) => done,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if failures.is_empty()
+                        && let Err(error) = self.checkpoints.finish_if_ended()
+                    {
+                        tracing::warn!(%error, "the last checkpoint of a local run failed; retrying");
+                    }
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             };
+            ended += 1;
             if let Err(error) = result {
                 if failures.is_empty() {
                     self.cancel();

@@ -252,3 +252,42 @@ fn a_state_file_of_another_job_is_refused_by_name() {
     .to_string();
     assert!(error.contains("belongs to job \"checkpointed\""), "{error}");
 }
+
+#[test]
+fn a_job_killed_while_its_tasks_wait_for_their_last_checkpoint_repeats_nothing() {
+    // Every subtask reached the end of its input and waits for a last
+    // checkpoint before it ends: what it wrote since the checkpoint before
+    // is not committed yet, so a crash now loses nothing and repeats
+    // nothing once the job is restored.
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ids) = (dir.path().join("sums"), dir.path().join("ids"));
+    let compiled = job(&out, &ids);
+    let running = run_options(CheckpointingMode::ExactlyOnce)
+        .start(Arc::clone(&compiled))
+        .unwrap();
+    let first = running
+        .checkpoint(CheckpointId(1), Duration::from_secs(30))
+        .unwrap();
+    assert!(
+        running
+            .checkpointer()
+            .wait_all_ended(Duration::from_secs(60)),
+        "every subtask reached its end of input"
+    );
+    let waiting = committed(&ids).len() as u64;
+    assert!(
+        waiting < RECORDS,
+        "nothing after checkpoint 1 is committed before the last checkpoint ({waiting} ids)"
+    );
+    running.cancel();
+    running.join().unwrap();
+    LocalRun {
+        restore: Some(first),
+        ..run_options(CheckpointingMode::ExactlyOnce)
+    }
+    .run_compiled(compiled)
+    .unwrap();
+    let mut seen: Vec<u64> = committed(&ids).iter().map(|l| l.parse().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..RECORDS).collect::<Vec<_>>(), "every id once");
+}

@@ -61,6 +61,10 @@ pub enum CheckpointOutcome {
     },
     /// It cannot take part (why, for the checkpoint's history).
     Declined(String),
+    /// Not an answer to a checkpoint: the attempt's input ended, and it
+    /// waits for a checkpoint to complete before it ends (that checkpoint
+    /// commits its last output). Sent with checkpoint id 0.
+    InputEnded,
 }
 
 impl fmt::Debug for CheckpointOutcome {
@@ -77,6 +81,7 @@ impl fmt::Debug for CheckpointOutcome {
                 .field("sync", sync)
                 .finish(),
             CheckpointOutcome::Declined(reason) => f.debug_tuple("Declined").field(reason).finish(),
+            CheckpointOutcome::InputEnded => f.write_str("InputEnded"),
         }
     }
 }
@@ -159,6 +164,10 @@ impl fmt::Debug for StateSource {
         }
     }
 }
+
+/// The id an [`CheckpointOutcome::InputEnded`] report carries (it answers
+/// no checkpoint).
+pub const NO_CHECKPOINT: CheckpointId = CheckpointId(0);
 
 /// The state an attempt starts from.
 #[derive(Clone, Debug, PartialEq, Eq)]

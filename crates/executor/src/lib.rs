@@ -50,7 +50,7 @@ mod thread;
 pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, EncodeState,
-    RestoredState, StateSource, TaskCheckpointing,
+    NO_CHECKPOINT, RestoredState, StateSource, TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
 pub use context::{CancelHandle, CheckpointInbox, TaskContext};

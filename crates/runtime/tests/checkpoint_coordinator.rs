@@ -602,3 +602,72 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at_once() {
+    let mut c = running(config());
+    trigger(&mut c, 100, 1);
+    complete(&mut c, 110, 1);
+    // The source's input ended: from now on it is triggered directly too
+    // (it is a source already, so the list does not change) …
+    assert_eq!(c.handle(at(150), I::TaskEnded { task: task(0, 0) }), []);
+    assert_eq!(c.handle(at(200), I::Tick), [C::AllocateId]);
+    assert_eq!(
+        c.handle(at(200), I::IdAllocated(id(2))),
+        [C::TriggerBarriers {
+            id: id(2),
+            sources: vec![task(0, 0)]
+        }]
+    );
+    complete(&mut c, 210, 2);
+    // … and once the sink's ended as well, the last checkpoint is
+    // triggered at once, to every task, without waiting for the interval.
+    assert_eq!(
+        c.handle(at(220), I::TaskEnded { task: task(1, 0) }),
+        [C::AllocateId],
+        "every task waits: trigger now"
+    );
+    assert_eq!(
+        c.handle(at(220), I::IdAllocated(id(3))),
+        [C::TriggerBarriers {
+            id: id(3),
+            sources: vec![task(0, 0), task(1, 0)]
+        }]
+    );
+    // An end reported twice, or by a task of no run, changes nothing.
+    assert_eq!(c.handle(at(230), I::TaskEnded { task: task(1, 0) }), []);
+    assert_eq!(c.handle(at(230), I::TaskEnded { task: task(7, 0) }), []);
+    // A new run forgets the ends.
+    c.handle(
+        at(300),
+        I::Running {
+            tasks: tasks(),
+            sources: vec![task(0, 0)],
+        },
+    );
+    trigger(&mut c, 400, 4);
+}
+
+#[test]
+fn a_checkpoint_waiting_for_a_task_whose_input_ended_is_triggered_there() {
+    let mut c = running(config());
+    trigger(&mut c, 100, 1);
+    // The sink's input ended before barrier 1 could reach it: it is
+    // triggered itself, so checkpoint 1 does not wait for its expiry.
+    assert_eq!(
+        c.handle(at(120), I::TaskEnded { task: task(1, 0) }),
+        [C::TriggerBarriers {
+            id: id(1),
+            sources: vec![task(1, 0)]
+        }]
+    );
+    // Acknowledged by both, it completes.
+    let out = complete(&mut c, 130, 1);
+    assert!(
+        out.contains(&C::NotifyComplete {
+            id: id(1),
+            tasks: tasks()
+        }),
+        "{out:?}"
+    );
+}

@@ -23,7 +23,6 @@ use clap::Args;
 use holdfast_dataflow::local::LocalCheckpoints;
 use holdfast_dataflow::{JobRegistry, LocalRun};
 use holdfast_runtime::checkpoint::CheckpointingMode;
-use holdfast_types::CheckpointId;
 use serde_json::{Value, json};
 
 use crate::cpu::own_cpu_time;
@@ -83,7 +82,7 @@ fn checkpoint_every(
     std::thread::spawn(move || {
         let mut taken = Vec::new();
         let mut next = Instant::now() + every;
-        for id in 1..=limit {
+        for _ in 0..limit {
             while Instant::now() < next {
                 if done.load(Ordering::Acquire) {
                     return taken;
@@ -92,8 +91,8 @@ fn checkpoint_every(
             }
             let started = Instant::now();
             // A checkpoint the job's end overtakes times out: the run is over.
-            let Ok(checkpoint) = checkpoints.checkpoint(CheckpointId(id), Duration::from_secs(120))
-            else {
+            let id = checkpoints.next_id();
+            let Ok(checkpoint) = checkpoints.checkpoint(id, Duration::from_secs(120)) else {
                 return taken;
             };
             taken.push(Taken {

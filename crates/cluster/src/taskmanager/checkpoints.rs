@@ -42,6 +42,9 @@ pub(super) struct Answer {
     pub(super) checkpoint: CheckpointId,
     /// `Err(reason)`: declined.
     pub(super) result: Result<Written, String>,
+    /// Not an answer: the attempt's input ended (it waits for a last
+    /// checkpoint).
+    pub(super) input_ended: bool,
 }
 
 /// What an acknowledgement says was written.
@@ -112,8 +115,17 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
         checkpoint,
         outcome,
     } = report;
+    let mut input_ended = false;
     let result = match outcome {
         CheckpointOutcome::Declined(reason) => Err(reason),
+        CheckpointOutcome::InputEnded => {
+            input_ended = true;
+            Ok(Written {
+                state: String::new(),
+                bytes: 0,
+                alignment: Duration::ZERO,
+            })
+        }
         CheckpointOutcome::Acknowledged {
             state: None,
             alignment,
@@ -142,6 +154,7 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
         key,
         checkpoint,
         result,
+        input_ended,
     }
 }
 
@@ -270,6 +283,7 @@ impl Actor {
             leader_epoch: registration.epoch.0,
             attempt: Some((answer.key.job, answer.key.attempt).into()),
             checkpoint_id: answer.checkpoint.0,
+            input_ended: answer.input_ended,
             ..Default::default()
         };
         match answer.result {

@@ -3,8 +3,9 @@
 //! Each subtask writes hidden part files through [`PartFiles`]: in
 //! progress until a checkpoint's barrier makes them pending, committed
 //! (renamed to `part-<subtask>-<writer>-<n>`) when that checkpoint
-//! completes. Without checkpoints, everything is committed at the end of
-//! input. Readers of the directory see committed files only (hidden files
+//! completes — also at the end of input, when the task waits for a last
+//! checkpoint before it ends. Without checkpoints, everything is committed
+//! at the end of input. Readers of the directory see committed files only (hidden files
 //! start with `.`).
 
 use std::fmt;
@@ -105,6 +106,7 @@ impl<T: 'static> Sink<T> for FileSink<T> {
             format: Arc::clone(&self.format),
             line: String::new(),
             started: Instant::now(),
+            checkpointing: ctx.checkpointing(),
         }))
     }
 }
@@ -114,6 +116,8 @@ struct FileWriter<T> {
     format: Format<T>,
     line: String,
     started: Instant,
+    /// Whether the job checkpoints: then only completed checkpoints commit.
+    checkpointing: bool,
 }
 
 impl<T> SinkWriter<T> for FileWriter<T> {
@@ -141,9 +145,12 @@ impl<T> SinkWriter<T> for FileWriter<T> {
     }
 
     fn finish(&mut self) -> Result<(), TaskFailure> {
-        // The end of input: what is left is committed now (see
-        // docs/CHECKPOINTS.md for what this means for a job that restarts
-        // after some of its sinks finished).
+        if self.checkpointing {
+            // The end of input: the task waits for a last checkpoint, which
+            // makes this pending and commits it once complete.
+            return self.files.close().map_err(part_failure);
+        }
+        // Without checkpoints, what is left is committed now.
         self.files.snapshot(u64::MAX).map_err(part_failure)?;
         self.files.commit(u64::MAX).map_err(part_failure)
     }

@@ -287,6 +287,12 @@ impl PartFiles {
         }
     }
 
+    /// Closes the part file in progress (synced); it stays hidden until the
+    /// next snapshot makes it pending and a commit commits it.
+    pub fn close(&mut self) -> Result<(), PartFileError> {
+        self.close_in_progress()
+    }
+
     fn close_in_progress(&mut self) -> Result<(), PartFileError> {
         let Some(mut open) = self.in_progress.take() else {
             return Ok(());

@@ -122,6 +122,7 @@ pub(crate) fn build(
         None => Restored::none(),
     };
     let tag = attempt_tag(ctx);
+    let checkpointing = ctx.checkpointing().is_some();
     let mut operator_ctx = |node: usize| {
         let from = restored.checkpoint();
         let state = restored.take(node as u32);
@@ -134,7 +135,7 @@ pub(crate) fn build(
             metrics,
         )
         .with_cancel_flag(Arc::clone(canceled))
-        .for_attempt(node as u32, Arc::clone(&tag), from, state)
+        .for_attempt(node as u32, Arc::clone(&tag), checkpointing, from, state)
     };
 
     let mut inputs: HashMap<usize, AnyBox> = HashMap::new();

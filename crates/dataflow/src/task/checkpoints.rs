@@ -8,7 +8,9 @@
 use std::time::{Duration, Instant};
 
 use holdfast_exchange::InputGate;
-use holdfast_executor::{CheckpointOutcome, CheckpointRequest, TaskContext, TaskFailure};
+use holdfast_executor::{
+    CheckpointOutcome, CheckpointRequest, NO_CHECKPOINT, TaskContext, TaskFailure,
+};
 use holdfast_runtime::checkpoint::{AlignCommand, BarrierAligner, CheckpointingMode};
 use holdfast_types::{CheckpointId, MonoTime};
 
@@ -16,9 +18,40 @@ use crate::checkpoint::{FileHeader, Snapshot};
 use crate::task::input::Chain;
 use crate::task::source_loop::SourceLoop;
 
+/// How long a task waiting for its last checkpoint sleeps between looks at
+/// its requests (a request wakes it at once).
+const LAST_CHECKPOINT_POLL: Duration = Duration::from_millis(500);
+
+/// A task whose input ended, as it takes part in checkpoints.
+pub(crate) enum Ended<'a> {
+    /// A source: its position, then its chain.
+    Source(&'a mut dyn SourceLoop),
+    /// A task fed by others: its chain.
+    Input(&'a mut dyn Chain),
+}
+
+impl Ended<'_> {
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
+        match self {
+            Ended::Source(source) => source.barrier(id, snapshot),
+            Ended::Input(chain) => chain.barrier(id, snapshot),
+        }
+    }
+
+    fn chain(&mut self) -> &mut dyn Chain {
+        match self {
+            Ended::Source(source) => source.chain(),
+            Ended::Input(chain) => &mut **chain,
+        }
+    }
+}
+
 /// One attempt's checkpoints.
 pub(crate) struct TaskCheckpoints {
     enabled: bool,
+    /// The newest checkpoint this attempt snapshotted (a trigger for it
+    /// again, or for an older one, is ignored).
+    snapshotted: Option<CheckpointId>,
     aligner: Option<BarrierAligner>,
     header: FileHeader,
     started: Instant,
@@ -34,6 +67,7 @@ impl TaskCheckpoints {
             .map_or(CheckpointingMode::ExactlyOnce, |c| c.mode);
         TaskCheckpoints {
             enabled: ctx.checkpointing().is_some(),
+            snapshotted: None,
             aligner: (channels > 0).then(|| BarrierAligner::new(channels, mode)),
             header,
             started: Instant::now(),
@@ -95,6 +129,51 @@ impl TaskCheckpoints {
             }
         }
         Ok(())
+    }
+
+    /// The task's input ended and its chain finished: without checkpoints
+    /// it ends now. With them it tells the leader and waits — triggered
+    /// itself, since no barrier can reach it any more — until a checkpoint
+    /// it snapshotted after its end completes (that one commits its last
+    /// output), or until it is canceled. `take` snapshots the chain.
+    pub(crate) fn await_last_checkpoint(
+        &mut self,
+        ctx: &TaskContext,
+        mut task: Ended<'_>,
+    ) -> Result<(), TaskFailure> {
+        if !self.enabled {
+            return Ok(());
+        }
+        ctx.checkpoint_reporter()
+            .report(NO_CHECKPOINT, CheckpointOutcome::InputEnded);
+        let mut last: Option<CheckpointId> = None;
+        loop {
+            for request in ctx.take_checkpoint_requests() {
+                match request {
+                    CheckpointRequest::Trigger { id, .. } => {
+                        if self.snapshotted.is_some_and(|done| id <= done) {
+                            continue; // snapshotted before the input ended
+                        }
+                        self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
+                            task.barrier(id, snapshot)
+                        })?;
+                        last = Some(last.map_or(id, |l| l.max(id)));
+                    }
+                    CheckpointRequest::Complete(id) => {
+                        task.chain().checkpoint_ended(id, true)?;
+                        // Done once a checkpoint taken after the end
+                        // completed (it covers everything written).
+                        if last.is_some_and(|l| id >= l) {
+                            return Ok(());
+                        }
+                    }
+                    CheckpointRequest::Aborted(id) => task.chain().checkpoint_ended(id, false)?,
+                }
+            }
+            if !ctx.sleep_or_request(LAST_CHECKPOINT_POLL) {
+                return Ok(()); // canceled
+            }
+        }
     }
 
     /// Channel `channel` delivered barrier `id`.
@@ -174,6 +253,7 @@ impl TaskCheckpoints {
     ) -> Result<(), TaskFailure> {
         let mut snapshot = Snapshot::default();
         take(&mut snapshot)?;
+        self.snapshotted = Some(self.snapshotted.map_or(id, |done| done.max(id)));
         let sync = snapshot.taking();
         let state = (!snapshot.is_empty()).then(|| {
             let header = FileHeader {

@@ -24,7 +24,7 @@ use crate::metrics::DataflowMetrics;
 use crate::plan::CompiledPlan;
 use crate::source::Poll;
 use crate::task::build::Head;
-use crate::task::checkpoints::TaskCheckpoints;
+use crate::task::checkpoints::{Ended, TaskCheckpoints};
 use crate::task::input::{Chain, InputPort, Watermarks};
 use crate::task::source_loop::SourceLoop;
 use crate::time::Clock;
@@ -206,7 +206,8 @@ fn run_source(
             Poll::End => break,
         }
     }
-    source.chain().finish()
+    source.chain().finish()?;
+    checkpoints.await_last_checkpoint(ctx, Ended::Source(source.as_mut()))
 }
 
 fn run_input(
@@ -260,5 +261,6 @@ fn run_input(
         }
         fire_timers(port.chain(), clock)?;
     }
-    port.chain().finish()
+    port.chain().finish()?;
+    checkpoints.await_last_checkpoint(ctx, Ended::Input(port.chain()))
 }

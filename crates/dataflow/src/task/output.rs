@@ -214,6 +214,11 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
     }
 
     fn barrier(&mut self, id: CheckpointId, _: &mut Snapshot) -> Result<(), TaskFailure> {
+        if self.writer.is_none() {
+            // The output ended (a task waiting for its last checkpoint):
+            // nothing follows to cut.
+            return Ok(());
+        }
         // Records before the barrier go first, in every subpartition.
         self.send_all()?;
         self.writer()?

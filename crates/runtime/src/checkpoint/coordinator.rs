@@ -47,6 +47,10 @@ pub struct CheckpointCoordinator {
     /// Every current attempt, while the job runs.
     tasks: Vec<ExecutionAttemptId>,
     sources: Vec<ExecutionAttemptId>,
+    /// Attempts of this run that reached the end of their input and wait
+    /// for a checkpoint to complete before they end: they are triggered
+    /// directly (no barrier can reach them any more).
+    ended: BTreeSet<ExecutionAttemptId>,
     running: bool,
     /// The pointer write was refused: this JobManager no longer leads.
     deposed: bool,
@@ -74,6 +78,7 @@ impl CheckpointCoordinator {
             config,
             tasks: Vec::new(),
             sources: Vec::new(),
+            ended: BTreeSet::new(),
             running: false,
             deposed: false,
             requesting: None,
@@ -97,6 +102,7 @@ impl CheckpointCoordinator {
                 self.abort_all(&mut out, now, AbortReason::JobStopped);
                 self.tasks = tasks;
                 self.sources = sources;
+                self.ended.clear();
                 self.running = !self.tasks.is_empty();
                 self.requesting = None;
                 self.failures_in_row = 0;
@@ -104,11 +110,34 @@ impl CheckpointCoordinator {
             }
             CheckpointInput::Stopped => {
                 self.abort_all(&mut out, now, AbortReason::JobStopped);
+                self.ended.clear();
                 self.running = false;
                 self.requesting = None;
                 self.next_trigger = None;
             }
             CheckpointInput::Tick => self.on_tick(&mut out, now),
+            CheckpointInput::TaskEnded { task } => {
+                if self.running && self.tasks.contains(&task) && self.ended.insert(task) {
+                    // A checkpoint still waiting for this task gets no
+                    // barrier to it any more: trigger it there directly (a
+                    // task ignores a trigger it snapshotted already).
+                    for (id, pending) in &self.pending {
+                        if pending.phase == Phase::Collecting && pending.awaiting.contains(&task) {
+                            out.push(CheckpointCommand::TriggerBarriers {
+                                id: *id,
+                                sources: vec![task],
+                            });
+                        }
+                    }
+                    if self.ended.len() == self.tasks.len() {
+                        // Every task waits for a last checkpoint to end:
+                        // trigger it now rather than at the interval.
+                        self.next_trigger = Some(now);
+                        self.last_end = None;
+                        self.on_tick(&mut out, now);
+                    }
+                }
+            }
             CheckpointInput::IdAllocated(id) => self.on_id(&mut out, now, id),
             CheckpointInput::IdFailed(_) => {
                 // Not a failed checkpoint (none was triggered): the next
@@ -239,10 +268,11 @@ impl CheckpointCoordinator {
             },
         );
         self.record(id, now);
-        out.push(CheckpointCommand::TriggerBarriers {
-            id,
-            sources: self.sources.clone(),
-        });
+        // The sources start the barriers; a task whose input ended gets no
+        // barrier any more and is triggered itself.
+        let mut sources = self.sources.clone();
+        sources.extend(self.ended.iter().filter(|t| !self.sources.contains(t)));
+        out.push(CheckpointCommand::TriggerBarriers { id, sources });
     }
 
     fn on_ack(

@@ -14,6 +14,8 @@
 //!  MetadataWritten{id, location} ────────────────────────► WritePointer{id, location}   (HA write, leader-conditional)
 //!  PointerWritten{id} ───────────────────────────────────► NotifyComplete{id}, Retire{older beyond num-retained}
 //!  Declined / timeout / a failed write ──────────────────► NotifyAborted{id}, Discard{id}  (counted; too many: FailJob)
+//!  TaskEnded{task} ──(a checkpoint awaits it)────────────► TriggerBarriers{id, [task]}   (no barrier reaches it any more)
+//!                  └─(every task ended)──────────────────► AllocateId at once: the last checkpoint, which lets the tasks end
 //! ```
 //!
 //! A checkpoint counts as complete only once its pointer is in the HA store

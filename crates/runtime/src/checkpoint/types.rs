@@ -109,6 +109,14 @@ pub enum CheckpointInput {
     /// The job stopped running (failing, restarting, canceled, finished):
     /// pending checkpoints are aborted, nothing is triggered.
     Stopped,
+    /// A task reached the end of its input: it takes part in checkpoints
+    /// from now on when triggered itself, and waits for one to complete
+    /// before it ends (its final output is committed by it). Once every
+    /// task has ended, the next checkpoint is triggered at once.
+    TaskEnded {
+        /// The task.
+        task: ExecutionAttemptId,
+    },
     /// Time passed (the shell calls at [`next_wakeup`] at the latest).
     ///
     /// [`next_wakeup`]: super::CheckpointCoordinator::next_wakeup
@@ -158,11 +166,12 @@ pub enum CheckpointCommand {
     /// Take the next id from the HA checkpoint-id counter; answer with
     /// [`CheckpointInput::IdAllocated`] or [`CheckpointInput::IdFailed`].
     AllocateId,
-    /// Have the sources emit barrier `id`.
+    /// Have the sources emit barrier `id` (and the tasks whose input ended
+    /// snapshot directly).
     TriggerBarriers {
         /// The checkpoint.
         id: CheckpointId,
-        /// The source attempts.
+        /// The source attempts, and the attempts whose input ended.
         sources: Vec<ExecutionAttemptId>,
     },
     /// Every task acknowledged: write the checkpoint's metadata file.

@@ -429,7 +429,11 @@ impl Term {
                     Status::invalid_argument(e.to_string())
                 })?;
         let id = CheckpointId(request.checkpoint_id);
-        let input = if request.declined.is_empty() {
+        let input = if request.input_ended {
+            tracing::debug!(%job, attempt = %task,
+                "a task's input ended; it waits for a last checkpoint to commit its output");
+            CheckpointInput::TaskEnded { task }
+        } else if request.declined.is_empty() {
             CheckpointInput::Acknowledged {
                 id,
                 task,
