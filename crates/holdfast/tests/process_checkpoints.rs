@@ -439,3 +439,41 @@ async fn a_restart_falls_back_past_a_corrupt_checkpoint_and_says_so() -> Result<
     finished(&client, job).await?;
     check_output_with(&output, false)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_bounded_job_ends_through_its_last_checkpoint() -> Result<()> {
+    // Done in milliseconds: its tasks reach their end before the leader has
+    // seen them all running; they wait for their last checkpoint, which the
+    // leader triggers at once, and only that commits the output.
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let cluster = Cluster::start("lease", &config(&checkpoints)).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let _tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&client, 2).await?;
+    let records = 2_000u64;
+    let params = json!({"records": records, "keys": KEYS, "pipeline": "keyed", "output": output});
+    let graph = holdfast_dataflow::JobRegistry::builtin().job_graph(datagen::NAME, &params, 2)?;
+    let job = client.submit(&graph).await?;
+    finished(&client, job).await?;
+    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+    for line in support::part_lines(&output)? {
+        let (key, _) = line.split_once('\t').context("a `key<TAB>sum` line")?;
+        *counts.entry(key.parse()?).or_default() += 1;
+    }
+    let mut expected: BTreeMap<u32, usize> = BTreeMap::new();
+    for i in 0..records {
+        *expected.entry(datagen::record(i, KEYS).key).or_default() += 1;
+    }
+    ensure!(counts == expected, "one committed update per record");
+    let stats = client.checkpoints(job).await?;
+    ensure!(
+        stats.counts.completed >= 1,
+        "the last checkpoint completed: {stats:?}"
+    );
+    Ok(())
+}

@@ -637,15 +637,31 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
     // An end reported twice, or by a task of no run, changes nothing.
     assert_eq!(c.handle(at(230), I::TaskEnded { task: task(1, 0) }), []);
     assert_eq!(c.handle(at(230), I::TaskEnded { task: task(7, 0) }), []);
-    // A new run forgets the ends.
-    c.handle(
-        at(300),
-        I::Running {
-            tasks: tasks(),
-            sources: vec![task(0, 0)],
-        },
+    // A new run (new attempts) is not the old run's ends: it triggers at
+    // the interval, its sources only.
+    let again = |vertex| ExecutionAttemptId {
+        task: TaskId { vertex, subtask: 0 },
+        attempt: 1,
+    };
+    c.handle(at(300), I::Stopped);
+    assert_eq!(
+        c.handle(
+            at(300),
+            I::Running {
+                tasks: vec![again(0), again(1)],
+                sources: vec![again(0)],
+            },
+        ),
+        []
     );
-    trigger(&mut c, 400, 4);
+    assert_eq!(c.handle(at(400), I::Tick), [C::AllocateId]);
+    assert_eq!(
+        c.handle(at(400), I::IdAllocated(id(4))),
+        [C::TriggerBarriers {
+            id: id(4),
+            sources: vec![again(0)]
+        }]
+    );
 }
 
 #[test]
@@ -670,4 +686,47 @@ fn a_checkpoint_waiting_for_a_task_whose_input_ended_is_triggered_there() {
         }),
         "{out:?}"
     );
+}
+
+#[test]
+fn ends_told_before_the_run_count_for_it() {
+    // A short job: both tasks ended before the leader saw them all running.
+    let mut c = CheckpointCoordinator::new(config(), vec![]);
+    assert_eq!(c.handle(at(0), I::TaskEnded { task: task(0, 0) }), []);
+    assert_eq!(c.handle(at(0), I::TaskEnded { task: task(1, 0) }), []);
+    assert_eq!(
+        c.handle(
+            at(10),
+            I::Running {
+                tasks: tasks(),
+                sources: vec![task(0, 0)],
+            },
+        ),
+        [C::AllocateId],
+        "every task of the run waits: the last checkpoint at once"
+    );
+    assert_eq!(
+        c.handle(at(10), I::IdAllocated(id(1))),
+        [C::TriggerBarriers {
+            id: id(1),
+            sources: vec![task(0, 0), task(1, 0)]
+        }]
+    );
+    // An earlier run's ends are not this run's.
+    let later = ExecutionAttemptId {
+        task: TaskId {
+            vertex: 1,
+            subtask: 0,
+        },
+        attempt: 1,
+    };
+    c.handle(at(20), I::Stopped);
+    let out = c.handle(
+        at(30),
+        I::Running {
+            tasks: vec![task(0, 0), later],
+            sources: vec![task(0, 0)],
+        },
+    );
+    assert_eq!(out, [], "task(1, 0)'s end was of the earlier attempt");
 }

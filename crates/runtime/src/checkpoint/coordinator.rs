@@ -102,22 +102,31 @@ impl CheckpointCoordinator {
                 self.abort_all(&mut out, now, AbortReason::JobStopped);
                 self.tasks = tasks;
                 self.sources = sources;
-                self.ended.clear();
+                // An end may be told before the run is (the reports travel
+                // apart); an earlier run's attempts are never this run's.
+                let tasks = &self.tasks;
+                self.ended.retain(|t| tasks.contains(t));
                 self.running = !self.tasks.is_empty();
                 self.requesting = None;
                 self.failures_in_row = 0;
                 self.next_trigger = Some(now.plus(self.config.interval));
+                if self.running && self.ended.len() == self.tasks.len() {
+                    self.next_trigger = Some(now);
+                    self.on_tick(&mut out, now);
+                }
             }
             CheckpointInput::Stopped => {
                 self.abort_all(&mut out, now, AbortReason::JobStopped);
-                self.ended.clear();
                 self.running = false;
                 self.requesting = None;
                 self.next_trigger = None;
             }
             CheckpointInput::Tick => self.on_tick(&mut out, now),
             CheckpointInput::TaskEnded { task } => {
-                if self.running && self.tasks.contains(&task) && self.ended.insert(task) {
+                if !self.running {
+                    // Told before the run: kept for it (see Running).
+                    self.ended.insert(task);
+                } else if self.tasks.contains(&task) && self.ended.insert(task) {
                     // A checkpoint still waiting for this task gets no
                     // barrier to it any more: trigger it there directly (a
                     // task ignores a trigger it snapshotted already).

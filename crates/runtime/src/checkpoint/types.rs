@@ -112,7 +112,8 @@ pub enum CheckpointInput {
     /// A task reached the end of its input: it takes part in checkpoints
     /// from now on when triggered itself, and waits for one to complete
     /// before it ends (its final output is committed by it). Once every
-    /// task has ended, the next checkpoint is triggered at once.
+    /// task has ended, the next checkpoint is triggered at once. May come
+    /// before the [`Running`](Self::Running) of its run.
     TaskEnded {
         /// The task.
         task: ExecutionAttemptId,
