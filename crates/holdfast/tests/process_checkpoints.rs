@@ -174,6 +174,15 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none() -> Result<()> 
     Ok(())
 }
 
+/// Waits until `jm` completed `n` checkpoints (by its log).
+async fn completed(jm: &support::cluster::JobManager, n: usize) -> Result<()> {
+    eventually(&format!("{n} checkpoints completed"), || async {
+        let done = jm.process.stderr().matches("checkpoint complete").count();
+        Ok((done >= n).then_some(()))
+    })
+    .await
+}
+
 /// The `chk-*` directories under `job_dir` (storage removes a directory
 /// with its last file).
 fn chk_dirs(job_dir: &Path) -> Result<Vec<String>> {
@@ -347,11 +356,7 @@ async fn a_new_leader_falls_back_past_a_corrupt_checkpoint_and_says_so() -> Resu
     let jm_b = cluster.jobmanager("jm-b").await?;
     let client_b = rest(&jm_b.rest)?;
     let job = submit(&client_a, &output).await?;
-    eventually("two checkpoints completed", || async {
-        let completed = jm_a.process.stderr().matches("checkpoint complete").count();
-        Ok((completed >= 2).then_some(()))
-    })
-    .await?;
+    completed(&jm_a, 2).await?;
     jm_a.process.kill()?;
     let corrupt = corrupt_all_but_oldest(&checkpoints.join(job.to_string()))?;
     let skipped = logged(
@@ -410,11 +415,7 @@ async fn a_restart_falls_back_past_a_corrupt_checkpoint_and_says_so() -> Result<
     let mut tm2 = cluster.taskmanager("tm-2", None).await?;
     registered(&client, 2).await?;
     let job = submit(&client, &output).await?;
-    eventually("two checkpoints completed", || async {
-        let completed = jm.process.stderr().matches("checkpoint complete").count();
-        Ok((completed >= 2).then_some(()))
-    })
-    .await?;
+    completed(&jm, 2).await?;
     // A restart (tm-2 crashes) while the newest checkpoints are corrupt:
     // the leader reads its restore point again and skips them by name.
     // Stopped first, tm-2 acknowledges no further checkpoint, so none
