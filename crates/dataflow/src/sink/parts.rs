@@ -18,9 +18,8 @@
 //! subtask: output of attempts whose checkpoint never completed is never
 //! committed.
 //!
-//! Not wired into jobs yet (checkpoints are in progress, see
-//! `docs/CHECKPOINTS.md`): [`FileSink`](super::FileSink) still commits on
-//! end of input.
+//! [`FileSink`](super::FileSink) writes through it (see
+//! `docs/CHECKPOINTS.md`).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};

@@ -2,7 +2,7 @@
 //! sources — a deterministic [`Generator`] (rate-limited or unbounded),
 //! line-oriented files split across parallel readers ([`FileLines`]) and
 //! in-memory [`Values`]. Every reader exposes its [`SourcePosition`] and can
-//! be reopened at one, which is what checkpoints will store to resume it.
+//! be reopened at one, which is what checkpoints store to resume it.
 
 pub(crate) mod file;
 mod generator;
