@@ -152,7 +152,7 @@ pub struct CheckpointInbox(Arc<CancelSignal>);
 impl CheckpointInbox {
     /// Queues `request` for the attempt's code
     /// ([`TaskContext::take_checkpoint_requests`]) and wakes a
-    /// [`TaskContext::sleep_or_cancel`] in progress.
+    /// [`TaskContext::sleep_or_request`] in progress.
     pub fn deliver(&self, request: CheckpointRequest) {
         self.0.deliver(request);
     }
