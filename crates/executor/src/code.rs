@@ -34,6 +34,15 @@ use crate::context::TaskContext;
 pub trait TaskCode: Send + 'static {
     /// Runs the attempt to its end.
     fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure>;
+
+    /// Whether the code takes part in checkpoints itself (reads
+    /// [`TaskContext::take_checkpoint_requests`] and reports). Code that
+    /// does not (the default: the built-in tasks) keeps no state and
+    /// commits no output, so the executor acknowledges each trigger for it
+    /// at once, with no state.
+    fn handles_checkpoints(&self) -> bool {
+        false
+    }
 }
 
 /// Why task code failed: its [`FailureKind`] (the task's own code unless

@@ -9,7 +9,11 @@ use holdfast_runtime::ids::JobId;
 use holdfast_types::sync::lock;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::checkpoint::{CheckpointReport, CheckpointRequest};
+use std::time::Duration;
+
+use crate::checkpoint::{
+    CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest,
+};
 use crate::code::TaskCode;
 use crate::context::{CancelHandle, CheckpointInbox, TaskContext};
 use crate::error::{ForgetError, StartError};
@@ -23,8 +27,19 @@ use crate::thread;
 #[derive(Debug)]
 pub(crate) struct Handle {
     cancel: CancelHandle,
-    inbox: CheckpointInbox,
+    /// Where checkpoint requests go: the code's mailbox, or, for code that
+    /// does not take part, the executor answers triggers itself.
+    checkpoints: Checkpoints,
     processed: Arc<AtomicU64>,
+}
+
+/// How an attempt's checkpoint requests are answered.
+#[derive(Clone, Debug)]
+enum Checkpoints {
+    /// By its code.
+    Code(CheckpointInbox),
+    /// By the executor: every trigger acknowledged at once, without state.
+    Stateless(CheckpointReporter),
 }
 
 /// State shared by the executor and its attempt threads.
@@ -149,20 +164,31 @@ impl TaskExecutor {
     /// [`TaskContext::take_checkpoint_requests`]): `false` if the attempt is
     /// unknown or its code has returned.
     pub fn deliver(&self, key: &AttemptKey, request: CheckpointRequest) -> bool {
-        let inbox = {
+        // Signaled after the table's lock is released (as a cancel is).
+        let checkpoints = {
             let table = self.shared.table();
-            table
+            let Some((_, entry)) = table
                 .entries()
                 .find(|(k, entry)| *k == key && !entry.status.is_terminal())
-                .map(|(_, entry)| entry.handle.inbox.clone())
+            else {
+                return false;
+            };
+            entry.handle.checkpoints.clone()
         };
-        match inbox {
-            Some(inbox) => {
-                inbox.deliver(request);
-                true
-            }
-            None => false,
+        match (checkpoints, request) {
+            (Checkpoints::Code(inbox), request) => inbox.deliver(request),
+            (Checkpoints::Stateless(reporter), CheckpointRequest::Trigger { id, .. }) => reporter
+                .report(
+                    id,
+                    CheckpointOutcome::Acknowledged {
+                        state: None,
+                        alignment: Duration::ZERO,
+                        sync: Duration::ZERO,
+                    },
+                ),
+            (Checkpoints::Stateless(_), _) => {}
         }
+        true
     }
 
     /// How many slots the executor has.
@@ -183,9 +209,14 @@ impl TaskExecutor {
     ) -> Result<(), StartError> {
         let reports = self.shared.checkpoint_reports.get().cloned();
         let ctx = TaskContext::new(key, info, reports);
+        let checkpoints = if code.handles_checkpoints() {
+            Checkpoints::Code(ctx.checkpoint_inbox())
+        } else {
+            Checkpoints::Stateless(ctx.checkpoint_reporter().clone())
+        };
         let handle = Handle {
             cancel: ctx.cancel_handle(),
-            inbox: ctx.checkpoint_inbox(),
+            checkpoints,
             processed: ctx.processed_counter(),
         };
         let mut table = self.shared.table();

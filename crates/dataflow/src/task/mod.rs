@@ -109,6 +109,10 @@ impl DataflowTask {
 }
 
 impl TaskCode for DataflowTask {
+    fn handles_checkpoints(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, ctx: &TaskContext) -> Result<(), TaskFailure> {
         let interrupt = Interrupt::new();
         let canceled = Arc::new(AtomicBool::new(false));
