@@ -174,6 +174,19 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none() -> Result<()> 
     Ok(())
 }
 
+/// Waits until `jm` warns that a completed checkpoint is unusable; returns
+/// the rest of that log line (its fields).
+async fn skipped_warning(jm: &support::cluster::JobManager) -> Result<String> {
+    let at = logged(
+        &jm.process,
+        "completed checkpoint unusable; trying an older one",
+        0,
+    )
+    .await?;
+    let log = jm.process.stderr();
+    Ok(log[at..].lines().next().unwrap_or_default().to_owned())
+}
+
 /// Waits until `jm` completed `n` checkpoints (by its log).
 async fn completed(jm: &support::cluster::JobManager, n: usize) -> Result<()> {
     eventually(&format!("{n} checkpoints completed"), || async {
@@ -359,14 +372,7 @@ async fn a_new_leader_falls_back_past_a_corrupt_checkpoint_and_says_so() -> Resu
     completed(&jm_a, 2).await?;
     jm_a.process.kill()?;
     let corrupt = corrupt_all_but_oldest(&checkpoints.join(job.to_string()))?;
-    let skipped = logged(
-        &jm_b.process,
-        "completed checkpoint unusable; trying an older one",
-        0,
-    )
-    .await?;
-    let log = jm_b.process.stderr();
-    let line = log[skipped..].lines().next().unwrap_or_default().to_owned();
+    let line = skipped_warning(&jm_b).await?;
     ensure!(
         corrupt
             .iter()
@@ -423,14 +429,7 @@ async fn a_restart_falls_back_past_a_corrupt_checkpoint_and_says_so() -> Result<
     tm2.process.signal(Signal::SIGSTOP)?;
     let corrupt = corrupt_all_but_oldest(&checkpoints.join(job.to_string()))?;
     tm2.process.kill()?;
-    let skipped = logged(
-        &jm.process,
-        "completed checkpoint unusable; trying an older one",
-        0,
-    )
-    .await?;
-    let log = jm.process.stderr();
-    let line = log[skipped..].lines().next().unwrap_or_default().to_owned();
+    let line = skipped_warning(&jm).await?;
     ensure!(
         corrupt
             .iter()
