@@ -10,7 +10,7 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use serde::{Deserialize, Serialize};
 
-use crate::rest::answers::ExceptionEntry;
+use crate::rest::answers::{ExceptionEntry, TakeoverView};
 
 /// The most failures a stored job keeps (the newest), so its node stays
 /// far below ZooKeeper's 1 MB limit.
@@ -35,6 +35,10 @@ pub struct StoredJob {
     /// not run the job again.
     #[serde(default)]
     pub ended: Option<String>,
+    /// Every take-over by a new leader, oldest first (the newest
+    /// [`MAX_HISTORY`]).
+    #[serde(default)]
+    pub takeovers: Vec<TakeoverView>,
 }
 
 /// A failure (or a recovery by a new leader) kept with the job.
@@ -55,6 +59,16 @@ impl StoredJob {
             history: Vec::new(),
             restarts: 0,
             ended: None,
+            takeovers: Vec::new(),
+        }
+    }
+
+    /// Adds a take-over (bounded like the history).
+    pub fn record_takeover(&mut self, takeover: TakeoverView) {
+        self.takeovers.push(takeover);
+        if self.takeovers.len() > MAX_HISTORY {
+            let excess = self.takeovers.len() - MAX_HISTORY;
+            self.takeovers.drain(..excess);
         }
     }
 

@@ -62,6 +62,15 @@ pub struct ClusterMetrics {
     job_failures: Family<CauseLabel, Counter>,
     /// JobManager: job restarts decided.
     pub job_restarts: Counter,
+    /// JobManager (leader): jobs taken over from a previous leader.
+    pub takeovers: Counter,
+    /// JobManager (leader): running attempts adopted at take-overs.
+    pub attempts_adopted: Counter,
+    /// JobManager (leader): tasks restarted at take-overs (not adoptable).
+    pub attempts_restarted_at_takeover: Counter,
+    /// TaskManager: tasks kept running while waiting for a successor of a
+    /// silent leader (1 while waiting).
+    pub awaiting_successor: Gauge,
     /// JobManager (leader): jobs by state.
     jobs: Family<StateLabel, Gauge>,
     /// JobManager (leader): records processed by all tasks of all jobs, as
@@ -89,6 +98,10 @@ impl Default for ClusterMetrics {
             task_failures: Family::default(),
             job_failures: Family::default(),
             job_restarts: Counter::default(),
+            takeovers: Counter::default(),
+            attempts_adopted: Counter::default(),
+            attempts_restarted_at_takeover: Counter::default(),
+            awaiting_successor: Gauge::default(),
             jobs: Family::default(),
             records_processed: Gauge::default(),
             leading: Gauge::default(),
@@ -142,6 +155,26 @@ impl ClusterMetrics {
             "job_restarts",
             "job restarts decided by the restart strategy",
             metrics.job_restarts.clone(),
+        );
+        r.register(
+            "job_takeovers",
+            "jobs a new leader took over from the previous one (not restarts)",
+            metrics.takeovers.clone(),
+        );
+        r.register(
+            "takeover_attempts_adopted",
+            "running task attempts a new leader adopted (they kept running)",
+            metrics.attempts_adopted.clone(),
+        );
+        r.register(
+            "takeover_attempts_restarted",
+            "tasks a new leader could not adopt and restarted from the latest completed checkpoint",
+            metrics.attempts_restarted_at_takeover.clone(),
+        );
+        r.register(
+            "taskmanager_awaiting_successor",
+            "1 while a TaskManager keeps its tasks for a successor of a silent leader",
+            metrics.awaiting_successor.clone(),
         );
         r.register(
             "jobs",
@@ -227,7 +260,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 19, "{text}");
+        assert_eq!(names.len(), 23, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),

@@ -23,6 +23,8 @@ pub struct ClusterConfig {
     /// `heartbeat.rpc-failure-threshold` (default 2; `None`: Flink's `-1`,
     /// off).
     pub heartbeat_rpc_failure_threshold: Option<u32>,
+    /// `jobmanager.adoption.timeout` (default unset: `heartbeat.timeout`).
+    pub adoption_timeout: Option<Duration>,
     /// `pekko.ask.timeout`, alias `akka.ask.timeout` (default 10 s).
     pub ask_timeout: Duration,
     /// `restart-strategy.*`.
@@ -69,6 +71,7 @@ impl Default for ClusterConfig {
             heartbeat_interval: Duration::from_secs(10),
             heartbeat_timeout: Duration::from_secs(50),
             heartbeat_rpc_failure_threshold: Some(2),
+            adoption_timeout: None,
             ask_timeout: Duration::from_secs(10),
             restart: RestartStrategyConfig::default(),
             task_slots: 1,

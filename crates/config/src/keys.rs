@@ -46,6 +46,8 @@ pub const HEARTBEAT_INTERVAL: &str = "heartbeat.interval";
 pub const HEARTBEAT_TIMEOUT: &str = "heartbeat.timeout";
 /// `heartbeat.rpc-failure-threshold`.
 pub const HEARTBEAT_RPC_FAILURES: &str = "heartbeat.rpc-failure-threshold";
+/// `jobmanager.adoption.timeout`.
+pub const ADOPTION_TIMEOUT: &str = "jobmanager.adoption.timeout";
 /// `pekko.ask.timeout`.
 pub const ASK_TIMEOUT: &str = "pekko.ask.timeout";
 /// `akka.ask.timeout`: Flink's older name of [`ASK_TIMEOUT`].
@@ -270,6 +272,15 @@ pub const KEYS: &[KeySpec] = &[
         HeartbeatsAndRpc,
         "calls in a row (heartbeats, deploys, cancels) that cannot reach a TaskManager (refused, reset) before the leader \
          drops it, long before `heartbeat.timeout`; a slow answer does not count; `-1` turns it off",
+    ),
+    key(
+        ADOPTION_TIMEOUT,
+        "unset",
+        "duration",
+        HeartbeatsAndRpc,
+        "how long a new leader waits for the TaskManagers to report a recovered job's running attempts before it \
+         adopts what was reported and restarts the rest from the latest completed checkpoint (it decides at once \
+         when every attempt is reported and consistent); a TaskManager not heard from by then counts as lost; unset: `heartbeat.timeout`",
     ),
     KeySpec {
         aliases: &[ASK_TIMEOUT_ALIAS],

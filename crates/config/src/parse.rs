@@ -177,6 +177,9 @@ impl ClusterConfig {
             HEARTBEAT_RPC_FAILURES,
             rpc_failures,
         )?;
+        reader.set(&mut config.adoption_timeout, ADOPTION_TIMEOUT, |t| {
+            parse_duration(t).map(Some)
+        })?;
         reader.set(&mut config.ask_timeout, ASK_TIMEOUT_ALIAS, duration)?;
         reader.set(&mut config.ask_timeout, ASK_TIMEOUT, duration)?;
 

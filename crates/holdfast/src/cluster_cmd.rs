@@ -127,6 +127,10 @@ impl Setup {
             heartbeat_timeout: self.config.heartbeat_timeout,
             restart: self.config.restart.strategy(),
             rpc_failure_threshold: self.config.heartbeat_rpc_failure_threshold,
+            adoption_timeout: self
+                .config
+                .adoption_timeout
+                .unwrap_or(self.config.heartbeat_timeout),
         }
     }
 
@@ -147,6 +151,7 @@ impl Setup {
             advertised_host: None,
             ha_base: self.config.ha.base_path(),
             policy: self.config.ha.policy.to_string(),
+            session_timeout: self.config.ha.session_timeout,
             master: self.master_config(),
             client: self.client_config(),
             auth,
@@ -203,6 +208,7 @@ impl Setup {
             policy: self.config.ha.policy,
             client: self.client_config(),
             heartbeat_timeout: self.config.heartbeat_timeout,
+            session_timeout: self.config.ha.session_timeout,
             auth,
             registry,
             metrics: self.metrics.clone(),

@@ -80,6 +80,7 @@ impl ClusterControl for Fake {
                 subtasks: vec![subtask(0, Some("tm-east-1")), subtask(1, None)],
             }],
             plan: Default::default(),
+            takeovers: Vec::new(),
         })
     }
     fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError> {

@@ -105,6 +105,7 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
         leader_epoch: epoch,
         tasks: Vec::new(),
         data_address: String::new(),
+        running: Vec::new(),
     };
     let stranger = JobManagerClient::new(
         &jm.rpc,

@@ -249,7 +249,9 @@ impl Driver {
                         tm
                     );
                 }
-                MasterCommand::JobFailed { .. } | MasterCommand::JobStateChanged { .. } => {}
+                MasterCommand::JobFailed { .. }
+                | MasterCommand::JobStateChanged { .. }
+                | MasterCommand::TakenOver { .. } => {}
             }
         }
         if tick && let Some(wake) = self.core.next_wakeup() {
@@ -289,6 +291,7 @@ proptest! {
                     tm: tm(TMS[t]),
                     slots,
                     tasks: d.reports_of(&claims),
+                    running: vec![],
                 },
                 Op::Lost(t) => MasterInput::TaskManagerLost {
                     tm: tm(TMS[t]),

@@ -53,6 +53,7 @@ fn accepted(epoch: u64) -> RegistrationAccepted {
         jobmanager: format!("10.0.0.{epoch}:6123"),
         heartbeat_interval: ms(100),
         heartbeat_timeout: ms(350),
+        session_timeout: Some(ms(1_000)),
     }
 }
 
@@ -74,6 +75,7 @@ fn core(on_no_leader: OnNoLeader) -> TaskManagerCore {
     TaskManagerCore::new(TaskManagerConfig {
         on_no_leader,
         heartbeat_timeout: ms(350),
+        session_timeout: ms(2_000),
     })
 }
 
@@ -204,8 +206,8 @@ fn a_caller_with_an_unknown_newer_epoch_cannot_raise_the_fence() {
 }
 
 #[test]
-fn a_newer_leader_fails_only_the_older_leaders_attempts_and_is_registered_with() {
-    let mut tm = core(OnNoLeader::KeepTasks);
+fn under_standard_a_newer_leader_fails_the_older_leaders_attempts_and_is_registered_with() {
+    let mut tm = core(OnNoLeader::FailTasks);
     register(&mut tm, at(0), 5);
     started(&mut tm, 1, 5);
     started(&mut tm, 2, 5);
@@ -226,6 +228,7 @@ fn a_newer_leader_fails_only_the_older_leaders_attempts_and_is_registered_with()
                 old: Epoch(5),
                 new: Epoch(8),
                 failed: 2,
+                kept: 0,
             }),
             TmCommand::Register { leader: leader(8) },
         ]
@@ -250,8 +253,8 @@ fn a_newer_leader_fails_only_the_older_leaders_attempts_and_is_registered_with()
 }
 
 #[test]
-fn a_registration_accepted_by_a_newer_epoch_fails_what_older_leaders_deployed() {
-    let mut tm = core(OnNoLeader::KeepTasks);
+fn under_standard_a_registration_accepted_by_a_newer_epoch_fails_what_older_leaders_deployed() {
+    let mut tm = core(OnNoLeader::FailTasks);
     register(&mut tm, at(0), 5);
     started(&mut tm, 1, 5);
     // Heartbeats stop: the attempt fails and the TaskManager registers
@@ -440,8 +443,8 @@ fn no_leader_fails_tasks_only_under_the_standard_policy() {
 }
 
 #[test]
-fn the_jobmanagers_silence_fails_its_tasks_and_registers_again() {
-    let mut tm = core(OnNoLeader::KeepTasks);
+fn under_standard_the_jobmanagers_silence_fails_its_tasks_and_registers_again() {
+    let mut tm = core(OnNoLeader::FailTasks);
     register(&mut tm, at(0), 5);
     started(&mut tm, 1, 5);
     assert_eq!(tm.next_wakeup(), Some(at(100)));
@@ -474,6 +477,8 @@ fn the_jobmanagers_silence_fails_its_tasks_and_registers_again() {
                 epoch: Epoch(5),
                 timeout: ms(350),
                 failed: 1,
+                kept: 0,
+                keep_until: None,
             }),
             TmCommand::Register { leader: leader(5) },
         ]
@@ -486,8 +491,124 @@ fn the_jobmanagers_silence_fails_its_tasks_and_registers_again() {
 }
 
 #[test]
-fn a_pause_of_this_process_is_not_the_jobmanagers_silence() {
+fn a_newer_leader_keeps_the_attempts_for_it_to_adopt() {
     let mut tm = core(OnNoLeader::KeepTasks);
+    register(&mut tm, at(0), 5);
+    started(&mut tm, 1, 5);
+    started(&mut tm, 2, 5);
+    let out = tm.handle(at(10), TmInput::LeaderFound(leader(8)));
+    assert_eq!(
+        out,
+        [
+            TmCommand::Notice(Notice::LeaderFound(leader(8))),
+            TmCommand::Notice(Notice::NewLeader {
+                old: Epoch(5),
+                new: Epoch(8),
+                failed: 0,
+                kept: 2,
+            }),
+            TmCommand::Register { leader: leader(8) },
+        ]
+    );
+    let out = tm.handle(at(12), answered(8, Ok(accepted(8))));
+    assert_eq!(fails(&out), []);
+    assert_eq!(tm.live_tasks(), 2);
+    assert_eq!(tm.failure(&attempt(1)), None);
+    // The new leader's calls on them are accepted, the old leader's not.
+    assert_eq!(
+        tm.handle(at(13), call(8, Some(8), CallKind::Cancel)),
+        [TmCommand::Accept { epoch: Epoch(8) }]
+    );
+    assert!(matches!(
+        tm.handle(at(13), call(5, Some(5), CallKind::Checkpoint))[..],
+        [TmCommand::Reject(CallRejection::Stale(_))]
+    ));
+}
+
+/// Registered with 5 at 0, heartbeats until 1 000, silence after.
+fn silent_after_one_second(tm: &mut TaskManagerCore) -> Vec<TmCommand> {
+    register(tm, at(0), 5);
+    started(tm, 1, 5);
+    for t in (100..=1_000).step_by(100) {
+        tm.handle(at(t - 5), call(5, Some(5), CallKind::Heartbeat));
+        tm.handle(at(t), TmInput::Tick);
+    }
+    let mut out = Vec::new();
+    for t in [1_100, 1_200, 1_300, 1_345] {
+        out = tm.handle(at(t), TmInput::Tick);
+    }
+    out
+}
+
+#[test]
+fn the_jobmanagers_silence_keeps_the_tasks_while_a_successor_may_take_over() {
+    let mut tm = core(OnNoLeader::KeepTasks);
+    let out = silent_after_one_second(&mut tm);
+    // Last heard at 995; the leader's session (1 s) may expire and a
+    // successor be granted until 995 + successor_wait(1 s) = 11 995.
+    let wait = holdfast_runtime::taskmanager::successor_wait(ms(1_000));
+    assert_eq!(wait, ms(11_000));
+    assert_eq!(
+        out,
+        [
+            TmCommand::Notice(Notice::JobManagerHeartbeatTimeout {
+                jobmanager: "10.0.0.5:6123".into(),
+                epoch: Epoch(5),
+                timeout: ms(350),
+                failed: 0,
+                kept: 1,
+                keep_until: Some(ms(11_995 - 1_345)),
+            }),
+            TmCommand::Register { leader: leader(5) },
+        ]
+    );
+    assert_eq!(tm.next_wakeup(), Some(at(11_995)));
+    assert_eq!(tm.awaiting_successor_until(), Some(at(11_995)));
+    assert_eq!(fails(&tm.handle(at(11_994), TmInput::Tick)), []);
+    // Nobody took over: the tasks fail.
+    let out = tm.handle(at(11_995), TmInput::Tick);
+    assert_eq!(
+        fails(&out),
+        [(vec![attempt(1)], FailureKind::JobManagerHeartbeatTimeout)]
+    );
+    assert!(out.contains(&TmCommand::Notice(Notice::NoSuccessor {
+        waited: ms(11_000),
+        failed: 1
+    })));
+    assert_eq!(tm.next_wakeup(), None);
+}
+
+#[test]
+fn a_successor_registered_with_in_time_keeps_the_tasks_for_good() {
+    let mut tm = core(OnNoLeader::KeepTasks);
+    silent_after_one_second(&mut tm);
+    tm.handle(at(9_000), TmInput::LeaderFound(leader(8)));
+    let out = tm.handle(at(9_100), answered(8, Ok(accepted(8))));
+    assert_eq!(fails(&out), []);
+    assert_eq!(tm.awaiting_successor_until(), None);
+    // Watched as any registration: heartbeats from 8 keep it.
+    for t in (9_200..=20_000).step_by(100) {
+        tm.handle(at(t - 5), call(8, Some(8), CallKind::Heartbeat));
+        assert_eq!(fails(&tm.handle(at(t), TmInput::Tick)), [], "at {t}");
+    }
+    assert_eq!(tm.live_tasks(), 1);
+    // A leader that does not say its session timeout gets this
+    // TaskManager's (2 s here: wait 12 s).
+    let mut other = core(OnNoLeader::KeepTasks);
+    other.handle(at(0), TmInput::LeaderFound(leader(5)));
+    let mut no_session = accepted(5);
+    no_session.session_timeout = None;
+    other.handle(at(0), answered(5, Ok(no_session)));
+    started(&mut other, 1, 5);
+    for t in (100..=400).step_by(100) {
+        other.handle(at(t), TmInput::Tick);
+    }
+    assert_eq!(other.awaiting_successor_until(), Some(at(12_000)));
+}
+
+#[test]
+fn a_pause_of_this_process_is_not_the_jobmanagers_silence() {
+    let mut tm = core(OnNoLeader::FailTasks);
     register(&mut tm, at(0), 5);
     started(&mut tm, 1, 5);
     tm.handle(at(100), TmInput::Tick);
@@ -515,7 +636,7 @@ fn after_a_pause_the_jobmanager_gets_a_full_timeout() {
     // A timeout barely above the interval: crediting the pause minus one
     // interval would leave less than a heartbeat's time; the rule gives a
     // whole timeout from the first tick after the pause.
-    let mut tm = core(OnNoLeader::KeepTasks);
+    let mut tm = core(OnNoLeader::FailTasks);
     tm.handle(at(0), TmInput::LeaderFound(leader(5)));
     tm.handle(
         at(0),
@@ -549,7 +670,7 @@ fn after_a_pause_the_jobmanager_gets_a_full_timeout() {
 
 #[test]
 fn attempts_that_had_stopped_report_what_they_ended_as() {
-    let mut tm = core(OnNoLeader::KeepTasks);
+    let mut tm = core(OnNoLeader::FailTasks);
     register(&mut tm, at(0), 5);
     started(&mut tm, 1, 5);
     started(&mut tm, 2, 5);
@@ -635,7 +756,7 @@ fn updates_are_reported_to_the_registration_and_forgotten_once_delivered() {
 
 #[test]
 fn shutdown_fails_every_live_attempt_once() {
-    let mut tm = core(OnNoLeader::KeepTasks);
+    let mut tm = core(OnNoLeader::FailTasks);
     register(&mut tm, at(0), 5);
     for n in 1..=3 {
         started(&mut tm, n, 5);

@@ -145,7 +145,7 @@ impl<B: Backend> Actor<B> {
                 };
                 self.end_term("a newer grant replaced it");
                 let parts = &self.parts;
-                let core = match JobMasterCore::new(parts.options.master.clone()) {
+                let core = match JobMasterCore::recovering(parts.options.master.clone()) {
                     Ok(core) => core,
                     Err(error) => {
                         tracing::error!(%error, "cannot lead: the restart strategy is invalid");
@@ -247,6 +247,7 @@ impl<B: Backend> Actor<B> {
                 for (job, stored) in jobs {
                     term.recovered(job, stored);
                 }
+                term.recovery_done();
             }
             Err(error) => {
                 tracing::error!(%epoch, %error,
@@ -302,6 +303,7 @@ impl<B: Backend> ActorParts<B> {
             metrics: self.options.metrics.clone(),
             heartbeat_interval: self.options.master.heartbeat_interval,
             heartbeat_timeout: self.options.master.heartbeat_timeout,
+            session_timeout: self.options.session_timeout,
             leading: self.leading(),
             actor: self.self_tx.clone(),
             checkpoints: self.checkpoints.as_ref().map(|c| CheckpointIo {

@@ -3,8 +3,9 @@
 
 use holdfast_rpc::proto;
 use holdfast_runtime::failure::{Failure, FailureKind};
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
-use holdfast_runtime::master::{AttemptRef, ReportedStatus, TaskReport};
+use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskManagerId};
+use holdfast_runtime::master::{AttemptRef, ReportedStatus, RunningAttempt, TaskReport};
+use holdfast_types::CheckpointId;
 
 /// The core's view of a proto report, or None (logged) if malformed.
 pub(super) fn report(report: &proto::TaskReport) -> Option<TaskReport> {
@@ -38,6 +39,40 @@ pub(super) fn report(report: &proto::TaskReport) -> Option<TaskReport> {
         slot: report.slot,
         status,
         processed: report.processed,
+    })
+}
+
+/// A registration's description of a live attempt of `tm`, or None
+/// (logged) if its attempt is malformed. Wiring that does not read (or
+/// names a TaskManager id that does not parse) is kept as unknown: the
+/// attempt is then not adopted, never misread.
+pub(super) fn running(
+    tm: &TaskManagerId,
+    running: &proto::RunningAttempt,
+) -> Option<RunningAttempt> {
+    let attempt = running.attempt.as_ref()?;
+    let (job, attempt): (JobId, ExecutionAttemptId) = match attempt.try_into() {
+        Ok(ids) => ids,
+        Err(error) => {
+            tracing::warn!(taskmanager = %tm, %error, "a registration describes a malformed attempt; ignoring it");
+            return None;
+        }
+    };
+    let wiring = running.wiring.as_ref().and_then(|wire| {
+        let read = holdfast_rpc::convert::wiring::wiring(Some(wire), job)
+            .ok()
+            .and_then(|w| w.try_map(|l| l.task_manager.parse::<TaskManagerId>().ok()));
+        if read.is_none() {
+            tracing::warn!(taskmanager = %tm, %job, %attempt,
+                "a registration reports wiring that does not read; the attempt will not be adopted");
+        }
+        read
+    });
+    Some(RunningAttempt {
+        attempt: AttemptRef { job, attempt },
+        wiring,
+        last_checkpoint: running.last_checkpoint.map(CheckpointId),
+        input_ended: running.input_ended,
     })
 }
 

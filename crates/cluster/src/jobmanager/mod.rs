@@ -63,6 +63,11 @@ pub struct JobManagerOptions {
     pub ha_base: String,
     /// The error policy's name, for the HA view.
     pub policy: String,
+    /// Its coordination session timeout
+    /// (`high-availability.zookeeper.client.session-timeout`), told to
+    /// registering TaskManagers: how long they keep their tasks for a
+    /// successor after this leader falls silent.
+    pub session_timeout: Duration,
     /// Heartbeats and the restart strategy.
     pub master: MasterConfig,
     /// `pekko.ask.timeout` and connection settings of outgoing calls.

@@ -75,6 +75,19 @@ pub(super) struct Actor {
     pub(super) jobmanager: Option<JobManagerLink>,
     /// Task reports sent and not yet answered.
     pub(super) pending_reports: usize,
+    /// What each attempt was deployed with and how far its checkpoints
+    /// got: told to a new leader at registration, so that it can adopt it.
+    pub(super) deployed: std::collections::HashMap<AttemptKey, Deployed>,
+}
+
+/// What a new leader needs to know of an attempt to adopt it.
+pub(super) struct Deployed {
+    /// Its wiring, as deployed.
+    pub(super) wiring: Option<holdfast_rpc::proto::Wiring>,
+    /// The last checkpoint it acknowledged.
+    pub(super) last_checkpoint: Option<u64>,
+    /// Whether its input ended.
+    pub(super) input_ended: bool,
 }
 
 /// What executing the core's commands produced for the caller.
@@ -93,6 +106,7 @@ impl Actor {
             core,
             jobmanager: None,
             pending_reports: 0,
+            deployed: std::collections::HashMap::new(),
         }
     }
 
@@ -198,6 +212,7 @@ impl Actor {
                     TmCommand::Forget { attempts } => {
                         for attempt in attempts {
                             let _ = self.parts.executor.forget(&key(attempt));
+                            self.deployed.remove(&key(attempt));
                         }
                     }
                     TmCommand::Notice(notice) => self.notice(notice),
@@ -214,6 +229,20 @@ impl Actor {
             self.jobmanager = None;
         }
         executed
+    }
+
+    /// A live attempt as a registration describes it to a (new) leader.
+    pub(super) fn running_attempt(
+        &self,
+        key: AttemptKey,
+    ) -> Option<holdfast_rpc::proto::RunningAttempt> {
+        let deployed = self.deployed.get(&key)?;
+        Some(holdfast_rpc::proto::RunningAttempt {
+            attempt: Some((key.job, key.attempt).into()),
+            wiring: deployed.wiring.clone(),
+            last_checkpoint: deployed.last_checkpoint,
+            input_ended: deployed.input_ended,
+        })
     }
 
     fn on_message(&mut self, message: Message) {

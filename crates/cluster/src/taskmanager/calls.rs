@@ -125,6 +125,14 @@ impl Actor {
             .executor
             .start(key, request.slot, code, info)
             .map_err(|e| Status::failed_precondition(e.to_string()))?;
+        self.deployed.insert(
+            key,
+            super::actor::Deployed {
+                wiring: request.wiring.clone(),
+                last_checkpoint: None,
+                input_ended: false,
+            },
+        );
         self.step(TmInput::TaskStarted {
             attempt: attempt_ref(key),
             epoch,

@@ -272,6 +272,13 @@ impl Actor {
     /// registered with (without one, it is dropped and the checkpoint
     /// expires on the leader).
     pub(super) fn send_checkpoint_answer(&mut self, answer: Answer) {
+        if let Some(deployed) = self.deployed.get_mut(&answer.key) {
+            if answer.input_ended {
+                deployed.input_ended = true;
+            } else if answer.result.is_ok() {
+                deployed.last_checkpoint = Some(answer.checkpoint.0);
+            }
+        }
         let (Some(registration), Some(link)) = (self.core.registration(), &self.jobmanager) else {
             tracing::debug!(key = %answer.key, checkpoint = %answer.checkpoint,
                 "checkpoint answer dropped: not registered with a leader");

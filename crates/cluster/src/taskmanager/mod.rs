@@ -68,6 +68,10 @@ pub struct TaskManagerOptions {
     /// `heartbeat.timeout` until the leader's registration answer says
     /// otherwise.
     pub heartbeat_timeout: Duration,
+    /// The coordination session timeout assumed for a leader that does not
+    /// say its own (`high-availability.zookeeper.client.session-timeout`):
+    /// how long tasks wait for a successor of a silent leader.
+    pub session_timeout: Duration,
     /// The cluster secret (or explicitly none).
     pub auth: Auth,
     /// The tasks this TaskManager can run.
@@ -194,6 +198,7 @@ pub async fn start<B: Backend>(
             ErrorPolicy::Session | ErrorPolicy::Lease => OnNoLeader::KeepTasks,
         },
         heartbeat_timeout: options.heartbeat_timeout,
+        session_timeout: options.session_timeout,
     });
     let actor = actor::Actor::new(
         actor::Parts {

@@ -13,9 +13,20 @@ impl Actor {
             Notice::LeaderFound(leader) => {
                 tracing::info!(leader = %leader.address, epoch = %leader.epoch, "leading JobManager found");
             }
-            Notice::NewLeader { old, new, failed } => {
+            Notice::NewLeader {
+                old,
+                new,
+                failed,
+                kept: _,
+            } if failed > 0 => {
                 tracing::warn!(old_epoch = %old, new_epoch = %new, failed,
-                    "new JobManager leader: failing the previous leader's tasks and registering with the new one");
+                    "new JobManager leader: failing the previous leader's tasks (policy standard) and registering \
+                     with the new one");
+            }
+            Notice::NewLeader { old, new, kept, .. } => {
+                tracing::info!(old_epoch = %old, new_epoch = %new, tasks = kept,
+                    "new JobManager leader: registering with it and reporting the running tasks for it to adopt \
+                     (they keep running; it cancels only what it cannot adopt)");
             }
             Notice::NoLeader {
                 connection,
@@ -89,6 +100,7 @@ impl Actor {
                 id,
             } => {
                 metrics.registrations.inc();
+                metrics.awaiting_successor.set(0);
                 tracing::info!(jobmanager = %jobmanager, epoch = %epoch, slots = self.parts.options.slots,
                     registration = %id, "registered with the leading JobManager");
             }
@@ -101,11 +113,35 @@ impl Actor {
                 epoch,
                 timeout,
                 failed,
+                keep_until: None,
+                ..
             } => {
                 metrics.jobmanager_heartbeat_timeouts.inc();
                 tracing::warn!(jobmanager = %jobmanager, epoch = %epoch, failed,
-                    "JobManager heartbeat timed out after {timeout:?}: failed its tasks; registering again with \
-                     the leader retrieval reports (this is not a leadership change)");
+                    "JobManager heartbeat timed out after {timeout:?}: failed its tasks (policy standard); \
+                     registering again with the leader retrieval reports (this is not a leadership change)");
+            }
+            Notice::JobManagerHeartbeatTimeout {
+                jobmanager,
+                epoch,
+                timeout,
+                kept,
+                keep_until: Some(keep),
+                ..
+            } => {
+                metrics.jobmanager_heartbeat_timeouts.inc();
+                metrics.awaiting_successor.set(1);
+                tracing::warn!(jobmanager = %jobmanager, epoch = %epoch, tasks = kept,
+                    "JobManager heartbeat timed out after {timeout:?}: the tasks keep running and records keep \
+                     flowing; registering again with the leader retrieval reports, or a successor once one is \
+                     elected, which adopts them; if no leader registers this TaskManager within {keep:?} the tasks \
+                     fail (the leader's session timeout plus a margin)");
+            }
+            Notice::NoSuccessor { waited, failed } => {
+                metrics.awaiting_successor.set(0);
+                tracing::error!(waited = ?waited, failed,
+                    "no JobManager leader took the tasks over in time: failed them; they run again, from their \
+                     job's latest completed checkpoint, once a leader is registered with");
             }
             Notice::ShuttingDown { .. } => {}
         }

@@ -65,6 +65,11 @@ impl Actor {
                 .iter()
                 .map(|t| snapshot_report(t, self.core.failure(&attempt_ref(t.key))))
                 .collect(),
+            running: snapshot
+                .iter()
+                .filter(|t| !t.status.is_terminal())
+                .filter_map(|t| self.running_attempt(t.key))
+                .collect(),
         };
         let tx = self.parts.self_tx.clone();
         let epoch = leader.epoch;
@@ -95,6 +100,8 @@ impl Actor {
                 jobmanager: jm_rpc,
                 heartbeat_interval: Duration::from_millis(reply.heartbeat_interval_ms),
                 heartbeat_timeout: Duration::from_millis(reply.heartbeat_timeout_ms),
+                session_timeout: (reply.session_timeout_ms > 0)
+                    .then(|| Duration::from_millis(reply.session_timeout_ms)),
             }),
             Err(RpcError::NotLeader { .. }) => {
                 Err(RegistrationRefused::NotLeader { jobmanager: jm_rpc })

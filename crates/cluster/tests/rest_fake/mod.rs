@@ -144,6 +144,7 @@ impl ClusterControl for Fake {
                     inputs: Vec::new(),
                 }],
             },
+            takeovers: Vec::new(),
         })
     }
 

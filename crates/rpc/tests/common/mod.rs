@@ -112,6 +112,7 @@ impl JobManagerService for TestJobManager {
             }),
             heartbeat_interval_ms: 10_000,
             heartbeat_timeout_ms: 50_000,
+            session_timeout_ms: 60_000,
         }))
     }
 

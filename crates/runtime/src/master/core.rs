@@ -43,6 +43,11 @@ pub struct MasterConfig {
     /// answer) after which it is lost; `None` (Flink's `-1`): never, only
     /// `heartbeat.timeout` decides.
     pub rpc_failure_threshold: Option<u32>,
+    /// `high-availability.adoption.timeout`: how long a new leader waits
+    /// for the TaskManagers' reports of a recovered job before it adopts
+    /// what they reported and restarts the rest (it decides at once when
+    /// every task's attempt is reported and consistent).
+    pub adoption_timeout: Duration,
 }
 
 /// The leading JobManager's state and decisions. See the [module](super).
@@ -63,6 +68,15 @@ pub struct JobMasterCore {
     /// Calls in a row (since its last heartbeat answer) that could not reach
     /// each TaskManager.
     pub(super) unreachable: BTreeMap<TaskManagerId, u32>,
+    /// Whether stored jobs may still be handed over
+    /// ([`MasterInput::RecoveryDone`] not yet seen): attempts of unknown
+    /// jobs are kept, not cancelled, meanwhile.
+    pub(super) recovering: bool,
+    /// Recovered jobs waiting for their attempts' reports.
+    pub(super) windows: BTreeMap<JobId, super::takeover::Window>,
+    /// Live attempts reported for jobs that may adopt them (in a window,
+    /// or not recovered yet), by attempt and TaskManager.
+    pub(super) held: BTreeMap<(AttemptRef, TaskManagerId), super::takeover::Held>,
 }
 
 /// Everything one `handle` call needs besides the input.
@@ -87,7 +101,24 @@ impl JobMasterCore {
             cancels_sent: BTreeSet::new(),
             seen: BTreeMap::new(),
             unreachable: BTreeMap::new(),
+            recovering: false,
+            windows: BTreeMap::new(),
+            held: BTreeMap::new(),
         })
+    }
+
+    /// A core for a new leader's term: until [`MasterInput::RecoveryDone`],
+    /// attempts of jobs it does not know yet are kept running (the HA store
+    /// is still being read), so that it can adopt them.
+    pub fn recovering(config: MasterConfig) -> Result<JobMasterCore, RestartStrategyError> {
+        let mut core = JobMasterCore::new(config)?;
+        core.recovering = true;
+        Ok(core)
+    }
+
+    /// The leader's settings.
+    pub fn config(&self) -> &MasterConfig {
+        &self.config
     }
 
     /// Every job this leader knows, terminal ones included.
@@ -124,6 +155,7 @@ impl JobMasterCore {
             .next_wakeup()
             .into_iter()
             .chain(restarts)
+            .chain(self.window_wakeup())
             .min()
     }
 
@@ -145,7 +177,21 @@ impl JobMasterCore {
                 graph,
                 submitted_at_ms,
             } => self.on_submit(&mut step, job, graph, submitted_at_ms),
-            MasterInput::TaskManagerRegistered { tm, slots, tasks } => {
+            MasterInput::Recover {
+                job,
+                graph,
+                submitted_at_ms,
+                awaits_floor,
+            } => self.on_recover(&mut step, job, graph, submitted_at_ms, awaits_floor),
+            MasterInput::AdoptionFloor { job, floor } => self.on_floor(job, floor),
+            MasterInput::RecoveryDone => self.on_recovery_done(&mut step),
+            MasterInput::TaskManagerRegistered {
+                tm,
+                slots,
+                tasks,
+                running,
+            } => {
+                self.hold_running(&tm, running);
                 self.on_registered(&mut step, tm, slots, &tasks)
             }
             MasterInput::TaskManagerLost { tm, reason } => self.on_lost(&mut step, &tm, &reason),
@@ -161,6 +207,7 @@ impl JobMasterCore {
             MasterInput::FailJob { job, failure } => self.fail_job(&mut step, job, failure),
             MasterInput::Tick => self.on_tick(&mut step),
         }
+        self.decide_adoptions(&mut step);
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             self.progress(&mut step, id);
@@ -180,6 +227,17 @@ impl JobMasterCore {
         if self.jobs.contains_key(&job) {
             return;
         }
+        self.start_job(step, job, graph, submitted_at_ms);
+    }
+
+    /// A job's execution starts (submitted or recovered).
+    pub(super) fn start_job(
+        &mut self,
+        step: &mut Step<'_>,
+        job: JobId,
+        graph: JobGraph,
+        submitted_at_ms: u64,
+    ) {
         let tracker = RestartTracker::new(self.config.restart.clone())
             .expect("validated when the core was made");
         let mut execution = JobExecution::new(job, graph, submitted_at_ms, tracker);
@@ -359,6 +417,8 @@ impl JobMasterCore {
         }
         job.apply(JobEvent::Cancel);
         job.restart_at = None;
+        self.close_window_cancelling(step, id);
+        let job = self.jobs.get_mut(&id).expect("found above");
         step.out.push(MasterCommand::JobStateChanged {
             job: id,
             state: job.state,

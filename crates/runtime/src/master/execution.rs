@@ -43,6 +43,10 @@ pub struct JobExecution {
     pub(super) restart_at: Option<MonoTime>,
     /// Whether every task of the current run was reported running.
     pub(super) all_running: bool,
+    /// Attempts of a previous leader a take-over did not adopt, still
+    /// stopping (with where): the tasks it restarts are deployed once they
+    /// are gone, as after any restart.
+    pub(super) stopping: BTreeMap<AttemptRef, TaskManagerId>,
 }
 
 impl JobExecution {
@@ -81,6 +85,7 @@ impl JobExecution {
             tracker,
             restart_at: None,
             all_running: false,
+            stopping: BTreeMap::new(),
         }
     }
 

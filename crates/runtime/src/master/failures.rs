@@ -141,6 +141,10 @@ impl JobMasterCore {
     ) -> Vec<(AttemptRef, Failure)> {
         self.heartbeats.unmonitor(tm);
         self.unreachable.remove(tm);
+        self.held.retain(|(_, on), _| on != tm);
+        for job in self.jobs.values_mut() {
+            job.stopping.retain(|_, on| on != tm);
+        }
         let lost = self.pool.remove(tm);
         lost.into_iter().map(|a| (a, reason.clone())).collect()
     }

@@ -20,24 +20,37 @@
 //! Failover is Flink's "full" strategy: any task failure restarts every task
 //! of its job, as new attempts, after the restart strategy's delay and only
 //! once every old attempt has stopped (and left its slot).
+//!
+//! A leader change restarts nothing that can be kept (HA contract §6): a
+//! job a new leader recovers waits in an adoption window until the
+//! TaskManagers' reports show a consistent set of running attempts (or
+//! the window's time is up); it adopts those and restarts only the
+//! pipelined regions it cannot adopt (`takeover.rs`, deciding with
+//! [`adoption::plan`]).
 
+pub mod adoption;
 mod core;
 mod execution;
 mod failures;
 mod reports;
 mod schedule;
 mod slots;
+mod takeover;
 
 pub use self::core::{JobMasterCore, MasterConfig};
 pub use execution::{JobExecution, TaskExecution};
 pub use slots::{SlotPool, SlotState};
 
+use std::collections::BTreeMap;
+
 use crate::failure::Failure;
 use crate::graph::JobGraph;
-use crate::ids::{ExecutionAttemptId, JobId, TaskManagerId};
+use crate::ids::{ExecutionAttemptId, JobId, TaskId, TaskManagerId};
 use crate::lifecycle::job::JobState;
 use crate::restart::{FailureCause, RestartDecision};
 use crate::wiring::Wiring;
+use adoption::Miss;
+use holdfast_types::CheckpointId;
 
 /// One attempt of one task of one job: the unit deployed into a slot
 /// (which it shares with the same subtask of the job's other vertices).
@@ -98,6 +111,20 @@ pub struct TaskReport {
     pub processed: u64,
 }
 
+/// What a registering TaskManager says about an attempt it runs, beyond
+/// its [`TaskReport`]: what a new leader needs to adopt it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningAttempt {
+    /// The attempt.
+    pub attempt: AttemptRef,
+    /// Its wiring as it was deployed (`None`: the TaskManager did not say).
+    pub wiring: Option<Wiring<TaskManagerId>>,
+    /// The last checkpoint it acknowledged, if any.
+    pub last_checkpoint: Option<CheckpointId>,
+    /// Whether its input ended (it waits for a last checkpoint).
+    pub input_ended: bool,
+}
+
 /// Something that happened, for [`JobMasterCore::handle`].
 #[derive(Clone, Debug)]
 pub enum MasterInput {
@@ -110,8 +137,35 @@ pub enum MasterInput {
         /// When it was first submitted, in ms since the Unix epoch (shown only).
         submitted_at_ms: u64,
     },
+    /// A job of the HA store that a new leader takes over: it waits for
+    /// the TaskManagers' reports (its adoption window), adopts what it can
+    /// and restarts the rest.
+    Recover {
+        /// Its id.
+        job: JobId,
+        /// Its graph, as stored.
+        graph: JobGraph,
+        /// When it was first submitted (ms since the Unix epoch).
+        submitted_at_ms: u64,
+        /// Whether the decision waits for [`MasterInput::AdoptionFloor`]
+        /// (the job checkpoints: its latest completed checkpoint decides
+        /// which attempts are recent enough).
+        awaits_floor: bool,
+    },
+    /// The oldest attempt of each task that `job`'s latest completed
+    /// checkpoint allows adopting (the attempts that took it; empty: no
+    /// checkpoint completed, any attempt will do).
+    AdoptionFloor {
+        /// The job.
+        job: JobId,
+        /// Per task, the lowest attempt number to adopt.
+        floor: BTreeMap<TaskId, u32>,
+    },
+    /// Every stored job has been handed over with [`MasterInput::Recover`]:
+    /// attempts of jobs still unknown are strangers now, and cancelled.
+    RecoveryDone,
     /// A TaskManager registered with this leader, holding `tasks` (attempts
-    /// of earlier leaders that are still stopping).
+    /// of earlier leaders, running or still stopping).
     TaskManagerRegistered {
         /// Its id.
         tm: TaskManagerId,
@@ -119,6 +173,8 @@ pub enum MasterInput {
         slots: u32,
         /// What it still holds.
         tasks: Vec<TaskReport>,
+        /// More about the live ones, for adoption.
+        running: Vec<RunningAttempt>,
     },
     /// A TaskManager went away (it said goodbye, or calls to it fail).
     TaskManagerLost {
@@ -232,6 +288,21 @@ pub enum MasterCommand {
         cause: FailureCause,
         /// Restart after a delay, or give up.
         decision: RestartDecision,
+    },
+    /// A recovered job's adoption window closed: these attempts of the
+    /// previous leader are now this leader's, these tasks start again
+    /// (from the latest completed checkpoint). The rest of what the
+    /// TaskManagers reported for it is cancelled.
+    TakenOver {
+        /// Which.
+        job: JobId,
+        /// The attempts adopted, with where they run.
+        adopted: Vec<(AttemptRef, TaskManagerId)>,
+        /// Adopted attempts whose input ended (waiting for a last
+        /// checkpoint).
+        input_ended: Vec<ExecutionAttemptId>,
+        /// The tasks restarted, with why.
+        restarted: BTreeMap<TaskId, Miss>,
     },
     /// A job changed state. A terminal state means its graph can leave the
     /// HA store.

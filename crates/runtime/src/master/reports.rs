@@ -20,6 +20,20 @@ impl JobMasterCore {
         for report in tasks {
             self.on_report(step, tm, report);
         }
+        self.held.retain(|(attempt, on), _| {
+            on != tm
+                || tasks
+                    .iter()
+                    .any(|r| r.attempt == *attempt && !r.status.is_terminal())
+        });
+        for job in self.jobs.values_mut() {
+            job.stopping.retain(|attempt, on| {
+                on != tm
+                    || tasks
+                        .iter()
+                        .any(|r| r.attempt == *attempt && !r.status.is_terminal())
+            });
+        }
         // A foreign attempt stays until the TaskManager stops reporting it
         // (live) in its slot; the slot is free once nothing is left in it.
         self.pool.release_foreign_unless(tm, |index, attempt| {
@@ -149,9 +163,16 @@ impl JobMasterCore {
         if report.status.is_terminal() {
             self.pool.release(&slot, report.attempt);
             self.cancels_sent.remove(&report.attempt);
+            self.held.remove(&(report.attempt, tm.clone()));
+            self.stopped_elsewhere(report.attempt, tm);
             return;
         }
         self.pool.mark_foreign(tm, report.slot, report.attempt);
+        if self.may_adopt(report.attempt.job) && self.hold(tm, report) {
+            // A recovered job's attempt, or one of a job not read from the
+            // HA store yet: kept running for the adoption decision.
+            return;
+        }
         self.send_cancel_once(step, tm, report.attempt);
     }
 
@@ -177,4 +198,16 @@ fn on_task_manager(failure: &Failure, tm: &TaskManagerId) -> Failure {
         failure.kind,
         format!("{} (on TaskManager {tm})", failure.message),
     )
+}
+
+impl JobMasterCore {
+    /// A previous leader's attempt that a take-over did not adopt stopped
+    /// on `tm`.
+    pub(super) fn stopped_elsewhere(&mut self, attempt: AttemptRef, tm: &TaskManagerId) {
+        if let Some(job) = self.jobs.get_mut(&attempt.job)
+            && job.stopping.get(&attempt) == Some(tm)
+        {
+            job.stopping.remove(&attempt);
+        }
+    }
 }

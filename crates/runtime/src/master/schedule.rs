@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::core::{JobMasterCore, Step};
 use super::execution::JobExecution;
 use super::{AttemptRef, MasterCommand};
-use crate::ids::{JobId, TaskId};
+use crate::ids::{JobId, SlotId, TaskId};
 use crate::lifecycle::job::{JobEvent, JobState};
 use crate::lifecycle::task::{TaskEvent, TaskState};
 
@@ -71,6 +71,8 @@ impl JobMasterCore {
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running)
+            // A recovered job waits for the adoption decision.
+            .filter(|j| !self.windows.contains_key(&j.id) && j.stopping.is_empty())
             .filter(|j| j.tasks.values().any(|t| t.state == TaskState::Scheduled))
             .collect();
         waiting.sort_by_key(|j| (j.submitted_at_ms, j.id));
@@ -89,14 +91,39 @@ impl JobMasterCore {
             for task in &pending {
                 groups.entry(task.subtask).or_default().push(*task);
             }
-            let attempts: Vec<Vec<AttemptRef>> = groups
-                .values()
-                .map(|tasks| tasks.iter().filter_map(|t| job.current(*t)).collect())
-                .collect();
-            let Some(slots) = self.pool.allocate(&attempts) else {
+            // A group restarted beside adopted attempts of its subtask
+            // index (a new leader restarted only its region) joins their
+            // slot; the others need free slots, all or nothing.
+            let mut placed: BTreeMap<u32, SlotId> = BTreeMap::new();
+            let mut fresh: Vec<(u32, Vec<AttemptRef>)> = Vec::new();
+            for (subtask, tasks) in &groups {
+                let attempts: Vec<AttemptRef> =
+                    tasks.iter().filter_map(|t| job.current(*t)).collect();
+                match sibling_slot(job, *subtask) {
+                    Some(slot) if self.pool.can_join(&slot, &attempts) => {
+                        placed.insert(*subtask, slot);
+                    }
+                    _ => fresh.push((*subtask, attempts)),
+                }
+            }
+            let wanted: Vec<Vec<AttemptRef>> = fresh.iter().map(|(_, a)| a.clone()).collect();
+            let Some(slots) = self.pool.allocate(&wanted) else {
                 continue;
             };
-            for (tasks, slot) in groups.values().zip(slots) {
+            for ((subtask, _), slot) in fresh.iter().zip(slots) {
+                placed.insert(*subtask, slot);
+            }
+            for (subtask, slot) in &placed {
+                let attempts: Vec<AttemptRef> = groups[subtask]
+                    .iter()
+                    .filter_map(|t| job.current(*t))
+                    .collect();
+                if !fresh.iter().any(|(s, _)| s == subtask) {
+                    self.pool.join(slot, &attempts);
+                }
+            }
+            for (subtask, slot) in placed {
+                let tasks = &groups[&subtask];
                 for task in tasks {
                     job.apply_task(*task, TaskEvent::Deploy);
                     if let Some(t) = job.tasks.get_mut(task) {
@@ -129,4 +156,14 @@ impl JobMasterCore {
             }
         }
     }
+}
+
+/// The slot of a task of `job` with index `subtask` that is not waiting
+/// for one (an adopted attempt), if any.
+fn sibling_slot(job: &JobExecution, subtask: u32) -> Option<SlotId> {
+    job.tasks
+        .iter()
+        .filter(|(task, t)| task.subtask == subtask && t.state != TaskState::Scheduled)
+        .filter(|(_, t)| !t.state.is_terminal())
+        .find_map(|(_, t)| t.slot.clone())
 }

@@ -162,6 +162,56 @@ impl SlotPool {
         }
     }
 
+    /// Makes `attempt`, found running in slot `index` of `tm` (held there
+    /// as foreign while a new leader decided), one this leader placed.
+    /// Returns false if the slot is unknown or holds another job's
+    /// attempts or another attempt of the same vertex.
+    pub fn adopt(&mut self, tm: &TaskManagerId, index: u32, attempt: AttemptRef) -> bool {
+        let Some(state) = self.state_mut(tm, index) else {
+            return false;
+        };
+        let fits = state
+            .allocated
+            .iter()
+            .all(|a| a.job == attempt.job && a.attempt.task.vertex != attempt.attempt.task.vertex);
+        if !fits {
+            return false;
+        }
+        state.foreign.remove(&attempt);
+        state.allocated.insert(attempt);
+        true
+    }
+
+    /// Whether `group` may join a slot that already holds attempts of the
+    /// same job (a group restarted beside adopted attempts of its subtask
+    /// index): nothing foreign left in it, no vertex in it twice.
+    pub fn can_join(&self, slot: &SlotId, group: &[AttemptRef]) -> bool {
+        let Some(state) = self.state(&slot.task_manager, slot.index) else {
+            return false;
+        };
+        let Some(job) = state.job() else {
+            return false;
+        };
+        let mut together: Vec<AttemptRef> = state.allocated.iter().copied().collect();
+        together.extend_from_slice(group);
+        state.foreign.is_empty() && group.iter().all(|a| a.job == job) && is_shareable(&together)
+    }
+
+    /// Adds `group` to a slot if [`can_join`](Self::can_join) allows it;
+    /// returns whether it did.
+    pub fn join(&mut self, slot: &SlotId, group: &[AttemptRef]) -> bool {
+        if !self.can_join(slot, group) {
+            return false;
+        }
+        match self.state_mut(&slot.task_manager, slot.index) {
+            Some(state) => {
+                state.allocated.extend(group.iter().copied());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Takes every foreign attempt out of `tm`'s slots for which
     /// `still_held(slot index, attempt)` is false.
     pub fn release_foreign_unless(

@@ -27,6 +27,11 @@ pub struct TaskManagerConfig {
     /// otherwise (used in messages only: no JobManager is watched before
     /// one accepted the registration).
     pub heartbeat_timeout: Duration,
+    /// The coordination session timeout assumed for a leader that does not
+    /// say its own (this TaskManager's), for [`successor_wait`].
+    ///
+    /// [`successor_wait`]: super::successor_wait
+    pub session_timeout: Duration,
 }
 
 /// The shortest JobManager heartbeat timeout a TaskManager applies,
@@ -42,6 +47,17 @@ pub(super) struct Registration {
     /// The leader's heartbeat interval, as it answered.
     pub(super) interval: Duration,
     pub(super) timeout: Duration,
+    /// The leader's session timeout.
+    pub(super) session_timeout: Duration,
+}
+
+/// Tasks kept running after their leader fell silent, until a deadline.
+#[derive(Clone, Debug)]
+pub(super) struct Orphaned {
+    /// When the leader was last heard.
+    pub(super) since: MonoTime,
+    /// When the tasks fail if no leader registered this TaskManager.
+    pub(super) until: MonoTime,
 }
 
 /// One TaskManager's decisions (see the [module docs](super)).
@@ -62,6 +78,8 @@ pub struct TaskManagerCore {
     /// report until the leader has their final report.
     pub(super) failures: BTreeMap<AttemptRef, Failure>,
     pub(super) registrations: u64,
+    /// While the tasks wait for a successor of a silent leader.
+    pub(super) orphaned: Option<Orphaned>,
 }
 
 impl TaskManagerCore {
@@ -78,6 +96,7 @@ impl TaskManagerCore {
             tasks: BTreeMap::new(),
             failures: BTreeMap::new(),
             registrations: 0,
+            orphaned: None,
         }
     }
 
@@ -137,9 +156,21 @@ impl TaskManagerCore {
 
     /// The latest time the shell must send [`TmInput::Tick`], if any.
     pub fn next_wakeup(&self) -> Option<MonoTime> {
-        self.monitor
+        let monitor = self
+            .monitor
             .as_ref()
-            .and_then(HeartbeatMonitor::next_wakeup)
+            .and_then(HeartbeatMonitor::next_wakeup);
+        let orphaned = self.orphaned.as_ref().map(|o| o.until);
+        match (monitor, orphaned) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Until when the tasks wait for a successor, if their leader fell
+    /// silent.
+    pub fn awaiting_successor_until(&self) -> Option<MonoTime> {
+        self.orphaned.as_ref().map(|o| o.until)
     }
 
     /// The registration held now.
@@ -214,6 +245,22 @@ impl TaskManagerCore {
     }
 
     fn on_tick(&mut self, out: &mut Vec<TmCommand>, now: MonoTime) {
+        if let Some(orphaned) = &self.orphaned
+            && now >= orphaned.until
+        {
+            let waited = now.since(orphaned.since);
+            self.orphaned = None;
+            let message = format!(
+                "no JobManager leader was heard from for {waited:?} and none took the tasks over \
+                 within the last leader's session timeout plus a margin"
+            );
+            let failed = self.fail_tasks(
+                out,
+                |_| true,
+                Failure::new(FailureKind::JobManagerHeartbeatTimeout, message),
+            );
+            out.push(TmCommand::Notice(Notice::NoSuccessor { waited, failed }));
+        }
         let Some(monitor) = &mut self.monitor else {
             return;
         };
@@ -232,30 +279,43 @@ impl TaskManagerCore {
         }
         // The JobManager sends the heartbeats; this side only listens, so
         // `SendHeartbeat` (the monitor's cadence) asks nothing of it.
-        if !commands
-            .iter()
-            .any(|c| matches!(c, HeartbeatCommand::TimedOut { .. }))
-        {
+        let Some(last_heard) = commands.iter().find_map(|c| match c {
+            HeartbeatCommand::TimedOut { last_heard, .. } => Some(*last_heard),
+            HeartbeatCommand::SendHeartbeat { .. } => None,
+        }) else {
             return;
-        }
+        };
         let Some(registration) = self.registration.take() else {
             return;
         };
         self.monitor = None;
-        let message = format!(
-            "the JobManager at {} (leader epoch {}) sent no heartbeat for {:?} (heartbeat.timeout)",
-            registration.jobmanager, registration.epoch, registration.timeout
-        );
-        let failed = self.fail_tasks(
-            out,
-            |_| true,
-            Failure::new(FailureKind::JobManagerHeartbeatTimeout, message),
-        );
+        let (failed, keep_until) = if self.config.on_no_leader == OnNoLeader::FailTasks {
+            let message = format!(
+                "the JobManager at {} (leader epoch {}) sent no heartbeat for {:?} (heartbeat.timeout)",
+                registration.jobmanager, registration.epoch, registration.timeout
+            );
+            let failed = self.fail_tasks(
+                out,
+                |_| true,
+                Failure::new(FailureKind::JobManagerHeartbeatTimeout, message),
+            );
+            (failed, None)
+        } else {
+            // Its session may still expire and a successor adopt the
+            // tasks: keep them until that can no longer happen.
+            let since = last_heard;
+            let until = since.plus(super::successor_wait(registration.session_timeout));
+            let until = until.max(now);
+            self.orphaned = Some(Orphaned { since, until });
+            (0, Some(until.since(now)))
+        };
         out.push(TmCommand::Notice(Notice::JobManagerHeartbeatTimeout {
             jobmanager: registration.jobmanager,
             epoch: registration.epoch,
             timeout: registration.timeout,
             failed,
+            kept: self.live_tasks() - failed.min(self.live_tasks()),
+            keep_until,
         }));
         if let Some(leader) = self.leader.clone() {
             self.backoff = FIRST_BACKOFF;

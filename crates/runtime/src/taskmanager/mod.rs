@@ -28,14 +28,22 @@
 //!   other call must come from the leader this TaskManager is registered
 //!   (or registering) with. Only an accepted registration raises the fence:
 //!   a newer leader is learnt from leader retrieval, never from a caller.
-//! - When a newer leader is found, or a registration with one is accepted,
-//!   the attempts an older leader deployed fail ([`FailureKind::NewLeader`]).
+//! - A newer leader does not fail the attempts by itself (HA contract §6):
+//!   the TaskManager registers with it, reporting what it runs, and the
+//!   new leader adopts them or cancels them. Only under
+//!   [`OnNoLeader::FailTasks`] do the attempts an older leader deployed
+//!   fail ([`FailureKind::NewLeader`]).
 //! - The JobManager's heartbeats are watched by the same
 //!   [`HeartbeatMonitor`] the leader uses for its TaskManagers, with its
 //!   rule that this process's own pause is not the peer's silence (after a
-//!   pause the JobManager gets a full timeout from the next tick): a
-//!   timeout fails every attempt ([`FailureKind::JobManagerHeartbeatTimeout`])
-//!   and registers again — it is not a leadership change.
+//!   pause the JobManager gets a full timeout from the next tick). A
+//!   timeout is not a leadership change: the TaskManager registers again
+//!   (with the leader retrieval knows, or a successor) and keeps its
+//!   attempts for as long as a successor may still take over —
+//!   [`successor_wait`] of the leader's session timeout after it was last
+//!   heard; only then do they fail
+//!   ([`FailureKind::JobManagerHeartbeatTimeout`]). Under
+//!   [`OnNoLeader::FailTasks`] they fail at the timeout, as in Flink.
 //! - Shutting down fails every attempt ([`FailureKind::TaskManagerShutdown`])
 //!   so the leader restarts the job at once.
 //!
@@ -54,5 +62,5 @@ pub use self::core::{TaskManagerConfig, TaskManagerCore};
 pub use registration::MAX_BACKOFF;
 pub use types::{
     CallKind, CallRejection, LeaderRef, Notice, OnNoLeader, RegistrationAccepted, RegistrationId,
-    RegistrationRef, RegistrationRefused, TmCommand, TmInput,
+    RegistrationRef, RegistrationRefused, TmCommand, TmInput, successor_wait,
 };

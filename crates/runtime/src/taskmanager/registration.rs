@@ -7,7 +7,9 @@ use std::time::Duration;
 use holdfast_types::{Epoch, MonoTime};
 
 use super::core::{Registration, TaskManagerCore};
-use super::types::{LeaderRef, Notice, RegistrationAccepted, RegistrationRefused, TmCommand};
+use super::types::{
+    LeaderRef, Notice, OnNoLeader, RegistrationAccepted, RegistrationRefused, TmCommand,
+};
 use crate::failure::{Failure, FailureKind};
 use crate::fencing::Accepted;
 use crate::master::AttemptRef;
@@ -26,19 +28,24 @@ impl TaskManagerCore {
                 return; // already registered with it (or a newer one)
             }
             let old = registration.epoch;
-            let message = format!(
-                "a newer JobManager leader (epoch {}) was elected; tasks of the leader at epoch {old} stop",
-                leader.epoch
-            );
-            let failed = self.fail_tasks(
-                out,
-                |epoch| epoch < leader.epoch,
-                Failure::new(FailureKind::NewLeader, message),
-            );
+            let failed = if self.config.on_no_leader == OnNoLeader::FailTasks {
+                let message = format!(
+                    "a newer JobManager leader (epoch {}) was elected; tasks of the leader at epoch {old} stop",
+                    leader.epoch
+                );
+                self.fail_tasks(
+                    out,
+                    |epoch| epoch < leader.epoch,
+                    Failure::new(FailureKind::NewLeader, message),
+                )
+            } else {
+                0
+            };
             out.push(TmCommand::Notice(Notice::NewLeader {
                 old,
                 new: leader.epoch,
                 failed,
+                kept: self.live_tasks().saturating_sub(failed),
             }));
             self.registration = None;
             self.monitor = None;
@@ -114,6 +121,7 @@ impl TaskManagerCore {
         if let Accepted::NewLeader {
             previous: Some(previous),
         } = fenced
+            && self.config.on_no_leader == OnNoLeader::FailTasks
         {
             let message = format!(
                 "a newer JobManager leader (epoch {epoch}) was elected; tasks of epoch {previous} stop"
@@ -133,12 +141,18 @@ impl TaskManagerCore {
         }));
         let timeout = accepted.heartbeat_timeout.max(super::core::MIN_TIMEOUT);
         self.watch(now, epoch, accepted.heartbeat_interval, timeout);
+        // A leader holds the tasks again: they no longer wait for one.
+        self.orphaned = None;
         self.registration = Some(Registration {
             epoch,
             id: accepted.id,
             jobmanager: accepted.jobmanager,
             interval: accepted.heartbeat_interval,
             timeout,
+            session_timeout: accepted
+                .session_timeout
+                .filter(|t| !t.is_zero())
+                .unwrap_or(self.config.session_timeout),
         });
         self.backoff = FIRST_BACKOFF;
     }

@@ -39,16 +39,30 @@ pub struct RegistrationRef {
     pub id: RegistrationId,
 }
 
-/// What the TaskManager does when leader retrieval reports no leader: the
+/// What the TaskManager does to its tasks when its leader is in doubt: the
 /// error policy's part that concerns tasks, as a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnNoLeader {
-    /// Keep running: the leader may be back, or a successor adopt them
-    /// (`lease` and `session`).
+    /// Keep running (`lease` and `session`): when retrieval reports no
+    /// leader, when a newer leader is elected (it adopts them, HA contract
+    /// §6), and when the leader's heartbeats stop — then for as long as a
+    /// successor may still take over ([`successor_wait`] after the leader
+    /// was last heard).
     KeepTasks,
-    /// Fail every attempt at once (`standard`: Curator's and Flink's
-    /// default, the incident's behaviour).
+    /// Fail every attempt at once when retrieval reports no leader, when a
+    /// newer leader is elected and when the leader's heartbeats time out
+    /// (`standard`: Curator's and Flink's behaviour, the incident's).
     FailTasks,
+}
+
+/// How long after it last heard its leader a TaskManager keeps its tasks
+/// for a successor (under [`OnNoLeader::KeepTasks`]): the silent leader's
+/// session may expire up to its session timeout `T` after its last
+/// contact, and then a standby is elected, publishes itself and is
+/// registered with; the margin, half of `T` but at least 10 s, covers
+/// that (and ZooKeeper's tick).
+pub fn successor_wait(session_timeout: Duration) -> Duration {
+    session_timeout + (session_timeout / 2).max(Duration::from_secs(10))
 }
 
 /// A leader accepted the registration.
@@ -62,6 +76,9 @@ pub struct RegistrationAccepted {
     pub heartbeat_interval: Duration,
     /// The leader's `heartbeat.timeout`.
     pub heartbeat_timeout: Duration,
+    /// The leader's coordination session timeout (`None`: it did not say;
+    /// the TaskManager's own applies).
+    pub session_timeout: Option<Duration>,
 }
 
 /// A registration did not go through.
@@ -264,15 +281,17 @@ pub enum TmCommand {
 pub enum Notice {
     /// Leader retrieval published a leader.
     LeaderFound(LeaderRef),
-    /// A newer leader was found: the old one's attempts fail, and the
-    /// TaskManager registers with the new one.
+    /// A newer leader was found: the TaskManager registers with it; its
+    /// attempts keep running for it to adopt (under `standard`: they fail).
     NewLeader {
         /// The epoch registered with.
         old: Epoch,
         /// The new leader's epoch.
         new: Epoch,
-        /// Attempts failed.
+        /// Attempts failed (0 unless the policy fails tasks).
         failed: usize,
+        /// Attempts that keep running, reported to the new leader.
+        kept: usize,
     },
     /// No leader is published; under `standard` every attempt failed.
     NoLeader {
@@ -322,8 +341,10 @@ pub enum Notice {
         /// How long.
         paused: Duration,
     },
-    /// The JobManager's heartbeats stopped: its attempts failed, and the
-    /// TaskManager registers again. Not a leadership change.
+    /// The JobManager's heartbeats stopped: the TaskManager registers
+    /// again (with it or a successor). Under `standard` its attempts
+    /// failed; otherwise they keep running until `keep_until` from now
+    /// for a successor to adopt. Not a leadership change by itself.
     JobManagerHeartbeatTimeout {
         /// Where the JobManager serves RPC.
         jobmanager: String,
@@ -331,6 +352,20 @@ pub enum Notice {
         epoch: Epoch,
         /// The timeout.
         timeout: Duration,
+        /// Attempts failed.
+        failed: usize,
+        /// Attempts kept running.
+        kept: usize,
+        /// How much longer they are kept without a leader (`None`: the
+        /// policy fails them).
+        keep_until: Option<Duration>,
+    },
+    /// No leader was registered with for [`successor_wait`] after the
+    /// last one was heard: the attempts fail (their job restarts from its
+    /// latest completed checkpoint under whichever leader comes).
+    NoSuccessor {
+        /// How long since the last leader was heard.
+        waited: Duration,
         /// Attempts failed.
         failed: usize,
     },

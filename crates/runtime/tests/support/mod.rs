@@ -23,8 +23,8 @@ use holdfast_runtime::graph::{Distribution, Edge, JobGraph, Vertex};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, SlotId, TaskId, TaskManagerId};
 use holdfast_runtime::lifecycle::{JobState, TaskState};
 use holdfast_runtime::master::{
-    AttemptRef, JobMasterCore, MasterCommand, MasterConfig, MasterInput, ReportedStatus, SlotState,
-    TaskReport,
+    AttemptRef, JobMasterCore, MasterCommand, MasterConfig, MasterInput, ReportedStatus,
+    RunningAttempt, SlotState, TaskReport,
 };
 use holdfast_runtime::restart::RestartStrategy;
 use holdfast_runtime::wiring::Wiring;
@@ -124,6 +124,7 @@ pub fn config(restart: RestartStrategy) -> MasterConfig {
         heartbeat_timeout: secs(50),
         restart,
         rpc_failure_threshold: Some(2),
+        adoption_timeout: secs(50),
     }
 }
 
@@ -237,6 +238,8 @@ pub struct SimTm {
     /// Deploys it refused because the slot was unknown or held another
     /// job's attempt or one of the same vertex.
     pub refused: Vec<(u32, AttemptRef)>,
+    /// The wiring each deploy carried.
+    pub wirings: BTreeMap<AttemptRef, Wiring<TaskManagerId>>,
 }
 
 impl SimTm {
@@ -254,7 +257,27 @@ impl SimTm {
             deploys: Vec::new(),
             cancels: Vec::new(),
             refused: Vec::new(),
+            wirings: BTreeMap::new(),
         }
+    }
+
+    /// What it tells a leader it registers with about its live attempts.
+    pub fn running(&self) -> Vec<RunningAttempt> {
+        self.held
+            .iter()
+            .filter(|(_, t)| {
+                matches!(
+                    t.status,
+                    ReportedStatus::Running | ReportedStatus::Deploying
+                )
+            })
+            .map(|(attempt, _)| RunningAttempt {
+                attempt: *attempt,
+                wiring: self.wirings.get(attempt).cloned(),
+                last_checkpoint: None,
+                input_ended: false,
+            })
+            .collect()
     }
 
     /// What it reports holding.
@@ -382,6 +405,7 @@ impl Sim {
             tm: tm(name),
             slots: t.slots,
             tasks: t.reports(),
+            running: t.running(),
         };
         self.input(input)
     }
@@ -571,12 +595,14 @@ impl Sim {
                 tm: id,
                 slot,
                 attempt,
+                wiring,
                 ..
             } => {
                 let Some(t) = self.tms.get_mut(id) else {
                     return; // crashed: the call is lost
                 };
                 t.deploys.push((*slot, *attempt));
+                t.wirings.insert(*attempt, wiring.clone());
                 if t.held.contains_key(attempt) || !t.takes(*slot, *attempt) {
                     t.refused.push((*slot, *attempt));
                     let input = MasterInput::DeployFailed {
@@ -634,7 +660,8 @@ impl Sim {
             MasterCommand::TaskManagerTimedOut { .. }
             | MasterCommand::TaskManagerUnreachable { .. }
             | MasterCommand::JobFailed { .. }
-            | MasterCommand::JobStateChanged { .. } => {}
+            | MasterCommand::JobStateChanged { .. }
+            | MasterCommand::TakenOver { .. } => {}
         }
     }
 

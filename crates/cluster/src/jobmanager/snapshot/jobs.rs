@@ -10,7 +10,7 @@ use super::graph_view::graph_view;
 use super::names::{decision_text, job_state_name, task_state_name};
 use crate::job_store::PastFailure;
 use crate::rest::answers::{
-    ExceptionEntry, JobDetails, JobExceptions, JobSummary, SubtaskView, VertexView,
+    ExceptionEntry, JobDetails, JobExceptions, JobSummary, SubtaskView, TakeoverView, VertexView,
 };
 
 pub(super) fn summary(job: &JobExecution, restarts: usize) -> JobSummary {
@@ -29,7 +29,11 @@ pub(super) fn summary(job: &JobExecution, restarts: usize) -> JobSummary {
     }
 }
 
-pub(super) fn details(job: &JobExecution, restarts: usize) -> JobDetails {
+pub(super) fn details(
+    job: &JobExecution,
+    restarts: usize,
+    takeovers: &[TakeoverView],
+) -> JobDetails {
     let vertices = job
         .graph
         .vertices
@@ -62,6 +66,7 @@ pub(super) fn details(job: &JobExecution, restarts: usize) -> JobDetails {
         restarts,
         vertices,
         plan: graph_view(job.id, &job.graph),
+        takeovers: takeovers.to_vec(),
     }
 }
 

@@ -83,7 +83,10 @@ pub(crate) fn fill_leader(
     snapshot.jobs.jobs = jobs.iter().map(|j| jobs::summary(j, restarts(j))).collect();
     snapshot.details = jobs
         .iter()
-        .map(|j| (j.id, jobs::details(j, restarts(j))))
+        .map(|j| {
+            let takeovers = stored.get(&j.id).map_or(&[][..], |s| &s.takeovers);
+            (j.id, jobs::details(j, restarts(j), takeovers))
+        })
         .collect();
     snapshot.exceptions = jobs
         .iter()

@@ -11,12 +11,11 @@ use tonic::Status;
 
 use super::Term;
 use crate::control::ControlError;
-use crate::job_store::{PastFailure, StoredJob};
+use crate::job_store::StoredJob;
 use crate::jobmanager::convert;
 use crate::jobmanager::link::{Link, LinkParts};
 use crate::jobmanager::snapshot::{self, LinkInfo};
-use crate::jobmanager::wall_ms;
-use crate::rest::answers::{ConnectionView, ExceptionEntry};
+use crate::rest::answers::ConnectionView;
 
 impl Term {
     /// Registers TaskManager `tm` (its request checked by the actor),
@@ -50,16 +49,23 @@ impl Term {
         tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,
             slots = request.slots, "TaskManager registered");
         let tasks = request.tasks.iter().filter_map(convert::report).collect();
+        let running = request
+            .running
+            .iter()
+            .filter_map(|r| convert::running(&tm, r))
+            .collect();
         self.step(MasterInput::TaskManagerRegistered {
             tm,
             slots: request.slots,
             tasks,
+            running,
         });
         proto::RegisterTaskManagerReply {
             registration_id: registration,
             fence: Some(fence.into()),
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
             heartbeat_timeout_ms: self.heartbeat_timeout.as_millis() as u64,
+            session_timeout_ms: self.session_timeout.as_millis() as u64,
         }
     }
 
@@ -140,8 +146,10 @@ impl Term {
         });
     }
 
-    /// A job of the HA store, taken over by this term.
-    pub(in crate::jobmanager) fn recovered(&mut self, job: JobId, mut stored: StoredJob) {
+    /// A job of the HA store, taken over by this term: it waits for the
+    /// TaskManagers' reports to adopt its running attempts (see
+    /// `takeover.rs`).
+    pub(in crate::jobmanager) fn recovered(&mut self, job: JobId, stored: StoredJob) {
         if self.stored.contains_key(&job) {
             return;
         }
@@ -150,28 +158,18 @@ impl Term {
             self.remove_ended(job);
             return;
         }
-        let entry = ExceptionEntry {
-            exception_name: format!(
-                "the previous leader is gone; JobManager {} (epoch {}) took the job over and runs it again",
-                self.contender, self.token.epoch
-            ),
-            timestamp: wall_ms(),
-            task_name: None,
-            location: None,
-            decision: "recovered by the new leader".to_owned(),
-            kind: None,
-        };
-        stored.record(PastFailure {
-            entry,
-            restarted: false,
-        });
+        tracing::info!(%job, name = %stored.graph.name,
+            "recovered the job from the HA store; waiting for the TaskManagers to report its running tasks, to \
+             adopt them (jobmanager.adoption.timeout at the longest)");
         let (graph, submitted_at_ms) = (stored.graph.clone(), stored.submitted_at_ms);
-        self.keep(job, stored);
+        self.stored.insert(job, stored);
         self.checkpoints_for(job, true);
-        self.step(MasterInput::Submit {
+        let awaits_floor = self.checkpoints.is_some();
+        self.step(MasterInput::Recover {
             job,
             graph,
             submitted_at_ms,
+            awaits_floor,
         });
     }
 }

@@ -180,7 +180,7 @@ impl Term {
     }
 
     /// Feeds `job`'s coordinator and carries out what it says.
-    fn coordinate(&mut self, job: JobId, input: CheckpointInput) {
+    pub(super) fn coordinate(&mut self, job: JobId, input: CheckpointInput) {
         let now = self.runtime.now();
         let commands = match self.checkpoints.as_mut().and_then(|c| c.jobs.get_mut(&job)) {
             Some(entry) => entry.coordinator.handle(now, input),
@@ -302,7 +302,13 @@ impl Term {
 
     /// Tells every TaskManager running one of `tasks` how checkpoint `id`
     /// ended.
-    fn notify(&self, job: JobId, id: CheckpointId, completed: bool, tasks: &[ExecutionAttemptId]) {
+    pub(super) fn notify(
+        &self,
+        job: JobId,
+        id: CheckpointId,
+        completed: bool,
+        tasks: &[ExecutionAttemptId],
+    ) {
         let mut by_tm: BTreeMap<TaskManagerId, Vec<proto::Attempt>> = BTreeMap::new();
         for attempt in tasks {
             if let Some(tm) = self.tm_of(job, attempt.task) {
@@ -501,7 +507,11 @@ impl Term {
                         tracing::info!(%job, "the job has no completed checkpoint yet; its tasks start from the beginning")
                     }
                 }
-                if !entry.read_once {
+                // The first read of a recovered job: its coordinator starts
+                // from what is retained, and the attempts that took the
+                // latest checkpoint are the oldest the take-over may adopt.
+                let first = !entry.read_once;
+                if first {
                     entry.read_once = true;
                     entry.coordinator = holdfast_runtime::checkpoint::CheckpointCoordinator::new(
                         cp.io.options.config.clone(),
@@ -509,7 +519,16 @@ impl Term {
                     );
                     entry.running = None;
                 }
+                let floor: BTreeMap<TaskId, u32> = loaded
+                    .latest
+                    .iter()
+                    .flat_map(|m| m.tasks.iter())
+                    .map(|t| (TaskId::new(t.vertex, t.subtask), t.attempt))
+                    .collect();
                 entry.restore = RestorePoint::Ready(loaded.latest);
+                if first {
+                    self.adoption_floor(job, floor);
+                }
                 self.sync_checkpoints();
                 self.release_held(job);
             }

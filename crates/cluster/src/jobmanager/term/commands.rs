@@ -76,6 +76,12 @@ impl Term {
                     decision,
                 } => self.job_failed(job, &cause, &decision),
                 MasterCommand::JobStateChanged { job, state } => self.job_state_changed(job, state),
+                MasterCommand::TakenOver {
+                    job,
+                    adopted,
+                    input_ended,
+                    restarted,
+                } => self.taken_over(job, &adopted, &input_ended, &restarted),
             }
         }
     }

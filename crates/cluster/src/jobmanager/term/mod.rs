@@ -14,6 +14,8 @@
 //!  commands.rs  step: feed the core, execute what it says
 //!  publish.rs   the leader's part of the REST snapshot and the job gauges
 //!  store.rs     reading the stored jobs, the ordered writer
+//!  takeover.rs  jobs taken over from a previous leader: adopted attempts,
+//!               the take-over event, checkpoints going on
 //! ```
 
 mod calls;
@@ -21,6 +23,7 @@ mod checkpoints;
 mod commands;
 mod publish;
 mod store;
+mod takeover;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,6 +64,8 @@ pub(super) struct TermParts {
     pub(super) heartbeat_interval: Duration,
     /// `heartbeat.timeout`, told to registering TaskManagers.
     pub(super) heartbeat_timeout: Duration,
+    /// The coordination session timeout, told to registering TaskManagers.
+    pub(super) session_timeout: Duration,
     /// Whether the JobManager still leads at an epoch (checked by the links
     /// before every call).
     pub(super) leading: Leading,
@@ -83,6 +88,7 @@ pub(super) struct Term {
     metrics: ClusterMetrics,
     heartbeat_interval: Duration,
     heartbeat_timeout: Duration,
+    session_timeout: Duration,
     leading: Leading,
     actor: mpsc::UnboundedSender<Message>,
     checkpoints: Option<checkpoints::TermCheckpoints>,
@@ -111,6 +117,7 @@ impl Term {
             metrics: parts.metrics,
             heartbeat_interval: parts.heartbeat_interval,
             heartbeat_timeout: parts.heartbeat_timeout,
+            session_timeout: parts.session_timeout,
             leading: parts.leading,
             actor: parts.actor,
             checkpoints: parts.checkpoints.map(|io| checkpoints::TermCheckpoints {

@@ -22,6 +22,30 @@ pub struct JobDetails {
     /// The job graph as Flink's `plan`: each vertex with the edges into it.
     #[serde(default)]
     pub plan: PlanView,
+    /// Every time a new leader took the job over, oldest first (not a
+    /// restart: what it adopted kept running).
+    #[serde(default)]
+    pub takeovers: Vec<TakeoverView>,
+}
+
+/// A new leader taking a job over (HA contract §6), in `GET /jobs/{id}`:
+/// its own event, distinct from a restart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TakeoverView {
+    /// When the take-over was decided (ms since the Unix epoch).
+    pub timestamp: u64,
+    /// The JobManager that took the job over.
+    pub leader: String,
+    /// Its leader epoch.
+    pub epoch: u64,
+    /// Running attempts it adopted (they kept running).
+    pub adopted: usize,
+    /// Tasks it restarted from the latest completed checkpoint.
+    pub restarted: usize,
+    /// Why tasks were restarted, one line per task (empty when none were).
+    #[serde(default)]
+    pub reasons: Vec<String>,
 }
 
 /// One vertex in `GET /jobs/{id}`.

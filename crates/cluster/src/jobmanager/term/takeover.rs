@@ -1,0 +1,108 @@
+//! The term's side of taking jobs over from a previous leader (HA contract
+//! §6): the core decides which running attempts it adopts; here the
+//! decision becomes the job's take-over event (history, REST, metrics, a
+//! log line), and checkpoints go on under this epoch — the latest
+//! completed checkpoint is confirmed to the adopted attempts (their sinks
+//! commit it, if the previous leader died before saying so), and attempts
+//! whose input ended are told to the coordinator.
+
+use std::collections::BTreeMap;
+
+use holdfast_runtime::checkpoint::CheckpointInput;
+use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId, TaskManagerId};
+use holdfast_runtime::master::adoption::Miss;
+use holdfast_runtime::master::{AttemptRef, MasterInput};
+use holdfast_types::CheckpointId;
+
+use super::Term;
+use crate::jobmanager::wall_ms;
+use crate::rest::answers::TakeoverView;
+
+impl Term {
+    /// Every stored job has been handed to the core.
+    pub(in crate::jobmanager) fn recovery_done(&mut self) {
+        self.step(MasterInput::RecoveryDone);
+    }
+
+    /// A recovered job's latest completed checkpoint is known: the
+    /// attempts that took it (none: no checkpoint) are the oldest the core
+    /// may adopt.
+    pub(super) fn adoption_floor(&mut self, job: JobId, attempts: BTreeMap<TaskId, u32>) {
+        self.step(MasterInput::AdoptionFloor {
+            job,
+            floor: attempts,
+        });
+    }
+
+    /// The core took `job` over.
+    pub(super) fn taken_over(
+        &mut self,
+        job: JobId,
+        adopted: &[(AttemptRef, TaskManagerId)],
+        input_ended: &[ExecutionAttemptId],
+        restarted: &BTreeMap<TaskId, Miss>,
+    ) {
+        let reasons: Vec<String> = restarted
+            .iter()
+            .filter(|(_, miss)| **miss != Miss::Region)
+            .map(|(task, miss)| {
+                format!("subtask {} of vertex {}: {miss}", task.subtask, task.vertex)
+            })
+            .collect();
+        let view = TakeoverView {
+            timestamp: wall_ms(),
+            leader: self.contender.to_string(),
+            epoch: self.token.epoch.0,
+            adopted: adopted.len(),
+            restarted: restarted.len(),
+            reasons: reasons.clone(),
+        };
+        self.metrics.takeovers.inc();
+        self.metrics.attempts_adopted.inc_by(adopted.len() as u64);
+        self.metrics
+            .attempts_restarted_at_takeover
+            .inc_by(restarted.len() as u64);
+        if restarted.is_empty() {
+            tracing::info!(%job, jobmanager = %self.contender, epoch = %self.token.epoch, adopted = adopted.len(),
+                "took the job over: adopted every running task attempt; nothing restarts, checkpoints go on \
+                 under this leader");
+        } else {
+            tracing::warn!(%job, jobmanager = %self.contender, epoch = %self.token.epoch, adopted = adopted.len(),
+                restarted = restarted.len(), why = %reasons.join("; "),
+                "took the job over: adopted what runs consistently; restarting only the tasks that cannot be \
+                 adopted (and those exchanging data with them) from the latest completed checkpoint");
+        }
+        if let Some(stored) = self.stored.get(&job).cloned() {
+            let mut stored = stored;
+            stored.record_takeover(view);
+            self.keep(job, stored);
+        }
+        self.confirm_latest(job, adopted);
+        for task in input_ended {
+            self.coordinate(job, CheckpointInput::TaskEnded { task: *task });
+        }
+    }
+
+    /// Tells the adopted attempts that the latest completed checkpoint is
+    /// complete (the previous leader may have died between writing its
+    /// pointer and saying so; committing it again is a no-op for a sink).
+    fn confirm_latest(&mut self, job: JobId, adopted: &[(AttemptRef, TaskManagerId)]) {
+        let Some(latest) = self.latest_checkpoint(job) else {
+            return;
+        };
+        let attempts: Vec<ExecutionAttemptId> = adopted.iter().map(|(a, _)| a.attempt).collect();
+        if attempts.is_empty() {
+            return;
+        }
+        tracing::info!(%job, checkpoint = %latest, attempts = attempts.len(),
+            "confirming the latest completed checkpoint to the adopted tasks (their sinks commit it if they had not)");
+        self.notify(job, latest, true, &attempts);
+    }
+
+    /// The latest completed checkpoint of `job` as read from the HA store.
+    fn latest_checkpoint(&self, job: JobId) -> Option<CheckpointId> {
+        let cp = self.checkpoints.as_ref()?;
+        let entry = cp.jobs.get(&job)?;
+        entry.latest().map(|m| CheckpointId(m.checkpoint))
+    }
+}
