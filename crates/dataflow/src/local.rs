@@ -310,11 +310,15 @@ impl LocalCheckpoints {
         // The sources start the barriers; a subtask whose input ended is
         // triggered itself (no barrier reaches it any more).
         let ended = lock(&self.ended).clone();
+        // The last checkpoint once every subtask's input ended: only it
+        // lets them end (before, they snapshot their final state again).
+        let last = ended.len() == self.inboxes.len();
         for (task, source, inbox) in &self.inboxes {
             if *source || ended.contains(task) {
                 inbox.deliver(CheckpointRequest::Trigger {
                     id,
                     timestamp_ms: 0,
+                    last,
                 });
             }
         }
@@ -342,6 +346,7 @@ impl LocalCheckpoints {
                     inbox.deliver(CheckpointRequest::Trigger {
                         id,
                         timestamp_ms: 0,
+                        last,
                     });
                 }
                 continue;

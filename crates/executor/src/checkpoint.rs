@@ -34,6 +34,11 @@ pub enum CheckpointRequest {
         id: CheckpointId,
         /// When the leader triggered it (milliseconds since the epoch).
         timestamp_ms: u64,
+        /// Whether it is the job's last: every task's input has ended, and
+        /// a task whose input ended ends once this checkpoint completes
+        /// (before it, such a task snapshots its final state in every
+        /// checkpoint and waits).
+        last: bool,
     },
     /// Checkpoint `id` is complete (its pointer is in the HA store): commit
     /// what was prepared for it and before it.

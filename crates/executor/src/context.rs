@@ -392,6 +392,7 @@ mod tests {
         inbox.deliver(CheckpointRequest::Trigger {
             id,
             timestamp_ms: 9,
+            last: false,
         });
         inbox.deliver(CheckpointRequest::Complete(id));
         let (woke, ctx) = sleeper.join().unwrap();
@@ -405,7 +406,8 @@ mod tests {
             [
                 CheckpointRequest::Trigger {
                     id,
-                    timestamp_ms: 9
+                    timestamp_ms: 9,
+                    last: false
                 },
                 CheckpointRequest::Complete(id)
             ]

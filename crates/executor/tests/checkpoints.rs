@@ -50,6 +50,7 @@ async fn triggers_reach_code_that_takes_part_and_are_acknowledged_for_code_that_
     let trigger = |id| CheckpointRequest::Trigger {
         id: CheckpointId(id),
         timestamp_ms: 0,
+        last: false,
     };
     assert!(executor.deliver(&stateless, trigger(3)));
     let report = reports.recv().await.unwrap();

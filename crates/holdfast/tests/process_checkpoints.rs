@@ -14,16 +14,19 @@ use std::path::Path;
 use anyhow::{Context, Result, ensure};
 use holdfast_cluster::client::RestClient;
 use holdfast_dataflow::jobs::datagen;
-use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use nix::sys::signal::Signal;
 use serde_json::json;
 use support::cluster::{Cluster, eventually, logged, registered, rest};
+use support::datagen_job::{Datagen, completed, finished};
 
-const RECORDS: u64 = 24_000;
+/// About 6 s of records over 40 keys.
+const JOB: Datagen = Datagen {
+    records: 24_000,
+    rate: 4_000,
+    keys: KEYS,
+};
 const KEYS: u32 = 40;
-/// Records per second in all: the job lasts about 6 s.
-const RATE: u64 = 4_000;
 
 /// Checkpoints every 500 ms into `checkpoints`; `heartbeat_timeout` long
 /// enough that only what a test does makes a TaskManager lost.
@@ -40,67 +43,19 @@ fn config(checkpoints: &Path) -> String {
 }
 
 async fn submit(client: &RestClient, output: &Path) -> Result<JobId> {
-    let jobs = holdfast_dataflow::JobRegistry::builtin();
-    let params = json!({
-        "records": RECORDS, "rate": RATE, "keys": KEYS, "pipeline": "keyed", "output": output,
-    });
-    let graph: JobGraph = jobs.job_graph(datagen::NAME, &params, 2)?;
-    Ok(client.submit(&graph).await?)
-}
-
-async fn finished(client: &RestClient, job: JobId) -> Result<()> {
-    eventually("the job finishes", || async {
-        let details = client.job(job).await?;
-        if details.state == "FAILED" {
-            let exceptions = client.exceptions(job).await?;
-            anyhow::bail!("the job failed: {exceptions:?}");
-        }
-        Ok((details.state == "FINISHED").then_some(()))
-    })
-    .await
+    JOB.submit(client, output, "keyed", 2).await
 }
 
 /// The committed output, checked against a plain computation: every
 /// record's update exactly once.
 fn check_output(output: &Path) -> Result<()> {
-    check_output_with(output, true)
+    JOB.check_keyed(output, true)
 }
 
 /// [`check_output`], or with `exactly_once` false: every record's update
 /// at least once (each key's largest sum still its total).
 fn check_output_with(output: &Path, exactly_once: bool) -> Result<()> {
-    let mut sums: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
-    for line in support::part_lines(output)? {
-        let (key, sum) = line.split_once('\t').context("a `key<TAB>sum` line")?;
-        sums.entry(key.parse()?).or_default().push(sum.parse()?);
-    }
-    let mut expected: BTreeMap<u32, (usize, i64)> = BTreeMap::new();
-    for i in 0..RECORDS {
-        let record = datagen::record(i, KEYS);
-        let entry = expected.entry(record.key).or_default();
-        entry.0 += 1;
-        entry.1 += record.value;
-    }
-    for (key, (count, total)) in &expected {
-        let got = sums.get(key).map_or(&[][..], Vec::as_slice);
-        ensure!(
-            got.len() == *count || (!exactly_once && got.len() > *count),
-            "key {key}: {} committed updates, {count} records (lost or repeated output)",
-            got.len()
-        );
-        ensure!(
-            got.iter().max() == Some(total),
-            "key {key}: largest sum {:?}, total {total}",
-            got.iter().max()
-        );
-    }
-    let hidden: Vec<String> = std::fs::read_dir(output)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with('.'))
-        .collect();
-    ensure!(hidden.is_empty(), "uncommitted files left: {hidden:?}");
-    Ok(())
+    JOB.check_keyed(output, exactly_once)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,15 +140,6 @@ async fn skipped_warning(jm: &support::cluster::JobManager) -> Result<String> {
     .await?;
     let log = jm.process.stderr();
     Ok(log[at..].lines().next().unwrap_or_default().to_owned())
-}
-
-/// Waits until `jm` completed `n` checkpoints (by its log).
-async fn completed(jm: &support::cluster::JobManager, n: usize) -> Result<()> {
-    eventually(&format!("{n} checkpoints completed"), || async {
-        let done = jm.process.stderr().matches("checkpoint complete").count();
-        Ok((done >= n).then_some(()))
-    })
-    .await
 }
 
 /// The `chk-*` directories under `job_dir` (storage removes a directory

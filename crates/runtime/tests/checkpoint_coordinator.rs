@@ -78,7 +78,8 @@ fn trigger(c: &mut CheckpointCoordinator, now: u64, n: u64) {
         c.handle(at(now), I::IdAllocated(id(n))),
         [C::TriggerBarriers {
             id: id(n),
-            sources: vec![task(0, 0)]
+            sources: vec![task(0, 0)],
+            last: false,
         }]
     );
 }
@@ -616,7 +617,8 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
         c.handle(at(200), I::IdAllocated(id(2))),
         [C::TriggerBarriers {
             id: id(2),
-            sources: vec![task(0, 0)]
+            sources: vec![task(0, 0)],
+            last: false,
         }]
     );
     complete(&mut c, 210, 2);
@@ -631,7 +633,8 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
         c.handle(at(220), I::IdAllocated(id(3))),
         [C::TriggerBarriers {
             id: id(3),
-            sources: vec![task(0, 0), task(1, 0)]
+            sources: vec![task(0, 0), task(1, 0)],
+            last: true,
         }]
     );
     // An end reported twice, or by a task of no run, changes nothing.
@@ -659,7 +662,8 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
         c.handle(at(400), I::IdAllocated(id(4))),
         [C::TriggerBarriers {
             id: id(4),
-            sources: vec![again(0)]
+            sources: vec![again(0)],
+            last: false,
         }]
     );
 }
@@ -674,7 +678,8 @@ fn a_checkpoint_waiting_for_a_task_whose_input_ended_is_triggered_there() {
         c.handle(at(120), I::TaskEnded { task: task(1, 0) }),
         [C::TriggerBarriers {
             id: id(1),
-            sources: vec![task(1, 0)]
+            sources: vec![task(1, 0)],
+            last: false,
         }]
     );
     // Acknowledged by both, it completes.
@@ -709,7 +714,8 @@ fn ends_told_before_the_run_count_for_it() {
         c.handle(at(10), I::IdAllocated(id(1))),
         [C::TriggerBarriers {
             id: id(1),
-            sources: vec![task(0, 0), task(1, 0)]
+            sources: vec![task(0, 0), task(1, 0)],
+            last: true,
         }]
     );
     // An earlier run's ends are not this run's.

@@ -233,6 +233,7 @@ impl Actor {
             CheckpointRequest::Trigger {
                 id: CheckpointId(request.checkpoint_id),
                 timestamp_ms: request.timestamp_ms,
+                last: request.last,
             },
         );
         Ok(proto::TriggerCheckpointReply { known })

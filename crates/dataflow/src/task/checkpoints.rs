@@ -133,9 +133,13 @@ impl TaskCheckpoints {
 
     /// The task's input ended and its chain finished: without checkpoints
     /// it ends now. With them it tells the leader and waits — triggered
-    /// itself, since no barrier can reach it any more — until a checkpoint
-    /// it snapshotted after its end completes (that one commits its last
-    /// output), or until it is canceled. `take` snapshots the chain.
+    /// itself, since no barrier can reach it any more, and snapshotting its
+    /// final state in every checkpoint meanwhile — until the job's *last*
+    /// checkpoint (triggered once every task's input ended) completes:
+    /// that one commits its last output. Or until it is canceled. Tasks
+    /// whose inputs end at different times (skewed sources, a region a new
+    /// leader restarted) thus end together, and every checkpoint holds
+    /// every task's state.
     pub(crate) fn await_last_checkpoint(
         &mut self,
         ctx: &TaskContext,
@@ -150,19 +154,23 @@ impl TaskCheckpoints {
         loop {
             for request in ctx.take_checkpoint_requests() {
                 match request {
-                    CheckpointRequest::Trigger { id, .. } => {
+                    CheckpointRequest::Trigger {
+                        id, last: final_, ..
+                    } => {
                         if self.snapshotted.is_some_and(|done| id <= done) {
-                            continue; // snapshotted before the input ended
+                            continue; // snapshotted already
                         }
                         self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
                             task.barrier(id, snapshot)
                         })?;
-                        last = Some(last.map_or(id, |l| l.max(id)));
+                        if final_ {
+                            last = Some(last.map_or(id, |l| l.max(id)));
+                        }
                     }
                     CheckpointRequest::Complete(id) => {
                         task.chain().checkpoint_ended(id, true)?;
-                        // Done once a checkpoint taken after the end
-                        // completed (it covers everything written).
+                        // Done once the job's last checkpoint completed (it
+                        // covers everything written).
                         if last.is_some_and(|l| id >= l) {
                             return Ok(());
                         }

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod datagen_job;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};

@@ -135,6 +135,7 @@ impl CheckpointCoordinator {
                             out.push(CheckpointCommand::TriggerBarriers {
                                 id: *id,
                                 sources: vec![task],
+                                last: false,
                             });
                         }
                     }
@@ -281,7 +282,8 @@ impl CheckpointCoordinator {
         // barrier any more and is triggered itself.
         let mut sources = self.sources.clone();
         sources.extend(self.ended.iter().filter(|t| !self.sources.contains(t)));
-        out.push(CheckpointCommand::TriggerBarriers { id, sources });
+        let last = self.ended.len() == self.tasks.len();
+        out.push(CheckpointCommand::TriggerBarriers { id, sources, last });
     }
 
     fn on_ack(

@@ -9,12 +9,12 @@
 //!
 //! ```text
 //!  Tick ──(due, below max concurrent, min pause passed)──► AllocateId
-//!  IdAllocated{id} ──────────────────────────────────────► TriggerBarriers{id, sources}
+//!  IdAllocated{id} ──────────────────────────────────────► TriggerBarriers{id, sources, last}
 //!  Acknowledged{id, task, state} … (all tasks) ──────────► WriteMetadata{id, states}
 //!  MetadataWritten{id, location} ────────────────────────► WritePointer{id, location}   (HA write, leader-conditional)
 //!  PointerWritten{id} ───────────────────────────────────► NotifyComplete{id}, Retire{older beyond num-retained}
 //!  Declined / timeout / a failed write ──────────────────► NotifyAborted{id}, Discard{id}  (counted; too many: FailJob)
-//!  TaskEnded{task} ──(a checkpoint awaits it)────────────► TriggerBarriers{id, [task]}   (no barrier reaches it any more)
+//!  TaskEnded{task} ──(a checkpoint awaits it)────────────► TriggerBarriers{id, [task], last: false}   (no barrier reaches it any more)
 //!                  └─(every task ended)──────────────────► AllocateId at once: the last checkpoint, which lets the tasks end
 //! ```
 //!

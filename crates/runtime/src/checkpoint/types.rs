@@ -174,6 +174,9 @@ pub enum CheckpointCommand {
         id: CheckpointId,
         /// The source attempts, and the attempts whose input ended.
         sources: Vec<ExecutionAttemptId>,
+        /// Whether it is the job's last: every task's input had ended when
+        /// it was triggered, and its completion lets them end.
+        last: bool,
     },
     /// Every task acknowledged: write the checkpoint's metadata file.
     WriteMetadata {

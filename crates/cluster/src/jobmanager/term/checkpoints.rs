@@ -200,7 +200,7 @@ impl Term {
         };
         match command {
             CheckpointCommand::AllocateId => cp.io.allocate_id(job, token),
-            CheckpointCommand::TriggerBarriers { id, sources } => {
+            CheckpointCommand::TriggerBarriers { id, sources, last } => {
                 tracing::debug!(%job, checkpoint = %id, sources = sources.len(), "checkpoint triggered");
                 for attempt in sources {
                     let Some(tm) = self.tm_of(job, attempt.task) else {
@@ -211,6 +211,7 @@ impl Term {
                         attempt: Some((job, attempt).into()),
                         checkpoint_id: id.0,
                         timestamp_ms: wall_ms(),
+                        last,
                     };
                     self.order(&tm, Order::Trigger(request));
                 }
