@@ -79,6 +79,10 @@ enum Scenario {
     /// checkpointed state, at Flink's default heartbeats: time to running
     /// again from the checkpoint.
     CheckpointRecovery(cluster::recovery::RecoveryArgs),
+    /// kill -9 of the leading JobManager (and a graceful hand-over) with a
+    /// checkpointed job running: no task restarts; records processed
+    /// without a leader; until checkpoints (and commits) go on.
+    Takeover(cluster::takeover::TakeoverArgs),
     /// A TaskManager loads the enrich job's lookup table while it serves:
     /// ZooKeeper suspensions, heartbeat and probe round trips, against an
     /// idle control.
@@ -126,6 +130,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::Cluster(args) => vec![cluster::run(args, tick).await?],
         Scenario::TableLoad(args) => vec![table_load::run(args, tick).await?],
         Scenario::CheckpointRecovery(args) => vec![cluster::recovery::run(args, tick).await?],
+        Scenario::Takeover(args) => vec![cluster::takeover::run(args, tick).await?],
         Scenario::Dataflow(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || dataflow::run(&args)).await??]

@@ -244,3 +244,125 @@ fn a_job_cancelled_in_its_window_cancels_what_was_reported_for_it() {
     let out = sim.register("tm-b");
     assert_eq!(cancels(&out).len(), 2);
 }
+
+mod property {
+    use std::collections::BTreeMap;
+
+    use holdfast_runtime::graph::{Distribution, JobGraph};
+    use holdfast_runtime::ids::TaskId;
+    use holdfast_runtime::lifecycle::{JobState, TaskState};
+    use holdfast_runtime::master::adoption::regions;
+    use holdfast_runtime::master::{JobMasterCore, MasterInput, ReportedStatus};
+    use proptest::prelude::*;
+
+    use super::support::*;
+    use super::{currents, recover};
+
+    const TMS: [&str; 3] = ["tm-a", "tm-b", "tm-c"];
+
+    /// When a TaskManager of the old leader registers with the new one.
+    #[derive(Clone, Copy, Debug)]
+    enum When {
+        BeforeRecover,
+        BeforeDone,
+        After,
+        /// Crashed while there was no leader.
+        Never,
+    }
+
+    fn when() -> impl Strategy<Value = When> {
+        prop_oneof![
+            Just(When::BeforeRecover),
+            Just(When::BeforeDone),
+            Just(When::After),
+            Just(When::Never),
+        ]
+    }
+
+    fn graphs() -> impl Strategy<Value = JobGraph> {
+        prop_oneof![
+            (1u32..4).prop_map(graph),
+            (1u32..3, 1u32..3).prop_map(|(a, b)| graph2(a, b)),
+            (1u32..4).prop_map(|p| graph2_with(Distribution::Pointwise, p, p)),
+            (1u32..4).prop_map(graph3),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever order the old leader's TaskManagers register in with
+        /// the new one — before the job is recovered, before recovery is
+        /// done, after, or never (crashed) — the core keeps its invariants
+        /// at every step, and once the window closed and the cancels are
+        /// answered every task runs exactly one live attempt, where the
+        /// core says; every region whose TaskManagers all came back keeps
+        /// its very attempts.
+        #[test]
+        fn any_registration_order_ends_with_one_live_attempt_per_task(
+            g in graphs(),
+            whens in prop::collection::vec(when(), 3),
+        ) {
+            let mut sim = Sim::new(config(fixed_delay()));
+            for name in TMS {
+                sim.add_tm(name, 2);
+            }
+            sim.submit(job(1), g.clone());
+            sim.settle();
+            prop_assume!(sim.task_states(job(1)).iter().all(|s| *s == TaskState::Running));
+            let old = currents(&sim, job(1));
+            let home: BTreeMap<TaskId, String> = old
+                .iter()
+                .map(|a| (a.attempt.task, sim.holder(*a).expect("held")))
+                .collect();
+            sim.core = JobMasterCore::recovering(config(fixed_delay())).unwrap();
+            for (name, w) in TMS.iter().zip(&whens) {
+                if matches!(w, When::Never) {
+                    sim.tms.remove(&tm(name));
+                }
+            }
+            let register = |sim: &mut Sim, at: fn(&When) -> bool| {
+                for (name, w) in TMS.iter().zip(&whens) {
+                    if at(w) {
+                        sim.register(name);
+                    }
+                }
+            };
+            register(&mut sim, |w| matches!(w, When::BeforeRecover));
+            recover(&mut sim, &g, false);
+            register(&mut sim, |w| matches!(w, When::BeforeDone));
+            sim.input(MasterInput::RecoveryDone);
+            register(&mut sim, |w| matches!(w, When::After));
+            sim.add_tm("tm-spare", 3);
+            sim.run_for(secs(60));
+            sim.settle();
+
+            prop_assert_eq!(sim.state(job(1)), JobState::Running);
+            let now = currents(&sim, job(1));
+            for current in &now {
+                let live: Vec<_> = sim
+                    .held()
+                    .into_iter()
+                    .filter(|(_, _, a)| a.attempt.task == current.attempt.task)
+                    .collect();
+                prop_assert_eq!(live.len(), 1, "task {:?}: {:?}", current.attempt.task, live);
+                prop_assert_eq!(live[0].2, *current);
+                prop_assert!(sim.tms[&live[0].0].held[current].status == ReportedStatus::Running);
+            }
+            let back = |name: &String| {
+                TMS.iter()
+                    .zip(&whens)
+                    .any(|(n, w)| n == name && !matches!(w, When::Never))
+            };
+            for region in regions(&g) {
+                if region.iter().all(|t| back(&home[t])) {
+                    for task in region {
+                        let was = old.iter().find(|a| a.attempt.task == task).expect("old");
+                        let is = now.iter().find(|a| a.attempt.task == task).expect("now");
+                        prop_assert_eq!(was, is, "a region whose TaskManagers came back is adopted");
+                    }
+                }
+            }
+        }
+    }
+}

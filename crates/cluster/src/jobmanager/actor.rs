@@ -304,6 +304,7 @@ impl<B: Backend> ActorParts<B> {
             heartbeat_interval: self.options.master.heartbeat_interval,
             heartbeat_timeout: self.options.master.heartbeat_timeout,
             session_timeout: self.options.session_timeout,
+            adopt: self.options.policy != "standard",
             leading: self.leading(),
             actor: self.self_tx.clone(),
             checkpoints: self.checkpoints.as_ref().map(|c| CheckpointIo {

@@ -40,6 +40,7 @@ mod report;
 pub(crate) mod rest;
 mod results;
 mod startup;
+pub mod takeover;
 
 /// The session timeout of the start, registration and submit rounds.
 const STARTUP_T: Duration = Duration::from_secs(4);

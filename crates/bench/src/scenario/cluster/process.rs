@@ -253,6 +253,21 @@ impl ClusterProcess {
             .with_context(|| format!("killing {}", self.name))
     }
 
+    /// SIGTERM now: the process shuts down gracefully (a leading
+    /// JobManager hands leadership over).
+    pub fn terminate(&self) -> Result<()> {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .with_context(|| format!("signalling {}", self.name))?;
+        anyhow::ensure!(
+            status.success(),
+            "kill -TERM {} failed: {status}",
+            self.name
+        );
+        Ok(())
+    }
+
     /// How many lines of its log so far contain `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
         lock(&self.stderr).matches(needle).count()

@@ -158,12 +158,23 @@ impl Term {
             self.remove_ended(job);
             return;
         }
-        tracing::info!(%job, name = %stored.graph.name,
-            "recovered the job from the HA store; waiting for the TaskManagers to report its running tasks, to \
-             adopt them (jobmanager.adoption.timeout at the longest)");
         let (graph, submitted_at_ms) = (stored.graph.clone(), stored.submitted_at_ms);
         self.stored.insert(job, stored);
         self.checkpoints_for(job, true);
+        if !self.adopt {
+            // `standard`: the TaskManagers failed the previous leader's
+            // tasks; the job runs again at once.
+            tracing::info!(%job, "recovered the job from the HA store; policy standard: running it again");
+            self.step(MasterInput::Submit {
+                job,
+                graph,
+                submitted_at_ms,
+            });
+            return;
+        }
+        tracing::info!(%job, name = %self.stored[&job].graph.name,
+            "recovered the job from the HA store; waiting for the TaskManagers to report its running tasks, to \
+             adopt them (jobmanager.adoption.timeout at the longest)");
         let awaits_floor = self.checkpoints.is_some();
         self.step(MasterInput::Recover {
             job,

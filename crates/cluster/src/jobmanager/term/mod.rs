@@ -66,6 +66,10 @@ pub(super) struct TermParts {
     pub(super) heartbeat_timeout: Duration,
     /// The coordination session timeout, told to registering TaskManagers.
     pub(super) session_timeout: Duration,
+    /// Whether recovered jobs adopt their running attempts (every policy
+    /// but `standard`, whose TaskManagers fail them on a new leader: its
+    /// jobs restart at once, as in Flink).
+    pub(super) adopt: bool,
     /// Whether the JobManager still leads at an epoch (checked by the links
     /// before every call).
     pub(super) leading: Leading,
@@ -89,6 +93,7 @@ pub(super) struct Term {
     heartbeat_interval: Duration,
     heartbeat_timeout: Duration,
     session_timeout: Duration,
+    adopt: bool,
     leading: Leading,
     actor: mpsc::UnboundedSender<Message>,
     checkpoints: Option<checkpoints::TermCheckpoints>,
@@ -118,6 +123,7 @@ impl Term {
             heartbeat_interval: parts.heartbeat_interval,
             heartbeat_timeout: parts.heartbeat_timeout,
             session_timeout: parts.session_timeout,
+            adopt: parts.adopt,
             leading: parts.leading,
             actor: parts.actor,
             checkpoints: parts.checkpoints.map(|io| checkpoints::TermCheckpoints {

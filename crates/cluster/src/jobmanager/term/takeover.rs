@@ -15,8 +15,9 @@ use holdfast_runtime::master::{AttemptRef, MasterInput};
 use holdfast_types::CheckpointId;
 
 use super::Term;
+use crate::job_store::PastFailure;
 use crate::jobmanager::wall_ms;
-use crate::rest::answers::TakeoverView;
+use crate::rest::answers::{ExceptionEntry, TakeoverView};
 
 impl Term {
     /// Every stored job has been handed to the core.
@@ -74,6 +75,31 @@ impl Term {
         }
         if let Some(stored) = self.stored.get(&job).cloned() {
             let mut stored = stored;
+            // In the job's history too, beside its failures — marked as
+            // what it is, not counted as a restart.
+            let entry = ExceptionEntry {
+                exception_name: format!(
+                    "take-over: JobManager {} (epoch {}) adopted {} running attempts and restarted {} tasks{}",
+                    view.leader,
+                    view.epoch,
+                    view.adopted,
+                    view.restarted,
+                    if reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", reasons.join("; "))
+                    }
+                ),
+                timestamp: view.timestamp,
+                task_name: None,
+                location: None,
+                decision: "taken over by the new leader (not a restart)".to_owned(),
+                kind: None,
+            };
+            stored.record(PastFailure {
+                entry,
+                restarted: false,
+            });
             stored.record_takeover(view);
             self.keep(job, stored);
         }
