@@ -303,6 +303,16 @@ fn status_text(
         time(job.start_time),
         job.restarts
     );
+    for takeover in &job.takeovers {
+        out += &format!(
+            "  taken over: {} by {} (epoch {}): {} running attempts adopted, {} tasks restarted\n",
+            time(takeover.timestamp),
+            takeover.leader,
+            takeover.epoch,
+            takeover.adopted,
+            takeover.restarted
+        );
+    }
     out += &checkpoint_text(checkpoints);
     for vertex in &job.vertices {
         out += &format!(
@@ -333,7 +343,11 @@ fn status_text(
         out += "failures: none\n";
         return out;
     }
-    out += "failures (oldest first):\n";
+    out += if job.takeovers.is_empty() {
+        "failures (oldest first):\n"
+    } else {
+        "failures and take-overs (oldest first):\n"
+    };
     for entry in &exceptions.history {
         let task = entry.task_name.as_deref().unwrap_or("the job");
         let location = entry

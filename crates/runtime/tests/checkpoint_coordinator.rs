@@ -736,3 +736,36 @@ fn ends_told_before_the_run_count_for_it() {
     );
     assert_eq!(out, [], "task(1, 0)'s end was of the earlier attempt");
 }
+
+#[test]
+fn after_a_take_over_the_first_checkpoint_is_triggered_at_once() {
+    // Told before the run (the take-over comes before the core's view says
+    // every adopted task runs): the run's first checkpoint is not an
+    // interval away.
+    let mut c = CheckpointCoordinator::new(config(), vec![]);
+    assert_eq!(c.handle(at(0), I::TriggerSoon), []);
+    assert_eq!(
+        c.handle(
+            at(5),
+            I::Running {
+                tasks: tasks(),
+                sources: vec![task(0, 0)],
+            },
+        ),
+        [C::AllocateId]
+    );
+    assert_eq!(
+        c.handle(at(5), I::IdAllocated(id(7))),
+        [C::TriggerBarriers {
+            id: id(7),
+            sources: vec![task(0, 0)],
+            last: false,
+        }]
+    );
+    complete(&mut c, 10, 7);
+    // Only once: the next one comes at the interval again.
+    assert_eq!(c.handle(at(50), I::Tick), []);
+    // While running, it triggers at once (past the min pause).
+    let mut running = running(config());
+    assert_eq!(running.handle(at(1), I::TriggerSoon), [C::AllocateId]);
+}

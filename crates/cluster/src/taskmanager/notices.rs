@@ -57,8 +57,10 @@ impl Actor {
                 ..
             } => {
                 tracing::info!(connection = %connection, tasks = running,
-                    "no JobManager leader is published right now; tasks keep running until a newer leader is \
-                     elected or the JobManager's heartbeats stop (heartbeat.timeout {heartbeat_timeout:?})");
+                    "no JobManager leader is published right now; the tasks keep running and records keep \
+                     flowing; a newer leader adopts them; they fail only if the JobManager's heartbeats stop \
+                     (heartbeat.timeout {heartbeat_timeout:?}) and no leader takes them over within its session \
+                     timeout plus a margin");
             }
             Notice::RegistrationFailed {
                 epoch,

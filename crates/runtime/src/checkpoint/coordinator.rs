@@ -56,6 +56,9 @@ pub struct CheckpointCoordinator {
     deposed: bool,
     /// An id was asked for at this time and has not come.
     requesting: Option<MonoTime>,
+    /// [`CheckpointInput::TriggerSoon`] came: the next run checkpoints at
+    /// once.
+    soon: bool,
     next_trigger: Option<MonoTime>,
     /// When the last checkpoint ended (completed or aborted).
     last_end: Option<MonoTime>,
@@ -82,6 +85,7 @@ impl CheckpointCoordinator {
             running: false,
             deposed: false,
             requesting: None,
+            soon: false,
             next_trigger: None,
             last_end: None,
             pending: BTreeMap::new(),
@@ -110,6 +114,10 @@ impl CheckpointCoordinator {
                 self.requesting = None;
                 self.failures_in_row = 0;
                 self.next_trigger = Some(now.plus(self.config.interval));
+                if self.running && std::mem::take(&mut self.soon) {
+                    self.next_trigger = Some(now);
+                    self.on_tick(&mut out, now);
+                }
                 if self.running && self.ended.len() == self.tasks.len() {
                     self.next_trigger = Some(now);
                     self.on_tick(&mut out, now);
@@ -121,6 +129,11 @@ impl CheckpointCoordinator {
                 self.requesting = None;
                 self.next_trigger = None;
             }
+            CheckpointInput::TriggerSoon if self.running => {
+                self.next_trigger = Some(now);
+                self.on_tick(&mut out, now);
+            }
+            CheckpointInput::TriggerSoon => self.soon = true,
             CheckpointInput::Tick => self.on_tick(&mut out, now),
             CheckpointInput::TaskEnded { task } => {
                 if !self.running {

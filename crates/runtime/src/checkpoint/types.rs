@@ -118,6 +118,10 @@ pub enum CheckpointInput {
         /// The task.
         task: ExecutionAttemptId,
     },
+    /// Checkpoint as soon as the job runs (and the min pause allows),
+    /// not an interval later: a new leader adopted running tasks, whose
+    /// output since the latest completed checkpoint waits for one.
+    TriggerSoon,
     /// Time passed (the shell calls at [`next_wakeup`] at the latest).
     ///
     /// [`next_wakeup`]: super::CheckpointCoordinator::next_wakeup

@@ -8,9 +8,11 @@
 //! ```text
 //!  handle ──► on_submit, on_registered, on_lost, on_heartbeat_reply,
 //!             on_task_update, on_deploy_failed, on_cancel, on_tick
+//!             (on_recover, on_floor, on_recovery_done: takeover.rs)
 //!               │
 //!               ├─► reports.rs   what a TaskManager's report means
 //!               ├─► failures.rs  failing attempts and jobs, cancelling
+//!               ├─► takeover.rs  (after every input) adoption windows decided
 //!               └─► schedule.rs  (after every input) jobs moving on, deploying
 //! ```
 
@@ -43,7 +45,7 @@ pub struct MasterConfig {
     /// answer) after which it is lost; `None` (Flink's `-1`): never, only
     /// `heartbeat.timeout` decides.
     pub rpc_failure_threshold: Option<u32>,
-    /// `high-availability.adoption.timeout`: how long a new leader waits
+    /// `jobmanager.adoption.timeout`: how long a new leader waits
     /// for the TaskManagers' reports of a recovered job before it adopts
     /// what they reported and restarts the rest (it decides at once when
     /// every task's attempt is reported and consistent).

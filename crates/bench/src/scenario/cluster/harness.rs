@@ -114,6 +114,20 @@ impl Harness {
         ClusterProcess::spawn(&self.binary, name, &args, &self.book)
     }
 
+    /// [`taskmanager`](Self::taskmanager) serving its metrics on a free
+    /// loopback port (its `started` line names it).
+    pub fn taskmanager_with_metrics(
+        &self,
+        name: &str,
+        cluster: &str,
+        t: Duration,
+    ) -> Result<ClusterProcess> {
+        let mut args = self.args("taskmanager", cluster, t);
+        args.extend(define("taskmanager.resource-id", name));
+        args.extend(["--metrics-addr".to_owned(), "127.0.0.1:0".to_owned()]);
+        ClusterProcess::spawn(&self.binary, name, &args, &self.book)
+    }
+
     /// `holdfast standalone --taskmanagers N` (embedded HA, no ZooKeeper,
     /// no configuration file) on fixed loopback ports.
     pub fn standalone(

@@ -107,6 +107,9 @@ impl Term {
         for task in input_ended {
             self.coordinate(job, CheckpointInput::TaskEnded { task: *task });
         }
+        // What the tasks wrote without a leader waits for a checkpoint:
+        // take one as soon as the job runs, not an interval later.
+        self.coordinate(job, CheckpointInput::TriggerSoon);
     }
 
     /// Tells the adopted attempts that the latest completed checkpoint is
