@@ -114,6 +114,28 @@ impl Harness {
         ClusterProcess::spawn(&self.binary, name, &args, &self.book)
     }
 
+    /// A harness on a fresh ZooKeeper (tick `tick`) whose processes
+    /// checkpoint every `interval` into a temporary directory (returned: it
+    /// lives as long as the caller keeps it).
+    pub async fn checkpointing(
+        binary: Option<&Path>,
+        heartbeat: Heartbeat,
+        interval: &str,
+        tick: Duration,
+    ) -> Result<(Harness, TempDir)> {
+        let binary = crate::child::locate_holdfast(binary)?;
+        let book = LogBook::new(None)?;
+        let zk = crate::zk::start(tick).await?;
+        let dir = tempfile::tempdir().context("a checkpoint directory")?;
+        let mut harness = Harness::new(zk, binary, heartbeat, book)?;
+        harness.define("execution.checkpointing.interval", interval);
+        harness.define(
+            "execution.checkpointing.dir",
+            &dir.path().display().to_string(),
+        );
+        Ok((harness, dir))
+    }
+
     /// [`taskmanager`](Self::taskmanager) serving its metrics on a free
     /// loopback port (its `started` line names it).
     pub fn taskmanager_with_metrics(

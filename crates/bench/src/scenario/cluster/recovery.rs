@@ -19,12 +19,9 @@ use holdfast_testkit::free_port;
 use serde_json::json;
 
 use super::harness::{Harness, Heartbeat};
-use super::process::LogBook;
 use super::rest::{Rest, all_running, poll};
-use crate::child::locate_holdfast;
 use crate::output::{Report, Table};
 use crate::stats::{Summary, signed_ms, summary_json};
-use crate::zk;
 
 /// Options of `checkpoint-recovery`.
 #[derive(Clone, Debug, Args)]
@@ -137,20 +134,12 @@ async fn crash(harness: &Harness, keys: u64, label: &str) -> Result<Crash> {
 
 /// Runs the scenario.
 pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
-    let binary = locate_holdfast(args.holdfast_bin.as_deref())?;
-    let book = LogBook::new(None)?;
-    let zk = zk::start(tick).await?;
     let heartbeat = Heartbeat {
         interval: args.heartbeat_interval.clone(),
         timeout: args.heartbeat_timeout.clone(),
     };
-    let dir = tempfile::tempdir().context("a checkpoint directory")?;
-    let mut harness = Harness::new(zk, binary, heartbeat, book)?;
-    harness.define("execution.checkpointing.interval", "5s");
-    harness.define(
-        "execution.checkpointing.dir",
-        &dir.path().display().to_string(),
-    );
+    let (harness, _dir) =
+        Harness::checkpointing(args.holdfast_bin.as_deref(), heartbeat, "5s", tick).await?;
     let mut crashes = Vec::new();
     for round in 0..args.rounds.max(1) {
         let crash = crash(&harness, args.keys, &round.to_string())

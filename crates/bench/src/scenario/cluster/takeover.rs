@@ -29,12 +29,10 @@ use holdfast_testkit::free_port;
 use serde_json::{Value, json};
 
 use super::harness::{Harness, Heartbeat};
-use super::process::{ClusterProcess, LogBook};
+use super::process::ClusterProcess;
 use super::rest::{POLL, Rest, all_running, poll};
-use crate::child::locate_holdfast;
 use crate::output::{Report, Table};
 use crate::stats::{Summary, signed_ms, summary_json};
-use crate::zk;
 
 /// Options of `takeover`.
 #[derive(Clone, Debug, Args)]
@@ -240,23 +238,17 @@ async fn round(
 
 /// Runs the scenario.
 pub async fn run(args: &TakeoverArgs, tick: Duration) -> Result<Report> {
-    let binary = locate_holdfast(args.holdfast_bin.as_deref())?;
-    let book = LogBook::new(None)?;
-    let zk = zk::start(tick).await?;
     let heartbeat = Heartbeat {
         interval: args.heartbeat_interval.clone(),
         timeout: args.heartbeat_timeout.clone(),
     };
-    let dir = tempfile::tempdir().context("a checkpoint directory")?;
-    let mut harness = Harness::new(zk, binary, heartbeat, book)?;
-    harness.define(
-        "execution.checkpointing.interval",
+    let (harness, _dir) = Harness::checkpointing(
+        args.holdfast_bin.as_deref(),
+        heartbeat,
         &args.checkpoint_interval,
-    );
-    harness.define(
-        "execution.checkpointing.dir",
-        &dir.path().display().to_string(),
-    );
+        tick,
+    )
+    .await?;
     let mut rounds = Vec::new();
     let mut plan: Vec<(Duration, Change, usize)> = args
         .session_timeout
