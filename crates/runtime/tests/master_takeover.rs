@@ -218,6 +218,50 @@ fn a_checkpointing_job_decides_only_once_its_floor_is_known() {
 }
 
 #[test]
+fn a_task_restarted_beside_adopted_ones_of_its_subtask_joins_their_slot() {
+    // Two independent pipelines sharing slots: `source => sink` (forward)
+    // and a lone `extra` vertex; subtask i of all three share slot i.
+    let mut mixed = graph2_with(Distribution::Pointwise, 2, 2);
+    let mut extra = graph(2).vertices.remove(0);
+    extra.name = "extra".into();
+    mixed.vertices.push(extra);
+    let mut sim = Sim::new(config(fixed_delay()));
+    let old = leader_change(&mut sim, &mixed, &["tm-a", "tm-b"]);
+    // `extra`'s subtask 1 never reached its TaskManager (the old leader
+    // died while deploying): only it is missing.
+    let lone = *old
+        .iter()
+        .find(|a| a.attempt.task == TaskId::new(2, 1))
+        .expect("extra's subtask 1");
+    let at = sim.holder(lone).unwrap();
+    let slot = sim.tm(&at).held.remove(&lone).unwrap().slot;
+    sim.register("tm-a");
+    sim.register("tm-b");
+    recover(&mut sim, &mixed, false);
+    sim.input(MasterInput::RecoveryDone);
+    let out = sim.run_for(secs(50));
+    let (adopted, restarted) = taken_over(&out).expect("decided");
+    assert_eq!(adopted, 5);
+    assert_eq!(
+        restarted,
+        BTreeMap::from([(TaskId::new(2, 1), Miss::Missing)])
+    );
+    let deployed = deploys(&out);
+    assert_eq!(deployed.len(), 1, "{deployed:?}");
+    assert_eq!(
+        (deployed[0].0.to_string(), deployed[0].1),
+        (at, slot),
+        "into the slot its subtask's adopted attempts share"
+    );
+    sim.settle();
+    assert!(
+        sim.task_states(job(1))
+            .iter()
+            .all(|s| *s == TaskState::Running)
+    );
+}
+
+#[test]
 fn attempts_of_jobs_that_were_not_recovered_are_cancelled_once_recovery_is_done() {
     let mut sim = Sim::new(config(fixed_delay()));
     let old = leader_change(&mut sim, &graph(2), &["tm-a"]);

@@ -94,14 +94,14 @@ impl JobMasterCore {
             // A group restarted beside adopted attempts of its subtask
             // index (a new leader restarted only its region) joins their
             // slot; the others need free slots, all or nothing.
-            let mut placed: BTreeMap<u32, SlotId> = BTreeMap::new();
+            let mut joining: Vec<(u32, SlotId, Vec<AttemptRef>)> = Vec::new();
             let mut fresh: Vec<(u32, Vec<AttemptRef>)> = Vec::new();
             for (subtask, tasks) in &groups {
                 let attempts: Vec<AttemptRef> =
                     tasks.iter().filter_map(|t| job.current(*t)).collect();
                 match sibling_slot(job, *subtask) {
                     Some(slot) if self.pool.can_join(&slot, &attempts) => {
-                        placed.insert(*subtask, slot);
+                        joining.push((*subtask, slot, attempts));
                     }
                     _ => fresh.push((*subtask, attempts)),
                 }
@@ -110,17 +110,13 @@ impl JobMasterCore {
             let Some(slots) = self.pool.allocate(&wanted) else {
                 continue;
             };
+            let mut placed: BTreeMap<u32, SlotId> = BTreeMap::new();
             for ((subtask, _), slot) in fresh.iter().zip(slots) {
                 placed.insert(*subtask, slot);
             }
-            for (subtask, slot) in &placed {
-                let attempts: Vec<AttemptRef> = groups[subtask]
-                    .iter()
-                    .filter_map(|t| job.current(*t))
-                    .collect();
-                if !fresh.iter().any(|(s, _)| s == subtask) {
-                    self.pool.join(slot, &attempts);
-                }
+            for (subtask, slot, attempts) in joining {
+                self.pool.join(&slot, &attempts);
+                placed.insert(subtask, slot);
             }
             for (subtask, slot) in placed {
                 let tasks = &groups[&subtask];
