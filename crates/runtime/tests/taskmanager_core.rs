@@ -881,3 +881,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn tasks_kept_for_a_new_leader_fail_if_it_never_registers_this_task_manager() {
+    let mut tm = core(OnNoLeader::KeepTasks);
+    register(&mut tm, at(0), 5);
+    started(&mut tm, 1, 5);
+    // 8 is published while 5 still leads for this TaskManager: it drops 5's
+    // registration and registers with 8, which never answers.
+    tm.handle(at(100), TmInput::LeaderFound(leader(8)));
+    assert_eq!(tm.awaiting_successor_until(), Some(at(11_100)));
+    assert_eq!(fails(&tm.handle(at(11_099), TmInput::Tick)), []);
+    assert_eq!(
+        fails(&tm.handle(at(11_100), TmInput::Tick)),
+        [(vec![attempt(1)], FailureKind::JobManagerHeartbeatTimeout)]
+    );
+    // Registered in time, they are kept for good.
+    let mut kept = core(OnNoLeader::KeepTasks);
+    register(&mut kept, at(0), 5);
+    started(&mut kept, 1, 5);
+    kept.handle(at(100), TmInput::LeaderFound(leader(8)));
+    kept.handle(at(200), answered(8, Ok(accepted(8))));
+    assert_eq!(kept.awaiting_successor_until(), None);
+}

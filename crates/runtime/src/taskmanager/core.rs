@@ -104,7 +104,7 @@ impl TaskManagerCore {
     pub fn handle(&mut self, now: MonoTime, input: TmInput) -> Vec<TmCommand> {
         let mut out = Vec::new();
         match input {
-            TmInput::LeaderFound(leader) => self.on_leader_found(&mut out, leader),
+            TmInput::LeaderFound(leader) => self.on_leader_found(&mut out, now, leader),
             TmInput::NoLeader { connection } => self.on_no_leader(&mut out, connection),
             TmInput::RegistrationAnswered {
                 epoch,

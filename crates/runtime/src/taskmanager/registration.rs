@@ -20,7 +20,12 @@ pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 impl TaskManagerCore {
-    pub(super) fn on_leader_found(&mut self, out: &mut Vec<TmCommand>, leader: LeaderRef) {
+    pub(super) fn on_leader_found(
+        &mut self,
+        out: &mut Vec<TmCommand>,
+        now: MonoTime,
+        leader: LeaderRef,
+    ) {
         out.push(TmCommand::Notice(Notice::LeaderFound(leader.clone())));
         self.leader = Some(leader.clone());
         if let Some(registration) = &self.registration {
@@ -39,6 +44,14 @@ impl TaskManagerCore {
                     Failure::new(FailureKind::NewLeader, message),
                 )
             } else {
+                // Kept for the new leader: no leader holds them until it
+                // registers this TaskManager, which must happen within the
+                // same bound as after a silent leader.
+                let wait = super::types::successor_wait(registration.session_timeout);
+                self.orphaned.get_or_insert(super::core::Orphaned {
+                    since: now,
+                    until: now.plus(wait),
+                });
                 0
             };
             out.push(TmCommand::Notice(Notice::NewLeader {
