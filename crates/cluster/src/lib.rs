@@ -17,5 +17,6 @@ pub mod rest;
 mod shared;
 mod start_error;
 pub mod taskmanager;
+pub mod timeline;
 
 pub use start_error::{BadValue, Endpoint, StartError};
