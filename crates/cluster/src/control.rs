@@ -70,6 +70,11 @@ pub trait ClusterControl: Send + Sync + 'static {
     fn config(&self) -> Vec<ConfigEntry>;
     /// `GET /ha`.
     fn ha(&self) -> HaView;
+    /// `GET /timeline`: the HA timeline the leader keeps (a standby
+    /// answers [`ControlError::NotLeader`]). None by default.
+    fn timeline(&self) -> Result<std::sync::Arc<crate::timeline::TimelineLog>, ControlError> {
+        Ok(std::sync::Arc::default())
+    }
     /// `POST /jobs`: submit a job (only the leader accepts).
     fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>>;
     /// `PATCH /jobs/{id}?mode=cancel`: cancel a job (only the leader accepts).

@@ -11,6 +11,7 @@ use holdfast_runtime::ids::JobId;
 use serde::{Deserialize, Serialize};
 
 use crate::rest::answers::{ExceptionEntry, TakeoverView};
+use crate::timeline::TimelineLog;
 
 /// The most failures a stored job keeps (the newest), so its node stays
 /// far below ZooKeeper's 1 MB limit.
@@ -93,17 +94,43 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-/// The job graphs under `<base>/jobgraphs`.
+/// The job graphs under `<base>/jobgraphs`, and the HA timeline under
+/// `<base>/timeline`.
 pub struct JobStore<B: Backend> {
     store: LeaderStore<B>,
+    timeline: LeaderStore<B>,
 }
+
+/// The timeline's one key.
+const TIMELINE_KEY: &str = "events";
 
 impl<B: Backend> JobStore<B> {
     /// The store of the cluster whose HA base path is `base`.
     pub fn new(connection: Connection<B>, base: &str) -> JobStore<B> {
         JobStore {
-            store: LeaderStore::new(connection, &format!("{base}/jobgraphs")),
+            store: LeaderStore::new(connection.clone(), &format!("{base}/jobgraphs")),
+            timeline: LeaderStore::new(connection, &format!("{base}/timeline")),
         }
+    }
+
+    /// Keeps the HA timeline (only the leader holding `token` can).
+    pub async fn put_timeline(
+        &self,
+        token: &LeaderToken,
+        timeline: &TimelineLog,
+    ) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(timeline).expect("a timeline always serializes");
+        self.timeline.put(token, TIMELINE_KEY, &bytes).await
+    }
+
+    /// The HA timeline earlier leaders kept (empty if there is none yet),
+    /// or why it does not read (the new leader's own then replaces it).
+    pub async fn timeline(&self) -> Result<Result<TimelineLog, String>, StoreError> {
+        Ok(match self.timeline.get(TIMELINE_KEY).await? {
+            None => Ok(TimelineLog::new()),
+            Some(value) => serde_json::from_slice(&value.value)
+                .map_err(|e| format!("not a holdfast timeline: {e}")),
+        })
     }
 
     /// Keeps a job (only the leader holding `token` can).

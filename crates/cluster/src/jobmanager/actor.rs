@@ -47,6 +47,12 @@ pub(super) enum Message {
     Submit(JobGraph, oneshot::Sender<Result<JobId, ControlError>>),
     Cancel(JobId, oneshot::Sender<Result<(), ControlError>>),
     Recovered(Epoch, Result<Vec<(JobId, StoredJob)>, StoreError>),
+    /// The HA timeline earlier leaders kept, read for the term at this
+    /// epoch.
+    TimelineRead(
+        Epoch,
+        Result<Result<crate::timeline::TimelineLog, String>, StoreError>,
+    ),
     Persisted {
         epoch: Epoch,
         job: JobId,
@@ -130,6 +136,10 @@ impl<B: Backend> Actor<B> {
                 }
                 _ = refresh.tick() => {}
             }
+            if let Some(term) = &mut self.term {
+                let (state, lease) = (self.parts.connection_state)();
+                term.observe_own_connection(&state, lease);
+            }
             self.publish();
         }
         if self.term.take().is_some() {
@@ -196,6 +206,11 @@ impl<B: Backend> Actor<B> {
                 let _ = reply.send(answer);
             }
             Message::Recovered(epoch, result) => self.on_recovered(epoch, result),
+            Message::TimelineRead(epoch, result) => {
+                if let Some(term) = term_at(&mut self.term, epoch) {
+                    term.timeline_read(result);
+                }
+            }
             Message::Persisted {
                 epoch,
                 job,

@@ -122,6 +122,10 @@ impl ClusterControl for Control {
         })
     }
 
+    fn timeline(&self) -> Result<std::sync::Arc<crate::timeline::TimelineLog>, ControlError> {
+        self.leader_read(|s| std::sync::Arc::clone(&s.timeline))
+    }
+
     fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>> {
         Box::pin(self.ask(|reply| Message::Submit(graph, reply)))
     }

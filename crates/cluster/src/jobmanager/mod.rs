@@ -281,7 +281,7 @@ async fn bind(
 
 /// Wall-clock milliseconds since the Unix epoch (for what the REST API and
 /// the HA store show).
-fn wall_ms() -> u64 {
+pub(crate) fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

@@ -64,6 +64,8 @@ pub fn router(control: Arc<dyn ClusterControl>) -> Router {
         .route("/taskmanagers", get(read::taskmanagers))
         .route("/config", get(read::config))
         .route("/ha", get(read::ha))
+        .route("/timeline", get(read::timeline))
+        .route("/timeline.svg", get(read::timeline_svg))
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -153,3 +153,51 @@ pub(crate) async fn config(State(control): State<Control>) -> Json<Vec<ConfigEnt
 pub(crate) async fn ha(State(control): State<Control>) -> Json<HaView> {
     Json(control.ha())
 }
+
+/// The window of `GET /timeline.svg`: `from` and `to` in ms since the
+/// Unix epoch (default: the first event, or 10 minutes ago, until now).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct Window {
+    from: Option<u64>,
+    to: Option<u64>,
+}
+
+/// `GET /timeline`.
+pub(crate) async fn timeline(
+    State(control): State<Control>,
+    uri: Uri,
+) -> Result<Json<crate::timeline::TimelineLog>, ApiError> {
+    control
+        .timeline()
+        .map(|t| Json((*t).clone()))
+        .map_err(|error| ApiError::from_control(error, &uri))
+}
+
+/// `GET /timeline.svg`: the timeline drawn (see [`crate::timeline::svg`]).
+pub(crate) async fn timeline_svg(
+    State(control): State<Control>,
+    uri: Uri,
+    window: Result<axum::extract::Query<Window>, axum::extract::rejection::QueryRejection>,
+) -> Result<([(axum::http::header::HeaderName, &'static str); 1], String), ApiError> {
+    let window = window
+        .map_err(|e| ApiError::bad_request(format!("from/to: {e}")))?
+        .0;
+    let log = control
+        .timeline()
+        .map_err(|error| ApiError::from_control(error, &uri))?;
+    let events: Vec<crate::timeline::TimelineEvent> = log.events().cloned().collect();
+    let now = crate::jobmanager::wall_ms();
+    let to = window.to.unwrap_or(now);
+    let from = window
+        .from
+        .or_else(|| events.first().map(|e| e.at_ms))
+        .unwrap_or(to.saturating_sub(600_000));
+    if from >= to {
+        return Err(ApiError::bad_request(format!(
+            "from ({from}) must be before to ({to})"
+        )));
+    }
+    let layout = crate::timeline::layout(&events, from, to, Default::default());
+    let svg = crate::timeline::svg::render(&layout, "holdfast HA timeline");
+    Ok(([(axum::http::header::CONTENT_TYPE, "image/svg+xml")], svg))
+}

@@ -30,7 +30,11 @@ pub struct TimelineEvent {
 
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "kebab-case"
+)]
 pub enum EventKind {
     /// The process became the leader at `epoch` (it leads until another
     /// process does, or its leadership ends).

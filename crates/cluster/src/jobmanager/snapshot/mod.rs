@@ -54,6 +54,8 @@ pub(crate) struct Snapshot {
     pub ha: Option<HaView>,
     /// The leader's REST address, when this JobManager is a standby.
     pub leader_rest: Option<String>,
+    /// `/timeline` (the leader's).
+    pub timeline: std::sync::Arc<crate::timeline::TimelineLog>,
 }
 
 /// A TaskManager as the leader knows it, for the views.

@@ -109,12 +109,20 @@ impl Term {
         tm: TaskManagerId,
         reply: &proto::HeartbeatReply,
     ) {
+        let mut changed = None;
         if let Some(link) = self.links.get_mut(&tm) {
             link.info.last_heard = self.runtime.now();
+            let before = link.info.connection.as_ref().map(|c| c.state.clone());
             link.info.connection = reply.connection.as_ref().map(|c| ConnectionView {
                 state: c.state.clone(),
                 lease_remaining_ms: c.lease_remaining_ms,
             });
+            if let Some(now) = &link.info.connection {
+                changed = Some((before, now.state.clone(), now.lease_remaining_ms));
+            }
+        }
+        if let Some((before, now, lease)) = changed {
+            self.observe_connection(&tm.to_string(), before.as_deref(), &now, lease);
         }
         let tasks = reply.tasks.iter().filter_map(convert::report).collect();
         self.step(MasterInput::HeartbeatReply { tm, tasks });

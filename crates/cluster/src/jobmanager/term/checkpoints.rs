@@ -265,6 +265,7 @@ impl Term {
                     entry.written.retain(|other, _| *other >= id);
                 }
                 self.notify(job, id, true, &tasks);
+                self.note_checkpoint(job, id, true);
             }
             CheckpointCommand::NotifyAborted { id, tasks, reason } => {
                 if reason != AbortReason::Subsumed {
@@ -276,6 +277,9 @@ impl Term {
                     entry.written.remove(&id);
                 }
                 self.notify(job, id, false, &tasks);
+                if reason != AbortReason::Subsumed {
+                    self.note_checkpoint(job, id, false);
+                }
             }
             CheckpointCommand::Discard { id } => cp.io.discard(job, id),
             CheckpointCommand::Retire { id } => cp.io.retire(job, id, token),

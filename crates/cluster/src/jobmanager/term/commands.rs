@@ -127,6 +127,12 @@ impl Term {
 
     fn timed_out(&mut self, tm: &TaskManagerId) {
         self.links.remove(tm);
+        self.note_self(
+            crate::timeline::EventKind::HeartbeatTimeout {
+                peer: tm.to_string(),
+            },
+            Some("TaskManager missed heartbeats for heartbeat.timeout"),
+        );
         self.metrics.taskmanager_heartbeat_timeouts.inc();
         tracing::warn!(taskmanager = %tm, timeout = ?self.heartbeat_timeout,
             "TaskManager missed heartbeats for heartbeat.timeout: dropping it and failing its tasks (a heartbeat \
@@ -135,6 +141,12 @@ impl Term {
 
     fn unreachable(&mut self, tm: &TaskManagerId, failed_calls: u32) {
         self.links.remove(tm);
+        self.note_self(
+            crate::timeline::EventKind::HeartbeatTimeout {
+                peer: tm.to_string(),
+            },
+            Some("TaskManager unreachable: calls in a row were refused"),
+        );
         self.metrics.taskmanager_unreachable.inc();
         tracing::warn!(taskmanager = %tm, failed_calls,
             "TaskManager unreachable: calls in a row were refused (heartbeat.rpc-failure-threshold); \
@@ -151,6 +163,19 @@ impl Term {
         self.record(job, PastFailure { entry, restarted });
         let restarts = self.stored.get(&job).map_or(0, |s| s.restarts);
         self.metrics.job_failures(cause.kind.label()).inc();
+        self.checkpoints_noted.remove(&job);
+        self.note_self(
+            crate::timeline::EventKind::JobRestart {
+                job: job.to_string(),
+                cause: cause.message.clone(),
+                decision: snapshot::decision_text(decision),
+            },
+            Some(if restarted {
+                "job failed; restarting all its tasks"
+            } else {
+                "job failed and will not be restarted"
+            }),
+        );
         match decision {
             RestartDecision::RestartAfter(delay) => {
                 self.checkpoints_restart(job);

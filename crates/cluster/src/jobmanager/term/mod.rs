@@ -16,6 +16,8 @@
 //!  store.rs     reading the stored jobs, the ordered writer
 //!  takeover.rs  jobs taken over from a previous leader: adopted attempts,
 //!               the take-over event, checkpoints going on
+//!  timeline.rs  the HA timeline: events recorded, merged with the stored
+//!               one, written back
 //! ```
 
 mod calls;
@@ -24,6 +26,7 @@ mod commands;
 mod publish;
 mod store;
 mod takeover;
+mod timeline;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,6 +100,16 @@ pub(super) struct Term {
     leading: Leading,
     actor: mpsc::UnboundedSender<Message>,
     checkpoints: Option<checkpoints::TermCheckpoints>,
+    /// The HA timeline (see `timeline.rs`).
+    timeline: Arc<crate::timeline::TimelineLog>,
+    /// This JobManager's connection state as last recorded.
+    own_connection: Option<String>,
+    /// Whether the stored timeline was read (until then nothing is
+    /// written, so as not to overwrite it).
+    timeline_read: bool,
+    /// Per job, whether the last checkpoint recorded in the timeline
+    /// completed (then the next completions are not recorded).
+    checkpoints_noted: HashMap<JobId, bool>,
 }
 
 impl Term {
@@ -111,7 +124,7 @@ impl Term {
             parts.actor.clone(),
             Duration::ZERO,
         );
-        Term {
+        let mut term = Term {
             token: parts.token,
             core: parts.core,
             links: HashMap::new(),
@@ -131,7 +144,17 @@ impl Term {
                 jobs: HashMap::new(),
                 ended: HashMap::new(),
             }),
-        }
+            timeline: Arc::default(),
+            own_connection: None,
+            timeline_read: false,
+            checkpoints_noted: HashMap::new(),
+        };
+        let epoch = term.token.epoch.0;
+        term.note_self(
+            crate::timeline::EventKind::Leader { epoch },
+            Some("granted leadership: recovering jobs from the HA store"),
+        );
+        term
     }
 
     /// Ends the term (leadership was revoked or replaced, for `why`): the

@@ -27,6 +27,7 @@ impl Term {
             self.runtime.now(),
         );
         self.fill_checkpoints(snapshot);
+        snapshot.timeline = self.timeline();
     }
 
     /// Each registered TaskManager's connection as it last reported, for

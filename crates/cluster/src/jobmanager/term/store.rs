@@ -2,6 +2,7 @@
 //! term starts (and again after a failed read), and one ordered writer of
 //! the term's updates, fenced by its token.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast_ha::Epoch;
@@ -14,11 +15,15 @@ use tokio::sync::mpsc;
 use super::super::StoreHandle;
 use super::super::actor::Message;
 use crate::job_store::StoredJob;
+use crate::timeline::TimelineLog;
 
 /// An update for the writer.
 pub(super) enum Write {
     Put(JobId, Box<StoredJob>),
     Remove(JobId),
+    /// The whole timeline as it is now (a newer one queued behind it
+    /// replaces it).
+    Timeline(Arc<TimelineLog>),
 }
 
 /// Reads every stored job after `delay`, for the term at `epoch`.
@@ -30,6 +35,8 @@ pub(in crate::jobmanager) fn recover<B: Backend>(
 ) {
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
+        let timeline = store.timeline().await;
+        let _ = actor.send(Message::TimelineRead(epoch, timeline));
         let result = store.all().await.map(|(jobs, unreadable)| {
             for entry in unreadable {
                 tracing::warn!(key = %entry.key, reason = %entry.reason,
@@ -46,7 +53,27 @@ pub(super) async fn write<B: Backend>(
     token: LeaderToken,
     mut queue: mpsc::UnboundedReceiver<Write>,
 ) {
-    while let Some(write) = queue.recv().await {
+    while let Some(mut write) = queue.recv().await {
+        // Only the newest timeline matters: skip the ones a newer one
+        // queued behind replaces (job writes keep their order).
+        while let Write::Timeline(_) = write {
+            match queue.try_recv() {
+                Ok(next @ Write::Timeline(_)) => write = next,
+                Ok(other) => {
+                    if let Write::Timeline(timeline) = &write {
+                        put_timeline(&store, &token, timeline).await;
+                    }
+                    write = other;
+                }
+                Err(_) => break,
+            }
+        }
+        if let Write::Timeline(timeline) = &write {
+            if !put_timeline(&store, &token, timeline).await {
+                return;
+            }
+            continue;
+        }
         // Each write is retried until it lands or this term is over: a
         // finished job left in the store would run again under the next
         // leader.
@@ -55,6 +82,7 @@ pub(super) async fn write<B: Backend>(
             let (id, result) = match &write {
                 Write::Put(id, job) => (*id, store.put(&token, *id, job).await),
                 Write::Remove(id) => (*id, store.remove(&token, *id).await),
+                Write::Timeline(_) => unreachable!("written above"),
             };
             match result {
                 Ok(()) => break,
@@ -75,6 +103,24 @@ pub(super) async fn write<B: Backend>(
                     break;
                 }
             }
+        }
+    }
+}
+
+/// Writes the timeline once (it is written again with the next event, so
+/// a failure is only logged); false once this term no longer leads.
+async fn put_timeline<B: Backend>(
+    store: &StoreHandle<B>,
+    token: &LeaderToken,
+    timeline: &TimelineLog,
+) -> bool {
+    match store.put_timeline(token, timeline).await {
+        Ok(()) => true,
+        Err(StoreError::NotLeader { .. }) => false,
+        Err(error) => {
+            tracing::debug!(epoch = %token.epoch, %error,
+                "could not write the HA timeline; the next event writes it again");
+            true
         }
     }
 }

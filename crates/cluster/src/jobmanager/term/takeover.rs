@@ -59,6 +59,16 @@ impl Term {
             reasons: reasons.clone(),
         };
         self.metrics.takeovers.inc();
+        self.checkpoints_noted.remove(&job);
+        self.note_self(
+            crate::timeline::EventKind::TakeOver {
+                job: job.to_string(),
+                epoch: self.token.epoch.0,
+                adopted: adopted.len(),
+                restarted: restarted.len(),
+            },
+            Some("took the job over"),
+        );
         self.metrics.attempts_adopted.inc_by(adopted.len() as u64);
         self.metrics
             .attempts_restarted_at_takeover

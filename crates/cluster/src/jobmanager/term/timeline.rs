@@ -1,0 +1,156 @@
+//! The term keeping the HA timeline: what happens to the leader and what
+//! it hears of its TaskManagers, recorded as events, merged with what
+//! earlier leaders kept in the HA store and written back there (by the
+//! term's ordered writer, fenced by its token), so that a new leader shows
+//! what happened before it.
+//!
+//! Recorded: this leader's grant; its own connection-state changes; each
+//! TaskManager's connection state as its heartbeat answers report it (a
+//! change, not every answer); TaskManagers it timed out or found
+//! unreachable; job restarts and take-overs; checkpoints that failed, and
+//! the first that completed after a failure, a restart or a take-over (not
+//! every one, which would crowd the rest out).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_ha::stores::StoreError;
+use holdfast_runtime::ids::JobId;
+use holdfast_types::CheckpointId;
+
+use super::Term;
+use super::store::Write;
+use crate::jobmanager::wall_ms;
+use crate::timeline::{EventKind, TimelineEvent, TimelineLog};
+
+impl Term {
+    /// Records an event of `process` now, and stores the timeline.
+    pub(super) fn note(
+        &mut self,
+        process: &str,
+        jobmanager: bool,
+        kind: EventKind,
+        log_line: Option<&str>,
+    ) {
+        let event = TimelineEvent {
+            at_ms: wall_ms(),
+            process: process.to_owned(),
+            jobmanager,
+            kind,
+            log_line: log_line.map(str::to_owned),
+        };
+        Arc::make_mut(&mut self.timeline).push(event);
+        self.store_timeline();
+    }
+
+    /// Writes the timeline to the HA store — only once what earlier
+    /// leaders kept there was read (and merged), so as not to overwrite it.
+    fn store_timeline(&mut self) {
+        if self.timeline_read {
+            let _ = self
+                .writes
+                .send(Write::Timeline(Arc::clone(&self.timeline)));
+        }
+    }
+
+    /// An event of this JobManager.
+    pub(super) fn note_self(&mut self, kind: EventKind, log_line: Option<&str>) {
+        let me = self.contender.to_string();
+        self.note(&me, true, kind, log_line);
+    }
+
+    /// What earlier leaders kept, read when the term started.
+    pub(in crate::jobmanager) fn timeline_read(
+        &mut self,
+        read: Result<Result<TimelineLog, String>, StoreError>,
+    ) {
+        if self.timeline_read {
+            return; // a second read (the jobs were read again)
+        }
+        match read {
+            Ok(Ok(earlier)) => {
+                Arc::make_mut(&mut self.timeline).merge(&earlier);
+                self.timeline_read = true;
+                self.store_timeline();
+            }
+            Ok(Err(garbage)) => {
+                tracing::warn!(error = %garbage,
+                    "the HA timeline in the store does not read; starting a new one (it replaces the old)");
+                self.timeline_read = true;
+                self.store_timeline();
+            }
+            Err(error) => tracing::warn!(%error,
+                "could not read the HA timeline from the store: this leader's events are shown but not \
+                 stored, and the stored timeline is left as it is (the next leader reads it)"),
+        }
+    }
+
+    /// This JobManager's connection state now (checked after every
+    /// message): a change is recorded.
+    pub(in crate::jobmanager) fn observe_own_connection(
+        &mut self,
+        state: &str,
+        lease: Option<Duration>,
+    ) {
+        if self.own_connection.as_deref() == Some(state) {
+            return;
+        }
+        self.own_connection = Some(state.to_owned());
+        self.note_self(
+            EventKind::Connection {
+                state: state.to_owned(),
+                lease_remaining_ms: lease.map(|l| l.as_millis() as u64),
+            },
+            Some("coordination connection"),
+        );
+    }
+
+    /// A TaskManager's connection state as its heartbeat answer reports
+    /// it, if it changed since its last answer.
+    pub(super) fn observe_connection(
+        &mut self,
+        tm: &str,
+        before: Option<&str>,
+        now: &str,
+        lease_remaining_ms: Option<u64>,
+    ) {
+        if before == Some(now) {
+            return;
+        }
+        self.note(
+            tm,
+            false,
+            EventKind::Connection {
+                state: now.to_owned(),
+                lease_remaining_ms,
+            },
+            Some("coordination connection"),
+        );
+    }
+
+    /// A checkpoint ended: recorded if it failed, or if it is the first to
+    /// complete since the job started, failed, restarted or was taken over.
+    pub(super) fn note_checkpoint(&mut self, job: JobId, id: CheckpointId, completed: bool) {
+        if completed && self.checkpoints_noted.get(&job) == Some(&true) {
+            return;
+        }
+        self.checkpoints_noted.insert(job, completed);
+        self.note_self(
+            EventKind::Checkpoint {
+                job: job.to_string(),
+                id: id.0,
+                completed,
+            },
+            Some(if completed {
+                "checkpoint complete (its pointer is in the HA store)"
+            } else {
+                "checkpoint aborted"
+            }),
+        );
+    }
+
+    /// The timeline as it is now (shared, copy-on-write).
+    pub(super) fn timeline(&self) -> Arc<TimelineLog> {
+        Arc::clone(&self.timeline)
+    }
+}
