@@ -238,6 +238,11 @@ impl RestClient {
         self.call(Method::GET, "/ha", None).await
     }
 
+    /// `GET /timeline`: the HA timeline the leader keeps.
+    pub async fn timeline(&self) -> Result<crate::timeline::TimelineLog, ClientError> {
+        self.call(Method::GET, "/timeline", None).await
+    }
+
     /// `POST /jobs`: submits `graph`; returns the new job's id.
     pub async fn submit(&self, graph: &JobGraph) -> Result<JobId, ClientError> {
         let body = serde_json::to_vec(graph).map_err(ClientError::Encode)?;

@@ -37,6 +37,29 @@ pub enum ClientCommand {
     Status(Box<JobArgs>),
     /// Cancel a job.
     Cancel(Box<JobArgs>),
+    /// Export the HA timeline (which JobManager led at which epoch, every
+    /// process's connection state, heartbeat timeouts, restarts,
+    /// take-overs, checkpoints) as a standalone SVG or HTML file, for an
+    /// incident report.
+    Timeline(Box<TimelineArgs>),
+}
+
+/// `holdfast timeline`.
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// Where to write it: `.svg` for the picture alone, `.html` for a page
+    /// holding it (hover shows each event's details in both).
+    #[arg(long, value_name = "FILE")]
+    output: PathBuf,
+    /// The start of the window, RFC 3339 (e.g. `2026-12-01T23:40:00Z`)
+    /// [default: the first event].
+    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    from: Option<std::time::SystemTime>,
+    /// The end of the window [default: now].
+    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    to: Option<std::time::SystemTime>,
+    #[command(flatten)]
+    target: Target,
 }
 
 /// Which JobManager to ask, and how to print.
@@ -119,13 +142,25 @@ pub fn run(command: ClientCommand, jobs: &JobRegistry) -> Result<()> {
             ClientCommand::List(target) => list(*target).await,
             ClientCommand::Status(args) => status(*args).await,
             ClientCommand::Cancel(args) => cancel(*args).await,
+            ClientCommand::Timeline(args) => crate::timeline_cmd::export(*args).await,
         }
     })
 }
 
+impl TimelineArgs {
+    /// Where to write, and the window (ms since the Unix epoch).
+    pub(crate) fn parts(&self) -> (&std::path::Path, Option<u64>, Option<u64>, &Target) {
+        let ms = |t: &Option<std::time::SystemTime>| {
+            t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as u64)
+        };
+        (&self.output, ms(&self.from), ms(&self.to), &self.target)
+    }
+}
+
 impl Target {
     /// The cluster configuration and a client of the chosen JobManager.
-    fn connect(&self) -> Result<(ClusterConfig, RestClient)> {
+    pub(crate) fn connect(&self) -> Result<(ClusterConfig, RestClient)> {
         let (config, _) = self.config.cluster_config()?;
         let url = match &self.jobmanager {
             Some(url) => url.clone(),

@@ -25,6 +25,7 @@ mod inspect;
 mod metrics_server;
 mod standalone;
 mod table_cmd;
+mod timeline_cmd;
 
 use clap::{Parser, Subcommand};
 use holdfast_dataflow::JobRegistry;

@@ -118,6 +118,48 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
         failover < T * 4,
         "failover took {failover:?}; the session timeout is {T:?} (bound: 4 T on a loaded machine)"
     );
+    // The HA timeline, exported for an incident report: both leaders (the
+    // dead one's grant read from the HA store by the new one), both
+    // TaskManagers, the take-over.
+    let dir = tempfile::tempdir()?;
+    for name in ["incident.svg", "incident.html"] {
+        let file = dir.path().join(name);
+        let args: Vec<String> = [
+            "timeline",
+            "--jobmanager",
+            &b.rest,
+            "--output",
+            &file.display().to_string(),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        let out = support::run(&args).await?;
+        ensure!(
+            out.status.success(),
+            "holdfast timeline: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let picture = std::fs::read_to_string(&file)?;
+        for process in ["jm-a", "jm-b", "tm-1", "tm-2"] {
+            ensure!(
+                picture.contains(&format!(r#"data-process="{process}""#)),
+                "{name}: no lane for {process}"
+            );
+        }
+        ensure!(
+            picture.contains(&format!("leader, epoch {epoch_before}"))
+                && picture.contains(&format!("leader, epoch {}", takeover.epoch))
+                && picture.contains("take-over: 4 adopted, 0 restarted"),
+            "{name}: both epochs and the take-over"
+        );
+        ensure!(
+            String::from_utf8_lossy(&out.stdout)
+                .trim_end()
+                .ends_with(name),
+            "the path on the last line"
+        );
+    }
     Ok(())
 }
 
