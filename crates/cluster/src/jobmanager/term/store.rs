@@ -53,36 +53,44 @@ pub(super) async fn write<B: Backend>(
     token: LeaderToken,
     mut queue: mpsc::UnboundedReceiver<Write>,
 ) {
-    while let Some(mut write) = queue.recv().await {
-        // Only the newest timeline matters: skip the ones a newer one
-        // queued behind replaces (job writes keep their order).
-        while let Write::Timeline(_) = write {
-            match queue.try_recv() {
-                Ok(next @ Write::Timeline(_)) => write = next,
-                Ok(other) => {
-                    if let Write::Timeline(timeline) = &write {
-                        put_timeline(&store, &token, timeline).await;
+    while let Some(first) = queue.recv().await {
+        let (id, job) = match first {
+            Write::Put(id, job) => (id, Some(job)),
+            Write::Remove(id) => (id, None),
+            Write::Timeline(mut latest) => {
+                // Only the newest timeline matters: skip those a newer one
+                // queued behind replaces; a job write behind it comes next.
+                let mut next = None;
+                while let Ok(queued) = queue.try_recv() {
+                    match queued {
+                        Write::Timeline(newer) => latest = newer,
+                        Write::Put(id, job) => {
+                            next = Some((id, Some(job)));
+                            break;
+                        }
+                        Write::Remove(id) => {
+                            next = Some((id, None));
+                            break;
+                        }
                     }
-                    write = other;
                 }
-                Err(_) => break,
+                if !put_timeline(&store, &token, &latest).await {
+                    return;
+                }
+                match next {
+                    Some(write) => write,
+                    None => continue,
+                }
             }
-        }
-        if let Write::Timeline(timeline) = &write {
-            if !put_timeline(&store, &token, timeline).await {
-                return;
-            }
-            continue;
-        }
+        };
         // Each write is retried until it lands or this term is over: a
         // finished job left in the store would run again under the next
         // leader.
         let mut backoff = Duration::from_millis(100);
         loop {
-            let (id, result) = match &write {
-                Write::Put(id, job) => (*id, store.put(&token, *id, job).await),
-                Write::Remove(id) => (*id, store.remove(&token, *id).await),
-                Write::Timeline(_) => unreachable!("written above"),
+            let result = match &job {
+                Some(job) => store.put(&token, id, job).await,
+                None => store.remove(&token, id).await,
             };
             match result {
                 Ok(()) => break,
