@@ -15,8 +15,7 @@ use holdfast_cluster::taskmanager;
 use holdfast_cluster::timeline::{EventKind, TimelineLog};
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::TokioRuntime;
-use holdfast_ha::connection::{Connection, ConnectionOptions};
-use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
+use holdfast_ha::embedded::EmbeddedCluster;
 use holdfast_runtime::graph::JobGraph;
 use serde_json::json;
 
@@ -37,13 +36,7 @@ fn leaders(log: &TimelineLog) -> Vec<(String, u64)> {
 async fn the_timeline_outlives_its_leader_and_draws_every_process() -> Result<()> {
     let runtime = Arc::new(TokioRuntime::new());
     let cluster = EmbeddedCluster::new(runtime.clone());
-    let connect = |link: &str| {
-        Connection::start(
-            cluster.backend_on(link, EmbeddedOptions::default()),
-            runtime.clone(),
-            ConnectionOptions::default(),
-        )
-    };
+    let connect = |link: &str| support::connect(&cluster, &runtime, link);
     let auth = support::auth()?;
     let registry = Arc::new(TaskRegistry::builtin());
     let options = |id: &str| {

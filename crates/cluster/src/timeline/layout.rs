@@ -186,20 +186,21 @@ pub fn layout(
     let end = options.width;
     for event in &sorted {
         let at = x(event.at_ms);
+        if let EventKind::Leader { .. } = event.kind {
+            // A newer leader ends every other lane's leadership.
+            for lane in lanes.values_mut().filter(|l| l.process != event.process) {
+                if let Some(open) = lane.leadership.last_mut()
+                    && open.x1 >= end
+                {
+                    open.x1 = at.max(open.x0);
+                }
+            }
+        }
+        let Some(lane) = lanes.get_mut(&event.process) else {
+            continue; // every process has a lane (made above)
+        };
         match &event.kind {
             EventKind::Leader { epoch } => {
-                // A newer leader ends every other lane's leadership.
-                for lane in lanes.values_mut() {
-                    if let Some(open) = lane.leadership.last_mut()
-                        && open.x1 >= end
-                        && lane.process != event.process
-                    {
-                        open.x1 = at;
-                    }
-                }
-                let lane = lanes
-                    .get_mut(&event.process)
-                    .expect("every process has a lane");
                 close(&mut lane.leadership, at);
                 lane.leadership.push(Span {
                     x0: at,
@@ -209,16 +210,8 @@ pub fn layout(
                     event: (*event).clone(),
                 });
             }
-            EventKind::LeaderEnded { .. } => {
-                let lane = lanes
-                    .get_mut(&event.process)
-                    .expect("every process has a lane");
-                close(&mut lane.leadership, at);
-            }
+            EventKind::LeaderEnded { .. } => close(&mut lane.leadership, at),
             EventKind::Connection { state, .. } => {
-                let lane = lanes
-                    .get_mut(&event.process)
-                    .expect("every process has a lane");
                 close(&mut lane.connection, at);
                 lane.connection.push(Span {
                     x0: at,
@@ -228,17 +221,12 @@ pub fn layout(
                     event: (*event).clone(),
                 });
             }
-            _ => {
-                let lane = lanes
-                    .get_mut(&event.process)
-                    .expect("every process has a lane");
-                lane.markers.push(Marker {
-                    x: at,
-                    row: 0,
-                    class: marker_class(&event.kind),
-                    event: (*event).clone(),
-                });
-            }
+            _ => lane.markers.push(Marker {
+                x: at,
+                row: 0,
+                class: marker_class(&event.kind),
+                event: (*event).clone(),
+            }),
         }
     }
     for lane in lanes.values_mut() {

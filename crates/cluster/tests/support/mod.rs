@@ -103,3 +103,17 @@ pub async fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> 
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A connection of the process `link` to `cluster` (the embedded backend),
+/// on `runtime`.
+pub fn connect(
+    cluster: &holdfast_ha::embedded::EmbeddedCluster,
+    runtime: &Arc<holdfast_ha::TokioRuntime>,
+    link: &str,
+) -> holdfast_ha::connection::Connection<holdfast_ha::embedded::EmbeddedBackend> {
+    holdfast_ha::connection::Connection::start(
+        cluster.backend_on(link, holdfast_ha::embedded::EmbeddedOptions::default()),
+        runtime.clone(),
+        holdfast_ha::connection::ConnectionOptions::default(),
+    )
+}
