@@ -83,8 +83,7 @@ impl Term {
                 "took the job over: adopted what runs consistently; restarting only the tasks that cannot be \
                  adopted (and those exchanging data with them) from the latest completed checkpoint");
         }
-        if let Some(stored) = self.stored.get(&job).cloned() {
-            let mut stored = stored;
+        if let Some(mut stored) = self.stored.get(&job).cloned() {
             // In the job's history too, beside its failures — marked as
             // what it is, not counted as a restart.
             let entry = ExceptionEntry {
