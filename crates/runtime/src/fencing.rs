@@ -8,7 +8,8 @@
 //! ```text
 //! epoch <  highest ─► Err(StaleEpoch)       drop the message
 //! epoch == highest ─► Ok(Accepted::Current)
-//! epoch >  highest ─► Ok(Accepted::NewLeader) fail the old leader's tasks (§6), then handle
+//! epoch >  highest ─► Ok(Accepted::NewLeader) a newer leader (§6: it adopts the tasks;
+//!                                             under `standard` the old leader's fail), then handle
 //! ```
 
 use holdfast_types::Epoch;
@@ -18,8 +19,9 @@ use holdfast_types::Epoch;
 pub enum Accepted {
     /// The epoch of the leader already known.
     Current,
-    /// A newer leader than any seen before. Today (HA contract §6, `docs/HA-CONTRACT.md`)
-    /// the caller fails the tasks it runs for the previous leader.
+    /// A newer leader than any seen before. Under `standard` the caller
+    /// fails the tasks it runs for the previous leader; otherwise the new
+    /// leader adopts them (HA contract §6, `docs/HA-CONTRACT.md`).
     NewLeader {
         /// The highest epoch seen before, if any.
         previous: Option<Epoch>,
