@@ -7,9 +7,11 @@
 //! ```
 //!
 //! A heartbeat timeout is **not** a leadership change. It says only that
-//! this peer has been silent for `timeout`; today (HA contract §6,
-//! `docs/HA-CONTRACT.md`) a TaskManager fails a job's tasks when the JobManager's heartbeat times out,
-//! and separately when a leader with a higher epoch is observed (see
+//! this peer has been silent for `timeout` (HA contract §6,
+//! `docs/HA-CONTRACT.md`): a TaskManager whose JobManager's heartbeats
+//! time out keeps its tasks while a successor may still take over, and
+//! fails them only after that (under `standard`: at once); a leader with a
+//! higher epoch is a separate fact (see
 //! [`EpochFence`](crate::fencing::EpochFence)). Neither implies the other,
 //! and a coordination-service connection state implies neither.
 //!

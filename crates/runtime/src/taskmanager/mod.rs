@@ -18,8 +18,7 @@
 //!  shutdown ────────────Shutdown──────────────►└──────────────────┘──Notice(..)─────────────► log lines
 //! ```
 //!
-//! The rules (the HA contract's §6, `docs/HA-CONTRACT.md`, as the code
-//! follows it today):
+//! The rules (the HA contract's §6, `docs/HA-CONTRACT.md`):
 //! - The TaskManager's own coordination-service connection never fails
 //!   tasks by itself. Only under [`OnNoLeader::FailTasks`] (the `standard`
 //!   error policy, Flink's behaviour kept for comparison) does leader
