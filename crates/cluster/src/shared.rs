@@ -38,3 +38,61 @@ pub(crate) async fn ask<M, T>(
     actor.send(make(reply)).map_err(|_| gone())?;
     answer.await.map_err(|_| gone())?.map(Response::new)
 }
+
+/// The newest connection-state changes kept for heartbeat answers.
+const CHANGES_KEPT: usize = 16;
+
+/// A connection's latest state changes, each with when it happened (wall
+/// clock), kept as they come by a task of their own, for the HA timeline.
+#[derive(Clone, Default)]
+pub(crate) struct ConnectionChanges {
+    changes: std::sync::Arc<
+        std::sync::Mutex<std::collections::VecDeque<holdfast_rpc::proto::ConnectionChange>>,
+    >,
+}
+
+impl ConnectionChanges {
+    /// Follows `connection`'s transitions from now on (and the latest
+    /// before), until it closes.
+    pub(crate) fn follow<B: Backend>(connection: &Connection<B>) -> ConnectionChanges {
+        let changes = ConnectionChanges::default();
+        let (last, mut events) = connection.subscribe();
+        let runtime = connection.runtime().clone();
+        let kept = changes.clone();
+        let record = move |event: holdfast_ha::connection::ConnectionEvent| {
+            let ago = runtime.now().since(event.at);
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let change = holdfast_rpc::proto::ConnectionChange {
+                at_ms: now_ms.saturating_sub(ago.as_millis() as u64),
+                state: event.state.name().to_owned(),
+                lease_remaining_ms: event
+                    .lease_deadline
+                    .map(|deadline| deadline.since(event.at).as_millis() as u64),
+            };
+            let mut list = holdfast_types::sync::lock(&kept.changes);
+            list.push_back(change);
+            while list.len() > CHANGES_KEPT {
+                list.pop_front();
+            }
+        };
+        if let Some(event) = last {
+            record(event);
+        }
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                record(event);
+            }
+        });
+        changes
+    }
+
+    /// The kept changes, oldest first.
+    pub(crate) fn latest(&self) -> Vec<holdfast_rpc::proto::ConnectionChange> {
+        holdfast_types::sync::lock(&self.changes)
+            .iter()
+            .cloned()
+            .collect()
+    }
+}

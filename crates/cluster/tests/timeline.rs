@@ -70,6 +70,52 @@ async fn the_timeline_outlives_its_leader_and_draws_every_process() -> Result<()
     })
     .await?;
     let (_, epoch1) = leaders(&log)[0].clone();
+    // tm-1's link stalls and heals, shorter than its lease: it tells the
+    // leader when it was suspended and when it reconnected (its own times).
+    cluster.cut_link("tm-1");
+    let states = |log: &TimelineLog| -> Vec<String> {
+        log.events()
+            .filter(|e| e.process == "tm-1")
+            .filter_map(|e| match &e.kind {
+                EventKind::Connection { state, .. } => Some(state.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    eventually("the leader hears tm-1 is suspended", || {
+        first
+            .ha()
+            .taskmanagers
+            .iter()
+            .any(|t| {
+                t.id == "tm-1"
+                    && t.connection
+                        .as_ref()
+                        .is_some_and(|c| c.state == "suspended")
+            })
+            .then_some(())
+    })
+    .await?;
+    cluster.heal_link("tm-1");
+    let log = eventually("tm-1 reports its suspension and reconnection", || {
+        let log = first.timeline().ok()?;
+        let seen = states(&log);
+        let suspended = seen.iter().position(|s| s == "suspended")?;
+        seen[suspended..]
+            .iter()
+            .any(|s| s == "reconnected" || s == "connected")
+            .then_some(log)
+    })
+    .await?;
+    let tm_times: Vec<u64> = log
+        .events()
+        .filter(|e| e.process == "tm-1")
+        .map(|e| e.at_ms)
+        .collect();
+    ensure!(
+        tm_times.windows(2).all(|w| w[0] <= w[1]),
+        "in time order: {tm_times:?}"
+    );
     ensure!(
         log.events().any(|e| e.process == "jm-1" && e.jobmanager),
         "jm-1's events are a JobManager's: {log:?}"

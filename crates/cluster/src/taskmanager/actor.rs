@@ -51,6 +51,8 @@ pub(super) struct Parts {
     pub(super) client_auth: ClientAuth,
     /// The coordination connection's state and lease left.
     pub(super) connection_state: crate::shared::ConnectionReader,
+    /// Its latest state changes, each with when (for the HA timeline).
+    pub(super) connection_changes: crate::shared::ConnectionChanges,
     pub(super) status: Arc<Mutex<TaskManagerStatus>>,
     pub(super) self_tx: mpsc::UnboundedSender<Message>,
     /// The clock the core's times come from.

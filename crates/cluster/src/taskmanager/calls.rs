@@ -90,6 +90,7 @@ impl Actor {
                     lease_remaining_ms: lease.map(|l| l.as_millis() as u64),
                 })
             },
+            connection_changes: self.parts.connection_changes.latest(),
         })
     }
 

@@ -207,6 +207,7 @@ pub async fn start<B: Backend>(
             options,
             executor: executor.clone(),
             runtime: connection.runtime().clone(),
+            connection_changes: crate::shared::ConnectionChanges::follow(&connection),
             connection_state: crate::shared::connection_reader(connection),
             status: status.clone(),
             self_tx: messages_tx,

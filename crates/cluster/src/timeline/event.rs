@@ -178,14 +178,23 @@ impl TimelineLog {
         TimelineLog::default()
     }
 
-    /// Adds `event` in time order (a late one goes where it belongs), and
-    /// drops the oldest beyond [`MAX_EVENTS`].
+    /// Adds `event` in time order (a late one goes where it belongs) unless
+    /// the very same event is there already, and drops the oldest beyond
+    /// [`MAX_EVENTS`].
     pub fn push(&mut self, event: TimelineEvent) {
         let at = self
             .events
             .iter()
             .rposition(|e| e.at_ms <= event.at_ms)
             .map_or(0, |i| i + 1);
+        let same_time = self
+            .events
+            .range(..at)
+            .rev()
+            .take_while(|e| e.at_ms == event.at_ms);
+        if same_time.into_iter().any(|e| *e == event) {
+            return;
+        }
         self.events.insert(at, event);
         while self.events.len() > MAX_EVENTS {
             self.events.pop_front();
@@ -196,9 +205,7 @@ impl TimelineLog {
     /// HA store) that this log does not hold yet.
     pub fn merge(&mut self, other: &TimelineLog) {
         for event in &other.events {
-            if !self.events.contains(event) {
-                self.push(event.clone());
-            }
+            self.push(event.clone());
         }
     }
 
@@ -260,6 +267,7 @@ mod tests {
         new.push(at(2, "tm-1"));
         new.push(at(3, "jm-b"));
         new.merge(&old);
+        new.push(at(3, "jm-b"));
         let seen: Vec<(u64, String)> = new.events().map(|e| (e.at_ms, e.process.clone())).collect();
         assert_eq!(
             seen,

@@ -121,7 +121,9 @@ impl Term {
                 changed = Some((before, now.state.clone(), now.lease_remaining_ms));
             }
         }
-        if let Some((before, now, lease)) = changed {
+        if !reply.connection_changes.is_empty() {
+            self.observe_changes(&tm.to_string(), &reply.connection_changes);
+        } else if let Some((before, now, lease)) = changed {
             self.observe_connection(&tm.to_string(), before.as_deref(), &now, lease);
         }
         let tasks = reply.tasks.iter().filter_map(convert::report).collect();

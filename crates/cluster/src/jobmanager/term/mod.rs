@@ -107,6 +107,8 @@ pub(super) struct Term {
     /// Whether the stored timeline was read (until then nothing is
     /// written, so as not to overwrite it).
     timeline_read: bool,
+    /// Per TaskManager, the newest connection change recorded (ms).
+    tm_changes_seen: HashMap<String, u64>,
     /// Per job, whether the last checkpoint recorded in the timeline
     /// completed (then the next completions are not recorded).
     checkpoints_noted: HashMap<JobId, bool>,
@@ -147,6 +149,7 @@ impl Term {
             timeline: Arc::default(),
             own_connection: None,
             timeline_read: false,
+            tm_changes_seen: HashMap::new(),
             checkpoints_noted: HashMap::new(),
         };
         let epoch = term.token.epoch.0;

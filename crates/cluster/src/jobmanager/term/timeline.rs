@@ -5,8 +5,10 @@
 //! what happened before it.
 //!
 //! Recorded: this leader's grant; its own connection-state changes; each
-//! TaskManager's connection state as its heartbeat answers report it (a
-//! change, not every answer); TaskManagers it timed out or found
+//! TaskManager's connection-state changes, at the times they happened
+//! there, as its heartbeat answers list them (from a TaskManager that
+//! lists none, an older build: the state its answers report, when it
+//! changes); TaskManagers it timed out or found
 //! unreachable; job restarts and take-overs; checkpoints that failed, and
 //! the first that completed after a failure, a restart or a take-over (not
 //! every one, which would crowd the rest out).
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast_ha::stores::StoreError;
+use holdfast_rpc::proto;
 use holdfast_runtime::ids::JobId;
 use holdfast_types::CheckpointId;
 
@@ -32,8 +35,20 @@ impl Term {
         kind: EventKind,
         log_line: Option<&str>,
     ) {
+        self.note_at(wall_ms(), process, jobmanager, kind, log_line);
+    }
+
+    /// Records an event of `process` at `at_ms`, and stores the timeline.
+    pub(super) fn note_at(
+        &mut self,
+        at_ms: u64,
+        process: &str,
+        jobmanager: bool,
+        kind: EventKind,
+        log_line: Option<&str>,
+    ) {
         let event = TimelineEvent {
-            at_ms: wall_ms(),
+            at_ms,
             process: process.to_owned(),
             jobmanager,
             kind,
@@ -105,8 +120,36 @@ impl Term {
         );
     }
 
+    /// The connection-state changes a TaskManager's heartbeat answer
+    /// lists, each at the time it happened there; those recorded already
+    /// (an earlier answer listed them too) are skipped.
+    pub(super) fn observe_changes(&mut self, tm: &str, changes: &[proto::ConnectionChange]) {
+        let seen = self.tm_changes_seen.get(tm).copied();
+        let mut newest = seen;
+        for change in changes {
+            if seen.is_some_and(|s| change.at_ms <= s) {
+                continue;
+            }
+            newest = Some(newest.map_or(change.at_ms, |n| n.max(change.at_ms)));
+            self.note_at(
+                change.at_ms,
+                tm,
+                false,
+                EventKind::Connection {
+                    state: change.state.clone(),
+                    lease_remaining_ms: change.lease_remaining_ms,
+                },
+                Some("coordination connection"),
+            );
+        }
+        if let Some(newest) = newest {
+            self.tm_changes_seen.insert(tm.to_owned(), newest);
+        }
+    }
+
     /// A TaskManager's connection state as its heartbeat answer reports
-    /// it, if it changed since its last answer.
+    /// it, if it changed since its last answer (a TaskManager that lists
+    /// no changes: an older build).
     pub(super) fn observe_connection(
         &mut self,
         tm: &str,
