@@ -10,6 +10,20 @@ use serde::{Deserialize, Serialize};
 /// it fits one HA store node with room to spare.
 pub const MAX_EVENTS: usize = 1_000;
 
+/// The longest text an event keeps (a failure's cause can be long; the
+/// whole timeline must fit one HA store node).
+pub const MAX_TEXT: usize = 400;
+
+/// `text`, cut to [`MAX_TEXT`] characters (with `…` when cut).
+pub fn bounded(text: &str) -> String {
+    if text.chars().count() <= MAX_TEXT {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(MAX_TEXT).collect();
+    cut.push('…');
+    cut
+}
+
 /// One thing that happened to one process.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -256,6 +270,15 @@ mod tests {
             Some(110),
             "the oldest went first"
         );
+    }
+
+    #[test]
+    fn long_texts_are_cut() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(MAX_TEXT + 5);
+        let cut = bounded(&long);
+        assert_eq!(cut.chars().count(), MAX_TEXT + 1);
+        assert!(cut.ends_with('…'));
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl Term {
         self.note_self(
             crate::timeline::EventKind::JobRestart {
                 job: job.to_string(),
-                cause: cause.message.clone(),
+                cause: crate::timeline::event::bounded(&cause.message),
                 decision: snapshot::decision_text(decision),
             },
             Some(if restarted {
