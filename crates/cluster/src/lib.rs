@@ -10,6 +10,7 @@ mod checkpoint_files;
 mod checkpoint_metrics;
 pub mod client;
 pub mod control;
+pub mod dashboard;
 pub mod job_store;
 pub mod jobmanager;
 pub mod metrics;

@@ -19,6 +19,7 @@ use crate::checkpoint::{
     CheckpointReport, CheckpointReporter, CheckpointRequest, TaskCheckpointing,
 };
 use crate::key::{AttemptKey, TaskInfo};
+use crate::meters::TaskMeters;
 
 /// Something to run once when a cancel is requested.
 type Callback = Box<dyn FnOnce() + Send + 'static>;
@@ -167,6 +168,7 @@ pub struct TaskContext {
     info: TaskInfo,
     cancel: Arc<CancelSignal>,
     processed: Arc<AtomicU64>,
+    meters: Arc<TaskMeters>,
     reporter: CheckpointReporter,
 }
 
@@ -204,6 +206,7 @@ impl TaskContext {
             info,
             cancel: Arc::default(),
             processed: Arc::default(),
+            meters: Arc::default(),
             reporter: CheckpointReporter::new(key, reports),
         }
     }
@@ -310,6 +313,13 @@ impl TaskContext {
     /// The processed counter.
     pub fn processed(&self) -> u64 {
         self.processed.load(Ordering::Relaxed)
+    }
+
+    /// The attempt's other meters (records out, backpressure, watermark),
+    /// which the executor reports beside the processed counter; clone the
+    /// `Arc` for the code's outputs.
+    pub fn meters(&self) -> &Arc<TaskMeters> {
+        &self.meters
     }
 
     /// Sleeps for `duration` unless canceled: `true` after the full

@@ -31,6 +31,7 @@ pub(crate) struct Handle {
     /// does not take part, the executor answers triggers itself.
     checkpoints: Checkpoints,
     processed: Arc<AtomicU64>,
+    meters: Arc<crate::TaskMeters>,
 }
 
 /// How an attempt's checkpoint requests are answered.
@@ -218,6 +219,7 @@ impl TaskExecutor {
             cancel: ctx.cancel_handle(),
             checkpoints,
             processed: ctx.processed_counter(),
+            meters: Arc::clone(ctx.meters()),
         };
         let mut table = self.shared.table();
         table.start(key, slot, ctx.parallelism(), handle)?;
@@ -277,7 +279,7 @@ impl TaskExecutor {
     }
 
     /// Every attempt the executor knows (running, canceling, or ended and
-    /// not yet forgotten), in key order, with its processed counter now.
+    /// not yet forgotten), in key order, with its processed counter and meters now.
     pub fn snapshot(&self) -> Vec<TaskSnapshot> {
         let table = self.shared.table();
         table
@@ -287,6 +289,7 @@ impl TaskExecutor {
                 slot: entry.slot,
                 status: entry.status.clone(),
                 processed: entry.handle.processed.load(Ordering::Relaxed),
+                meters: entry.handle.meters.snapshot(),
             })
             .collect()
     }
@@ -300,6 +303,7 @@ impl TaskExecutor {
             slot: entry.slot,
             status: entry.status,
             processed: entry.handle.processed.load(Ordering::Relaxed),
+            meters: entry.handle.meters.snapshot(),
         })
     }
 

@@ -116,6 +116,8 @@ pub struct TaskSnapshot {
     pub status: TaskStatus,
     /// Its processed counter now.
     pub processed: u64,
+    /// Its other meters now.
+    pub meters: crate::MetersSnapshot,
 }
 
 #[cfg(test)]

@@ -30,51 +30,54 @@ pub(crate) async fn export(args: TimelineArgs) -> Result<()> {
     if from >= to {
         bail!("--from must be before --to (and before now)");
     }
-    let layout = timeline::layout(&events, from, to, LayoutOptions::default());
+    write(&events, from, to, output, format)?;
+    println!("{}", output.display());
+    Ok(())
+}
+
+/// Writes `events` between `from` and `to` to `output` as `format`: the
+/// SVG picture alone, or the dashboard's timeline page with its styles and
+/// script inlined (details on click, the table of events).
+pub(crate) fn write(
+    events: &[TimelineEvent],
+    from: u64,
+    to: u64,
+    output: &Path,
+    format: Format,
+) -> Result<()> {
     let title = format!(
         "holdfast HA timeline, {} to {} UTC ({} events)",
         timeline::layout::clock(from, false),
         timeline::layout::clock(to, false),
         events.len()
     );
-    let svg = timeline::svg::render(&layout, &title);
     let text = match format {
-        Format::Svg => svg,
-        Format::Html => page(&title, &svg),
+        Format::Svg => {
+            let layout = timeline::layout(events, from, to, LayoutOptions::default());
+            timeline::svg::render(&layout, &title)
+        }
+        Format::Html => holdfast_cluster::dashboard::timeline_page(&title, events, from, to),
     };
-    std::fs::write(output, text).with_context(|| format!("writing {}", output.display()))?;
-    println!("{}", output.display());
-    Ok(())
+    std::fs::write(output, text).with_context(|| format!("writing {}", output.display()))
 }
 
 /// What to write.
-enum Format {
+pub(crate) enum Format {
     Svg,
     Html,
 }
 
 impl Format {
-    fn of(path: &Path) -> Result<Format> {
+    pub(crate) fn of(path: &Path) -> Result<Format> {
         match path.extension().and_then(|e| e.to_str()) {
             Some(e) if e.eq_ignore_ascii_case("svg") => Ok(Format::Svg),
             Some(e) if e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm") => {
                 Ok(Format::Html)
             }
             _ => bail!(
-                "--output {}: name it .svg (the picture) or .html (a page holding it)",
+                "--output {}: name it .svg (the picture) or .html (the dashboard's timeline page, standalone)",
                 path.display()
             ),
         }
     }
-}
-
-/// A page holding the picture, with nothing fetched.
-fn page(title: &str, svg: &str) -> String {
-    let title = title.replace('&', "&amp;").replace('<', "&lt;");
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
-         <style>body{{font-family:sans-serif;margin:1.5em}}</style></head>\
-         <body><h1>{title}</h1><p>Hover a band or a dot for its details and the log line to look \
-         for.</p>{svg}</body></html>\n"
-    )
 }

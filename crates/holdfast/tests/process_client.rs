@@ -65,6 +65,7 @@ impl ClusterControl for Fake {
             taskmanager: taskmanager.map(String::from),
             slot: taskmanager.map(|_| 1),
             processed: 1234,
+            ..SubtaskView::default()
         };
         Ok(JobDetails {
             jid: id.to_string(),

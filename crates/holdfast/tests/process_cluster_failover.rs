@@ -11,31 +11,9 @@ use holdfast_runtime::graph::JobGraph;
 use serde_json::json;
 use support::T;
 use support::cluster::{
-    Cluster, JobManager, TaskManager, all_running, eventually, logged, logged_at, metric,
-    registered, rest, run_count,
+    Cluster, all_running, eventually, leader_standby_and_two_taskmanagers, logged, logged_at,
+    metric, rest, run_count,
 };
-
-/// jm-a leads (its ZooKeeper link through `quorum_a` when given), jm-b
-/// stands by, tm-1 and tm-2 are registered with jm-a.
-async fn leader_standby_and_two_taskmanagers(
-    cluster: &Cluster,
-    quorum_a: Option<&str>,
-) -> Result<(JobManager, JobManager, [TaskManager; 2])> {
-    let a = cluster.jobmanager_via("jm-a", quorum_a).await?;
-    let leader_rest = rest(&a.rest)?;
-    // `a` leads before `b` starts: the roles are known.
-    eventually("jm-a leads", || async {
-        Ok(leader_rest.overview().await?.leader.then_some(()))
-    })
-    .await?;
-    let b = cluster.jobmanager("jm-b").await?;
-    let tms = [
-        cluster.taskmanager("tm-1", None).await?,
-        cluster.taskmanager("tm-2", None).await?,
-    ];
-    registered(&leader_rest, 2).await?;
-    Ok((a, b, tms))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {

@@ -37,6 +37,11 @@ impl ApiError {
         }
     }
 
+    /// What the answer says, in one line.
+    pub(crate) fn message(&self) -> String {
+        self.body.errors.join("; ")
+    }
+
     /// 400 Bad Request.
     pub(crate) fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
@@ -81,7 +86,7 @@ impl ApiError {
 
 /// `leader` (`http://host:port`, a trailing `/` tolerated, the scheme added
 /// when missing) followed by the request's path and query.
-fn redirect_target(leader: &str, uri: &Uri) -> String {
+pub(crate) fn redirect_target(leader: &str, uri: &Uri) -> String {
     let base = leader.trim_end_matches('/');
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     if base.contains("://") {

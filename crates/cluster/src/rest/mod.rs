@@ -39,6 +39,8 @@ use error::ApiError;
 
 pub use answers::{JobIdWithStatus, JobIdsWithStatus};
 pub use error::RETRY_AFTER_SECS;
+pub(crate) use error::redirect_target;
+pub(crate) use read::{Control, job_id};
 
 /// The largest request body accepted (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -49,7 +51,7 @@ const MAX_ECHO_CHARS: usize = 200;
 /// The REST API over `control`, with every route, the JSON 404 and 405
 /// answers and the body limit.
 pub fn router(control: Arc<dyn ClusterControl>) -> Router {
-    Router::new()
+    crate::dashboard::routes()
         .route("/overview", get(read::overview))
         .route("/jobs", get(read::jobs).post(write::submit))
         .route("/jobs/overview", get(read::jobs_overview))

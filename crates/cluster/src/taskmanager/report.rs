@@ -34,6 +34,7 @@ pub(super) fn task_report(
             .map(|f| f.kind.name().to_owned())
             .unwrap_or_default(),
         processed,
+        ..Default::default()
     }
 }
 
@@ -42,11 +43,16 @@ pub(super) fn snapshot_report(
     task: &TaskSnapshot,
     fail_reason: Option<&Failure>,
 ) -> proto::TaskReport {
-    task_report(
-        task.key,
-        task.slot,
-        &task.status,
-        task.processed,
-        fail_reason,
-    )
+    proto::TaskReport {
+        records_out: task.meters.records_out,
+        backpressured_ms: task.meters.backpressured_ms,
+        watermark: task.meters.watermark,
+        ..task_report(
+            task.key,
+            task.slot,
+            &task.status,
+            task.processed,
+            fail_reason,
+        )
+    }
 }

@@ -187,12 +187,16 @@ pub fn layout(
     for event in &sorted {
         let at = x(event.at_ms);
         if let EventKind::Leader { .. } = event.kind {
-            // A newer leader ends every other lane's leadership.
+            // A newer leader ends every other lane's leadership — and what
+            // was known of the old leader's connection: only a leader
+            // records its own, so from here on it is unknown (no band),
+            // not "still connected".
             for lane in lanes.values_mut().filter(|l| l.process != event.process) {
                 if let Some(open) = lane.leadership.last_mut()
                     && open.x1 >= end
                 {
                     open.x1 = at.max(open.x0);
+                    close(&mut lane.connection, at);
                 }
             }
         }
@@ -387,6 +391,22 @@ mod tests {
         );
         assert_eq!(layout.ticks.len(), 11, "every second over 10 s");
         assert_eq!(layout.ticks[1].label, "00:00:01");
+    }
+
+    #[test]
+    fn a_deposed_leaders_connection_is_unknown_after_the_next_grant() {
+        let events = vec![
+            event(0, "jm-a", true, EventKind::Leader { epoch: 1 }),
+            connection(0, "jm-a", "CONNECTED"),
+            connection(0, "tm-1", "CONNECTED"),
+            event(4_000, "jm-b", true, EventKind::Leader { epoch: 2 }),
+        ];
+        let layout = layout(&events, 0, 10_000, options());
+        let a = &layout.lanes[0];
+        assert_eq!((a.connection[0].x0, a.connection[0].x1), (0.0, 400.0));
+        // A TaskManager's own reports go on: its band is not cut.
+        let tm = &layout.lanes[2];
+        assert_eq!(tm.connection[0].x1, 1000.0);
     }
 
     #[test]

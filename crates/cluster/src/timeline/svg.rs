@@ -25,7 +25,7 @@ text{font:12px sans-serif;fill:#222}.lane-name{font-weight:bold}.jm{fill:#1a4f8b
 .grid{stroke:#ddd}.axis{font-size:11px;fill:#555}\
 .leader{fill:#2e7d32}.connected{fill:#9ccc65}.suspended{fill:#ffb300}.lost{fill:#c62828}.other{fill:#90a4ae}\
 .timeout{fill:#c62828}.restart{fill:#6a1b9a}.takeover{fill:#1565c0}.checkpoint{fill:#2e7d32}\
-.checkpoint-aborted{fill:#ef6c00}";
+.checkpoint-aborted{fill:#ef6c00}.event{cursor:pointer}.event:focus,.event.selected{stroke:#000;stroke-width:2}";
 
 /// The picture's height for `layout`.
 pub fn height(layout: &Layout) -> f64 {
@@ -80,9 +80,11 @@ pub fn render(layout: &Layout, title: &str) -> String {
             let cy = y + BANDS + marker.row as f64 * ROW + ROW / 2.0;
             let _ = write!(
                 out,
-                r#"<circle class="event {}" cx="{:.1}" cy="{cy:.1}" r="5"><title>{}</title></circle>"#,
+                r#"<circle class="event {}" cx="{:.1}" cy="{cy:.1}" r="5" tabindex="0" data-at="{}" data-process="{}"><title>{}</title></circle>"#,
                 marker.class,
                 LEFT + marker.x,
+                marker.event.at_ms,
+                escape(&marker.event.process),
                 escape(&tooltip(&marker.event.kind.label(), &marker.event))
             );
         }
@@ -97,16 +99,18 @@ pub fn render(layout: &Layout, title: &str) -> String {
 fn band(out: &mut String, span: &Span, y: f64) {
     let _ = write!(
         out,
-        r#"<rect class="state {}" x="{:.1}" y="{y:.1}" width="{:.1}" height="9"><title>{}</title></rect>"#,
+        r#"<rect class="state {}" x="{:.1}" y="{y:.1}" width="{:.1}" height="9" data-at="{}" data-process="{}"><title>{}</title></rect>"#,
         span.kind.class(),
         LEFT + span.x0,
         (span.x1 - span.x0).max(1.0),
+        span.event.at_ms,
+        escape(&span.event.process),
         escape(&tooltip(&span.label, &span.event))
     );
 }
 
 /// What hovering shows: the label, when, every detail, the log line.
-fn tooltip(label: &str, event: &TimelineEvent) -> String {
+pub fn tooltip(label: &str, event: &TimelineEvent) -> String {
     let mut lines = vec![format!(
         "{} — {} ({} UTC)",
         event.process,

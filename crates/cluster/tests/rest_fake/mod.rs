@@ -119,6 +119,11 @@ impl ClusterControl for Fake {
             taskmanager: Some("tm-1".into()),
             slot: Some(index),
             processed: 42,
+            records_out: 40,
+            records_in_per_second: 12.5,
+            records_out_per_second: 12.0,
+            backpressure: 0.6,
+            watermark: Some(1_700_000_000_000),
         };
         Ok(JobDetails {
             jid: id.to_string(),

@@ -84,6 +84,7 @@ pub(crate) trait EdgeKit: Send + Sync {
         writer: PartitionWriter,
         batch_size: usize,
         consumers: u32,
+        meters: Arc<holdfast_executor::TaskMeters>,
     ) -> AnyBox;
 }
 
@@ -111,6 +112,7 @@ impl<T: Data> EdgeKit for EdgeOf<T> {
         writer: PartitionWriter,
         batch_size: usize,
         consumers: u32,
+        meters: Arc<holdfast_executor::TaskMeters>,
     ) -> AnyBox {
         let partitioner = match (ship, &self.key_hash) {
             (Ship::Hash, Some(hash)) => Partitioner::Hash {
@@ -126,6 +128,7 @@ impl<T: Data> EdgeKit for EdgeOf<T> {
             writer,
             partitioner,
             batch_size,
+            meters,
         )))
     }
 }

@@ -201,6 +201,7 @@ pub(crate) fn build(
                 writer,
                 plan.batch_size,
                 consumers,
+                Arc::clone(ctx.meters()),
             ));
         }
         let out = match &n.output {

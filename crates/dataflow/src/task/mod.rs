@@ -243,6 +243,7 @@ fn run_input(
                 }
                 Event::Watermark(watermark) => {
                     if let Some(w) = watermarks.advance(channel, watermark) {
+                        ctx.meters().set_watermark(w);
                         port.chain().watermark(w)?;
                     }
                 }

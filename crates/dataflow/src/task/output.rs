@@ -4,9 +4,12 @@
 //! the exchange — moved as they are to a consumer in this process, encoded
 //! on this thread for one across the network.
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use bytes::Bytes;
 use holdfast_exchange::{Batch, Event, ExchangeError, PartitionWriter};
-use holdfast_executor::TaskFailure;
+use holdfast_executor::{TaskFailure, TaskMeters};
 use holdfast_runtime::failure::FailureKind;
 use holdfast_types::CheckpointId;
 use serde::Serialize;
@@ -37,6 +40,8 @@ pub(crate) struct NetworkOutput<T> {
     buffers: Vec<Vec<T>>,
     remote: Vec<bool>,
     batch_size: usize,
+    /// The attempt's meters: records out, time waiting for credit.
+    meters: Arc<TaskMeters>,
 }
 
 pub(crate) fn exchange_failure(error: ExchangeError) -> TaskFailure {
@@ -69,6 +74,7 @@ impl<T: Data> NetworkOutput<T> {
         writer: PartitionWriter,
         partitioner: Partitioner<T>,
         batch_size: usize,
+        meters: Arc<TaskMeters>,
     ) -> NetworkOutput<T> {
         let n = writer.subpartitions();
         let remote = (0..n).map(|i| writer.is_remote(i)).collect();
@@ -78,6 +84,7 @@ impl<T: Data> NetworkOutput<T> {
             buffers: (0..n).map(|_| Vec::new()).collect(),
             remote,
             batch_size: batch_size.max(1),
+            meters,
         }
     }
 
@@ -115,11 +122,15 @@ impl<T: Data> NetworkOutput<T> {
             }
             self.buffers[i] = Vec::with_capacity(size);
         }
+        let meters = Arc::clone(&self.meters);
         let writer = self.writer()?;
         for batch in batches {
-            writer
-                .send(i, Event::Batch(batch))
-                .map_err(exchange_failure)?;
+            // The send waits while the consumer has no credit: that wait is
+            // the attempt's backpressure.
+            let started = Instant::now();
+            let sent = writer.send(i, Event::Batch(batch));
+            meters.add_backpressured(started.elapsed());
+            sent.map_err(exchange_failure)?;
         }
         Ok(())
     }
@@ -145,6 +156,7 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
             batch.clear();
             return Ok(());
         }
+        self.meters.add_out(batch.len() as u64);
         match &mut self.partitioner {
             Partitioner::Forward => {
                 if self.buffers[0].is_empty() && batch.len() >= self.batch_size {
@@ -188,6 +200,7 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
     fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure> {
         // Records before the watermark go first, in every subpartition.
         self.send_all()?;
+        self.meters.set_watermark(watermark);
         self.writer()?
             .broadcast_event(Event::Watermark(watermark))
             .map_err(exchange_failure)
@@ -257,7 +270,7 @@ mod tests {
         let writer = exchange
             .create_partition(id, &vec![here.clone(); consumers], &interrupt)
             .unwrap();
-        let mut output = NetworkOutput::new(writer, partitioner, 10);
+        let mut output = NetworkOutput::new(writer, partitioner, 10, Arc::default());
         for mut batch in input {
             output.push(&mut batch).unwrap();
         }

@@ -268,3 +268,25 @@ pub async fn logged(process: &Holdfast, needle: &str, from: usize) -> Result<usi
     .await
     .with_context(|| format!("stderr so far:\n{}", process.stderr()))
 }
+
+/// jm-a leads (its ZooKeeper link through `quorum_a` when given), jm-b
+/// stands by, tm-1 and tm-2 are registered with jm-a.
+pub async fn leader_standby_and_two_taskmanagers(
+    cluster: &Cluster,
+    quorum_a: Option<&str>,
+) -> Result<(JobManager, JobManager, [TaskManager; 2])> {
+    let a = cluster.jobmanager_via("jm-a", quorum_a).await?;
+    let leader_rest = rest(&a.rest)?;
+    // `a` leads before `b` starts: the roles are known.
+    eventually("jm-a leads", || async {
+        Ok(leader_rest.overview().await?.leader.then_some(()))
+    })
+    .await?;
+    let b = cluster.jobmanager("jm-b").await?;
+    let tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&leader_rest, 2).await?;
+    Ok((a, b, tms))
+}

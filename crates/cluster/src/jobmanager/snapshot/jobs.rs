@@ -1,7 +1,7 @@
 //! One job's answers: its line in `GET /jobs/overview`, `GET /jobs/{id}`,
 //! `GET /jobs/{id}/exceptions`, and the exception entry of a failure.
 
-use holdfast_runtime::ids::TaskId;
+use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
 use holdfast_runtime::lifecycle::task::TaskState;
 use holdfast_runtime::master::JobExecution;
 use holdfast_runtime::restart::{FailureCause, RestartDecision};
@@ -33,6 +33,7 @@ pub(super) fn details(
     job: &JobExecution,
     restarts: usize,
     takeovers: &[TakeoverView],
+    meters: &super::Meters,
 ) -> JobDetails {
     let vertices = job
         .graph
@@ -47,13 +48,24 @@ pub(super) fn details(
             subtasks: job
                 .tasks()
                 .range(vertex_range(index as u32))
-                .map(|(task, t)| SubtaskView {
-                    subtask: task.subtask,
-                    attempt: t.attempt,
-                    status: task_state_name(t.state).to_owned(),
-                    taskmanager: t.slot.as_ref().map(|s| s.task_manager.to_string()),
-                    slot: t.slot.as_ref().map(|s| s.index),
-                    processed: t.processed,
+                .map(|(task, t)| {
+                    let m = meters
+                        .get(job.id, ExecutionAttemptId::new(*task, t.attempt))
+                        .copied()
+                        .unwrap_or_default();
+                    SubtaskView {
+                        subtask: task.subtask,
+                        attempt: t.attempt,
+                        status: task_state_name(t.state).to_owned(),
+                        taskmanager: t.slot.as_ref().map(|s| s.task_manager.to_string()),
+                        slot: t.slot.as_ref().map(|s| s.index),
+                        processed: t.processed,
+                        records_out: m.records_out,
+                        records_in_per_second: m.in_per_second,
+                        records_out_per_second: m.out_per_second,
+                        backpressure: m.backpressure,
+                        watermark: m.watermark,
+                    }
                 })
                 .collect(),
         })

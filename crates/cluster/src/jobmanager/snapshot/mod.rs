@@ -7,12 +7,14 @@
 //! ```text
 //!  mod.rs         Snapshot; fill_leader: overview, jobs, TaskManagers
 //!  jobs.rs        one job's summary, details and exceptions; failure entries
+//!  meters.rs      each attempt's records in/out, rates, backpressure, watermark
 //!  graph_view.rs  the job graph as Flink's `plan` of GET /jobs/{id}
 //!  names.rs       Flink's names of states; restart decisions in words
 //! ```
 
 mod graph_view;
 mod jobs;
+mod meters;
 mod names;
 
 use std::collections::HashMap;
@@ -29,6 +31,7 @@ use crate::rest::answers::{
 };
 
 pub(crate) use jobs::failure_entry;
+pub(crate) use meters::Meters;
 pub(crate) use names::{decision_text, job_state_name};
 
 /// Everything the REST API shows.
@@ -77,6 +80,7 @@ pub(crate) fn fill_leader(
     core: &JobMasterCore,
     links: &HashMap<TaskManagerId, LinkInfo>,
     stored: &HashMap<JobId, StoredJob>,
+    meters: &Meters,
     now: MonoTime,
 ) {
     let mut jobs: Vec<&JobExecution> = core.jobs().collect();
@@ -87,7 +91,7 @@ pub(crate) fn fill_leader(
         .iter()
         .map(|j| {
             let takeovers = stored.get(&j.id).map_or(&[][..], |s| &s.takeovers);
-            (j.id, jobs::details(j, restarts(j), takeovers))
+            (j.id, jobs::details(j, restarts(j), takeovers, meters))
         })
         .collect();
     snapshot.exceptions = jobs

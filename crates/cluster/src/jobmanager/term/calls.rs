@@ -48,6 +48,11 @@ impl Term {
         self.links.insert(tm.clone(), link);
         tracing::info!(taskmanager = %tm, rpc = %request.rpc_address, data = %request.data_address,
             slots = request.slots, "TaskManager registered");
+        let now = self.runtime.now();
+        request
+            .tasks
+            .iter()
+            .for_each(|t| self.meters.observe(t, now));
         let tasks = request.tasks.iter().filter_map(convert::report).collect();
         let running = request
             .running
@@ -126,6 +131,9 @@ impl Term {
         } else if let Some((before, now, lease)) = changed {
             self.observe_connection(&tm.to_string(), before.as_deref(), &now, lease);
         }
+        let now = self.runtime.now();
+        reply.tasks.iter().for_each(|t| self.meters.observe(t, now));
+        self.meters.forget_old(now);
         let tasks = reply.tasks.iter().filter_map(convert::report).collect();
         self.step(MasterInput::HeartbeatReply { tm, tasks });
     }

@@ -102,6 +102,8 @@ pub(super) struct Term {
     checkpoints: Option<checkpoints::TermCheckpoints>,
     /// The HA timeline (see `timeline.rs`).
     timeline: Arc<crate::timeline::TimelineLog>,
+    /// Each attempt's meters, for the job's page.
+    meters: crate::jobmanager::snapshot::Meters,
     /// This JobManager's connection state as last recorded.
     own_connection: Option<String>,
     /// Whether the stored timeline was read (until then nothing is
@@ -147,6 +149,7 @@ impl Term {
                 ended: HashMap::new(),
             }),
             timeline: Arc::default(),
+            meters: Default::default(),
             own_connection: None,
             timeline_read: false,
             tm_changes_seen: HashMap::new(),

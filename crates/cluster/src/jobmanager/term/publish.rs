@@ -24,6 +24,7 @@ impl Term {
             &self.core,
             &links,
             &self.stored,
+            &self.meters,
             self.runtime.now(),
         );
         self.fill_checkpoints(snapshot);

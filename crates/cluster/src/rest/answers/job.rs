@@ -64,7 +64,7 @@ pub struct VertexView {
 }
 
 /// One subtask attempt in `GET /jobs/{id}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct SubtaskView {
     /// The subtask's index.
@@ -79,8 +79,27 @@ pub struct SubtaskView {
     /// The slot index on that TaskManager (shared with the same subtask of
     /// the job's other vertices).
     pub slot: Option<u32>,
-    /// Records (units of work) processed, as last reported.
+    /// Records (units of work) processed, as last reported: its records
+    /// in.
     pub processed: u64,
+    /// Records it sent downstream, as last reported (0 for a sink).
+    #[serde(default)]
+    pub records_out: u64,
+    /// Records in per second between its last two reports.
+    #[serde(default)]
+    pub records_in_per_second: f64,
+    /// Records out per second between its last two reports.
+    #[serde(default)]
+    pub records_out_per_second: f64,
+    /// The share of time (0 to 1) it waited for room downstream between
+    /// its last two reports: its backpressure (Flink calls ≤ 0.1 `OK`,
+    /// ≤ 0.5 `LOW`, above `HIGH`).
+    #[serde(default)]
+    pub backpressure: f64,
+    /// Its current watermark (event time, ms since the Unix epoch), once
+    /// it has one.
+    #[serde(default)]
+    pub watermark: Option<i64>,
 }
 
 /// The `plan` of `GET /jobs/{id}` (Flink's `JobPlanInfo.Plan` shape).

@@ -1,0 +1,25 @@
+//! `/ui/config`: this JobManager's effective configuration (secrets are
+//! masked by [`ClusterControl::config`](crate::control::ClusterControl::config)).
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use maud::html;
+
+use super::frame::{self, Asked, Nav};
+use crate::rest::Control;
+
+/// `GET /ui/config`.
+pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri: Uri) -> Response {
+    let asked = Asked::new(&headers, uri);
+    let entries = control.config();
+    let body = html! {
+        p.muted { "The effective configuration of this JobManager: files, environment and "
+            "command line merged, defaults included. Secrets are masked." }
+        table.config {
+            thead { tr { th { "Key" } th { "Value" } } }
+            tbody { @for e in &entries { tr { td { code { (e.key) } } td { code { (e.value) } } } } }
+        }
+    };
+    frame::page(&control, &asked, Nav::Config, "Configuration", body)
+}

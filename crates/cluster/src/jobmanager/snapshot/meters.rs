@@ -1,0 +1,156 @@
+//! What the leader shows of each attempt's meters: the counters its
+//! TaskManager last reported and the rates between the last two reports
+//! ([`Meters`]). Display only — no decision reads them, so they live in the
+//! shell beside the core, not in it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use holdfast_ha::MonoTime;
+use holdfast_rpc::proto;
+use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
+
+/// Reports closer together than this keep the previous rates (a
+/// registration right after a heartbeat would otherwise divide by ~0).
+const MIN_SAMPLE: Duration = Duration::from_millis(500);
+/// An attempt not reported for this long is forgotten.
+const FORGET_AFTER: Duration = Duration::from_secs(300);
+
+/// One attempt's meters as last reported, with rates.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct AttemptMeters {
+    /// Records processed (in).
+    pub records_in: u64,
+    /// Records sent downstream.
+    pub records_out: u64,
+    /// Records in per second, between the last two samples.
+    pub in_per_second: f64,
+    /// Records out per second, between the last two samples.
+    pub out_per_second: f64,
+    /// The share of time it waited for room downstream (0 to 1).
+    pub backpressure: f64,
+    /// Its current watermark.
+    pub watermark: Option<i64>,
+    backpressured_ms: u64,
+    sampled: Option<MonoTime>,
+}
+
+/// Every attempt's meters the leader heard of.
+#[derive(Debug, Default)]
+pub(crate) struct Meters {
+    attempts: HashMap<(JobId, ExecutionAttemptId), AttemptMeters>,
+}
+
+impl Meters {
+    /// Takes in `report`, received at `now` (a malformed attempt is
+    /// skipped: [`super::super::convert`] logs it).
+    pub(crate) fn observe(&mut self, report: &proto::TaskReport, now: MonoTime) {
+        let Some(Ok((job, attempt))) = report
+            .attempt
+            .as_ref()
+            .map(<(JobId, ExecutionAttemptId)>::try_from)
+        else {
+            return;
+        };
+        let entry = self.attempts.entry((job, attempt)).or_default();
+        entry.update(
+            report.processed,
+            report.records_out,
+            report.backpressured_ms,
+            report.watermark,
+            now,
+        );
+    }
+
+    /// Forgets attempts not reported for five minutes.
+    pub(crate) fn forget_old(&mut self, now: MonoTime) {
+        self.attempts
+            .retain(|_, m| m.sampled.is_some_and(|at| now.since(at) < FORGET_AFTER));
+    }
+
+    /// The meters of `attempt` of `job`, if reported.
+    pub(crate) fn get(&self, job: JobId, attempt: ExecutionAttemptId) -> Option<&AttemptMeters> {
+        self.attempts.get(&(job, attempt))
+    }
+}
+
+impl AttemptMeters {
+    fn update(
+        &mut self,
+        records_in: u64,
+        records_out: u64,
+        backpressured_ms: u64,
+        watermark: Option<i64>,
+        now: MonoTime,
+    ) {
+        match self.sampled {
+            Some(at) if now.since(at) < MIN_SAMPLE => return,
+            Some(at) => {
+                let seconds = now.since(at).as_secs_f64();
+                let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / seconds;
+                self.in_per_second = rate(records_in, self.records_in);
+                self.out_per_second = rate(records_out, self.records_out);
+                self.backpressure =
+                    (rate(backpressured_ms, self.backpressured_ms) / 1000.0).clamp(0.0, 1.0);
+            }
+            None => {}
+        }
+        self.records_in = records_in;
+        self.records_out = records_out;
+        self.backpressured_ms = backpressured_ms;
+        self.watermark = watermark;
+        self.sampled = Some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use holdfast_runtime::ids::TaskId;
+
+    fn report(processed: u64, out: u64, waited_ms: u64) -> proto::TaskReport {
+        proto::TaskReport {
+            attempt: Some(
+                (
+                    JobId::from_u128(1),
+                    ExecutionAttemptId::new(TaskId::new(0, 0), 0),
+                )
+                    .into(),
+            ),
+            processed,
+            records_out: out,
+            backpressured_ms: waited_ms,
+            watermark: Some(42),
+            ..Default::default()
+        }
+    }
+
+    fn at(ms: u64) -> MonoTime {
+        MonoTime::from_duration(Duration::from_millis(ms))
+    }
+
+    #[test]
+    fn rates_are_taken_between_samples_and_too_close_samples_are_skipped() {
+        let mut meters = Meters::default();
+        let key = (
+            JobId::from_u128(1),
+            ExecutionAttemptId::new(TaskId::new(0, 0), 0),
+        );
+        meters.observe(&report(100, 50, 0), at(1_000));
+        let first = meters.get(key.0, key.1).copied().unwrap();
+        assert_eq!((first.records_in, first.in_per_second), (100, 0.0));
+        meters.observe(&report(2_100, 1_050, 500), at(3_000));
+        let second = meters.get(key.0, key.1).copied().unwrap();
+        assert_eq!(second.in_per_second, 1_000.0);
+        assert_eq!(second.out_per_second, 500.0);
+        assert_eq!(second.backpressure, 0.25);
+        assert_eq!(second.watermark, Some(42));
+        // 100 ms later: kept as it was.
+        meters.observe(&report(9_999, 9_999, 9_999), at(3_100));
+        assert_eq!(meters.get(key.0, key.1).copied().unwrap(), second);
+        meters.forget_old(at(3_000 + 299_000));
+        assert!(meters.get(key.0, key.1).is_some());
+        meters.forget_old(at(3_000 + 300_000));
+        assert!(meters.get(key.0, key.1).is_none());
+    }
+}
