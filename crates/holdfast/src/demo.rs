@@ -14,17 +14,22 @@
 //! the running tasks (HA contract §6): no restart is needed at all.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use holdfast_cluster::dashboard::{Section, timeline_report};
+use holdfast_cluster::timeline::{EventKind, TimelineEvent};
 use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
 use holdfast_ha::{Epoch, ErrorPolicy, MonoTime, Runtime, TokioRuntime};
 use holdfast_types::sync::lock;
+
+use crate::timeline_cmd::{self, Format};
 
 const BASE: &str = "/holdfast/demo";
 
@@ -37,6 +42,32 @@ pub struct DemoArgs {
     /// The negotiated session timeout T, in seconds.
     #[arg(long, default_value_t = 40)]
     session_timeout: u64,
+    /// Also write each replay's HA timeline into this directory, as the
+    /// dashboard draws it (`demo-standard.html`, `.svg`, … and all of them
+    /// on one page, `demo.html`, to compare the policies).
+    #[arg(long, value_name = "DIR")]
+    timeline_dir: Option<PathBuf>,
+}
+
+/// The HA timeline of one replay, in virtual time (0 = its start).
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<TimelineEvent>>>);
+
+impl Recorder {
+    fn note(&self, runtime: &TokioRuntime, process: &str, kind: EventKind, log_line: &str) {
+        let at_ms = Duration::from_nanos(runtime.now().0).as_millis() as u64;
+        lock(&self.0).push(TimelineEvent {
+            at_ms,
+            process: process.to_owned(),
+            jobmanager: process.starts_with("jm"),
+            kind,
+            log_line: Some(log_line.to_owned()),
+        });
+    }
+
+    fn events(&self) -> Vec<TimelineEvent> {
+        lock(&self.0).clone()
+    }
 }
 
 /// What one replay counted.
@@ -63,7 +94,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
         bail!("--session-timeout must be at least 1 second");
     }
     let timeout = Duration::from_secs(args.session_timeout);
+    if let Some(dir) = &args.timeline_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--timeline-dir {}", dir.display()))?;
+    }
     let mut summary = String::new();
+    let mut replays: Vec<(ErrorPolicy, Vec<TimelineEvent>)> = Vec::new();
     for policy in policies {
         // A fresh single-threaded runtime on a paused clock per replay:
         // virtual time, deterministic order.
@@ -71,7 +107,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
             .enable_all()
             .start_paused(true)
             .build()?;
-        let tally = runtime.block_on(replay(policy, timeout))?;
+        let (tally, events) = runtime.block_on(replay(policy, timeout))?;
+        replays.push((policy, events));
         writeln!(
             summary,
             "  {:<8}  job restarts: {} (0 needed)   revocations: {}   two leaders at once: {}",
@@ -85,7 +122,67 @@ pub fn run(args: DemoArgs) -> Result<()> {
         "\nSummary (only fault 3 is a real leader loss, and a new leader adopts the running tasks, so no \
          restart is needed):\n{summary}"
     );
+    if let Some(dir) = &args.timeline_dir {
+        write_timelines(dir, &replays)?;
+    }
     Ok(())
+}
+
+/// Writes each replay's timeline (HTML and SVG) and all of them on one
+/// page; prints each file's path, the combined page's last.
+fn write_timelines(
+    dir: &std::path::Path,
+    replays: &[(ErrorPolicy, Vec<TimelineEvent>)],
+) -> Result<()> {
+    let end = |events: &[TimelineEvent]| events.iter().map(|e| e.at_ms).max().unwrap_or(0) + 5_000;
+    for (policy, events) in replays {
+        for (extension, format) in [("html", Format::Html), ("svg", Format::Svg)] {
+            let file = dir.join(format!("demo-{}.{extension}", policy.name()));
+            timeline_cmd::write(events, 0, end(events), &file, format)?;
+            println!("{}", file.display());
+        }
+    }
+    let headings: Vec<String> = replays
+        .iter()
+        .map(|(policy, _)| format!("policy: {}", policy.name()))
+        .collect();
+    let sections: Vec<Section<'_>> = replays
+        .iter()
+        .zip(&headings)
+        .map(|((policy, events), heading)| Section {
+            heading,
+            note: policy_note(*policy),
+            events,
+            from: 0,
+            to: end(events),
+        })
+        .collect();
+    let page = timeline_report(
+        "holdfast demo: the incident under each error policy (virtual time: 00:00:00 is the replay's start)",
+        &sections,
+    );
+    let file = dir.join("demo.html");
+    std::fs::write(&file, page).with_context(|| format!("writing {}", file.display()))?;
+    println!("{}", file.display());
+    Ok(())
+}
+
+/// What to look for in a policy's replay.
+fn policy_note(policy: ErrorPolicy) -> &'static str {
+    match policy {
+        ErrorPolicy::Standard => {
+            "Flink's and Curator's default: tm-1's suspended connection (fault 1) and jm-1's (fault 2) \
+             count as a lost leader — the job restarts (purple) and jm-1 loses leadership while its session lives."
+        }
+        ErrorPolicy::Session => {
+            "Tolerates SUSPENDED: nothing restarts, but in fault 3 jm-2 leads while jm-1 still believes \
+             it leads — two leaders at once (overlapping green bands)."
+        }
+        _ => {
+            "holdfast's default: both stalls are ridden out on the lease; in fault 3 jm-1 stops leading \
+             before jm-2 is granted, and jm-2 takes the job over (blue) without a restart."
+        }
+    }
 }
 
 struct Process {
@@ -93,7 +190,7 @@ struct Process {
     connection: Connection<EmbeddedBackend>,
 }
 
-async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<Tally> {
+async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<(Tally, Vec<TimelineEvent>)> {
     println!(
         "\n=== policy: {policy} (T = {} s; times are virtual seconds) ===",
         timeout.as_secs()
@@ -101,6 +198,7 @@ async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<Tally> {
     let runtime: Arc<TokioRuntime> = Arc::new(TokioRuntime::seeded(1));
     let cluster = EmbeddedCluster::new(runtime.clone());
     let tally = Arc::new(Mutex::new(Tally::default()));
+    let record = Recorder::default();
     let leading = Arc::new(Mutex::new(Vec::<&'static str>::new()));
     let start = |name: &'static str| Process {
         name,
@@ -121,12 +219,12 @@ async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<Tally> {
         ),
     };
     let jm1 = start("jm-1");
-    let election1 = contend(&jm1, &runtime, &tally, &leading);
+    let election1 = contend(&jm1, &runtime, &tally, &leading, &record);
     wait_until(&runtime, || election1.is_leader()).await?;
     let jm2 = start("jm-2");
-    let _election2 = contend(&jm2, &runtime, &tally, &leading);
+    let _election2 = contend(&jm2, &runtime, &tally, &leading, &record);
     let tm = start("tm-1");
-    let retrieval = follow(&tm, policy, &runtime, &tally);
+    let retrieval = follow(&tm, policy, &runtime, &tally, &record);
     wait_until(&runtime, || retrieval.known().leader.is_some()).await?;
 
     say(
@@ -150,7 +248,7 @@ async fn replay(policy: ErrorPolicy, timeout: Duration) -> Result<Tally> {
     let settle = runtime.now().plus(timeout);
     runtime.sleep_until(settle).await;
     let tally = std::mem::take(&mut *lock(&tally));
-    Ok(tally)
+    Ok((tally, record.events()))
 }
 
 fn contend(
@@ -158,18 +256,20 @@ fn contend(
     runtime: &Arc<TokioRuntime>,
     tally: &Arc<Mutex<Tally>>,
     leading: &Arc<Mutex<Vec<&'static str>>>,
+    record: &Recorder,
 ) -> LeaderElection<EmbeddedBackend> {
-    watch_connection(process, runtime);
+    watch_connection(process, runtime, record);
     let election = LeaderElection::start(
         process.connection.clone(),
         ElectionOptions::under(BASE, process.name, format!("{}:6123", process.name)),
     );
     let mut events = election.subscribe();
-    let (name, runtime, tally, leading) = (
+    let (name, runtime, tally, leading, record) = (
         process.name,
         runtime.clone(),
         tally.clone(),
         leading.clone(),
+        record.clone(),
     );
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
@@ -191,6 +291,12 @@ fn contend(
                         name,
                         &format!("granted leadership, epoch {epoch}{note}"),
                     );
+                    record.note(
+                        &runtime,
+                        name,
+                        EventKind::Leader { epoch: epoch.0 },
+                        "granted leadership",
+                    );
                 }
                 LeadershipEvent::Revoked { epoch, reason, .. } => {
                     leading.retain(|other| *other != name);
@@ -200,6 +306,11 @@ fn contend(
                         name,
                         &format!("leadership (epoch {epoch}) revoked: {reason}"),
                     );
+                    let kind = EventKind::LeaderEnded {
+                        epoch: epoch.0,
+                        reason: reason.to_string(),
+                    };
+                    record.note(&runtime, name, kind, "leadership revoked");
                 }
             }
         }
@@ -217,14 +328,16 @@ fn follow(
     policy: ErrorPolicy,
     runtime: &Arc<TokioRuntime>,
     tally: &Arc<Mutex<Tally>>,
+    record: &Recorder,
 ) -> LeaderRetrieval {
-    watch_connection(process, runtime);
+    watch_connection(process, runtime, record);
     let retrieval = LeaderRetrieval::start(
         process.connection.clone(),
         &format!("{BASE}/leader/connection_info"),
     );
     let mut events = retrieval.subscribe();
-    let (name, runtime, tally) = (process.name, runtime.clone(), tally.clone());
+    let (name, runtime, tally, record) =
+        (process.name, runtime.clone(), tally.clone(), record.clone());
     tokio::spawn(async move {
         let mut tasks_run_for: Option<Epoch> = None;
         let restart = |why: &str| {
@@ -234,6 +347,12 @@ fn follow(
                 name,
                 &format!("{why}: fails every task; the job restarts"),
             );
+            let kind = EventKind::JobRestart {
+                job: "demo".into(),
+                cause: format!("{name}: {why}"),
+                decision: "every task failed; the job restarts".into(),
+            };
+            record.note(&runtime, name, kind, "fails every task");
         };
         while let Some(event) = events.recv().await {
             match event {
@@ -254,6 +373,18 @@ fn follow(
                                 &runtime,
                                 name,
                                 "reports its running tasks to the new leader, which adopts them: nothing restarts",
+                            );
+                            let kind = EventKind::TakeOver {
+                                job: "demo".into(),
+                                epoch: leader.epoch.0,
+                                adopted: 1,
+                                restarted: 0,
+                            };
+                            record.note(
+                                &runtime,
+                                &leader.contender.to_string(),
+                                kind,
+                                "took the job over",
                             );
                         }
                     }
@@ -285,9 +416,9 @@ fn follow(
     retrieval
 }
 
-fn watch_connection(process: &Process, runtime: &Arc<TokioRuntime>) {
+fn watch_connection(process: &Process, runtime: &Arc<TokioRuntime>, record: &Recorder) {
     let (_, mut events) = process.connection.subscribe();
-    let (name, runtime) = (process.name, runtime.clone());
+    let (name, runtime, record) = (process.name, runtime.clone(), record.clone());
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             let lease = match event.lease_deadline {
@@ -305,6 +436,13 @@ fn watch_connection(process: &Process, runtime: &Arc<TokioRuntime>) {
                     event.state, event.session
                 ),
             );
+            let kind = EventKind::Connection {
+                state: event.state.to_string(),
+                lease_remaining_ms: event
+                    .lease_deadline
+                    .map(|d| d.since(event.at).as_millis() as u64),
+            };
+            record.note(&runtime, name, kind, "connection");
         }
     });
 }

@@ -65,7 +65,8 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
             ),
         )?;
         // Every subtask, where it runs; then, without a reload, records
-        // counted (the page refreshes itself).
+        // in and out counted, a rate, a completed checkpoint (the page
+        // refreshes itself).
         page.eval("window.loadedOnce = true")?;
         page.until(
             "a row per subtask",
@@ -75,7 +76,10 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
             "subtasks running with records counted",
             "[...document.querySelectorAll('tr.subtask')].every(r => r.dataset.status === 'RUNNING') \
              && [...document.querySelectorAll('tr.subtask td:nth-child(6)')].some(td => td.textContent !== '0') \
-             && window.loadedOnce === true",
+             && [...document.querySelectorAll('tr.subtask td:nth-child(8)')].some(td => td.textContent !== '0') \
+             && [...document.querySelectorAll('tr.subtask td:nth-child(9)')].some(td => td.textContent !== '0/s') \
+             && document.querySelector('#latest-checkpoint').textContent.startsWith('checkpoint ') \
+             && window.loadedOnce === true && document.querySelector('#live').dataset.refreshes > 0",
         )?;
         ensure!(
             page.eval("document.querySelectorAll('svg.graph g.vertex').length")? == 2
@@ -90,6 +94,7 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
             "!!document.querySelector('.badge.standby') && document.body.innerText.includes('jm-a')",
         )?;
         page.screenshot("2-standby-overview")?;
+        page.eval("window.standbyPage = true")?;
         Ok(())
     })?;
 
@@ -106,7 +111,11 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
 
     tokio::task::block_in_place(|| -> Result<()> {
         // The standby's overview turns into the leader's, in place.
-        page.until("jm-b leading", "!!document.querySelector('.badge.leader')")?;
+        page.until(
+            "jm-b leading, on the page loaded while it stood by",
+            "!!document.querySelector('.badge.leader') && window.standbyPage === true \
+             && document.querySelector('#live').dataset.refreshes > 0",
+        )?;
         page.go(&format!("{}/ui/timeline", b.rest))?;
         for process in ["jm-a", "jm-b", "tm-1", "tm-2"] {
             page.until(
@@ -212,6 +221,50 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
             "!document.querySelector('#details').hidden",
         )?;
         page.screenshot("7-exported-timeline")?;
+        page.no_console_errors()
+    })
+}
+
+/// `holdfast demo --timeline-dir`'s page of all three replays: a click in
+/// one replay's picture shows that replay's event (the same times and
+/// process names occur in each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_replays_side_by_side_in_a_browser() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let args: Vec<String> = ["demo", "--timeline-dir", &dir.path().display().to_string()]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let out = support::run(&args).await?;
+    ensure!(
+        out.status.success(),
+        "holdfast demo: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = tokio::task::block_in_place(|| Page::open("demo"))?;
+    tokio::task::block_in_place(|| -> Result<()> {
+        page.go(&format!(
+            "file://{}",
+            dir.path().join("demo.html").display()
+        ))?;
+        page.until(
+            "three replays",
+            "document.querySelectorAll('section.timeline-section svg').length === 3",
+        )?;
+        page.click("section.timeline-section:nth-of-type(1) circle.event.restart")?;
+        page.until(
+            "standard's restart in the panel",
+            "document.querySelector('#details').innerText.includes('job restart') \
+             && document.querySelectorAll('section.timeline-section:nth-of-type(1) tr.selected').length === 1",
+        )?;
+        page.click("section.timeline-section:nth-of-type(3) circle.event.takeover")?;
+        page.until(
+            "lease's take-over in the panel, selected in its own replay only",
+            "document.querySelector('#details').innerText.includes('take-over') \
+             && document.querySelectorAll('section.timeline-section:nth-of-type(3) tr.selected').length === 1 \
+             && document.querySelectorAll('section.timeline-section:nth-of-type(1) tr.selected').length === 0",
+        )?;
+        page.screenshot("demo-replays")?;
         page.no_console_errors()
     })
 }

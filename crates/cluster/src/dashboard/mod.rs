@@ -38,7 +38,9 @@ use axum::routing::get;
 
 use crate::rest::Control;
 
-pub use timeline::standalone_page as timeline_page;
+pub use timeline::{
+    Section, standalone_page as timeline_page, standalone_report as timeline_report,
+};
 
 /// The dashboard's routes (merged into the REST router).
 pub(crate) fn routes() -> Router<Control> {

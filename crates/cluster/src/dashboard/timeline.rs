@@ -178,8 +178,39 @@ fn kind_name(event: &TimelineEvent) -> String {
 /// A standalone HTML page of `events` between `from` and `to`: the
 /// dashboard's picture, legend, table and details panel with the styles
 /// and script inlined, for an incident report (`holdfast timeline
-/// --output FILE.html`, `holdfast demo --timeline-dir`).
+/// --output FILE.html`).
 pub fn standalone_page(title: &str, events: &[TimelineEvent], from: u64, to: u64) -> String {
+    standalone_report(
+        title,
+        &[Section {
+            heading: "",
+            note: "",
+            events,
+            from,
+            to,
+        }],
+    )
+}
+
+/// One picture of a [`standalone_report`].
+#[derive(Clone, Copy, Debug)]
+pub struct Section<'a> {
+    /// Its heading (none if empty).
+    pub heading: &'a str,
+    /// A sentence under the heading (none if empty).
+    pub note: &'a str,
+    /// Its events.
+    pub events: &'a [TimelineEvent],
+    /// Its window, in ms.
+    pub from: u64,
+    /// The window's end.
+    pub to: u64,
+}
+
+/// A standalone HTML page of several timelines one under the other (the
+/// demo's replays, to compare policies), self-contained like
+/// [`standalone_page`].
+pub fn standalone_report(title: &str, sections: &[Section<'_>]) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -192,7 +223,13 @@ pub fn standalone_page(title: &str, events: &[TimelineEvent], from: u64, to: u64
                 header.top { span.brand { "holdfast" } span { (title) } }
                 div #report {
                     h1 { (title) }
-                    (picture(events, from, to))
+                    @for section in sections {
+                        section.timeline-section {
+                            @if !section.heading.is_empty() { h2 { (section.heading) } }
+                            @if !section.note.is_empty() { p { (section.note) } }
+                            (picture(section.events, section.from, section.to))
+                        }
+                    }
                 }
                 aside #details hidden {}
                 script { (PreEscaped(assets::JS)) }

@@ -184,6 +184,13 @@ pub fn layout(
         })
         .collect();
     let end = options.width;
+    // Processes whose leadership ends are recorded (the demo's replays):
+    // their spans end there only, so two leaders at once show as such.
+    let ends_recorded: Vec<&str> = sorted
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::LeaderEnded { .. }))
+        .map(|e| e.process.as_str())
+        .collect();
     for event in &sorted {
         let at = x(event.at_ms);
         if let EventKind::Leader { .. } = event.kind {
@@ -191,7 +198,9 @@ pub fn layout(
             // was known of the old leader's connection: only a leader
             // records its own, so from here on it is unknown (no band),
             // not "still connected".
-            for lane in lanes.values_mut().filter(|l| l.process != event.process) {
+            for lane in lanes.values_mut().filter(|l| {
+                l.process != event.process && !ends_recorded.contains(&l.process.as_str())
+            }) {
                 if let Some(open) = lane.leadership.last_mut()
                     && open.x1 >= end
                 {
@@ -407,6 +416,26 @@ mod tests {
         // A TaskManager's own reports go on: its band is not cut.
         let tm = &layout.lanes[2];
         assert_eq!(tm.connection[0].x1, 1000.0);
+    }
+
+    #[test]
+    fn recorded_ends_of_leadership_show_two_leaders_at_once() {
+        let events = vec![
+            event(0, "jm-a", true, EventKind::Leader { epoch: 1 }),
+            event(4_000, "jm-b", true, EventKind::Leader { epoch: 2 }),
+            event(
+                6_000,
+                "jm-a",
+                true,
+                EventKind::LeaderEnded {
+                    epoch: 1,
+                    reason: "session expired".into(),
+                },
+            ),
+        ];
+        let layout = layout(&events, 0, 10_000, options());
+        let a = &layout.lanes[0].leadership[0];
+        assert_eq!((a.x0, a.x1), (0.0, 600.0), "overlapping jm-b's from 400");
     }
 
     #[test]

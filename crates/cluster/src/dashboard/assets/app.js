@@ -32,12 +32,14 @@
     if (!panel) return;
     clear();
     if (!selected) { panel.hidden = true; return; }
+    // A report of several timelines: look only in the clicked one's.
+    var scope = (selected.scope && document.contains(selected.scope)) ? selected.scope : document;
     var row = null;
-    var rows = document.querySelectorAll('tr.event');
+    var rows = scope.querySelectorAll('tr.event');
     for (var i = 0; i < rows.length; i++) if (same(rows[i])) { row = rows[i]; break; }
     if (!row) { panel.hidden = true; return; }
     row.classList.add('selected');
-    var drawn = document.querySelectorAll('svg [data-at]');
+    var drawn = scope.querySelectorAll('svg [data-at]');
     for (var j = 0; j < drawn.length; j++) if (same(drawn[j])) drawn[j].classList.add('selected');
     var cells = row.cells;
     panel.textContent = '';
@@ -63,7 +65,11 @@
     if (target.closest('#details .close')) { selected = null; show(); return; }
     var el = target.closest('[data-at][data-process]');
     if (!el) return;
-    selected = { at: el.getAttribute('data-at'), process: el.getAttribute('data-process') };
+    selected = {
+      at: el.getAttribute('data-at'),
+      process: el.getAttribute('data-process'),
+      scope: el.closest('section.timeline-section')
+    };
     show();
   }
 
@@ -75,6 +81,7 @@
 
   if (!live) return;
   var every = parseInt(live.getAttribute('data-refresh-ms'), 10) || 2000;
+  var refreshes = 0;
 
   function state(text, ok) {
     if (!badge) return;
@@ -100,6 +107,8 @@
     }).then(function (html) {
       if (html === null) return;
       live.innerHTML = html;
+      refreshes += 1;
+      live.setAttribute('data-refreshes', String(refreshes));
       show();
       state('live', true);
       setTimeout(refresh, every);
