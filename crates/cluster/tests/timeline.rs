@@ -3,7 +3,9 @@
 //! RPC and REST. The leader records its grant and what its TaskManager
 //! reports of its connection; after a hand-over the new leader shows the
 //! old leader's events too (read from the HA store) beside its own, at a
-//! higher epoch; `GET /timeline.svg` draws a lane for every process.
+//! higher epoch, and the end of the old leadership that the old leader
+//! wrote as it shut down; `GET /timeline.svg` draws a lane for every
+//! process.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,6 +135,19 @@ async fn the_timeline_outlives_its_leader_and_draws_every_process() -> Result<()
     ensure!(
         grants[0] == ("jm-1".to_owned(), epoch1) && grants[1].0 == "jm-2" && grants[1].1 > epoch1,
         "jm-1's grant (read from the HA store), then jm-2's at a higher epoch: {grants:?}"
+    );
+    // jm-1 shut down: it wrote the end of its leadership before it left
+    // the election, so the end comes before jm-2's grant.
+    let ended = log.events().position(|e| {
+        e.process == "jm-1"
+            && matches!(e.kind, EventKind::LeaderEnded { epoch, .. } if epoch == epoch1)
+    });
+    let granted = log
+        .events()
+        .position(|e| e.process == "jm-2" && matches!(e.kind, EventKind::Leader { .. }));
+    ensure!(
+        matches!((ended, granted), (Some(end), Some(grant)) if end < grant),
+        "jm-1's recorded end of epoch {epoch1}, before jm-2's grant: {log:?}"
     );
     let svg = reqwest::get(format!("http://{}/timeline.svg", jm2.rest_address()))
         .await?

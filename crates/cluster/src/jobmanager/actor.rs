@@ -41,6 +41,10 @@ use crate::control::ControlError;
 use crate::job_store::StoredJob;
 use crate::shared::ConnectionReader;
 
+/// How long a leader shutting down waits for the HA store to take the
+/// end of its leadership (the timeline) before it leaves the election.
+const HAND_OVER_WRITE: Duration = Duration::from_secs(2);
+
 /// What the actor is told.
 pub(super) enum Message {
     Call(Call),
@@ -122,7 +126,10 @@ impl<B: Backend> Actor<B> {
             let wakeup = self.term.as_ref().and_then(Term::next_wakeup);
             let runtime = self.parts.runtime.clone();
             tokio::select! {
-                _ = &mut stop => break,
+                _ = &mut stop => {
+                    self.hand_over().await;
+                    break;
+                }
                 changed = leadership.changed() => {
                     if changed.is_err() { break; }
                     let now = *leadership.borrow_and_update();
@@ -144,6 +151,28 @@ impl<B: Backend> Actor<B> {
         }
         if self.term.take().is_some() {
             self.parts.options.metrics.leading.set(0);
+        }
+    }
+
+    /// Before a leader leaves the election on shutdown: the end of its
+    /// leadership written to the HA timeline (within a bound: a store
+    /// that does not answer delays the hand-over by at most that).
+    async fn hand_over(&mut self) {
+        let Some(term) = &mut self.term else {
+            return;
+        };
+        let Some(timeline) = term.hand_over() else {
+            return;
+        };
+        let token = term.token().clone();
+        let write = self.parts.store.put_timeline(&token, &timeline);
+        match tokio::time::timeout(HAND_OVER_WRITE, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error,
+                "could not record the end of this leadership in the HA timeline; handing over anyway"),
+            Err(_) => tracing::warn!(
+                "the HA store did not take the timeline within {HAND_OVER_WRITE:?}; handing over anyway"
+            ),
         }
     }
 

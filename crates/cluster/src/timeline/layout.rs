@@ -184,13 +184,22 @@ pub fn layout(
         })
         .collect();
     let end = options.width;
-    // Processes whose leadership ends are recorded (the demo's replays):
-    // their spans end there only, so two leaders at once show as such.
-    let ends_recorded: Vec<&str> = sorted
+    // Leaderships whose end is recorded (a graceful hand-over, the demo's
+    // replays) end there only, so two leaders at once show as such; the
+    // others end at the next grant to another process.
+    let ends_recorded: Vec<(&str, u64)> = sorted
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::LeaderEnded { .. }))
-        .map(|e| e.process.as_str())
+        .filter_map(|e| match e.kind {
+            EventKind::LeaderEnded { epoch, .. } => Some((e.process.as_str(), epoch)),
+            _ => None,
+        })
         .collect();
+    let end_recorded = |span: &Span| match span.event.kind {
+        EventKind::Leader { epoch } => {
+            ends_recorded.contains(&(span.event.process.as_str(), epoch))
+        }
+        _ => false,
+    };
     for event in &sorted {
         let at = x(event.at_ms);
         if let EventKind::Leader { .. } = event.kind {
@@ -198,11 +207,10 @@ pub fn layout(
             // was known of the old leader's connection: only a leader
             // records its own, so from here on it is unknown (no band),
             // not "still connected".
-            for lane in lanes.values_mut().filter(|l| {
-                l.process != event.process && !ends_recorded.contains(&l.process.as_str())
-            }) {
+            for lane in lanes.values_mut().filter(|l| l.process != event.process) {
                 if let Some(open) = lane.leadership.last_mut()
                     && open.x1 >= end
+                    && !end_recorded(open)
                 {
                     open.x1 = at.max(open.x0);
                     close(&mut lane.connection, at);
@@ -436,6 +444,37 @@ mod tests {
         let layout = layout(&events, 0, 10_000, options());
         let a = &layout.lanes[0].leadership[0];
         assert_eq!((a.x0, a.x1), (0.0, 600.0), "overlapping jm-b's from 400");
+    }
+
+    #[test]
+    fn a_recorded_end_of_one_leadership_leaves_the_processs_others_to_the_next_grant() {
+        let events = vec![
+            event(0, "jm-a", true, EventKind::Leader { epoch: 1 }),
+            event(2_000, "jm-b", true, EventKind::Leader { epoch: 2 }),
+            event(5_000, "jm-a", true, EventKind::Leader { epoch: 3 }),
+            event(
+                8_000,
+                "jm-a",
+                true,
+                EventKind::LeaderEnded {
+                    epoch: 3,
+                    reason: "shut down".into(),
+                },
+            ),
+        ];
+        let layout = layout(&events, 0, 10_000, options());
+        let spans: Vec<(f64, f64)> = layout.lanes[0]
+            .leadership
+            .iter()
+            .map(|s| (s.x0, s.x1))
+            .collect();
+        assert_eq!(spans, [(0.0, 200.0), (500.0, 800.0)]);
+        let b: Vec<(f64, f64)> = layout.lanes[1]
+            .leadership
+            .iter()
+            .map(|s| (s.x0, s.x1))
+            .collect();
+        assert_eq!(b, [(200.0, 500.0)]);
     }
 
     #[test]

@@ -334,4 +334,53 @@ mod tests {
             .collect();
         assert_eq!(back, records);
     }
+
+    #[test]
+    fn records_out_and_the_wait_for_a_slow_consumer_are_metered() {
+        // One buffer per channel: the second batch waits until the
+        // consumer, which starts reading 200 ms later, takes the first.
+        let exchange = Exchange::local("tm", 1);
+        let here = exchange.location();
+        let id = PartitionId {
+            job: JobId::from_u128(8),
+            producer: ExecutionAttemptId::new(TaskId::new(0, 0), 0),
+            edge: 0,
+        };
+        let interrupt = Interrupt::new();
+        let writer = exchange
+            .create_partition(id, std::slice::from_ref(&here), &interrupt)
+            .unwrap();
+        let meters: Arc<TaskMeters> = Arc::default();
+        let mut output = NetworkOutput::new(writer, Partitioner::Forward, 10, Arc::clone(&meters));
+        let started = Instant::now();
+        let producer = std::thread::spawn(move || {
+            for _ in 0..3 {
+                output.push(&mut (0..10u64).collect()).unwrap();
+            }
+            output.watermark(77).unwrap();
+            output.finish().unwrap();
+        });
+        let slow = Duration::from_millis(200);
+        std::thread::sleep(slow); // the consumer is slow: that is the test
+        let spec = ChannelSpec {
+            partition: id,
+            subpartition: 0,
+            location: here.clone(),
+        };
+        let mut gate = exchange.open_gate(vec![spec], &interrupt).unwrap();
+        while let Some((_, event)) = gate.next(Duration::from_secs(10)).unwrap() {
+            if matches!(event, Event::End) {
+                break;
+            }
+        }
+        producer.join().unwrap();
+        let metered = meters.snapshot();
+        assert_eq!(metered.records_out, 30);
+        assert_eq!(metered.watermark, Some(77));
+        // It waited at least until the consumer began reading (a lower
+        // bound the mechanism guarantees), and not longer than it ran.
+        let waited = Duration::from_millis(metered.backpressured_ms);
+        assert!(waited >= slow / 2, "waited {waited:?}");
+        assert!(waited <= started.elapsed(), "waited {waited:?}");
+    }
 }

@@ -192,6 +192,20 @@ impl Term {
         );
     }
 
+    /// This JobManager shuts down and hands over: records the end of its
+    /// leadership and returns the timeline to write before it leaves the
+    /// election (none while the stored one was not read: it would be
+    /// overwritten).
+    pub(in crate::jobmanager) fn hand_over(&mut self) -> Option<Arc<TimelineLog>> {
+        let epoch = self.token().epoch.0;
+        let kind = EventKind::LeaderEnded {
+            epoch,
+            reason: "shut down: leaves the election, a standby takes over".into(),
+        };
+        self.note_self(kind, Some("leaving the election"));
+        self.timeline_read.then(|| self.timeline())
+    }
+
     /// The timeline as it is now (shared, copy-on-write).
     pub(super) fn timeline(&self) -> Arc<TimelineLog> {
         Arc::clone(&self.timeline)
