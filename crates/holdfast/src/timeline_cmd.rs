@@ -23,13 +23,8 @@ pub(crate) async fn export(args: TimelineArgs) -> Result<()> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let to = to.unwrap_or(now);
-    let from = from
-        .or_else(|| events.first().map(|e| e.at_ms))
-        .unwrap_or(to.saturating_sub(600_000));
-    if from >= to {
-        bail!("--from must be before --to (and before now)");
-    }
+    let (from, to) = timeline::window(events.first().map(|e| e.at_ms), from, to, None, now)
+        .map_err(|e| anyhow::anyhow!("--from/--to: {e}"))?;
     write(&events, from, to, output, format)?;
     println!("{}", output.display());
     Ok(())

@@ -49,11 +49,24 @@ async fn the_demo_replays_the_incident_and_writes_its_timelines() -> Result<()> 
         standard.contains(r#"data-kind="job-restart""#),
         "standard's restarts drawn"
     );
+    // Under `session` jm-1's leadership ends only after jm-2's grant: two
+    // leaders at once (the events table lists the newest first).
     let session = read("demo-session.html")?;
+    // Where the first row of `kind` of `process` starts.
+    let row = |process: &str, kind: &str| {
+        session
+            .match_indices(r#"<tr class="event""#)
+            .map(|(i, _)| i)
+            .find(|&i| {
+                let tag = session[i..].split('>').next().unwrap_or_default();
+                tag.contains(&format!(r#"data-process="{process}""#))
+                    && tag.contains(&format!(r#"data-kind="{kind}""#))
+            })
+    };
+    let (ended, granted) = (row("jm-1", "leader-ended"), row("jm-2", "leader"));
     ensure!(
-        session.matches(r#"data-kind="leader""#).count() >= 2
-            && session.contains(r#"data-kind="leader-ended""#),
-        "session: both grants and the late end of jm-1's leadership"
+        matches!((ended, granted), (Some(end), Some(grant)) if end < grant),
+        "session: jm-1's end listed before (newer than) jm-2's grant: {ended:?} {granted:?}"
     );
     let lease_page = read("demo-lease.html")?;
     ensure!(

@@ -1,5 +1,6 @@
 //! Numbers, times and durations as the pages show them.
 
+use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
 
 /// `1234567` as `1,234,567`.
@@ -48,19 +49,32 @@ pub(super) fn duration_ms(ms: u64) -> String {
     }
 }
 
-/// A wall-clock time (ms since the Unix epoch) as `2026-12-02 03:04:05 UTC`.
+/// A wall-clock time (ms since the Unix epoch) as `2026-12-02 03:04:05 UTC`
+/// (past the year 9999, which no clock prints: the milliseconds).
 pub(super) fn time(ms: u64) -> String {
-    let at = UNIX_EPOCH + Duration::from_millis(ms);
-    let rfc = humantime::format_rfc3339_seconds(at).to_string();
-    // 2026-12-02T03:04:05Z
-    format!("{} {} UTC", &rfc[..10], &rfc[11..19])
+    match date_time(ms) {
+        Some(at) => format!("{at} UTC"),
+        None => format!("{ms} ms after the Unix epoch"),
+    }
 }
 
 /// A wall-clock time with milliseconds, without the zone:
 /// `2026-12-02 03:04:05.678`.
 pub(super) fn time_ms(ms: u64) -> String {
-    let seconds = time(ms);
-    format!("{}.{:03}", &seconds[..19], ms % 1000)
+    match date_time(ms) {
+        Some(at) => format!("{at}.{:03}", ms % 1000),
+        None => time(ms),
+    }
+}
+
+/// `2026-12-02 03:04:05`, or None past the year 9999.
+fn date_time(ms: u64) -> Option<String> {
+    let at = UNIX_EPOCH.checked_add(Duration::from_millis(ms))?;
+    let mut rfc = String::new();
+    // Fails (rather than printing) past the year 9999.
+    write!(rfc, "{}", humantime::format_rfc3339_seconds(at)).ok()?;
+    // 2026-12-02T03:04:05Z
+    Some(format!("{} {}", rfc.get(..10)?, rfc.get(11..19)?))
 }
 
 /// A watermark: none yet, the end of input, or its time.
@@ -129,6 +143,18 @@ mod tests {
         assert_eq!(time(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(time(1_796_180_645_000), "2026-12-02 03:04:05 UTC");
         assert_eq!(time_ms(1_796_180_645_078), "2026-12-02 03:04:05.078");
+        assert_eq!(
+            time(253_402_300_800_000),
+            "253402300800000 ms after the Unix epoch"
+        );
+        assert_eq!(
+            time_ms(u64::MAX),
+            format!("{} ms after the Unix epoch", u64::MAX)
+        );
+        assert_eq!(
+            watermark(Some(i64::MAX - 1)),
+            format!("{} ms after the Unix epoch", i64::MAX - 1)
+        );
         assert_eq!(watermark(None), "—");
         assert_eq!(watermark(Some(i64::MAX)), "end of input");
         assert_eq!(watermark(Some(-5)), "-5 ms");

@@ -3,7 +3,7 @@
 //! standby (follow the leader) and for errors.
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
 use super::format;
@@ -13,14 +13,13 @@ use crate::rest::answers::{ConnectionView, HaView};
 
 /// The request header the script sends to get only the `#live` region.
 pub(super) const PARTIAL: &str = "x-holdfast-partial";
-/// The answer header telling the script to load another page instead (a
-/// standby sends the leader's).
-pub(super) const NAVIGATE: &str = "x-holdfast-navigate";
 /// How often pages refresh, in ms.
 const REFRESH_MS: u32 = 2_000;
 /// No script or style from elsewhere; no inline script; not framed.
+/// Fetches may go to other JobManagers: a standby's page checks that the
+/// leader answers before it opens the leader's page.
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-                   img-src 'self' data:; frame-ancestors 'none'";
+                   img-src 'self' data:; connect-src 'self' http: https:; frame-ancestors 'none'";
 
 /// The page a request is for, and whether only its `#live` region is wanted.
 pub(super) struct Asked {
@@ -82,9 +81,11 @@ pub(super) fn answer(
         (body)
     };
     if asked.partial {
-        return (status, [(header::CACHE_CONTROL, "no-store")], live).into_response();
+        // Always 200: the status is the page's, for a browser loading it
+        // (a browser logs every refresh that is not 200 as an error).
+        return (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")], live).into_response();
     }
-    let version = control.overview().holdfast_version;
+    let version = env!("CARGO_PKG_VERSION");
     let document = html! {
         (DOCTYPE)
         html lang="en" {
@@ -128,10 +129,12 @@ pub(super) fn answer(
         .into_response()
 }
 
-/// The answer when the control call for a page failed: a standby that
-/// knows the leader sends the browser there (the script is told in a
-/// header, since it cannot follow a redirect to another origin); otherwise
-/// a page saying what is wrong, which keeps refreshing.
+/// The answer when the control call for a page failed. A standby that
+/// knows the leader answers a page naming it, which the script opens once
+/// the leader answers (not a blind redirect: for a moment after a crash
+/// the leader known may be the dead one, and a browser sent there would
+/// stop retrying); otherwise a page saying what is wrong, which keeps
+/// refreshing.
 pub(super) fn control_error(
     control: &Control,
     asked: &Asked,
@@ -144,21 +147,20 @@ pub(super) fn control_error(
             leader_rest: Some(leader),
         } => {
             let to = crate::rest::redirect_target(&leader, &asked.uri);
-            if asked.partial {
-                match HeaderValue::from_str(&to) {
-                    Ok(value) => (StatusCode::OK, [(NAVIGATE, value)]).into_response(),
-                    Err(_) => answer(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        control,
-                        asked,
-                        nav,
-                        title,
-                        html! { p.warn { "The leader's address cannot be followed: " (leader) } },
-                    ),
-                }
-            } else {
-                Redirect::temporary(&to).into_response()
-            }
+            let base = crate::rest::redirect_target(&leader, &Uri::from_static("/"));
+            answer(
+                StatusCode::OK,
+                control,
+                asked,
+                nav,
+                title,
+                html! {
+                    p.note.follow data-follow=(to) data-leader=(base.trim_end_matches('/')) {
+                        "This JobManager is a standby; this page is the leader's. Opening it at "
+                        a href=(to) { (to) } " as soon as the leader answers…"
+                    }
+                },
+            )
         }
         // 200, not 503: the page itself works (a browser logs every
         // refresh of a 503 as an error).
@@ -230,14 +232,9 @@ pub(super) fn connection(view: &ConnectionView) -> Markup {
     }
 }
 
-/// The CSS class of a connection state.
+/// The CSS class of a connection state (the timeline's).
 pub(super) fn state_class(state: &str) -> &'static str {
-    match state.to_ascii_uppercase().as_str() {
-        "CONNECTED" | "RECONNECTED" => "connected",
-        "SUSPENDED" => "suspended",
-        "LOST" | "EXPIRED" | "CLOSED" => "lost",
-        _ => "other",
-    }
+    crate::timeline::SpanKind::of_state(state).class()
 }
 
 /// The CSS class of a job or task state.

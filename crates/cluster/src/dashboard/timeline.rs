@@ -63,26 +63,26 @@ pub(super) async fn page(
         Err(error) => return frame::control_error(&control, &asked, Nav::Timeline, title, error),
     };
     let events: Vec<TimelineEvent> = log.events().cloned().collect();
-    let now = crate::jobmanager::wall_ms();
-    let to = window.to.unwrap_or(now);
-    let from = match (window.from, window.last) {
-        (Some(from), _) => from,
-        (None, Some(last)) if last > 0 => to.saturating_sub(last * 1000),
-        _ => events.first().map_or(to.saturating_sub(600_000), |e| {
-            e.at_ms.min(to.saturating_sub(1))
-        }),
+    let (from, to) = match crate::timeline::window(
+        events.first().map(|e| e.at_ms),
+        window.from,
+        window.to,
+        window.last,
+        crate::jobmanager::wall_ms(),
+    ) {
+        Ok(window) => window,
+        Err(e) => {
+            let body = html! { p.warn { "Bad window: " (e) "." } };
+            return frame::answer(
+                StatusCode::BAD_REQUEST,
+                &control,
+                &asked,
+                Nav::Timeline,
+                title,
+                body,
+            );
+        }
     };
-    if from >= to {
-        let body = html! { p.warn { "The window's start (" (from) ") must be before its end (" (to) ")." } };
-        return frame::answer(
-            StatusCode::BAD_REQUEST,
-            &control,
-            &asked,
-            Nav::Timeline,
-            title,
-            body,
-        );
-    }
     let chosen = window
         .last
         .unwrap_or(if window.from.is_some() { u64::MAX } else { 0 });
@@ -154,7 +154,7 @@ pub(super) fn events_table(events: &[TimelineEvent]) -> Markup {
             table.events {
                 thead { tr { th { "When (UTC)" } th { "Process" } th { "Event" } th { "Details" } th { "Log line to look for" } } }
                 tbody { @for e in events {
-                    tr.event data-at=(e.at_ms) data-process=(e.process) data-kind=(kind_name(e)) {
+                    tr.event data-at=(e.at_ms) data-process=(e.process) data-kind=(e.kind.type_name()) {
                         td.when { (format::time_ms(e.at_ms)) }
                         td { @if e.jobmanager { b { (e.process) } } @else { (e.process) } }
                         td.label { (e.kind.label()) }
@@ -165,14 +165,6 @@ pub(super) fn events_table(events: &[TimelineEvent]) -> Markup {
             }
         }
     }
-}
-
-/// The event's type name as the JSON calls it.
-fn kind_name(event: &TimelineEvent) -> String {
-    serde_json::to_value(&event.kind)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
-        .unwrap_or_default()
 }
 
 /// A standalone HTML page of `events` between `from` and `to`: the
@@ -277,8 +269,9 @@ mod tests {
         assert!(page.contains("<svg"));
         assert!(page.contains("function") && !page.contains("src=\"/ui/assets"));
         // Newest first.
-        let suspended = page.find("data-process=\"tm-1\" data-kind").unwrap();
-        let leader = page.find("data-process=\"jm-1\" data-kind").unwrap();
+        let table = &page[page.find("<table class=\"events\"").unwrap()..];
+        let suspended = table.find("data-process=\"tm-1\" data-kind").unwrap();
+        let leader = table.find("data-process=\"jm-1\" data-kind").unwrap();
         assert!(suspended < leader);
     }
 }

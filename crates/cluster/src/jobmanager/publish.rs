@@ -30,15 +30,25 @@ impl<B: Backend> Actor<B> {
             this_jobmanager: parts.options.id.clone(),
             is_leader: self.term.is_some() && parts.election.is_leader(),
             policy: parts.options.policy.clone(),
-            leader: known.map(|l| {
-                let address = JobManagerAddress::decode(&l.address).ok();
-                LeaderView {
-                    id: l.contender.0.clone(),
-                    rpc_address: address.as_ref().map(|a| a.rpc.clone()).unwrap_or_default(),
-                    rest_address: address.map(|a| a.rest).unwrap_or_default(),
-                    epoch: l.epoch.0,
-                }
-            }),
+            // A leader shows its own term: what retrieval heard may still be
+            // the previous leader's record for a moment after a take-over.
+            leader: match self.term.as_ref().filter(|_| parts.election.is_leader()) {
+                Some(term) => Some(LeaderView {
+                    id: parts.options.id.clone(),
+                    rpc_address: parts.address.rpc.clone(),
+                    rest_address: parts.address.rest.clone(),
+                    epoch: term.epoch().0,
+                }),
+                None => known.map(|l| {
+                    let address = JobManagerAddress::decode(&l.address).ok();
+                    LeaderView {
+                        id: l.contender.0.clone(),
+                        rpc_address: address.as_ref().map(|a| a.rpc.clone()).unwrap_or_default(),
+                        rest_address: address.map(|a| a.rest).unwrap_or_default(),
+                        epoch: l.epoch.0,
+                    }
+                }),
+            },
             connection: ConnectionView {
                 state,
                 lease_remaining_ms: lease.map(|l| l.as_millis() as u64),

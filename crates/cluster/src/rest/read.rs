@@ -186,17 +186,14 @@ pub(crate) async fn timeline_svg(
         .timeline()
         .map_err(|error| ApiError::from_control(error, &uri))?;
     let events: Vec<crate::timeline::TimelineEvent> = log.events().cloned().collect();
-    let now = crate::jobmanager::wall_ms();
-    let to = window.to.unwrap_or(now);
-    let from = window
-        .from
-        .or_else(|| events.first().map(|e| e.at_ms))
-        .unwrap_or(to.saturating_sub(600_000));
-    if from >= to {
-        return Err(ApiError::bad_request(format!(
-            "from ({from}) must be before to ({to})"
-        )));
-    }
+    let (from, to) = crate::timeline::window(
+        events.first().map(|e| e.at_ms),
+        window.from,
+        window.to,
+        None,
+        crate::jobmanager::wall_ms(),
+    )
+    .map_err(ApiError::bad_request)?;
     let layout = crate::timeline::layout(&events, from, to, Default::default());
     let svg = crate::timeline::svg::render(&layout, "holdfast HA timeline");
     Ok(([(axum::http::header::CONTENT_TYPE, "image/svg+xml")], svg))

@@ -110,6 +110,19 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Its type's name, as the JSON's `type` says it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::Leader { .. } => "leader",
+            EventKind::LeaderEnded { .. } => "leader-ended",
+            EventKind::Connection { .. } => "connection",
+            EventKind::HeartbeatTimeout { .. } => "heartbeat-timeout",
+            EventKind::JobRestart { .. } => "job-restart",
+            EventKind::TakeOver { .. } => "take-over",
+            EventKind::Checkpoint { .. } => "checkpoint",
+        }
+    }
+
     /// A short label for the picture.
     pub fn label(&self) -> String {
         match self {
@@ -300,5 +313,41 @@ mod tests {
         let json = serde_json::to_string(&new).unwrap();
         assert!(json.contains(r#""type":"heartbeat-timeout""#), "{json}");
         assert_eq!(serde_json::from_str::<TimelineLog>(&json).unwrap(), new);
+    }
+
+    #[test]
+    fn type_names_are_the_jsons() {
+        let kinds = [
+            EventKind::Leader { epoch: 1 },
+            EventKind::LeaderEnded {
+                epoch: 1,
+                reason: "r".into(),
+            },
+            EventKind::Connection {
+                state: "CONNECTED".into(),
+                lease_remaining_ms: None,
+            },
+            EventKind::HeartbeatTimeout { peer: "p".into() },
+            EventKind::JobRestart {
+                job: "j".into(),
+                cause: "c".into(),
+                decision: "d".into(),
+            },
+            EventKind::TakeOver {
+                job: "j".into(),
+                epoch: 2,
+                adopted: 1,
+                restarted: 0,
+            },
+            EventKind::Checkpoint {
+                job: "j".into(),
+                id: 3,
+                completed: true,
+            },
+        ];
+        for kind in kinds {
+            let json = serde_json::to_value(&kind).unwrap();
+            assert_eq!(json["type"], kind.type_name(), "{json}");
+        }
     }
 }

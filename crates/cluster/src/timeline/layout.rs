@@ -61,7 +61,8 @@ impl SpanKind {
         }
     }
 
-    fn of_state(state: &str) -> SpanKind {
+    /// The span of a connection state's name (any case).
+    pub fn of_state(state: &str) -> SpanKind {
         match state.to_ascii_uppercase().as_str() {
             "CONNECTED" | "RECONNECTED" => SpanKind::Connected,
             "SUSPENDED" => SpanKind::Suspended,
@@ -150,7 +151,7 @@ pub fn layout(
     to_ms: u64,
     options: LayoutOptions,
 ) -> Layout {
-    let to_ms = to_ms.max(from_ms + 1);
+    let to_ms = to_ms.max(from_ms.saturating_add(1));
     let x = |at: u64| {
         let at = at.clamp(from_ms, to_ms);
         (at - from_ms) as f64 / (to_ms - from_ms) as f64 * options.width
@@ -252,6 +253,9 @@ pub fn layout(
     }
     for lane in lanes.values_mut() {
         lane.rows = stack(&mut lane.markers, options.min_gap);
+        if lane.jobmanager {
+            end_unreported_connection(lane, end);
+        }
     }
     Layout {
         from_ms,
@@ -262,6 +266,21 @@ pub fn layout(
             .filter_map(|(_, p)| lanes.remove(&p))
             .collect(),
         ticks: ticks(from_ms, to_ms, options.width),
+    }
+}
+
+/// A JobManager's connection is known while it leads (only a leader
+/// records): if its last leadership ended (a recorded end, a newer grant)
+/// and it recorded no connection change since, its band ends there too.
+fn end_unreported_connection(lane: &mut Lane, end: f64) {
+    let Some(led_until) = lane.leadership.last().map(|s| s.x1).filter(|x| *x < end) else {
+        return;
+    };
+    if let Some(open) = lane.connection.last_mut()
+        && open.x1 >= end
+        && open.x0 < led_until
+    {
+        open.x1 = led_until;
     }
 }
 
@@ -318,10 +337,16 @@ fn ticks(from_ms: u64, to_ms: u64, width: f64) -> Vec<Tick> {
         .copied()
         .find(|s| span / s <= 10)
         .unwrap_or(span.div_ceil(10).max(1));
-    let first = from_ms.div_ceil(step) * step;
-    (0..)
+    let Some(first) = from_ms.div_ceil(step).checked_mul(step) else {
+        return Vec::new();
+    };
+    let count = if first > to_ms {
+        0
+    } else {
+        (to_ms - first) / step + 1
+    };
+    (0..count)
         .map(|i| first + i * step)
-        .take_while(|t| *t <= to_ms)
         .map(|t| Tick {
             x: (t - from_ms) as f64 / span as f64 * width,
             label: clock(t, step < 1_000),
@@ -475,6 +500,34 @@ mod tests {
             .map(|s| (s.x0, s.x1))
             .collect();
         assert_eq!(b, [(200.0, 500.0)]);
+    }
+
+    #[test]
+    fn a_leader_that_recorded_its_end_shows_no_connection_after_it() {
+        let events = vec![
+            event(0, "jm-a", true, EventKind::Leader { epoch: 1 }),
+            connection(0, "jm-a", "CONNECTED"),
+            event(
+                3_000,
+                "jm-a",
+                true,
+                EventKind::LeaderEnded {
+                    epoch: 1,
+                    reason: "shut down".into(),
+                },
+            ),
+            event(3_500, "jm-b", true, EventKind::Leader { epoch: 2 }),
+        ];
+        let layout = layout(&events, 0, 10_000, options());
+        let a = &layout.lanes[0];
+        assert_eq!((a.leadership[0].x1, a.connection[0].x1), (300.0, 300.0));
+    }
+
+    #[test]
+    fn ticks_never_overflow_near_the_end_of_time() {
+        let layout = layout(&[], u64::MAX - 5_000, u64::MAX, options());
+        assert!(layout.ticks.len() <= 11, "{:?}", layout.ticks);
+        assert!(layout.ticks.iter().all(|t| (0.0..=1000.0).contains(&t.x)));
     }
 
     #[test]

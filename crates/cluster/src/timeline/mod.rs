@@ -7,6 +7,7 @@
 //!  event.rs   TimelineEvent (what, who, when, the log line) and the bounded TimelineLog
 //!  layout.rs  events → lanes, spans, stacked markers, ticks (pure numbers)
 //!  svg.rs     a Layout as one standalone SVG document (tooltips, no script)
+//!  window.rs  the window drawn, from what a caller asked (one rule for all)
 //! ```
 //!
 //! Recording the events (the leader, in the HA job store; TaskManagers'
@@ -16,6 +17,8 @@
 pub mod event;
 pub mod layout;
 pub mod svg;
+pub mod window;
 
 pub use event::{EventKind, MAX_EVENTS, TimelineEvent, TimelineLog};
 pub use layout::{Lane, Layout, LayoutOptions, Marker, Span, SpanKind, Tick, layout};
+pub use window::window;

@@ -21,11 +21,13 @@ const ROW: f64 = 14.0;
 const AXIS: f64 = 30.0;
 
 const STYLE: &str = "\
-text{font:12px sans-serif;fill:#222}.lane-name{font-weight:bold}.jm{fill:#1a4f8b}\
-.grid{stroke:#ddd}.axis{font-size:11px;fill:#555}\
-.leader{fill:#2e7d32}.connected{fill:#9ccc65}.suspended{fill:#ffb300}.lost{fill:#c62828}.other{fill:#90a4ae}\
-.timeout{fill:#c62828}.restart{fill:#6a1b9a}.takeover{fill:#1565c0}.checkpoint{fill:#2e7d32}\
-.checkpoint-aborted{fill:#ef6c00}.event{cursor:pointer}.event:focus,.event.selected{stroke:#000;stroke-width:2}";
+svg.timeline text{font:12px sans-serif;fill:#222}svg.timeline .lane-name{font-weight:bold}svg.timeline .jm{fill:#1a4f8b}\
+svg.timeline .grid{stroke:#ddd}svg.timeline .axis{font-size:11px;fill:#555}\
+svg.timeline .leader{fill:#2e7d32}svg.timeline .connected{fill:#9ccc65}svg.timeline .suspended{fill:#ffb300}\
+svg.timeline .lost{fill:#c62828}svg.timeline .other{fill:#90a4ae}\
+svg.timeline .timeout{fill:#c62828}svg.timeline .restart{fill:#6a1b9a}svg.timeline .takeover{fill:#1565c0}\
+svg.timeline .checkpoint{fill:#2e7d32}svg.timeline .checkpoint-aborted{fill:#ef6c00}\
+svg.timeline .event{cursor:pointer}svg.timeline .event:focus,svg.timeline .event.selected{stroke:#000;stroke-width:2}";
 
 /// The picture's height for `layout`.
 pub fn height(layout: &Layout) -> f64 {
@@ -44,7 +46,7 @@ pub fn render(layout: &Layout, title: &str) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" role="img"><title>{}</title><style>{STYLE}</style>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" role="img"><title>{}</title><style>{STYLE}</style>"#,
         escape(title)
     );
     let bottom = height - AXIS;
@@ -80,11 +82,12 @@ pub fn render(layout: &Layout, title: &str) -> String {
             let cy = y + BANDS + marker.row as f64 * ROW + ROW / 2.0;
             let _ = write!(
                 out,
-                r#"<circle class="event {}" cx="{:.1}" cy="{cy:.1}" r="5" tabindex="0" data-at="{}" data-process="{}"><title>{}</title></circle>"#,
+                r#"<circle class="event {}" cx="{:.1}" cy="{cy:.1}" r="5" tabindex="0" data-at="{}" data-process="{}" data-kind="{}"><title>{}</title></circle>"#,
                 marker.class,
                 LEFT + marker.x,
                 marker.event.at_ms,
                 escape(&marker.event.process),
+                marker.event.kind.type_name(),
                 escape(&tooltip(&marker.event.kind.label(), &marker.event))
             );
         }
@@ -99,18 +102,19 @@ pub fn render(layout: &Layout, title: &str) -> String {
 fn band(out: &mut String, span: &Span, y: f64) {
     let _ = write!(
         out,
-        r#"<rect class="state {}" x="{:.1}" y="{y:.1}" width="{:.1}" height="9" data-at="{}" data-process="{}"><title>{}</title></rect>"#,
+        r#"<rect class="state {}" x="{:.1}" y="{y:.1}" width="{:.1}" height="9" data-at="{}" data-process="{}" data-kind="{}"><title>{}</title></rect>"#,
         span.kind.class(),
         LEFT + span.x0,
         (span.x1 - span.x0).max(1.0),
         span.event.at_ms,
         escape(&span.event.process),
+        span.event.kind.type_name(),
         escape(&tooltip(&span.label, &span.event))
     );
 }
 
 /// What hovering shows: the label, when, every detail, the log line.
-pub fn tooltip(label: &str, event: &TimelineEvent) -> String {
+fn tooltip(label: &str, event: &TimelineEvent) -> String {
     let mut lines = vec![format!(
         "{} — {} ({} UTC)",
         event.process,

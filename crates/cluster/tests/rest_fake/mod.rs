@@ -39,6 +39,8 @@ pub struct Fake {
     pub submitted: Mutex<Vec<JobGraph>>,
     /// Every job it cancelled.
     pub cancelled: Mutex<Vec<JobId>>,
+    /// The running job's name.
+    pub name: Mutex<String>,
 }
 
 impl Fake {
@@ -48,6 +50,7 @@ impl Fake {
             role: Mutex::new(role),
             submitted: Mutex::new(Vec::new()),
             cancelled: Mutex::new(Vec::new()),
+            name: Mutex::new("wordcount".into()),
         })
     }
 
@@ -104,7 +107,7 @@ impl ClusterControl for Fake {
         };
         Ok(JobsOverview {
             jobs: vec![
-                summary(RUNNING, "wordcount", "RUNNING"),
+                summary(RUNNING, &self.name.lock().unwrap(), "RUNNING"),
                 summary(FINISHED, "batch", "FINISHED"),
             ],
         })
@@ -120,14 +123,14 @@ impl ClusterControl for Fake {
             slot: Some(index),
             processed: 42,
             records_out: 40,
-            records_in_per_second: 12.5,
-            records_out_per_second: 12.0,
+            records_in_per_second: 250.0,
+            records_out_per_second: 120.0,
             backpressure: 0.6,
             watermark: Some(1_700_000_000_000),
         };
         Ok(JobDetails {
             jid: id.to_string(),
-            name: "wordcount".into(),
+            name: self.name.lock().unwrap().clone(),
             state: state.into(),
             start_time: 1_700_000_000_000,
             restarts: 2,

@@ -210,6 +210,7 @@ fn run_source(
             Poll::End => break,
         }
     }
+    ctx.meters().set_watermark(Timestamp::MAX);
     source.chain().finish()?;
     checkpoints.await_last_checkpoint(ctx, Ended::Source(source.as_mut()))
 }
@@ -249,6 +250,7 @@ fn run_input(
                 }
                 Event::End => {
                     if let Some(w) = watermarks.end(channel) {
+                        ctx.meters().set_watermark(w);
                         port.chain().watermark(w)?;
                     }
                     checkpoints.on_end(ctx, port.chain(), &mut gate, channel)?;
@@ -266,6 +268,8 @@ fn run_input(
         }
         fire_timers(port.chain(), clock)?;
     }
+    // Every input ended: its watermark is the end of time.
+    ctx.meters().set_watermark(Timestamp::MAX);
     port.chain().finish()?;
     checkpoints.await_last_checkpoint(ctx, Ended::Input(port.chain()))
 }

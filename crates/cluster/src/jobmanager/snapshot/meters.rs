@@ -15,6 +15,8 @@ use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 const MIN_SAMPLE: Duration = Duration::from_millis(500);
 /// An attempt not reported for this long is forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(300);
+/// How often forgotten attempts are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// One attempt's meters as last reported, with rates.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -31,14 +33,19 @@ pub(crate) struct AttemptMeters {
     pub backpressure: f64,
     /// Its current watermark.
     pub watermark: Option<i64>,
-    backpressured_ms: u64,
-    sampled: Option<MonoTime>,
+    /// The sample the rates are taken from: (records in, records out, ms
+    /// waited, when).
+    base: Option<(u64, u64, u64, MonoTime)>,
+    /// When it was last reported.
+    reported: Option<MonoTime>,
 }
 
 /// Every attempt's meters the leader heard of.
 #[derive(Debug, Default)]
 pub(crate) struct Meters {
     attempts: HashMap<(JobId, ExecutionAttemptId), AttemptMeters>,
+    /// When attempts not reported for a while were last forgotten.
+    swept: Option<MonoTime>,
 }
 
 impl Meters {
@@ -62,10 +69,15 @@ impl Meters {
         );
     }
 
-    /// Forgets attempts not reported for five minutes.
+    /// Forgets attempts not reported for five minutes (looked for at most
+    /// once a minute).
     pub(crate) fn forget_old(&mut self, now: MonoTime) {
+        if self.swept.is_some_and(|at| now.since(at) < SWEEP_EVERY) {
+            return;
+        }
+        self.swept = Some(now);
         self.attempts
-            .retain(|_, m| m.sampled.is_some_and(|at| now.since(at) < FORGET_AFTER));
+            .retain(|_, m| m.reported.is_some_and(|at| now.since(at) < FORGET_AFTER));
     }
 
     /// The meters of `attempt` of `job`, if reported.
@@ -83,23 +95,24 @@ impl AttemptMeters {
         watermark: Option<i64>,
         now: MonoTime,
     ) {
-        match self.sampled {
-            Some(at) if now.since(at) < MIN_SAMPLE => return,
-            Some(at) => {
+        // The counts are always the newest; the rates move on only once
+        // the base sample is old enough.
+        self.records_in = records_in;
+        self.records_out = records_out;
+        self.watermark = watermark;
+        self.reported = Some(now);
+        match self.base {
+            Some((_, _, _, at)) if now.since(at) < MIN_SAMPLE => return,
+            Some((base_in, base_out, base_waited, at)) => {
                 let seconds = now.since(at).as_secs_f64();
                 let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / seconds;
-                self.in_per_second = rate(records_in, self.records_in);
-                self.out_per_second = rate(records_out, self.records_out);
-                self.backpressure =
-                    (rate(backpressured_ms, self.backpressured_ms) / 1000.0).clamp(0.0, 1.0);
+                self.in_per_second = rate(records_in, base_in);
+                self.out_per_second = rate(records_out, base_out);
+                self.backpressure = (rate(backpressured_ms, base_waited) / 1000.0).clamp(0.0, 1.0);
             }
             None => {}
         }
-        self.records_in = records_in;
-        self.records_out = records_out;
-        self.backpressured_ms = backpressured_ms;
-        self.watermark = watermark;
-        self.sampled = Some(now);
+        self.base = Some((records_in, records_out, backpressured_ms, now));
     }
 }
 
@@ -145,12 +158,23 @@ mod tests {
         assert_eq!(second.out_per_second, 500.0);
         assert_eq!(second.backpressure, 0.25);
         assert_eq!(second.watermark, Some(42));
-        // 100 ms later: kept as it was.
-        meters.observe(&report(9_999, 9_999, 9_999), at(3_100));
-        assert_eq!(meters.get(key.0, key.1).copied().unwrap(), second);
-        meters.forget_old(at(3_000 + 299_000));
+        // 100 ms later: the newest counts, the rates as they were.
+        meters.observe(&report(2_200, 1_100, 500), at(3_100));
+        let third = meters.get(key.0, key.1).copied().unwrap();
+        assert_eq!((third.records_in, third.records_out), (2_200, 1_100));
+        assert_eq!(third.in_per_second, 1_000.0);
+        // The rates move on from the base sample (3 s), not from the skipped one.
+        meters.observe(&report(4_100, 1_050 + 1_000, 500), at(4_000));
+        assert_eq!(
+            meters.get(key.0, key.1).copied().unwrap().in_per_second,
+            2_000.0
+        );
+        meters.forget_old(at(4_000 + 299_000));
         assert!(meters.get(key.0, key.1).is_some());
-        meters.forget_old(at(3_000 + 300_000));
+        // Looked for at most once a minute.
+        meters.forget_old(at(4_000 + 300_000));
+        assert!(meters.get(key.0, key.1).is_some());
+        meters.forget_old(at(4_000 + 360_000));
         assert!(meters.get(key.0, key.1).is_none());
     }
 }
