@@ -56,6 +56,8 @@ pub struct ClusterConfig {
     pub rest_port: u16,
     /// `parallelism.default` (default 1).
     pub parallelism_default: u32,
+    /// `pipeline.max-parallelism` (default 128).
+    pub max_parallelism: u32,
     /// `cluster.secret-file`: the shared secret for authenticated RPC
     /// (default unset).
     pub cluster_secret_file: Option<PathBuf>,
@@ -86,6 +88,7 @@ impl Default for ClusterConfig {
             rest_bind_address: "localhost".into(),
             rest_port: 8081,
             parallelism_default: 1,
+            max_parallelism: 128,
             cluster_secret_file: None,
             ha: HaConfig::default(),
             checkpointing: CheckpointingConfig::default(),
@@ -116,6 +119,7 @@ impl ClusterConfig {
         let counts = [
             (TASK_SLOTS, self.task_slots),
             (PARALLELISM, self.parallelism_default),
+            (MAX_PARALLELISM, self.max_parallelism),
             (
                 RATE_MAX_FAILURES,
                 self.restart.failure_rate.max_failures_per_interval,
@@ -133,6 +137,15 @@ impl ClusterConfig {
                 key: TASK_SLOTS,
                 value: self.task_slots,
                 max: MAX_SLOTS,
+            });
+        }
+        // Flink's bound on key groups.
+        const MAX_KEY_GROUPS: u32 = 32_768;
+        if self.max_parallelism > MAX_KEY_GROUPS {
+            return Err(ConfigError::TooLarge {
+                key: MAX_PARALLELISM,
+                value: self.max_parallelism,
+                max: MAX_KEY_GROUPS,
             });
         }
         for (key, value) in [

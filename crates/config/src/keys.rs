@@ -94,6 +94,8 @@ pub const TM_RESOURCE_ID: &str = "taskmanager.resource-id";
 pub const TM_HOST: &str = "taskmanager.host";
 /// `parallelism.default`.
 pub const PARALLELISM: &str = "parallelism.default";
+/// `pipeline.max-parallelism`.
+pub const MAX_PARALLELISM: &str = "pipeline.max-parallelism";
 /// `cluster.secret-file` (holdfast's own key).
 pub const SECRET_FILE: &str = "cluster.secret-file";
 /// `rest.address`.
@@ -442,6 +444,15 @@ pub const KEYS: &[KeySpec] = &[
         "count",
         Cluster,
         "parallelism of jobs that do not set one; at least 1",
+    ),
+    key(
+        MAX_PARALLELISM,
+        "128",
+        "count",
+        Cluster,
+        "how many key groups a submitted job's keys hash into: the highest parallelism it can ever \
+         run or be rescaled at; 1 to 32768; fixed at a job's first run (kept through restarts and \
+         leader changes)",
     ),
     key(
         SECRET_FILE,

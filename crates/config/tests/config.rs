@@ -119,6 +119,7 @@ fn defaults_are_flinks() {
     assert_eq!(config.rest_bind_address, "localhost");
     assert_eq!(config.rest_port, 8081);
     assert_eq!(config.parallelism_default, 1);
+    assert_eq!(config.max_parallelism, 128);
     assert_eq!(config.cluster_secret_file, None);
 }
 
@@ -406,6 +407,18 @@ fn every_rule_names_the_key_and_the_value() {
         (
             &[("parallelism.default", "0")],
             &["parallelism.default = 0"],
+        ),
+        (
+            &[("pipeline.max-parallelism", "0")],
+            &["pipeline.max-parallelism = 0"],
+        ),
+        (
+            &[("pipeline.max-parallelism", "40000")],
+            &["pipeline.max-parallelism", "40000", "32768"],
+        ),
+        (
+            &[("pipeline.max-parallelism", "many")],
+            &["pipeline.max-parallelism", "\"many\""],
         ),
         (
             &[("rest.port", "70000")],

@@ -16,6 +16,7 @@ pub struct OperatorContext {
     operator: Arc<str>,
     subtask: u32,
     parallelism: u32,
+    max_parallelism: u32,
     clock: Arc<dyn Clock>,
     counters: Arc<OperatorCounters>,
     canceled: Arc<AtomicBool>,
@@ -42,6 +43,7 @@ impl OperatorContext {
             operator: operator.into(),
             subtask,
             parallelism,
+            max_parallelism: crate::keys::DEFAULT_MAX_PARALLELISM,
             clock,
             counters: metrics.operator(job, operator),
             canceled: Arc::default(),
@@ -71,6 +73,18 @@ impl OperatorContext {
     /// How many subtasks run the operator.
     pub fn parallelism(&self) -> u32 {
         self.parallelism
+    }
+
+    /// How many key groups the job's keys hash into
+    /// (`pipeline.max-parallelism`, fixed at the job's first run).
+    pub fn max_parallelism(&self) -> u32 {
+        self.max_parallelism
+    }
+
+    /// The same context with `max_parallelism` key groups.
+    pub fn with_max_parallelism(mut self, max_parallelism: u32) -> OperatorContext {
+        self.max_parallelism = max_parallelism;
+        self
     }
 
     /// The processing-time clock.

@@ -8,14 +8,13 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHasher;
 
-/// The number of key groups for `parallelism` consumers: Flink's default,
-/// `1.5 × parallelism` rounded up to a power of two, at least 128 and at
-/// most 32768.
-pub fn max_parallelism(parallelism: u32) -> u32 {
-    let wanted = u64::from(parallelism) + u64::from(parallelism) / 2;
-    let rounded = wanted.max(1).next_power_of_two();
-    rounded.clamp(128, 32_768) as u32
-}
+/// `pipeline.max-parallelism`'s default: how many key groups a job's keys
+/// hash into, fixed at its first run (Flink's default for parallelisms up
+/// to 128).
+pub const DEFAULT_MAX_PARALLELISM: u32 = 128;
+
+/// The most key groups a job may have (Flink's bound).
+pub const UPPER_MAX_PARALLELISM: u32 = 32_768;
 
 /// The hash of a key: the same in every process.
 pub fn key_hash<K: Hash + ?Sized>(key: &K) -> u64 {
@@ -49,16 +48,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn key_groups_follow_flinks_defaults() {
-        assert_eq!(max_parallelism(1), 128);
-        assert_eq!(max_parallelism(100), 256);
-        assert_eq!(max_parallelism(1024), 2048);
-        assert_eq!(max_parallelism(u32::MAX), 32_768);
-    }
-
-    #[test]
     fn keys_spread_over_every_subtask_and_stay_put() {
-        let max = max_parallelism(4);
+        let max = DEFAULT_MAX_PARALLELISM;
         let mut per = [0u32; 4];
         for word in 0..10_000 {
             let subtask = subtask_for(key_hash(&format!("w{word}")), max, 4);

@@ -112,6 +112,10 @@ pub struct VertexArgs {
     pub params: Value,
     /// The default parallelism it was compiled with.
     pub parallelism: u32,
+    /// The `pipeline.max-parallelism` it was compiled with (`None`: the
+    /// default; the job's own setting wins over either).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallelism: Option<u32>,
     /// Which vertex this task runs.
     pub vertex: u32,
     /// The compiled plan's fingerprint.
@@ -169,12 +173,26 @@ impl JobRegistry {
     }
 
     /// Builds and compiles job `name` with `params`; operators without a
-    /// parallelism get `parallelism`.
+    /// parallelism get `parallelism`; `pipeline.max-parallelism` is its
+    /// default (128).
     pub fn compile(
         &self,
         name: &str,
         params: &Value,
         parallelism: u32,
+    ) -> Result<CompiledPlan, JobError> {
+        self.compile_with(name, params, parallelism, None)
+    }
+
+    /// [`compile`](Self::compile) with `pipeline.max-parallelism` (the
+    /// job's own [`set_max_parallelism`](crate::Dataflow::set_max_parallelism)
+    /// wins over it; `None`: the default, 128).
+    pub fn compile_with(
+        &self,
+        name: &str,
+        params: &Value,
+        parallelism: u32,
+        max_parallelism: Option<u32>,
     ) -> Result<CompiledPlan, JobError> {
         let entry = self.jobs.get(name).ok_or_else(|| JobError::UnknownJob {
             name: name.to_owned(),
@@ -194,7 +212,11 @@ impl JobRegistry {
                 .unwrap_or("(no message)")
                 .to_owned(),
         })??;
-        Ok(CompiledPlan::compile(flow.build()?, parallelism)?)
+        let mut plan = flow.build()?;
+        if plan.max_parallelism.is_none() {
+            plan.max_parallelism = max_parallelism;
+        }
+        Ok(CompiledPlan::compile(plan, parallelism)?)
     }
 
     /// The job graph to submit for job `name` with `params`.
@@ -204,12 +226,26 @@ impl JobRegistry {
         params: &Value,
         parallelism: u32,
     ) -> Result<JobGraph, JobError> {
-        let compiled = self.compile(name, params, parallelism)?;
+        self.job_graph_with(name, params, parallelism, None)
+    }
+
+    /// [`job_graph`](Self::job_graph) with `pipeline.max-parallelism`
+    /// (see [`compile_with`](Self::compile_with)); the vertices carry it, so
+    /// the job keeps its key groups through restarts and leader changes.
+    pub fn job_graph_with(
+        &self,
+        name: &str,
+        params: &Value,
+        parallelism: u32,
+        max_parallelism: Option<u32>,
+    ) -> Result<JobGraph, JobError> {
+        let compiled = self.compile_with(name, params, parallelism, max_parallelism)?;
         Ok(compiled.job_graph(|vertex| {
             serde_json::to_value(VertexArgs {
                 job: name.to_owned(),
                 params: params.clone(),
                 parallelism,
+                max_parallelism,
                 vertex,
                 fingerprint: compiled.fingerprint().to_owned(),
             })
@@ -282,10 +318,11 @@ impl JobRegistry {
             )
         })?;
         let compiled = self
-            .compile(
+            .compile_with(
                 &vertex_args.job,
                 &vertex_args.params,
                 vertex_args.parallelism,
+                vertex_args.max_parallelism,
             )
             .map_err(|e| bad("params", format!("a job that builds: {e}")))?;
         if compiled.fingerprint() != vertex_args.fingerprint {

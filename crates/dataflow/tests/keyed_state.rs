@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use holdfast_dataflow::keys::{key_hash, max_parallelism, subtask_for};
+use holdfast_dataflow::keys::{DEFAULT_MAX_PARALLELISM, key_hash, subtask_for};
 use holdfast_dataflow::state::{KeyGroup, KeyGroupRange, KeyedTable, StateError};
 use proptest::prelude::*;
 
@@ -13,7 +13,7 @@ type Table = KeyedTable<String, u64>;
 
 /// `parallelism` tables of state `sums`, each key counted into its owner.
 fn tables(parallelism: u32, keys: impl Iterator<Item = (String, u64)>) -> Vec<Table> {
-    let max = max_parallelism(3);
+    let max = DEFAULT_MAX_PARALLELISM;
     let mut tables: Vec<Table> = (0..parallelism)
         .map(|s| Table::new("sums", max, KeyGroupRange::of_subtask(max, parallelism, s)))
         .collect();
@@ -40,7 +40,7 @@ fn rescaled(from: &[Table], parallelism: u32) -> Vec<Table> {
         .iter()
         .flat_map(|t| t.snapshot().encode().unwrap())
         .collect();
-    let max = max_parallelism(3);
+    let max = DEFAULT_MAX_PARALLELISM;
     (0..parallelism)
         .map(|s| {
             let range = KeyGroupRange::of_subtask(max, parallelism, s);
@@ -57,7 +57,7 @@ fn rescaled(from: &[Table], parallelism: u32) -> Vec<Table> {
 
 #[test]
 fn a_snapshot_is_unaffected_by_later_writes() {
-    let max = max_parallelism(1);
+    let max = DEFAULT_MAX_PARALLELISM;
     let mut table = Table::new("sums", max, KeyGroupRange::of_subtask(max, 1, 0));
     for i in 0..1_000 {
         table.insert(format!("k{i}"), i).unwrap();
@@ -94,7 +94,7 @@ fn rescaling_moves_every_key_to_its_new_owner_exactly_once() {
         let before = tables(from, keys());
         let after = rescaled(&before, to);
         assert_eq!(contents(&after), expected, "{from} → {to}");
-        let max = max_parallelism(3);
+        let max = DEFAULT_MAX_PARALLELISM;
         for (subtask, table) in after.iter().enumerate() {
             for (key, _) in table.iter() {
                 assert_eq!(subtask_for(key_hash(key), max, to), subtask as u32, "{key}");
@@ -105,7 +105,7 @@ fn rescaling_moves_every_key_to_its_new_owner_exactly_once() {
 
 #[test]
 fn keys_of_other_key_groups_and_garbage_are_refused_by_name() {
-    let max = max_parallelism(3);
+    let max = DEFAULT_MAX_PARALLELISM;
     let mut first = Table::new("sums", max, KeyGroupRange::of_subtask(max, 2, 0));
     let foreign = (0..1_000)
         .map(|i| format!("x{i}"))
@@ -140,7 +140,7 @@ proptest! {
         ops in proptest::collection::vec((0u8..40, proptest::option::of(any::<u64>())), 0..200),
         cut in 0usize..200,
     ) {
-        let max = max_parallelism(1);
+        let max = DEFAULT_MAX_PARALLELISM;
         let range = KeyGroupRange::of_subtask(max, 1, 0);
         let mut table = Table::new("s", max, range);
         let mut model = BTreeMap::new();

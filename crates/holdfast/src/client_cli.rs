@@ -186,7 +186,8 @@ async fn submit(args: RunArgs, jobs: &JobRegistry) -> Result<()> {
         (None, Some(job)) if jobs.contains(job) => {
             let params = args.args.clone().unwrap_or(Value::Null);
             let parallelism = args.parallelism.unwrap_or(config.parallelism_default);
-            let mut graph = jobs.job_graph(job, &params, parallelism)?;
+            let max = Some(config.max_parallelism);
+            let mut graph = jobs.job_graph_with(job, &params, parallelism, max)?;
             if let Some(name) = &args.name {
                 graph.name.clone_from(name);
             }

@@ -79,8 +79,9 @@ fn submission(
             dataflow: None,
         }));
     }
-    let compiled = jobs.compile(name, &params, parallelism)?;
-    let graph = jobs.job_graph(name, &params, parallelism)?;
+    let max = Some(setup.config.max_parallelism);
+    let compiled = jobs.compile_with(name, &params, parallelism, max)?;
+    let graph = jobs.job_graph_with(name, &params, parallelism, max)?;
     let plan = compiled.plan();
     Ok(Some(Submission {
         graph,

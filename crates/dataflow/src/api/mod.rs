@@ -75,6 +75,7 @@ impl Dataflow {
                 plan: Plan {
                     name: name.into(),
                     parallelism: None,
+                    max_parallelism: None,
                     batch_size: DEFAULT_BATCH_SIZE,
                     watermark_interval_ms: DEFAULT_WATERMARK_INTERVAL.as_millis() as i64,
                     nodes: Vec::new(),
@@ -89,6 +90,15 @@ impl Dataflow {
     /// run with).
     pub fn set_parallelism(&self, parallelism: u32) -> &Dataflow {
         self.inner.borrow_mut().plan.parallelism = Some(parallelism);
+        self
+    }
+
+    /// How many key groups the job's keys hash into — the highest
+    /// parallelism it can ever be rescaled to (1 to 32,768; default
+    /// `pipeline.max-parallelism`, else 128). Fixed at the job's first
+    /// run: its checkpoints are organised by key group.
+    pub fn set_max_parallelism(&self, max_parallelism: u32) -> &Dataflow {
+        self.inner.borrow_mut().plan.max_parallelism = Some(max_parallelism);
         self
     }
 

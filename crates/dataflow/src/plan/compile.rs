@@ -13,6 +13,7 @@ use holdfast_runtime::graph::{Distribution, Edge, GraphError, JobGraph, MAX_PARA
 use rustc_hash::FxHasher;
 use serde_json::Value;
 
+use crate::keys::{DEFAULT_MAX_PARALLELISM, UPPER_MAX_PARALLELISM};
 use crate::plan::{NodeOp, Plan, Ship};
 
 /// The task name every dataflow vertex runs.
@@ -48,6 +49,32 @@ pub enum PlanError {
         operator: String,
         /// As given.
         parallelism: u32,
+    },
+    /// `pipeline.max-parallelism` is out of range.
+    #[error(
+        "job {job:?}: pipeline.max-parallelism is {max_parallelism}; it must be 1 to {UPPER_MAX_PARALLELISM}"
+    )]
+    BadMaxParallelism {
+        /// The job.
+        job: String,
+        /// As given.
+        max_parallelism: u32,
+    },
+    /// An operator runs at more subtasks than the job has key groups.
+    #[error(
+        "job {job:?}: operator {operator:?} has parallelism {parallelism}, above the job's \
+         pipeline.max-parallelism {max_parallelism} (its number of key groups, fixed at its first run): \
+         lower the parallelism, or start the job anew with a higher pipeline.max-parallelism"
+    )]
+    AboveMaxParallelism {
+        /// The job.
+        job: String,
+        /// The operator.
+        operator: String,
+        /// Its parallelism.
+        parallelism: u32,
+        /// The job's max parallelism.
+        max_parallelism: u32,
     },
     /// A forward edge joins operators of different parallelism.
     #[error(
@@ -114,6 +141,8 @@ pub struct CompiledPlan {
     pub(crate) vertices: Vec<VertexPlan>,
     /// Graph edge index → plan edge index.
     pub(crate) graph_edges: Vec<usize>,
+    /// How many key groups keys hash into (`pipeline.max-parallelism`).
+    pub(crate) max_parallelism: u32,
     fingerprint: String,
 }
 
@@ -138,6 +167,13 @@ impl CompiledPlan {
             return Err(PlanError::NoSink { job });
         }
         let default = plan.parallelism.unwrap_or(default_parallelism);
+        let max_parallelism = plan.max_parallelism.unwrap_or(DEFAULT_MAX_PARALLELISM);
+        if max_parallelism == 0 || max_parallelism > UPPER_MAX_PARALLELISM {
+            return Err(PlanError::BadMaxParallelism {
+                job,
+                max_parallelism,
+            });
+        }
         let mut parallelism = Vec::with_capacity(plan.nodes.len());
         for node in &plan.nodes {
             let p = node.parallelism.unwrap_or(default);
@@ -146,6 +182,14 @@ impl CompiledPlan {
                     job,
                     operator: node.name.clone(),
                     parallelism: p,
+                });
+            }
+            if p > max_parallelism {
+                return Err(PlanError::AboveMaxParallelism {
+                    job,
+                    operator: node.name.clone(),
+                    parallelism: p,
+                    max_parallelism,
                 });
             }
             parallelism.push(p);
@@ -204,7 +248,7 @@ impl CompiledPlan {
         let graph_edges: Vec<usize> = (0..plan.edges.len())
             .filter(|&e| vertex_of[plan.edges[e].from] != vertex_of[plan.edges[e].to])
             .collect();
-        let fingerprint = fingerprint(&plan, &parallelism, &ships);
+        let fingerprint = fingerprint(&plan, &parallelism, &ships, max_parallelism);
         let compiled = CompiledPlan {
             plan,
             parallelism,
@@ -212,6 +256,7 @@ impl CompiledPlan {
             vertex_of,
             vertices,
             graph_edges,
+            max_parallelism,
             fingerprint,
         };
         compiled
@@ -259,6 +304,12 @@ impl CompiledPlan {
         &self.vertices
     }
 
+    /// How many key groups the job's keys hash into
+    /// (`pipeline.max-parallelism`).
+    pub fn max_parallelism(&self) -> u32 {
+        self.max_parallelism
+    }
+
     /// The plan.
     pub fn plan(&self) -> &Plan {
         &self.plan
@@ -287,9 +338,13 @@ impl CompiledPlan {
     }
 }
 
-fn fingerprint(plan: &Plan, parallelism: &[u32], ships: &[Ship]) -> String {
+fn fingerprint(plan: &Plan, parallelism: &[u32], ships: &[Ship], max_parallelism: u32) -> String {
     let mut text = String::new();
-    let _ = write!(text, "{}|{}|", plan.batch_size, plan.watermark_interval_ms);
+    let _ = write!(
+        text,
+        "{}|{}|{max_parallelism}|",
+        plan.batch_size, plan.watermark_interval_ms
+    );
     for (node, p) in plan.nodes.iter().zip(parallelism) {
         let _ = write!(
             text,

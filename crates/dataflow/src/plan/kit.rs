@@ -83,7 +83,7 @@ pub(crate) trait EdgeKit: Send + Sync {
         ship: Ship,
         writer: PartitionWriter,
         batch_size: usize,
-        consumers: u32,
+        max_parallelism: u32,
         meters: Arc<holdfast_executor::TaskMeters>,
     ) -> AnyBox;
 }
@@ -111,13 +111,13 @@ impl<T: Data> EdgeKit for EdgeOf<T> {
         ship: Ship,
         writer: PartitionWriter,
         batch_size: usize,
-        consumers: u32,
+        max_parallelism: u32,
         meters: Arc<holdfast_executor::TaskMeters>,
     ) -> AnyBox {
         let partitioner = match (ship, &self.key_hash) {
             (Ship::Hash, Some(hash)) => Partitioner::Hash {
                 hash: Arc::clone(hash),
-                max_parallelism: crate::keys::max_parallelism(consumers),
+                max_parallelism,
             },
             (Ship::Forward, _) => Partitioner::Forward,
             (Ship::Broadcast, _) => Partitioner::Broadcast,

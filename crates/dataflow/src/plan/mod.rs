@@ -145,6 +145,8 @@ pub(crate) struct PlanEdge {
 pub struct Plan {
     pub(crate) name: String,
     pub(crate) parallelism: Option<u32>,
+    /// `pipeline.max-parallelism` (`None`: its default).
+    pub(crate) max_parallelism: Option<u32>,
     pub(crate) batch_size: usize,
     pub(crate) watermark_interval_ms: i64,
     pub(crate) nodes: Vec<Node>,

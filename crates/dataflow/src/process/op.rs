@@ -16,7 +16,7 @@ use super::timers::{TimeDomainOf, Timer, Timers};
 use crate::checkpoint::{Part, Snapshot, decode_part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key, MAX_WATERMARK, MIN_WATERMARK, Timestamp};
-use crate::keys::{key_hash, max_parallelism};
+use crate::keys::key_hash;
 use crate::ops::keyed::KeyFn;
 use crate::push::{BoxPush, Push};
 use crate::state::{KeyGroup, KeyGroupRange};
@@ -70,7 +70,7 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         }
         let timers = match timers_bytes {
             Some(bytes) => {
-                let max = max_parallelism(ctx.parallelism());
+                let max = ctx.max_parallelism();
                 let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
                 Timers::restore(ctx.operator(), &bytes, |k: &K| {
                     range.contains(KeyGroup::of_hash(key_hash(k), max))

@@ -12,7 +12,6 @@ use holdfast_runtime::failure::FailureKind;
 use crate::checkpoint::{Deferred, decode_part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::keys::max_parallelism;
 use crate::state::{KeyGroup, KeyGroupRange, KeyedTable};
 
 /// One key's value.
@@ -126,7 +125,7 @@ pub struct StateRegistry<K> {
 
 impl<K: Key> StateRegistry<K> {
     pub(super) fn new(ctx: &OperatorContext, restored: BTreeMap<String, Vec<u8>>) -> Self {
-        let max_parallelism = max_parallelism(ctx.parallelism());
+        let max_parallelism = ctx.max_parallelism();
         StateRegistry {
             operator: ctx.operator().to_owned(),
             max_parallelism,

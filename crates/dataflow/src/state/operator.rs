@@ -9,14 +9,13 @@ use super::{KeyGroup, KeyGroupRange, KeyedTable};
 use crate::checkpoint::{Part, decode_part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::keys::max_parallelism;
 
 /// The operator's table for this subtask's key groups: restored if the
 /// attempt was, empty otherwise.
 pub(crate) fn open_table<K: Key, V: Data>(
     ctx: &OperatorContext,
 ) -> Result<KeyedTable<K, V>, TaskFailure> {
-    let max = max_parallelism(ctx.parallelism());
+    let max = ctx.max_parallelism();
     let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
     let name = ctx.operator();
     match ctx.restored_state() {

@@ -135,6 +135,7 @@ pub(crate) fn build(
             metrics,
         )
         .with_cancel_flag(Arc::clone(canceled))
+        .with_max_parallelism(compiled.max_parallelism())
         .for_attempt(node as u32, Arc::clone(&tag), checkpointing, from, state)
     };
 
@@ -200,7 +201,7 @@ pub(crate) fn build(
                 compiled.ships[index],
                 writer,
                 plan.batch_size,
-                consumers,
+                compiled.max_parallelism(),
                 Arc::clone(ctx.meters()),
             ));
         }
