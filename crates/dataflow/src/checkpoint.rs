@@ -23,8 +23,12 @@ use serde::{Deserialize, Serialize};
 
 /// The first bytes of every state file.
 const MAGIC: &[u8; 8] = b"HFSTATE1";
-/// The state file's format version.
-const FORMAT: u32 = 1;
+/// The state file's format version: 2 files each operator's part under
+/// its id (`uid`, else its name); version 1 filed it under its position in
+/// the plan, and is still read.
+const FORMAT: u32 = 2;
+/// The first format (parts by node position).
+const FORMAT_1: u32 = 1;
 
 /// Encodes a part off the task thread.
 pub(crate) type Deferred = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
@@ -40,7 +44,7 @@ pub(crate) enum Part {
 /// What the operators of one task put in for one checkpoint.
 #[derive(Default)]
 pub(crate) struct Snapshot {
-    parts: Vec<(u32, Part)>,
+    parts: Vec<(String, Part)>,
     /// Time the task thread spent taking the parts (its pause; sending the
     /// barrier on behind the records before it is not).
     taking: std::time::Duration,
@@ -51,14 +55,14 @@ impl Snapshot {
     /// this is the snapshot's synchronous part).
     pub(crate) fn take(
         &mut self,
-        node: u32,
+        uid: &str,
         take: impl FnOnce() -> Result<Option<Part>, TaskFailure>,
     ) -> Result<(), TaskFailure> {
         let started = std::time::Instant::now();
         let part = take();
         self.taking += started.elapsed();
         if let Some(part) = part? {
-            self.parts.push((node, part));
+            self.parts.push((uid.to_owned(), part));
         }
         Ok(())
     }
@@ -79,14 +83,14 @@ impl Snapshot {
         let parts = self.parts;
         Box::new(move || {
             let mut operators = Vec::with_capacity(parts.len());
-            for (node, part) in parts {
+            for (uid, part) in parts {
                 let bytes = match part {
                     Part::Bytes(bytes) => bytes,
                     Part::Deferred(encode) => {
-                        encode().map_err(|e| format!("operator {node}: {e}"))?
+                        encode().map_err(|e| format!("operator {uid:?}: {e}"))?
                     }
                 };
-                operators.push((node, bytes));
+                operators.push((uid, bytes));
             }
             let file = StateFile { header, operators };
             file.encode()
@@ -110,6 +114,13 @@ pub(crate) struct FileHeader {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct StateFile {
     header: FileHeader,
+    operators: Vec<(String, Vec<u8>)>,
+}
+
+/// Format 1: parts by the operator's position in the plan.
+#[derive(Debug, Deserialize)]
+struct StateFileV1 {
+    header: FileHeader,
     operators: Vec<(u32, Vec<u8>)>,
 }
 
@@ -120,7 +131,9 @@ impl StateFile {
         postcard::to_extend(self, out).map_err(|e| format!("cannot encode the state file: {e}"))
     }
 
-    fn decode(bytes: &[u8]) -> Result<StateFile, String> {
+    /// Decodes a file of either format; `uids` (the operators' ids in plan
+    /// order) turn format 1's positions into ids.
+    fn decode(bytes: &[u8], uids: &[String]) -> Result<StateFile, String> {
         let rest = bytes
             .strip_prefix(MAGIC.as_slice())
             .ok_or("it is not a holdfast state file (wrong magic bytes)")?;
@@ -128,12 +141,30 @@ impl StateFile {
             .split_first_chunk::<4>()
             .ok_or("it is truncated (no format version)")?;
         let format = u32::from_le_bytes(*format);
-        if format != FORMAT {
-            return Err(format!(
-                "its format version is {format}; this build reads version {FORMAT}"
-            ));
+        let undecodable = |e: postcard::Error| format!("it cannot be decoded: {e}");
+        match format {
+            FORMAT => postcard::from_bytes(body).map_err(undecodable),
+            FORMAT_1 => {
+                let old: StateFileV1 = postcard::from_bytes(body).map_err(undecodable)?;
+                let operators = old
+                    .operators
+                    .into_iter()
+                    .map(|(node, bytes)| match uids.get(node as usize) {
+                        Some(uid) => Ok((uid.clone(), bytes)),
+                        None => Err(format!(
+                            "(format 1) holds operator {node}, which the job has not"
+                        )),
+                    })
+                    .collect::<Result<_, String>>()?;
+                Ok(StateFile {
+                    header: old.header,
+                    operators,
+                })
+            }
+            other => Err(format!(
+                "its format version is {other}; this build reads versions {FORMAT_1} and {FORMAT}"
+            )),
         }
-        postcard::from_bytes(body).map_err(|e| format!("it cannot be decoded: {e}"))
     }
 }
 
@@ -141,7 +172,7 @@ impl StateFile {
 #[derive(Debug, Default)]
 pub(crate) struct Restored {
     checkpoint: Option<CheckpointId>,
-    parts: BTreeMap<u32, Vec<u8>>,
+    parts: BTreeMap<String, Vec<u8>>,
 }
 
 impl Restored {
@@ -157,6 +188,7 @@ impl Restored {
         checkpoint: CheckpointId,
         bytes: &[u8],
         expected: &FileHeader,
+        uids: &[String],
     ) -> Result<Restored, TaskFailure> {
         let bad = |what: String| {
             TaskFailure::new(format!(
@@ -171,7 +203,7 @@ impl Restored {
                 parts: BTreeMap::new(),
             });
         }
-        let file = StateFile::decode(bytes).map_err(bad)?;
+        let file = StateFile::decode(bytes, uids).map_err(bad)?;
         let h = &file.header;
         if h.job != expected.job || h.fingerprint != expected.fingerprint {
             return Err(bad(format!(
@@ -197,14 +229,15 @@ impl Restored {
         self.checkpoint
     }
 
-    /// Node `node`'s part, taken (each operator takes its own once).
-    pub(crate) fn take(&mut self, node: u32) -> Option<Vec<u8>> {
-        self.parts.remove(&node)
+    /// The part of the operator with id `uid`, taken (each operator takes
+    /// its own once).
+    pub(crate) fn take(&mut self, uid: &str) -> Option<Vec<u8>> {
+        self.parts.remove(uid)
     }
 
-    /// Nodes whose parts no operator took.
-    pub(crate) fn unclaimed(&self) -> impl Iterator<Item = u32> + '_ {
-        self.parts.keys().copied()
+    /// Ids of operators whose parts no operator took.
+    pub(crate) fn unclaimed(&self) -> impl Iterator<Item = &str> + '_ {
+        self.parts.keys().map(String::as_str)
     }
 }
 
@@ -226,6 +259,12 @@ pub(crate) fn decode_part<T: serde::de::DeserializeOwned>(
 mod tests {
     use super::*;
 
+    fn uids() -> Vec<String> {
+        ["source", "count", "map", "sink"]
+            .map(String::from)
+            .to_vec()
+    }
+
     fn header(vertex: u32) -> FileHeader {
         FileHeader {
             job: "j".into(),
@@ -240,22 +279,26 @@ mod tests {
     fn a_state_file_round_trips_and_is_checked() {
         let mut snapshot = Snapshot::default();
         let bytes = postcard::to_allocvec(&42u64).unwrap();
-        snapshot.take(1, || Ok(Some(Part::Bytes(bytes)))).unwrap();
         snapshot
-            .take(4, || Ok(Some(Part::Deferred(Box::new(|| Ok(vec![9, 9]))))))
+            .take("count", || Ok(Some(Part::Bytes(bytes))))
             .unwrap();
-        snapshot.take(5, || Ok(None)).unwrap();
+        snapshot
+            .take("window", || {
+                Ok(Some(Part::Deferred(Box::new(|| Ok(vec![9, 9])))))
+            })
+            .unwrap();
+        snapshot.take("map", || Ok(None)).unwrap();
         let bytes = snapshot.encoder(header(2))().unwrap();
-        let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2)).unwrap();
+        let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2), &uids()).unwrap();
         assert_eq!(restored.checkpoint(), Some(CheckpointId(3)));
         assert_eq!(
-            decode_part::<u64>("op", &restored.take(1).unwrap()).unwrap(),
+            decode_part::<u64>("op", &restored.take("count").unwrap()).unwrap(),
             42
         );
-        assert_eq!(restored.take(1), None, "taken once");
-        assert_eq!(restored.unclaimed().collect::<Vec<_>>(), [4]);
+        assert_eq!(restored.take("count"), None, "taken once");
+        assert_eq!(restored.unclaimed().collect::<Vec<_>>(), ["window"]);
 
-        let wrong = Restored::read(CheckpointId(3), &bytes, &header(5)).unwrap_err();
+        let wrong = Restored::read(CheckpointId(3), &bytes, &header(5), &uids()).unwrap_err();
         assert!(
             wrong.message().contains("is vertex 2 subtask 0"),
             "{}",
@@ -265,17 +308,18 @@ mod tests {
             job: "k".into(),
             ..header(2)
         };
-        let wrong = Restored::read(CheckpointId(3), &bytes, &other).unwrap_err();
+        let wrong = Restored::read(CheckpointId(3), &bytes, &other, &uids()).unwrap_err();
         assert!(
             wrong.message().contains("belongs to job \"j\""),
             "{}",
             wrong.message()
         );
-        let garbage = Restored::read(CheckpointId(3), b"not a state file", &header(2)).unwrap_err();
+        let garbage =
+            Restored::read(CheckpointId(3), b"not a state file", &header(2), &uids()).unwrap_err();
         assert!(garbage.message().contains("magic"), "{}", garbage.message());
         let mut truncated = bytes.clone();
         truncated.truncate(bytes.len() - 1);
-        let cut = Restored::read(CheckpointId(3), &truncated, &header(2)).unwrap_err();
+        let cut = Restored::read(CheckpointId(3), &truncated, &header(2), &uids()).unwrap_err();
         assert!(
             cut.message().contains("cannot be decoded"),
             "{}",
@@ -287,11 +331,57 @@ mod tests {
     fn a_failing_part_fails_the_encoding_naming_the_operator() {
         let mut snapshot = Snapshot::default();
         snapshot
-            .take(7, || {
+            .take("sum", || {
                 Ok(Some(Part::Deferred(Box::new(|| Err("disk full".into())))))
             })
             .unwrap();
         let error = snapshot.encoder(header(0))().unwrap_err();
-        assert_eq!(error, "operator 7: disk full");
+        assert_eq!(error, "operator \"sum\": disk full");
+    }
+
+    #[test]
+    fn a_format_1_file_is_read_with_its_parts_under_the_operators_ids() {
+        #[derive(Serialize)]
+        struct V1<'a> {
+            header: &'a FileHeader,
+            operators: Vec<(u32, Vec<u8>)>,
+        }
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&FORMAT_1.to_le_bytes());
+        let old = V1 {
+            header: &header(2),
+            operators: vec![(1, vec![7]), (3, vec![8])],
+        };
+        postcard::to_extend(&old, bytes.clone())
+            .map(|b| bytes = b)
+            .unwrap();
+        let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2), &uids()).unwrap();
+        assert_eq!(restored.take("count"), Some(vec![7]));
+        assert_eq!(restored.take("sink"), Some(vec![8]));
+        // A position the job does not have is refused, naming it.
+        let beyond = V1 {
+            header: &header(2),
+            operators: vec![(9, vec![1])],
+        };
+        let mut far = MAGIC.to_vec();
+        far.extend_from_slice(&FORMAT_1.to_le_bytes());
+        let far = postcard::to_extend(&beyond, far).unwrap();
+        let error = Restored::read(CheckpointId(3), &far, &header(2), &uids()).unwrap_err();
+        assert!(
+            error.message().contains("holds operator 9"),
+            "{}",
+            error.message()
+        );
+        // A future format is refused, naming both.
+        let mut next = MAGIC.to_vec();
+        next.extend_from_slice(&3u32.to_le_bytes());
+        let error = Restored::read(CheckpointId(3), &next, &header(2), &uids()).unwrap_err();
+        assert!(
+            error
+                .message()
+                .contains("format version is 3; this build reads versions 1 and 2"),
+            "{}",
+            error.message()
+        );
     }
 }

@@ -20,7 +20,7 @@ pub struct OperatorContext {
     clock: Arc<dyn Clock>,
     counters: Arc<OperatorCounters>,
     canceled: Arc<AtomicBool>,
-    node: u32,
+    uid: Arc<str>,
     attempt_tag: Arc<str>,
     restored: Option<Arc<[u8]>>,
     restored_from: Option<CheckpointId>,
@@ -47,7 +47,7 @@ impl OperatorContext {
             clock,
             counters: metrics.operator(job, operator),
             canceled: Arc::default(),
-            node: 0,
+            uid: operator.into(),
             attempt_tag: "0".into(),
             restored: None,
             restored_from: None,
@@ -127,23 +127,24 @@ impl OperatorContext {
         self.restored.as_deref()
     }
 
-    /// The operator's node in the plan (the key of its state).
-    pub(crate) fn node(&self) -> u32 {
-        self.node
+    /// The operator's id (its `uid`, else its name): what its state is
+    /// filed under.
+    pub fn uid(&self) -> &str {
+        &self.uid
     }
 
-    /// The same context for node `node` of an attempt tagged `tag` (of a
-    /// job that checkpoints or not), restored from `from` with `state`
-    /// (this node's part).
+    /// The same context for the operator with id `uid` in an attempt
+    /// tagged `tag` (of a job that checkpoints or not), restored from
+    /// `from` with `state` (this operator's part).
     pub(crate) fn for_attempt(
         mut self,
-        node: u32,
+        uid: Arc<str>,
         tag: Arc<str>,
         checkpointing: bool,
         from: Option<CheckpointId>,
         state: Option<Vec<u8>>,
     ) -> OperatorContext {
-        self.node = node;
+        self.uid = uid;
         self.checkpointing = checkpointing;
         self.attempt_tag = tag;
         self.restored_from = from;

@@ -179,6 +179,25 @@ fn plain(error: ClientError) -> anyhow::Error {
     anyhow!("{error}")
 }
 
+/// Warns (on stderr) about operators that may keep state but have no
+/// `uid`: their state is filed under their names, which change when the
+/// job does.
+pub(crate) fn warn_without_uid(compiled: &holdfast_dataflow::plan::CompiledPlan) {
+    let unnamed = compiled.stateful_without_uid();
+    if !unnamed.is_empty() {
+        eprintln!(
+            "warning: operators {} have no uid(): their state in checkpoints and savepoints is \
+             filed under their names, so renaming one (or restoring a changed job) loses it; \
+             give each a stable .uid(\"...\")",
+            unnamed
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
+
 async fn submit(args: RunArgs, jobs: &JobRegistry) -> Result<()> {
     let (config, client) = args.target.connect()?;
     let graph = match (&args.graph, &args.task) {
@@ -187,6 +206,7 @@ async fn submit(args: RunArgs, jobs: &JobRegistry) -> Result<()> {
             let params = args.args.clone().unwrap_or(Value::Null);
             let parallelism = args.parallelism.unwrap_or(config.parallelism_default);
             let max = Some(config.max_parallelism);
+            warn_without_uid(&jobs.compile_with(job, &params, parallelism, max)?);
             let mut graph = jobs.job_graph_with(job, &params, parallelism, max)?;
             if let Some(name) = &args.name {
                 graph.name.clone_from(name);

@@ -81,6 +81,7 @@ fn submission(
     }
     let max = Some(setup.config.max_parallelism);
     let compiled = jobs.compile_with(name, &params, parallelism, max)?;
+    crate::client_cli::warn_without_uid(&compiled);
     let graph = jobs.job_graph_with(name, &params, parallelism, max)?;
     let plan = compiled.plan();
     Ok(Some(Submission {

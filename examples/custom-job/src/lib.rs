@@ -50,17 +50,20 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     let flow = Dataflow::new(NAME);
     let views = flow
         .source("clicks", Generator::new(Some(clicks), click))
+        // Stable ids: a later version of this job finds its state by them.
+        .uid("clicks")
         .assign_timestamps("event time", |c: &Click| c.time, Duration::from_secs(1))
         .key_by(|c: &Click| c.page.clone())
         .window(WindowSpec::tumbling(60_000))
         .count("views per minute")
+        .uid("views-per-minute")
         .map("format", |r: WindowResult<String, u64>| {
             format!("{} {} {}", r.window.start, r.key, r.value)
         });
     if output.is_empty() {
-        views.print("print");
+        views.print("print").uid("print");
     } else {
-        views.sink("write", FileSink::lines(output));
+        views.sink("write", FileSink::lines(output)).uid("write");
     }
     Ok(flow)
 }

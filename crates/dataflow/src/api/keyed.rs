@@ -28,14 +28,16 @@ impl<T: Data, K: Key> KeyedStream<T, K> {
     /// Adds a keyed operator fed by a hash-partitioned edge.
     pub(crate) fn then<U: Data>(&self, name: &str, make: MakeOperator) -> Stream<U> {
         let flow = &self.stream.flow;
+        let mut keyed = Node::new(
+            name,
+            NodeOp::Operator(make),
+            Some(Kit::<T>::shared()),
+            Some(Kit::<U>::shared()),
+        );
+        keyed.keeps_state = true;
         let node = add_node(
             flow,
-            Node::new(
-                name,
-                NodeOp::Operator(make),
-                Some(Kit::<T>::shared()),
-                Some(Kit::<U>::shared()),
-            ),
+            keyed,
             vec![(
                 self.stream.node,
                 Some(Ship::Hash),

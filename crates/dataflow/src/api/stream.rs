@@ -72,6 +72,16 @@ impl<T: Data> Stream<T> {
         self
     }
 
+    /// Gives the operator that produces this stream a stable id (Flink's
+    /// `uid`): its state is filed under it in checkpoints and savepoints, so
+    /// a later version of the job finds it however the operator is renamed
+    /// or the job reshaped around it. Without one the id is the operator's
+    /// name (a warning at submission says so). Unique in the job; not empty.
+    pub fn uid(self, uid: &str) -> Stream<T> {
+        self.flow.borrow_mut().plan.nodes[self.node].uid = Some(uid.to_owned());
+        self
+    }
+
     /// `f` applied to every record.
     pub fn map<U: Data>(
         &self,
@@ -279,6 +289,12 @@ impl SinkHandle {
     /// Sets the sink's parallelism.
     pub fn set_parallelism(self, parallelism: u32) -> SinkHandle {
         self.flow.borrow_mut().plan.nodes[self.node].parallelism = Some(parallelism);
+        self
+    }
+
+    /// Gives the sink a stable id (see [`Stream::uid`]).
+    pub fn uid(self, uid: &str) -> SinkHandle {
+        self.flow.borrow_mut().plan.nodes[self.node].uid = Some(uid.to_owned());
         self
     }
 }

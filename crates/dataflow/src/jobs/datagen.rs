@@ -67,7 +67,7 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     if let Some(rate) = rate {
         generator = generator.rate(rate);
     }
-    let source = flow.source("generate", generator);
+    let source = flow.source("generate", generator).uid("datagen-source");
     match pipeline.as_str() {
         "stateless" => {
             let kept = source
@@ -78,36 +78,41 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
                 .filter("even", |r: &Record| r.value % 2 == 0);
             if output.is_empty() {
                 kept.map("project", |r: Record| (r.key, r.value))
-                    .sink("discard", Discard::new());
+                    .sink("discard", Discard::new())
+                    .uid("datagen-discard");
             } else {
                 kept.sink(
                     "write",
                     FileSink::with_format(output, |r: &Record, line: &mut String| {
                         let _ = write!(line, "{}\t{}\t{}", r.id, r.key, r.value);
                     }),
-                );
+                )
+                .uid("datagen-write");
             }
         }
         "keyed" => {
             let sums = source
                 .key_by(|r: &Record| r.key)
-                .sum("sum", |r: &Record| r.value);
+                .sum("sum", |r: &Record| r.value)
+                .uid("datagen-sum");
             if output.is_empty() {
-                sums.sink("discard", Discard::new());
+                sums.sink("discard", Discard::new()).uid("datagen-discard");
             } else {
                 sums.sink(
                     "write",
                     FileSink::with_format(output, |(key, sum): &(u32, i64), line: &mut String| {
                         let _ = write!(line, "{key}\t{sum}");
                     }),
-                );
+                )
+                .uid("datagen-write");
             }
         }
         "rebalance" => {
             source
                 .rebalance()
                 .map("project", |r: Record| (r.key, r.value))
-                .sink("discard", Discard::new());
+                .sink("discard", Discard::new())
+                .uid("datagen-discard");
         }
         other => {
             return Err(args

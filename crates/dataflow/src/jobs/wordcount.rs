@@ -51,21 +51,26 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     let flow = Dataflow::new(NAME);
     let counts = flow
         .source("read", FileLines::new(inputs))
+        .uid("wordcount-read")
         .flat_map("split", |line: String| words(&line).collect::<Vec<_>>())
         .key_by(|word: &String| word.clone())
-        .aggregate_at_end("count", Count);
+        .aggregate_at_end("count", Count)
+        .uid("wordcount-count");
     if output.is_empty() {
         counts
             .map("format", |(w, n): (String, u64)| format!("{w} {n}"))
-            .print("print");
+            .print("print")
+            .uid("wordcount-print");
     } else {
-        counts.sink(
-            "write",
-            FileSink::with_format(output, |(w, n): &(String, u64), line: &mut String| {
-                use std::fmt::Write as _;
-                let _ = write!(line, "{w} {n}");
-            }),
-        );
+        counts
+            .sink(
+                "write",
+                FileSink::with_format(output, |(w, n): &(String, u64), line: &mut String| {
+                    use std::fmt::Write as _;
+                    let _ = write!(line, "{w} {n}");
+                }),
+            )
+            .uid("wordcount-write");
     }
     Ok(flow)
 }

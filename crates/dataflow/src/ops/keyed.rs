@@ -83,7 +83,7 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
         self.next.finish()
     }
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        snapshot.take(self.ctx.node(), || Ok(Some(table_part(&self.state))))?;
+        snapshot.take(self.ctx.uid(), || Ok(Some(table_part(&self.state))))?;
         self.next.barrier(id, snapshot)
     }
     fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
@@ -171,7 +171,7 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
     }
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        snapshot.take(self.ctx.node(), || Ok(Some(table_part(&self.state))))?;
+        snapshot.take(self.ctx.uid(), || Ok(Some(table_part(&self.state))))?;
         self.next.barrier(id, snapshot)
     }
 

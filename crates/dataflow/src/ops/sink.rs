@@ -40,9 +40,7 @@ impl<T> Push<T> for SinkPush<T> {
     }
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
         let writer = &mut self.writer;
-        snapshot.take(self.ctx.node(), || {
-            Ok(writer.snapshot(id)?.map(Part::Bytes))
-        })
+        snapshot.take(self.ctx.uid(), || Ok(writer.snapshot(id)?.map(Part::Bytes)))
     }
     fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
         if completed {

@@ -130,7 +130,7 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
         let core = &self.core;
-        snapshot.take(self.ctx.node(), || {
+        snapshot.take(self.ctx.uid(), || {
             let state = core.state();
             Ok(Some(Part::Deferred(Box::new(move || {
                 postcard::to_allocvec(&state).map_err(|e| e.to_string())

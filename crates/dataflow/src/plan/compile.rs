@@ -32,6 +32,29 @@ pub enum PlanError {
         /// The name.
         name: String,
     },
+    /// Two operators share an id (a `uid`, or a name standing in for one).
+    #[error(
+        "job {job:?}: operators {first:?} and {second:?} both have the id {uid:?}; ids (uid(), else \
+         the operator's name) must be unique in a job: their state is filed under them"
+    )]
+    DuplicateUid {
+        /// The job.
+        job: String,
+        /// The id.
+        uid: String,
+        /// One operator.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A uid is empty.
+    #[error("job {job:?}: operator {operator:?} has an empty uid")]
+    EmptyUid {
+        /// The job.
+        job: String,
+        /// The operator.
+        operator: String,
+    },
     /// A name is empty.
     #[error("job {job:?}: an operator has an empty name")]
     EmptyName {
@@ -143,6 +166,8 @@ pub struct CompiledPlan {
     pub(crate) graph_edges: Vec<usize>,
     /// How many key groups keys hash into (`pipeline.max-parallelism`).
     pub(crate) max_parallelism: u32,
+    /// Each node's id: its `uid`, else its name.
+    pub(crate) uids: Vec<String>,
     fingerprint: String,
 }
 
@@ -162,6 +187,26 @@ impl CompiledPlan {
                     name: node.name.clone(),
                 });
             }
+        }
+        let mut uids: Vec<String> = Vec::with_capacity(plan.nodes.len());
+        let mut owners: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+        for node in &plan.nodes {
+            let uid = node.uid.clone().unwrap_or_else(|| node.name.clone());
+            if uid.trim().is_empty() {
+                return Err(PlanError::EmptyUid {
+                    job,
+                    operator: node.name.clone(),
+                });
+            }
+            if let Some(first) = owners.insert(uid.clone(), node.name.as_str()) {
+                return Err(PlanError::DuplicateUid {
+                    job,
+                    uid,
+                    first: first.to_owned(),
+                    second: node.name.clone(),
+                });
+            }
+            uids.push(uid);
         }
         if !plan.nodes.iter().any(|n| matches!(n.op, NodeOp::Sink(_))) {
             return Err(PlanError::NoSink { job });
@@ -248,7 +293,7 @@ impl CompiledPlan {
         let graph_edges: Vec<usize> = (0..plan.edges.len())
             .filter(|&e| vertex_of[plan.edges[e].from] != vertex_of[plan.edges[e].to])
             .collect();
-        let fingerprint = fingerprint(&plan, &parallelism, &ships, max_parallelism);
+        let fingerprint = fingerprint(&plan, &parallelism, &ships, max_parallelism, &uids);
         let compiled = CompiledPlan {
             plan,
             parallelism,
@@ -257,6 +302,7 @@ impl CompiledPlan {
             vertices,
             graph_edges,
             max_parallelism,
+            uids,
             fingerprint,
         };
         compiled
@@ -310,6 +356,25 @@ impl CompiledPlan {
         self.max_parallelism
     }
 
+    /// Each operator's id (its `uid`, else its name), in plan order: what
+    /// its state is filed under.
+    pub fn uids(&self) -> &[String] {
+        &self.uids
+    }
+
+    /// The operators that may keep state (sources, sinks, keyed
+    /// operators) but have no `uid` of their own: their state is filed
+    /// under their name, so renaming one loses it on a restore from a
+    /// savepoint (for a warning at submission).
+    pub fn stateful_without_uid(&self) -> Vec<&str> {
+        self.plan
+            .nodes
+            .iter()
+            .filter(|n| n.uid.is_none() && n.keeps_state)
+            .map(|n| n.name.as_str())
+            .collect()
+    }
+
     /// The plan.
     pub fn plan(&self) -> &Plan {
         &self.plan
@@ -338,17 +403,23 @@ impl CompiledPlan {
     }
 }
 
-fn fingerprint(plan: &Plan, parallelism: &[u32], ships: &[Ship], max_parallelism: u32) -> String {
+fn fingerprint(
+    plan: &Plan,
+    parallelism: &[u32],
+    ships: &[Ship],
+    max_parallelism: u32,
+    uids: &[String],
+) -> String {
     let mut text = String::new();
     let _ = write!(
         text,
         "{}|{}|{max_parallelism}|",
         plan.batch_size, plan.watermark_interval_ms
     );
-    for (node, p) in plan.nodes.iter().zip(parallelism) {
+    for ((node, p), uid) in plan.nodes.iter().zip(parallelism).zip(uids) {
         let _ = write!(
             text,
-            "{}:{}:{}:{:?};",
+            "{}:{uid}:{}:{}:{:?};",
             node.name,
             node.op.kind(),
             p,

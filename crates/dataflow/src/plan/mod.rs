@@ -70,8 +70,15 @@ impl NodeOp {
 pub(crate) struct Node {
     /// Its name, unique in the job (metrics and logs use it).
     pub(crate) name: String,
+    /// Its stable id (`Stream::uid`), which its state is filed under in
+    /// checkpoints and savepoints; `None`: derived from its name.
+    pub(crate) uid: Option<String>,
     /// Its parallelism, or `None` for the job's default.
     pub(crate) parallelism: Option<u32>,
+    /// Whether it may keep state in checkpoints (sources, sinks and keyed
+    /// operators; stateless maps and filters do not): for the warning
+    /// about operators without a `uid`.
+    pub(crate) keeps_state: bool,
     /// What it does.
     pub(crate) op: NodeOp,
     /// The edges into it (indexes into [`Plan::edges`]), in order.
@@ -93,7 +100,9 @@ impl Node {
     ) -> Node {
         Node {
             name: name.to_owned(),
+            uid: None,
             parallelism: None,
+            keeps_state: !matches!(op, NodeOp::Operator(_)),
             op,
             inputs: Vec::new(),
             input,

@@ -173,7 +173,7 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
         let (tables, timers) = (&self.tables, &self.timers);
-        snapshot.take(self.ctx.node(), || {
+        snapshot.take(self.ctx.uid(), || {
             let states: Vec<(String, _)> = tables
                 .iter()
                 .map(|t| (t.name().to_owned(), t.part()))

@@ -118,6 +118,7 @@ pub(crate) fn build(
                 checkpoint: restore.checkpoint.0,
                 ..header.clone()
             },
+            compiled.uids(),
         )?,
         None => Restored::none(),
     };
@@ -125,7 +126,8 @@ pub(crate) fn build(
     let checkpointing = ctx.checkpointing().is_some();
     let mut operator_ctx = |node: usize| {
         let from = restored.checkpoint();
-        let state = restored.take(node as u32);
+        let uid = &compiled.uids()[node];
+        let state = restored.take(uid);
         OperatorContext::new(
             &plan.name,
             &plan.nodes[node].name,
@@ -136,7 +138,13 @@ pub(crate) fn build(
         )
         .with_cancel_flag(Arc::clone(canceled))
         .with_max_parallelism(compiled.max_parallelism())
-        .for_attempt(node as u32, Arc::clone(&tag), checkpointing, from, state)
+        .for_attempt(
+            Arc::from(uid.as_str()),
+            Arc::clone(&tag),
+            checkpointing,
+            from,
+            state,
+        )
     };
 
     let mut inputs: HashMap<usize, AnyBox> = HashMap::new();
@@ -235,10 +243,10 @@ pub(crate) fn build(
             }
         }
     }
-    if let Some(node) = restored.unclaimed().next() {
+    if let Some(uid) = restored.unclaimed().next() {
         return Err(wiring_error(
             vertex,
-            format!("the restored state holds node {node}, which this vertex does not run"),
+            format!("the restored state holds operator {uid:?}, which this vertex does not run"),
         ));
     }
     if let Some(checkpoint) = restored.checkpoint() {

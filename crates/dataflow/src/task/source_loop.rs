@@ -33,7 +33,7 @@ pub(crate) struct TypedSourceLoop<T> {
     chain: BoxPush<T>,
     batch: Vec<T>,
     counters: Arc<OperatorCounters>,
-    node: u32,
+    uid: Arc<str>,
 }
 
 impl<T> TypedSourceLoop<T> {
@@ -47,7 +47,7 @@ impl<T> TypedSourceLoop<T> {
             chain,
             batch: Vec::new(),
             counters: Arc::clone(ctx.counters()),
-            node: ctx.node(),
+            uid: Arc::from(ctx.uid()),
         }
     }
 }
@@ -70,7 +70,7 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
         let reader = &self.reader;
-        snapshot.take(self.node, || {
+        snapshot.take(&self.uid, || {
             let bytes = serde_json::to_vec(&reader.position())
                 .map_err(|e| TaskFailure::with_source("cannot encode the source's position", e))?;
             Ok(Some(Part::Bytes(bytes)))

@@ -172,6 +172,7 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     });
     let counts = flow
         .source("events", generator)
+        .uid("enrich-events")
         .assign_timestamps(
             "event-time",
             |e: &Event| e.time,
@@ -183,6 +184,7 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
         .window(WindowSpec::tumbling(window))
         .allowed_lateness(Duration::from_secs(lateness))
         .count("count")
+        .uid("enrich-count")
         .map("format", |r: WindowResult<SmolStr, u64>| {
             let late = match r.firing {
                 crate::window::Firing::OnTime => "",
@@ -194,9 +196,11 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
             )
         });
     if output.is_empty() {
-        counts.print("print");
+        counts.print("print").uid("enrich-print");
     } else {
-        counts.sink("write", FileSink::lines(output));
+        counts
+            .sink("write", FileSink::lines(output))
+            .uid("enrich-write");
     }
     Ok(flow)
 }

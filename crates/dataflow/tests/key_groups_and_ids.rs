@@ -1,7 +1,7 @@
-//! `pipeline.max-parallelism`: how many key groups a job's keys hash
+//! `pipeline.max-parallelism` — how many key groups a job's keys hash
 //! into, chosen at submission (or by the job itself), carried in the job
 //! graph so that every task agrees, and the bound on every operator's
-//! parallelism.
+//! parallelism — and operator ids (`uid`), which state is filed under.
 
 mod support;
 
@@ -126,4 +126,66 @@ fn keyed_results_are_right_with_as_few_key_groups_as_subtasks() {
         *expected.entry(r.key).or_insert(0) += r.value;
     }
     assert_eq!(largest, expected);
+}
+
+#[test]
+fn operator_ids_are_unique_not_empty_and_default_to_names() {
+    let build = |uids: [Option<&str>; 3]| {
+        let flow = Dataflow::new("ids");
+        let mut numbers = flow.source("numbers", Values::new(vec![1u64, 2, 3]));
+        if let Some(uid) = uids[0] {
+            numbers = numbers.uid(uid);
+        }
+        let mut sums = numbers
+            .key_by(|n: &u64| n % 2)
+            .sum("sum", |n: &u64| *n as i64);
+        if let Some(uid) = uids[1] {
+            sums = sums.uid(uid);
+        }
+        let mut sink = sums.sink("sink", Discard::new());
+        if let Some(uid) = uids[2] {
+            sink = sink.uid(uid);
+        }
+        let _ = sink;
+        holdfast_dataflow::plan::CompiledPlan::compile(flow.build().unwrap(), 1)
+    };
+    let compiled = build([Some("source-v1"), None, None]).unwrap();
+    assert_eq!(compiled.uids(), ["source-v1", "sum", "sink"]);
+    assert_eq!(compiled.stateful_without_uid(), ["sum", "sink"]);
+    let error = build([None, Some("numbers"), None])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("operators \"numbers\" and \"sum\" both have the id \"numbers\""),
+        "{error}"
+    );
+    let error = build([None, None, Some(" ")]).unwrap_err().to_string();
+    assert!(
+        error.contains("operator \"sink\" has an empty uid"),
+        "{error}"
+    );
+    // The ids are part of the plan's fingerprint: state is filed under them.
+    let a = build([Some("a"), None, None]).unwrap();
+    let b = build([Some("b"), None, None]).unwrap();
+    assert_ne!(a.fingerprint(), b.fingerprint());
+}
+
+#[test]
+fn the_built_in_jobs_give_every_stateful_operator_a_uid() {
+    let jobs = JobRegistry::builtin();
+    for (name, params) in [
+        ("datagen", json!({"pipeline": "keyed"})),
+        (
+            "datagen",
+            json!({"pipeline": "stateless", "output": "/tmp/x"}),
+        ),
+        ("wordcount", json!({"input": "/tmp/in"})),
+    ] {
+        let compiled = jobs.compile(name, &params, 2).unwrap();
+        assert!(
+            compiled.stateful_without_uid().is_empty(),
+            "{name}: {:?}",
+            compiled.stateful_without_uid()
+        );
+    }
 }
