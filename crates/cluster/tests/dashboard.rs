@@ -128,6 +128,17 @@ async fn a_standby_sends_the_browser_to_the_leader() -> Result<()> {
     let overview = page(&format!("{}/", jm.url)).await?;
     assert!(overview.contains("This JobManager is a standby"));
 
+    // A forged leader record is named, never followed.
+    let forged = serve(Fake::new(Role::Standby(Some(
+        "javascript://%0Aalert(1)".into(),
+    ))))
+    .await;
+    let jobs = page(&format!("{}/ui/jobs", forged.url)).await?;
+    assert!(
+        jobs.contains("not an http(s) URL") && !jobs.contains("data-follow"),
+        "{jobs}"
+    );
+
     let electing = serve(Fake::new(Role::Standby(None))).await;
     let jobs = page(&format!("{}/ui/jobs", electing.url)).await?;
     assert!(jobs.contains("No JobManager leads right now"), "{jobs}");

@@ -14,8 +14,10 @@ pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri
     let asked = Asked::new(&headers, uri);
     let entries = control.config();
     let body = html! {
-        p.muted { "The effective configuration of this JobManager: files, environment and "
-            "command line merged, defaults included. Secrets are masked." }
+        p.muted { "The configuration this JobManager was started with: every key set in its file "
+            "or on its command line (each other key has its default, listed in docs/CONFIGURATION.md). "
+            "Secrets are masked." }
+        @if entries.is_empty() { p.muted { "No key is set: every key has its default." } }
         table.config {
             thead { tr { th { "Key" } th { "Value" } } }
             tbody { @for e in &entries { tr { td { code { (e.key) } } td { code { (e.value) } } } } }

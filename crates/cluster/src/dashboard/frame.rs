@@ -148,6 +148,19 @@ pub(super) fn control_error(
         } => {
             let to = crate::rest::redirect_target(&leader, &asked.uri);
             let base = crate::rest::redirect_target(&leader, &Uri::from_static("/"));
+            if !is_web(&to) {
+                // Garbage in the leader's published address: name it, do
+                // not follow it.
+                return answer(
+                    StatusCode::OK,
+                    control,
+                    asked,
+                    nav,
+                    title,
+                    html! { p.warn { "The leader publishes a REST address that is not an http(s) URL: "
+                    code { (leader) } ". Open the leader's dashboard yourself." } },
+                );
+            }
             answer(
                 StatusCode::OK,
                 control,
@@ -211,13 +224,27 @@ fn ha_bar(ha: &HaView) -> Markup {
                 span.badge.standby { "STANDBY" }
                 @match &ha.leader {
                     Some(leader) => span { "leader " b { (leader.id) } " at epoch " b.epoch { (leader.epoch) } ": "
-                        a href=(leader.rest_address) { (leader.rest_address) } }
+                        (link(&leader.rest_address)) }
                     None => span.warn { "no leader known" }
                 }
             }
             span { "connection " (connection(&ha.connection)) }
             span.muted { "policy " (ha.policy) }
         }
+    }
+}
+
+/// Whether `url` is an http(s) URL (what a published address must be to
+/// be linked or followed: never a `javascript:` one from a forged record).
+fn is_web(url: &str) -> bool {
+    let lower = url.trim_start().to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// `url` as a link if it is an http(s) URL, else as plain text.
+pub(super) fn link(url: &str) -> Markup {
+    html! {
+        @if is_web(url) { a href=(url) { (url) } } @else { code { (url) } }
     }
 }
 

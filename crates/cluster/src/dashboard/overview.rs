@@ -25,9 +25,12 @@ pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri
     let body = if overview.leader {
         let jobs = control.jobs().map(|j| j.jobs).unwrap_or_default();
         let timeline = control.timeline().unwrap_or_default();
-        let mut recent: Vec<_> = timeline.events().cloned().collect();
-        recent.reverse();
-        recent.truncate(RECENT_EVENTS);
+        let recent: Vec<_> = timeline
+            .events()
+            .rev()
+            .take(RECENT_EVENTS)
+            .cloned()
+            .collect();
         html! {
             div.tiles {
                 (tile("TaskManagers", &overview.taskmanagers.to_string(), "/ui/taskmanagers"))
@@ -69,7 +72,7 @@ fn ha_table(ha: &HaView) -> Markup {
         table.ha {
             tr { th { "Leader" } td {
                 @match &ha.leader {
-                    Some(l) => { b { (l.id) } " at epoch " b { (l.epoch) } " · REST " a href=(l.rest_address) { (l.rest_address) } " · RPC " code { (l.rpc_address) } }
+                    Some(l) => { b { (l.id) } " at epoch " b { (l.epoch) } " · REST " (frame::link(&l.rest_address)) " · RPC " code { (l.rpc_address) } }
                     None => span.warn { "none known (an election is under way, or this JobManager cannot reach ZooKeeper)" }
                 }
             } }

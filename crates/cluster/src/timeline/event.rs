@@ -237,7 +237,7 @@ impl TimelineLog {
     }
 
     /// The events, oldest first.
-    pub fn events(&self) -> impl Iterator<Item = &TimelineEvent> {
+    pub fn events(&self) -> impl DoubleEndedIterator<Item = &TimelineEvent> {
         self.events.iter()
     }
 
