@@ -17,7 +17,7 @@ mod support;
 use anyhow::{Result, ensure};
 use browser::Page;
 use support::cluster::{
-    Cluster, all_running, eventually, leader_standby_and_two_taskmanagers, rest,
+    Cluster, all_running, eventually, export_timeline, leader_standby_and_two_taskmanagers, rest,
 };
 use support::datagen_job::Datagen;
 
@@ -193,22 +193,7 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
     // The exported timeline, opened from a file: the same picture, details
     // on click.
     let file = data.path().join("incident.html");
-    let args: Vec<String> = [
-        "timeline",
-        "--jobmanager",
-        &b.rest,
-        "--output",
-        &file.display().to_string(),
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    let out = support::run(&args).await?;
-    ensure!(
-        out.status.success(),
-        "holdfast timeline: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    export_timeline(&b.rest, &file).await?;
     tokio::task::block_in_place(|| -> Result<()> {
         page.go(&format!("file://{}", file.display()))?;
         page.until(
@@ -231,10 +216,7 @@ async fn the_dashboard_explains_a_failover_in_a_browser() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_replays_side_by_side_in_a_browser() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let args: Vec<String> = ["demo", "--timeline-dir", &dir.path().display().to_string()]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
+    let args = ["demo", "--timeline-dir", &dir.path().display().to_string()];
     let out = support::run(&args).await?;
     ensure!(
         out.status.success(),

@@ -11,8 +11,8 @@ use holdfast_runtime::graph::JobGraph;
 use serde_json::json;
 use support::T;
 use support::cluster::{
-    Cluster, all_running, eventually, leader_standby_and_two_taskmanagers, logged, logged_at,
-    metric, rest, run_count,
+    Cluster, all_running, eventually, export_timeline, leader_standby_and_two_taskmanagers, logged,
+    logged_at, metric, rest, run_count,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,22 +102,7 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
     let dir = tempfile::tempdir()?;
     for name in ["incident.svg", "incident.html"] {
         let file = dir.path().join(name);
-        let args: Vec<String> = [
-            "timeline",
-            "--jobmanager",
-            &b.rest,
-            "--output",
-            &file.display().to_string(),
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
-        let out = support::run(&args).await?;
-        ensure!(
-            out.status.success(),
-            "holdfast timeline: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let printed = export_timeline(&b.rest, &file).await?;
         let picture = std::fs::read_to_string(&file)?;
         for process in ["jm-a", "jm-b", "tm-1", "tm-2"] {
             ensure!(
@@ -132,9 +117,7 @@ async fn killing_the_leader_moves_the_job_to_the_standby() -> Result<()> {
             "{name}: both epochs and the take-over"
         );
         ensure!(
-            String::from_utf8_lossy(&out.stdout)
-                .trim_end()
-                .ends_with(name),
+            printed.trim_end().ends_with(name),
             "the path on the last line"
         );
     }

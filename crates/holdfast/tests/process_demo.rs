@@ -11,10 +11,7 @@ use anyhow::{Result, ensure};
 #[tokio::test]
 async fn the_demo_replays_the_incident_and_writes_its_timelines() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let args: Vec<String> = ["demo", "--timeline-dir", &dir.path().display().to_string()]
-        .iter()
-        .map(|a| a.to_string())
-        .collect();
+    let args = ["demo", "--timeline-dir", &dir.path().display().to_string()];
     let out = support::run(&args).await?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     ensure!(

@@ -44,19 +44,21 @@ pub(super) async fn page(
 ) -> Response {
     let asked = Asked::new(&headers, uri);
     let title = "HA timeline";
+    let bad_window = |what: String| {
+        let body =
+            html! { p.warn { "Bad window: " (what) ". Use ?last=SECONDS or ?from=MS&to=MS." } };
+        frame::answer(
+            StatusCode::BAD_REQUEST,
+            &control,
+            &asked,
+            Nav::Timeline,
+            title,
+            body,
+        )
+    };
     let window = match window {
         Ok(Query(w)) => w,
-        Err(e) => {
-            let body = html! { p.warn { "Bad window: " (e.body_text()) ". Use ?last=SECONDS or ?from=MS&to=MS." } };
-            return frame::answer(
-                StatusCode::BAD_REQUEST,
-                &control,
-                &asked,
-                Nav::Timeline,
-                title,
-                body,
-            );
-        }
+        Err(e) => return bad_window(e.body_text()),
     };
     let log = match control.timeline() {
         Ok(log) => log,
@@ -71,17 +73,7 @@ pub(super) async fn page(
         crate::jobmanager::wall_ms(),
     ) {
         Ok(window) => window,
-        Err(e) => {
-            let body = html! { p.warn { "Bad window: " (e) "." } };
-            return frame::answer(
-                StatusCode::BAD_REQUEST,
-                &control,
-                &asked,
-                Nav::Timeline,
-                title,
-                body,
-            );
-        }
+        Err(e) => return bad_window(e),
     };
     let chosen = window
         .last

@@ -269,6 +269,20 @@ pub async fn logged(process: &Holdfast, needle: &str, from: usize) -> Result<usi
     .with_context(|| format!("stderr so far:\n{}", process.stderr()))
 }
 
+/// Runs `holdfast timeline --jobmanager REST --output FILE` and checks it
+/// succeeded; returns what it printed on stdout.
+pub async fn export_timeline(rest: &str, file: &std::path::Path) -> Result<String> {
+    let file = file.display().to_string();
+    let out = super::run(&["timeline", "--jobmanager", rest, "--output", &file]).await?;
+    if !out.status.success() {
+        bail!(
+            "holdfast timeline: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// jm-a leads (its ZooKeeper link through `quorum_a` when given), jm-b
 /// stands by, tm-1 and tm-2 are registered with jm-a.
 pub async fn leader_standby_and_two_taskmanagers(

@@ -74,8 +74,9 @@ fn command(args: &[String]) -> Command {
 }
 
 /// Runs `holdfast ARGS` to completion (killed after [`PATIENCE`]).
-pub async fn run(args: &[String]) -> Result<Output> {
-    let mut command = tokio::process::Command::from(command(args));
+pub async fn run<S: AsRef<str> + std::fmt::Debug>(args: &[S]) -> Result<Output> {
+    let owned: Vec<String> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+    let mut command = tokio::process::Command::from(command(&owned));
     command.kill_on_drop(true);
     tokio::time::timeout(PATIENCE, command.output())
         .await
