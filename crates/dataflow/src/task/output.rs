@@ -48,6 +48,13 @@ pub(crate) fn exchange_failure(error: ExchangeError) -> TaskFailure {
     TaskFailure::with_source(crate::task::DOWNSTREAM_FAILED, error).of_kind(FailureKind::Downstream)
 }
 
+/// The output's writer, until the output ended.
+fn open_writer(writer: &mut Option<PartitionWriter>) -> Result<&mut PartitionWriter, TaskFailure> {
+    writer
+        .as_mut()
+        .ok_or_else(|| TaskFailure::new("internal error: records after the end of output"))
+}
+
 /// An encoded batch larger than this is split in halves (records are never
 /// split), keeping frames well under the exchange's 64 MiB limit.
 const MAX_ENCODED_BATCH: usize = 8 << 20;
@@ -89,9 +96,7 @@ impl<T: Data> NetworkOutput<T> {
     }
 
     fn writer(&mut self) -> Result<&mut PartitionWriter, TaskFailure> {
-        self.writer
-            .as_mut()
-            .ok_or_else(|| TaskFailure::new("internal error: records after the end of output"))
+        open_writer(&mut self.writer)
     }
 
     /// Sends subpartition `i`'s buffer: as one batch, or in batches of
@@ -122,8 +127,9 @@ impl<T: Data> NetworkOutput<T> {
             }
             self.buffers[i] = Vec::with_capacity(size);
         }
-        let meters = Arc::clone(&self.meters);
-        let writer = self.writer()?;
+        // Borrowed field by field (no refcount touched per send).
+        let meters = &self.meters;
+        let writer = open_writer(&mut self.writer)?;
         for batch in batches {
             // The send waits while the consumer has no credit: that wait is
             // the attempt's backpressure.
