@@ -91,6 +91,7 @@ fn vertex(name: &str, parallelism: u32) -> Vertex {
         task: "wired".into(),
         args: json!(null),
         parallelism,
+        operators: Vec::new(),
     }
 }
 
@@ -142,6 +143,7 @@ async fn attempts_learn_their_producers_and_consumers_with_data_addresses() -> R
         name: "wired".into(),
         vertices: vec![vertex("source", 2), vertex("sink", 2)],
         edges: vec![Edge::all_to_all(0, 1)],
+        max_parallelism: None,
     };
     let job = control.submit(graph).await?;
     let details = eventually("every attempt runs", || {

@@ -289,6 +289,15 @@ impl LocalJob {
         self.checkpoints.checkpoint(id, timeout)
     }
 
+    /// [`LocalCheckpoints::stop_with_savepoint`] of this job.
+    pub fn stop_with_savepoint(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+    ) -> Result<LocalCheckpoint, String> {
+        self.checkpoints.stop_with_savepoint(id, timeout)
+    }
+
     /// What takes this job's checkpoints, for another thread.
     pub fn checkpointer(&self) -> Arc<LocalCheckpoints> {
         Arc::clone(&self.checkpoints)
@@ -306,6 +315,27 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
     ) -> Result<LocalCheckpoint, String> {
+        self.take(id, timeout, false)
+    }
+
+    /// Takes checkpoint `id` as a stop-with-savepoint: the sources emit
+    /// nothing after its barrier, and once every subtask acknowledged it
+    /// they are told to commit it and end (without the end of their input:
+    /// the job ends, to resume from the returned state).
+    pub fn stop_with_savepoint(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+    ) -> Result<LocalCheckpoint, String> {
+        self.take(id, timeout, true)
+    }
+
+    fn take(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+        stop: bool,
+    ) -> Result<LocalCheckpoint, String> {
         self.last_id.fetch_max(id.0, Ordering::AcqRel);
         // The sources start the barriers; a subtask whose input ended is
         // triggered itself (no barrier reaches it any more).
@@ -319,6 +349,7 @@ impl LocalCheckpoints {
                     id,
                     timestamp_ms: 0,
                     last,
+                    stop,
                 });
             }
         }
@@ -347,6 +378,7 @@ impl LocalCheckpoints {
                         id,
                         timestamp_ms: 0,
                         last,
+                        stop,
                     });
                 }
                 continue;
@@ -373,7 +405,11 @@ impl LocalCheckpoints {
             }
         }
         for (_, _, inbox) in &self.inboxes {
-            inbox.deliver(CheckpointRequest::Complete(id));
+            inbox.deliver(if stop {
+                CheckpointRequest::Stop(id)
+            } else {
+                CheckpointRequest::Complete(id)
+            });
         }
         Ok(LocalCheckpoint {
             id,

@@ -81,6 +81,14 @@ fn run_options(mode: CheckpointingMode) -> LocalRun {
 /// Runs the job, checkpoints it twice, kills it, runs it again from the
 /// second checkpoint to the end; checks the committed output.
 fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
+    first_run_then_restore(mode, taskmanagers, false);
+}
+
+/// Runs the job and checkpoints it; then either kills it after a second
+/// checkpoint or (`stop`) stops it with a savepoint, which ends it by
+/// itself; runs it again from there to the end; checks the committed
+/// output.
+fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (out, ids) = (dir.path().join("sums"), dir.path().join("ids"));
     let compiled = job(&out, &ids);
@@ -91,10 +99,31 @@ fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
     let running = first.start(Arc::clone(&compiled)).unwrap();
     let timeout = Duration::from_secs(30);
     running.checkpoint(CheckpointId(1), timeout).unwrap();
-    let second = running.checkpoint(CheckpointId(2), timeout).unwrap();
-    // Killed mid-run: what it wrote after checkpoint 2 is never committed.
-    running.cancel();
-    running.join().unwrap();
+    let second = if stop {
+        // Stopped: the sources emit nothing after the savepoint's barrier,
+        // the sinks commit it, every task ends without the end of its
+        // input — the run ends by itself, no cancel.
+        let savepoint = running
+            .stop_with_savepoint(CheckpointId(2), timeout)
+            .unwrap();
+        running.join().unwrap();
+        assert!(
+            committed(&ids.with_extension("counts")).is_empty(),
+            "a stop is not the end of the input: the end-of-input aggregate emitted nothing"
+        );
+        assert_eq!(
+            committed(&ids).len() + committed(&out).len(),
+            2 * usize::try_from(second_ids(&ids)).unwrap(),
+            "every record the savepoint covers is committed by the stop"
+        );
+        savepoint
+    } else {
+        let second = running.checkpoint(CheckpointId(2), timeout).unwrap();
+        // Killed mid-run: what it wrote after checkpoint 2 is never committed.
+        running.cancel();
+        running.join().unwrap();
+        second
+    };
     let before = committed(&ids).len() as u64;
     assert!(
         before < RECORDS,
@@ -155,6 +184,17 @@ fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
 #[test]
 fn a_killed_job_restored_from_its_checkpoint_commits_every_record_once() {
     kill_and_restore(CheckpointingMode::ExactlyOnce, 1);
+}
+
+#[test]
+fn a_job_stopped_with_a_savepoint_ends_by_itself_and_resumes_from_it_exactly_once() {
+    first_run_then_restore(CheckpointingMode::ExactlyOnce, 2, true);
+}
+
+/// How many ids are committed (each record has one id line and one sum
+/// line).
+fn second_ids(ids: &Path) -> u64 {
+    committed(ids).len() as u64
 }
 
 #[test]

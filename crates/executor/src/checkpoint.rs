@@ -39,12 +39,21 @@ pub enum CheckpointRequest {
         /// (before it, such a task snapshots its final state in every
         /// checkpoint and waits).
         last: bool,
+        /// Whether it is a stop-with-savepoint: a source emits no record
+        /// after its barrier until it hears how it ended (aborted: it goes
+        /// on; complete: [`CheckpointRequest::Stop`]).
+        stop: bool,
     },
     /// Checkpoint `id` is complete (its pointer is in the HA store): commit
     /// what was prepared for it and before it.
     Complete(CheckpointId),
     /// Checkpoint `id` was aborted: drop what was prepared for it.
     Aborted(CheckpointId),
+    /// Checkpoint `id`, a stop-with-savepoint, is complete: commit what was
+    /// prepared for it and before it, then end — without the end of input
+    /// (windows do not fire, nothing more is emitted): the job resumes from
+    /// the savepoint.
+    Stop(CheckpointId),
 }
 
 /// Encodes an attempt's snapshot into the bytes written to storage; run by

@@ -403,6 +403,7 @@ mod tests {
             id,
             timestamp_ms: 9,
             last: false,
+            stop: false,
         });
         inbox.deliver(CheckpointRequest::Complete(id));
         let (woke, ctx) = sleeper.join().unwrap();
@@ -417,7 +418,8 @@ mod tests {
                 CheckpointRequest::Trigger {
                     id,
                     timestamp_ms: 9,
-                    last: false
+                    last: false,
+                    stop: false,
                 },
                 CheckpointRequest::Complete(id)
             ]

@@ -29,6 +29,11 @@ pub struct JobGraph {
     /// Which vertex feeds which (by index); empty for independent vertices.
     #[serde(default)]
     pub edges: Vec<Edge>,
+    /// How many key groups the job's keyed state is split into
+    /// (`pipeline.max-parallelism`), when the job has keyed state; a
+    /// restore from a savepoint must keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallelism: Option<u32>,
 }
 
 /// One vertex: a task kind run by `parallelism` subtasks.
@@ -44,6 +49,10 @@ pub struct Vertex {
     pub args: serde_json::Value,
     /// How many subtasks run it, from 1 to [`MAX_PARALLELISM`].
     pub parallelism: u32,
+    /// The ids of the operators with state chained in it (their `uid`s):
+    /// what a restore from a savepoint maps state by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<String>,
 }
 
 /// Vertex `from` feeds vertex `to`.
@@ -167,8 +176,10 @@ impl JobGraph {
                 task: task.to_owned(),
                 args,
                 parallelism,
+                operators: Vec::new(),
             }],
             edges: Vec::new(),
+            max_parallelism: None,
         }
     }
 
@@ -311,6 +322,7 @@ mod tests {
             task: "sink".into(),
             args: json!(null),
             parallelism: 1,
+            operators: Vec::new(),
         });
         graph.edges.push(Edge::all_to_all(0, 1));
         graph

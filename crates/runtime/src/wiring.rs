@@ -172,6 +172,7 @@ mod tests {
             task: "dataflow".into(),
             args: json!(null),
             parallelism,
+            operators: Vec::new(),
         }
     }
 
@@ -181,6 +182,7 @@ mod tests {
             name: "j".into(),
             vertices: vec![vertex("source", 2), vertex("map", 2), vertex("sink", 3)],
             edges: vec![Edge::pointwise(0, 1), Edge::all_to_all(1, 2)],
+            max_parallelism: None,
         }
     }
 

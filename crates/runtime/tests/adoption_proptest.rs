@@ -58,9 +58,11 @@ fn graphs() -> impl Strategy<Value = JobGraph> {
                         task: "count".into(),
                         args: serde_json::Value::Null,
                         parallelism: *p,
+                        operators: Vec::new(),
                     })
                     .collect(),
                 edges,
+                max_parallelism: None,
             }
         })
 }

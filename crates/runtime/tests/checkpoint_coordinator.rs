@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use holdfast_runtime::checkpoint::{
     AbortReason, CheckpointCommand as C, CheckpointConfig, CheckpointCoordinator,
-    CheckpointInput as I, CheckpointStatus, MetadataLocation, TaskState,
+    CheckpointInput as I, CheckpointStatus, MetadataLocation, SavepointRequest, TaskState,
 };
 use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
 use holdfast_types::{CheckpointId, MonoTime};
@@ -80,6 +80,7 @@ fn trigger(c: &mut CheckpointCoordinator, now: u64, n: u64) {
             id: id(n),
             sources: vec![task(0, 0)],
             last: false,
+            stop: false,
         }]
     );
 }
@@ -134,6 +135,7 @@ fn a_checkpoint_completes_only_once_its_pointer_is_in_the_ha_store() {
         [C::WriteMetadata {
             id: id(7),
             states: vec![(task(0, 0), state(300, 4)), (task(1, 0), state(10, 1))],
+            savepoint: None,
         }]
     );
     let out = c.handle(
@@ -164,7 +166,8 @@ fn a_checkpoint_completes_only_once_its_pointer_is_in_the_ha_store() {
         out,
         [C::NotifyComplete {
             id: id(7),
-            tasks: tasks()
+            tasks: tasks(),
+            stop: false,
         }]
     );
     assert_eq!(c.latest_completed(), Some(id(7)));
@@ -342,7 +345,8 @@ fn newer_completions_subsume_older_checkpoints_and_retire_beyond_num_retained() 
         [
             C::NotifyComplete {
                 id: id(2),
-                tasks: tasks()
+                tasks: tasks(),
+                stop: false,
             },
             C::NotifyAborted {
                 id: id(1),
@@ -361,7 +365,8 @@ fn newer_completions_subsume_older_checkpoints_and_retire_beyond_num_retained() 
         [
             C::NotifyComplete {
                 id: id(4),
-                tasks: tasks()
+                tasks: tasks(),
+                stop: false,
             },
             C::Retire { id: id(2) },
         ]
@@ -451,7 +456,8 @@ fn a_pointer_write_in_flight_is_decided_by_its_answer_even_if_the_job_stops() {
         out,
         [C::NotifyComplete {
             id: id(1),
-            tasks: tasks()
+            tasks: tasks(),
+            stop: false,
         }]
     );
     assert!(!c.finalizing());
@@ -619,6 +625,7 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
             id: id(2),
             sources: vec![task(0, 0)],
             last: false,
+            stop: false,
         }]
     );
     complete(&mut c, 210, 2);
@@ -635,6 +642,7 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
             id: id(3),
             sources: vec![task(0, 0), task(1, 0)],
             last: true,
+            stop: false,
         }]
     );
     // An end reported twice, or by a task of no run, changes nothing.
@@ -664,6 +672,7 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
             id: id(4),
             sources: vec![again(0)],
             last: false,
+            stop: false,
         }]
     );
 }
@@ -680,6 +689,7 @@ fn a_checkpoint_waiting_for_a_task_whose_input_ended_is_triggered_there() {
             id: id(1),
             sources: vec![task(1, 0)],
             last: false,
+            stop: false,
         }]
     );
     // Acknowledged by both, it completes.
@@ -687,7 +697,8 @@ fn a_checkpoint_waiting_for_a_task_whose_input_ended_is_triggered_there() {
     assert!(
         out.contains(&C::NotifyComplete {
             id: id(1),
-            tasks: tasks()
+            tasks: tasks(),
+            stop: false,
         }),
         "{out:?}"
     );
@@ -716,6 +727,7 @@ fn ends_told_before_the_run_count_for_it() {
             id: id(1),
             sources: vec![task(0, 0), task(1, 0)],
             last: true,
+            stop: false,
         }]
     );
     // An earlier run's ends are not this run's.
@@ -760,6 +772,7 @@ fn after_a_take_over_the_first_checkpoint_is_triggered_at_once() {
             id: id(7),
             sources: vec![task(0, 0)],
             last: false,
+            stop: false,
         }]
     );
     complete(&mut c, 10, 7);
@@ -768,4 +781,184 @@ fn after_a_take_over_the_first_checkpoint_is_triggered_at_once() {
     // While running, it triggers at once (past the min pause).
     let mut running = running(config());
     assert_eq!(running.handle(at(1), I::TriggerSoon), [C::AllocateId]);
+}
+
+fn savepoint(request: u64, stop: bool) -> I {
+    I::TriggerSavepoint(SavepointRequest {
+        request,
+        target: format!("/savepoints/{request}"),
+        stop,
+    })
+}
+
+#[test]
+fn a_savepoint_triggers_at_once_completes_like_a_checkpoint_and_is_answered() {
+    // A long interval: only the savepoint can trigger.
+    let mut c = running(CheckpointConfig {
+        timeout: Duration::from_millis(500),
+        ..CheckpointConfig::every(Duration::from_secs(60))
+    });
+    assert_eq!(c.handle(at(10), savepoint(1, false)), [C::AllocateId]);
+    assert_eq!(
+        c.handle(at(11), I::IdAllocated(id(3))),
+        [C::TriggerBarriers {
+            id: id(3),
+            sources: vec![task(0, 0)],
+            last: false,
+            stop: false,
+        }]
+    );
+    ack(&mut c, 12, 3, task(0, 0));
+    assert_eq!(
+        ack(&mut c, 12, 3, task(1, 0)),
+        [C::WriteMetadata {
+            id: id(3),
+            states: vec![(task(0, 0), state(10, 1)), (task(1, 0), state(10, 1))],
+            savepoint: Some("/savepoints/1".into()),
+        }]
+    );
+    let location = MetadataLocation("/savepoints/1/_metadata".into());
+    c.handle(
+        at(13),
+        I::MetadataWritten {
+            id: id(3),
+            result: Ok(location.clone()),
+        },
+    );
+    // Not answered before its pointer is in the HA store.
+    let out = c.handle(
+        at(14),
+        I::PointerWritten {
+            id: id(3),
+            result: Ok(()),
+        },
+    );
+    assert_eq!(
+        out,
+        [
+            C::NotifyComplete {
+                id: id(3),
+                tasks: tasks(),
+                stop: false,
+            },
+            C::SavepointDone {
+                request: 1,
+                result: Ok((id(3), location)),
+            },
+        ]
+    );
+    // It is retained like a checkpoint: a restart restores from it.
+    assert_eq!(c.latest_completed(), Some(id(3)));
+    assert!(c.history().last().unwrap().savepoint);
+}
+
+#[test]
+fn a_savepoint_is_refused_when_the_job_does_not_run_and_fails_when_it_stops() {
+    let mut c = CheckpointCoordinator::new(config(), vec![]);
+    let out = c.handle(at(0), savepoint(4, false));
+    assert!(
+        matches!(&out[..], [C::SavepointDone { request: 4, result: Err(e) }] if e.contains("not running")),
+        "{out:?}"
+    );
+    let mut c = running(config());
+    assert_eq!(c.handle(at(10), savepoint(5, false)), [C::AllocateId]);
+    // The job stops before the id came: the savepoint fails, named.
+    let out = c.handle(at(11), I::Stopped);
+    assert!(
+        matches!(&out[..], [C::SavepointDone { request: 5, result: Err(e) }] if e.contains("stopped")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_failed_savepoint_is_answered_and_not_counted_against_the_tolerance() {
+    let mut c = running(CheckpointConfig {
+        tolerable_failures: 0,
+        ..config()
+    });
+    c.handle(at(10), savepoint(6, false));
+    c.handle(at(10), I::IdAllocated(id(1)));
+    let out = c.handle(at(600), I::Tick);
+    assert!(
+        out.iter().any(|c| matches!(c,
+            C::SavepointDone { request: 6, result: Err(e) } if e.contains("expired"))),
+        "{out:?}"
+    );
+    assert!(
+        !out.iter().any(|c| matches!(c, C::FailJob { .. })),
+        "a savepoint's failure never fails the job: {out:?}"
+    );
+}
+
+#[test]
+fn a_savepoint_is_never_subsumed_by_a_newer_checkpoint() {
+    let mut c = running(CheckpointConfig {
+        max_concurrent: 2,
+        ..config()
+    });
+    c.handle(at(10), savepoint(7, false));
+    c.handle(at(10), I::IdAllocated(id(1)));
+    trigger(&mut c, 100, 2);
+    let out = complete(&mut c, 110, 2);
+    assert!(
+        !out.iter().any(|c| matches!(c, C::NotifyAborted { id, .. } if *id == CheckpointId(1))),
+        "{out:?}"
+    );
+    let out = complete(&mut c, 120, 1);
+    assert!(
+        out.iter()
+            .any(|c| matches!(c, C::SavepointDone { request: 7, result: Ok(_) })),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_stop_with_savepoint_halts_triggers_and_ends_them_or_resumes_when_it_fails() {
+    let mut c = running(config());
+    c.handle(at(10), savepoint(8, true));
+    let out = c.handle(at(10), I::IdAllocated(id(1)));
+    assert!(
+        matches!(&out[..], [C::TriggerBarriers { stop: true, .. }]),
+        "{out:?}"
+    );
+    // No periodic checkpoint while the stop is in flight, nor a second stop.
+    assert_eq!(c.handle(at(300), I::Tick), []);
+    let out = c.handle(at(300), savepoint(9, true));
+    assert!(
+        matches!(&out[..], [C::SavepointDone { request: 9, result: Err(e) }] if e.contains("being stopped")),
+        "{out:?}"
+    );
+    // It fails (a task declines): the job goes on, periodic triggers too.
+    let out = c.handle(
+        at(310),
+        I::Declined {
+            id: id(1),
+            task: task(1, 0),
+            reason: "disk full".into(),
+        },
+    );
+    assert!(
+        out.iter()
+            .any(|c| matches!(c, C::SavepointDone { request: 8, result: Err(e) } if e.contains("disk full"))),
+        "{out:?}"
+    );
+    assert!(
+        out.iter()
+            .any(|c| matches!(c, C::NotifyAborted { id, .. } if *id == CheckpointId(1))),
+        "the sources hear it was aborted and go on: {out:?}"
+    );
+    assert_eq!(c.handle(at(400), I::Tick), [C::AllocateId]);
+    c.handle(at(400), I::IdAllocated(id(2)));
+    complete(&mut c, 410, 2);
+    // A second stop completes: the tasks are told to end, nothing follows.
+    c.handle(at(500), savepoint(10, true));
+    c.handle(at(500), I::IdAllocated(id(3)));
+    let out = complete(&mut c, 510, 3);
+    assert!(
+        out.iter()
+            .any(|c| matches!(c, C::NotifyComplete { stop: true, .. })),
+        "{out:?}"
+    );
+    assert_eq!(c.handle(at(5_000), I::Tick), []);
+    assert_eq!(c.next_wakeup(), None);
 }

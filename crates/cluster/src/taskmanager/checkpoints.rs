@@ -234,6 +234,7 @@ impl Actor {
                 id: CheckpointId(request.checkpoint_id),
                 timestamp_ms: request.timestamp_ms,
                 last: request.last,
+                stop: request.stop,
             },
         );
         Ok(proto::TriggerCheckpointReply { known })
@@ -250,7 +251,9 @@ impl Actor {
             .parse()
             .map_err(|e| Status::invalid_argument(format!("job_id: {e}")))?;
         let id = CheckpointId(request.checkpoint_id);
-        let notice = if request.completed {
+        let notice = if request.completed && request.stop {
+            CheckpointRequest::Stop(id)
+        } else if request.completed {
             CheckpointRequest::Complete(id)
         } else {
             CheckpointRequest::Aborted(id)

@@ -325,6 +325,12 @@ impl CompiledPlan {
                     task: DATAFLOW_TASK.to_owned(),
                     args: args(i as u32),
                     parallelism: v.parallelism,
+                    operators: v
+                        .nodes
+                        .iter()
+                        .filter(|&&n| self.plan.nodes[n].keeps_state)
+                        .map(|&n| self.uids[n].clone())
+                        .collect(),
                 })
                 .collect(),
             edges: self
@@ -342,6 +348,7 @@ impl CompiledPlan {
                     }
                 })
                 .collect(),
+            max_parallelism: Some(self.max_parallelism),
         }
     }
 

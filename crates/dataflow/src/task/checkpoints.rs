@@ -46,6 +46,19 @@ impl Ended<'_> {
     }
 }
 
+/// What the task loop does after it handled its checkpoint requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Go on.
+    Go,
+    /// A source emitted a stop-with-savepoint's barrier: it emits nothing
+    /// until it hears how that savepoint ended.
+    Halt,
+    /// The stop-with-savepoint completed and the source committed it: its
+    /// chain ends now (the tasks downstream end with their input).
+    Stop,
+}
+
 /// One attempt's checkpoints.
 pub(crate) struct TaskCheckpoints {
     enabled: bool,
@@ -55,6 +68,13 @@ pub(crate) struct TaskCheckpoints {
     aligner: Option<BarrierAligner>,
     header: FileHeader,
     started: Instant,
+    /// The stop-with-savepoint this source emitted the barrier of and
+    /// waits for the outcome of.
+    halted: Option<CheckpointId>,
+    /// A stop-with-savepoint completed and was committed here: the task
+    /// ends once its input ends (its producers end first, so no task ever
+    /// writes to one that ended).
+    stopped: bool,
 }
 
 impl TaskCheckpoints {
@@ -71,6 +91,8 @@ impl TaskCheckpoints {
             aligner: (channels > 0).then(|| BarrierAligner::new(channels, mode)),
             header,
             started: Instant::now(),
+            halted: None,
+            stopped: false,
         }
     }
 
@@ -86,21 +108,42 @@ impl TaskCheckpoints {
         &mut self,
         ctx: &TaskContext,
         source: &mut dyn SourceLoop,
-    ) -> Result<(), TaskFailure> {
+    ) -> Result<Flow, TaskFailure> {
         for request in ctx.take_checkpoint_requests() {
             match request {
-                CheckpointRequest::Trigger { id, .. } if self.enabled => {
+                CheckpointRequest::Trigger { id, stop, .. } if self.enabled => {
                     self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
                         source.barrier(id, snapshot)
-                    })?
+                    })?;
+                    if stop {
+                        tracing::info!(key = %ctx.key(), checkpoint = %id,
+                            "stop-with-savepoint: the source emitted its barrier and emits nothing more \
+                             until the savepoint completes (then the task ends) or is aborted (then it goes on)");
+                        self.halted = Some(id);
+                    }
                 }
                 CheckpointRequest::Trigger { id, .. } => tracing::debug!(key = %ctx.key(), %id,
                     "checkpoint trigger ignored: this task's job does not checkpoint"),
                 CheckpointRequest::Complete(id) => source.chain().checkpoint_ended(id, true)?,
-                CheckpointRequest::Aborted(id) => source.chain().checkpoint_ended(id, false)?,
+                CheckpointRequest::Aborted(id) => {
+                    if self.halted == Some(id) {
+                        tracing::warn!(key = %ctx.key(), checkpoint = %id,
+                            "the stop-with-savepoint was aborted: the source goes on");
+                        self.halted = None;
+                    }
+                    source.chain().checkpoint_ended(id, false)?
+                }
+                CheckpointRequest::Stop(id) => {
+                    source.chain().checkpoint_ended(id, true)?;
+                    return Ok(Flow::Stop);
+                }
             }
         }
-        Ok(())
+        Ok(if self.halted.is_some() {
+            Flow::Halt
+        } else {
+            Flow::Go
+        })
     }
 
     /// Handles an input task's requests delivered since the last call
@@ -110,12 +153,18 @@ impl TaskCheckpoints {
         ctx: &TaskContext,
         chain: &mut dyn Chain,
         gate: &mut InputGate,
-    ) -> Result<(), TaskFailure> {
+    ) -> Result<Flow, TaskFailure> {
         for request in ctx.take_checkpoint_requests() {
             match request {
                 CheckpointRequest::Trigger { id, .. } => tracing::debug!(key = %ctx.key(), %id,
                     "checkpoint trigger ignored: this task does not start barriers"),
                 CheckpointRequest::Complete(id) => chain.checkpoint_ended(id, true)?,
+                CheckpointRequest::Stop(id) => {
+                    // Its producers end next (the sources did or will):
+                    // this task ends with its input.
+                    chain.checkpoint_ended(id, true)?;
+                    self.stopped = true;
+                }
                 CheckpointRequest::Aborted(id) => {
                     if let Some(aligner) = self.aligner.as_mut() {
                         for command in aligner.on_abort(id) {
@@ -128,7 +177,7 @@ impl TaskCheckpoints {
                 }
             }
         }
-        Ok(())
+        Ok(Flow::Go)
     }
 
     /// The task's input ended and its chain finished: without checkpoints
@@ -145,7 +194,7 @@ impl TaskCheckpoints {
         ctx: &TaskContext,
         mut task: Ended<'_>,
     ) -> Result<(), TaskFailure> {
-        if !self.enabled {
+        if !self.enabled || self.stopped {
             return Ok(());
         }
         ctx.checkpoint_reporter()
@@ -176,6 +225,12 @@ impl TaskCheckpoints {
                         }
                     }
                     CheckpointRequest::Aborted(id) => task.chain().checkpoint_ended(id, false)?,
+                    // A stop-with-savepoint covers this task's final state
+                    // too: committed, it ends.
+                    CheckpointRequest::Stop(id) => {
+                        task.chain().checkpoint_ended(id, true)?;
+                        return Ok(());
+                    }
                 }
             }
             if !ctx.sleep_or_request(LAST_CHECKPOINT_POLL) {

@@ -24,7 +24,7 @@ use crate::metrics::DataflowMetrics;
 use crate::plan::CompiledPlan;
 use crate::source::Poll;
 use crate::task::build::Head;
-use crate::task::checkpoints::{Ended, TaskCheckpoints};
+use crate::task::checkpoints::{Ended, Flow, TaskCheckpoints};
 use crate::task::input::{Chain, InputPort, Watermarks};
 use crate::task::source_loop::SourceLoop;
 use crate::time::Clock;
@@ -194,7 +194,20 @@ fn run_source(
             return Ok(());
         }
         // Between polls: a barrier is never inside a batch.
-        checkpoints.source_requests(ctx, source.as_mut())?;
+        match checkpoints.source_requests(ctx, source.as_mut())? {
+            Flow::Go => {}
+            Flow::Halt => {
+                // A stop-with-savepoint's barrier went out: nothing more
+                // is read (nor timers fired) until it ends one way or the
+                // other.
+                source.chain().flush()?;
+                if !ctx.sleep_or_request(IDLE_WAIT) {
+                    return Ok(());
+                }
+                continue;
+            }
+            Flow::Stop => return stopped(ctx, source.chain()),
+        }
         let (poll, n) = source.poll(batch_size)?;
         ctx.add_processed(n);
         fire_timers(source.chain(), clock)?;
@@ -213,6 +226,17 @@ fn run_source(
     ctx.meters().set_watermark(Timestamp::MAX);
     source.chain().finish()?;
     checkpoints.await_last_checkpoint(ctx, Ended::Source(source.as_mut()))
+}
+
+/// A stop-with-savepoint completed and the source committed it: its
+/// chain ends, which ends every channel downstream, so each task ends
+/// after its producers (no task writes to one that ended). What operators
+/// emit on that end (windows firing) comes after the savepoint's barrier:
+/// it is never committed, and the resumed job emits it once.
+fn stopped(ctx: &TaskContext, chain: &mut dyn Chain) -> Result<(), TaskFailure> {
+    tracing::info!(key = %ctx.key(),
+        "stop-with-savepoint complete and committed: the source ends (the job resumes from the savepoint)");
+    chain.finish()
 }
 
 fn run_input(

@@ -8,7 +8,7 @@ use holdfast_types::{CheckpointId, MonoTime};
 use super::config::CheckpointConfig;
 use super::types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
-    MetadataLocation, TaskState,
+    MetadataLocation, SavepointRequest, TaskState,
 };
 use crate::ids::ExecutionAttemptId;
 
@@ -38,6 +38,10 @@ struct Pending {
     tasks: Vec<ExecutionAttemptId>,
     awaiting: BTreeSet<ExecutionAttemptId>,
     states: BTreeMap<ExecutionAttemptId, TaskState>,
+    /// Set for a savepoint.
+    savepoint: Option<SavepointRequest>,
+    /// Where its metadata went, once written.
+    metadata: Option<MetadataLocation>,
 }
 
 /// One job's checkpoint coordination on the leader.
@@ -56,6 +60,15 @@ pub struct CheckpointCoordinator {
     deposed: bool,
     /// An id was asked for at this time and has not come.
     requesting: Option<MonoTime>,
+    /// The savepoint that id is for.
+    requested_savepoint: Option<SavepointRequest>,
+    /// Savepoints asked for and not triggered yet, first come first.
+    savepoints: VecDeque<SavepointRequest>,
+    /// A stop-with-savepoint is in flight (this id): no periodic trigger.
+    stopping: Option<CheckpointId>,
+    /// A stop-with-savepoint completed: the job ends, nothing is triggered
+    /// any more in this run.
+    stopped: bool,
     /// [`CheckpointInput::TriggerSoon`] came: the next run checkpoints at
     /// once.
     soon: bool,
@@ -85,6 +98,10 @@ impl CheckpointCoordinator {
             running: false,
             deposed: false,
             requesting: None,
+            requested_savepoint: None,
+            savepoints: VecDeque::new(),
+            stopping: None,
+            stopped: false,
             soon: false,
             next_trigger: None,
             last_end: None,
@@ -112,6 +129,8 @@ impl CheckpointCoordinator {
                 self.ended.retain(|t| tasks.contains(t));
                 self.running = !self.tasks.is_empty();
                 self.requesting = None;
+                self.fail_requested_savepoint(&mut out, "the job restarted meanwhile");
+                self.stopped = false;
                 self.failures_in_row = 0;
                 self.next_trigger = Some(now.plus(self.config.interval));
                 if self.running && std::mem::take(&mut self.soon) {
@@ -127,7 +146,37 @@ impl CheckpointCoordinator {
                 self.abort_all(&mut out, now, AbortReason::JobStopped);
                 self.running = false;
                 self.requesting = None;
+                self.fail_requested_savepoint(&mut out, "the job stopped running");
+                for queued in std::mem::take(&mut self.savepoints) {
+                    out.push(CheckpointCommand::SavepointDone {
+                        request: queued.request,
+                        result: Err("the job stopped running before it was triggered".into()),
+                    });
+                }
                 self.next_trigger = None;
+            }
+            CheckpointInput::TriggerSavepoint(request) => {
+                let refused = if !self.running {
+                    Some("the job is not running (every task must run to take a savepoint)")
+                } else if self.deposed {
+                    Some("this JobManager no longer leads the job")
+                } else if self.stopped || self.stopping.is_some() {
+                    Some("the job is being stopped with a savepoint already")
+                } else if request.stop && self.savepoints.iter().any(|s| s.stop) {
+                    Some("a stop-with-savepoint is queued already")
+                } else {
+                    None
+                };
+                match refused {
+                    Some(reason) => out.push(CheckpointCommand::SavepointDone {
+                        request: request.request,
+                        result: Err(reason.to_owned()),
+                    }),
+                    None => {
+                        self.savepoints.push_back(request);
+                        self.on_tick(&mut out, now);
+                    }
+                }
             }
             CheckpointInput::TriggerSoon if self.running => {
                 self.next_trigger = Some(now);
@@ -149,6 +198,7 @@ impl CheckpointCoordinator {
                                 id: *id,
                                 sources: vec![task],
                                 last: false,
+                                stop: pending.savepoint.as_ref().is_some_and(|s| s.stop),
                             });
                         }
                     }
@@ -162,10 +212,14 @@ impl CheckpointCoordinator {
                 }
             }
             CheckpointInput::IdAllocated(id) => self.on_id(&mut out, now, id),
-            CheckpointInput::IdFailed(_) => {
+            CheckpointInput::IdFailed(error) => {
                 // Not a failed checkpoint (none was triggered): the next
-                // interval tries again.
+                // interval tries again; a savepoint fails.
                 self.requesting = None;
+                self.fail_requested_savepoint(
+                    &mut out,
+                    &format!("no checkpoint id could be taken from the HA store: {error}"),
+                );
             }
             CheckpointInput::Acknowledged { id, task, state } => {
                 self.on_ack(&mut out, id, task, state)
@@ -198,7 +252,8 @@ impl CheckpointCoordinator {
             .map(|p| p.triggered_at.plus(self.config.timeout));
         let request = self.requesting.map(|at| at.plus(self.config.timeout));
         let trigger = self.can_trigger().then(|| self.trigger_time()).flatten();
-        expiries.chain(request).chain(trigger).min()
+        let savepoint = self.can_trigger_savepoint().then_some(MonoTime::ZERO);
+        expiries.chain(request).chain(trigger).chain(savepoint).min()
     }
 
     /// The newest completed checkpoint retained.
@@ -240,7 +295,31 @@ impl CheckpointCoordinator {
         self.running
             && !self.deposed
             && self.requesting.is_none()
+            && self.stopping.is_none()
+            && !self.stopped
             && self.pending.len() < self.config.max_concurrent as usize
+    }
+
+    /// Whether a queued savepoint can be triggered now (it waits only for
+    /// an id being asked for).
+    fn can_trigger_savepoint(&self) -> bool {
+        self.running
+            && !self.deposed
+            && self.requesting.is_none()
+            && self.stopping.is_none()
+            && !self.stopped
+            && !self.savepoints.is_empty()
+    }
+
+    /// The savepoint an id was asked for fails (the id never came, or the
+    /// run it was for ended).
+    fn fail_requested_savepoint(&mut self, out: &mut Vec<CheckpointCommand>, reason: &str) {
+        if let Some(savepoint) = self.requested_savepoint.take() {
+            out.push(CheckpointCommand::SavepointDone {
+                request: savepoint.request,
+                result: Err(reason.to_owned()),
+            });
+        }
     }
 
     /// When the next trigger is due: the interval, and the min pause after
@@ -257,6 +336,10 @@ impl CheckpointCoordinator {
             // The counter never answered: give up on this trigger (nothing
             // was triggered, so nothing failed) and try at the next one.
             self.requesting = None;
+            self.fail_requested_savepoint(
+                out,
+                "the HA store did not hand out a checkpoint id within execution.checkpointing.timeout",
+            );
         }
         let expired: Vec<CheckpointId> = self
             .pending
@@ -269,7 +352,11 @@ impl CheckpointCoordinator {
         for id in expired {
             self.abort(out, now, id, AbortReason::Expired);
         }
-        if self.can_trigger() && self.trigger_time().is_some_and(|at| now >= at) {
+        if self.can_trigger_savepoint() {
+            self.requesting = Some(now);
+            self.requested_savepoint = self.savepoints.pop_front();
+            out.push(CheckpointCommand::AllocateId);
+        } else if self.can_trigger() && self.trigger_time().is_some_and(|at| now >= at) {
             self.requesting = Some(now);
             self.next_trigger = Some(now.plus(self.config.interval));
             out.push(CheckpointCommand::AllocateId);
@@ -278,7 +365,14 @@ impl CheckpointCoordinator {
 
     fn on_id(&mut self, out: &mut Vec<CheckpointCommand>, now: MonoTime, id: CheckpointId) {
         if self.requesting.take().is_none() || !self.running || self.deposed {
-            return; // late, or the job stopped meanwhile: the id is skipped
+            // Late, or the job stopped meanwhile: the id is skipped.
+            self.fail_requested_savepoint(out, "the job stopped running before it was triggered");
+            return;
+        }
+        let savepoint = self.requested_savepoint.take();
+        let stop = savepoint.as_ref().is_some_and(|s| s.stop);
+        if stop {
+            self.stopping = Some(id);
         }
         self.pending.insert(
             id,
@@ -288,15 +382,24 @@ impl CheckpointCoordinator {
                 tasks: self.tasks.clone(),
                 awaiting: self.tasks.iter().copied().collect(),
                 states: BTreeMap::new(),
+                savepoint: savepoint.clone(),
+                metadata: None,
             },
         );
-        self.record(id, now);
+        self.record(id, now, savepoint.is_some());
         // The sources start the barriers; a task whose input ended gets no
         // barrier any more and is triggered itself.
         let mut sources = self.sources.clone();
         sources.extend(self.ended.iter().filter(|t| !self.sources.contains(t)));
         let last = self.ended.len() == self.tasks.len();
-        out.push(CheckpointCommand::TriggerBarriers { id, sources, last });
+        out.push(CheckpointCommand::TriggerBarriers {
+            id,
+            sources,
+            last,
+            stop,
+        });
+        // Another savepoint may be waiting for the id asked for.
+        self.on_tick(out, now);
     }
 
     fn on_ack(
@@ -318,6 +421,7 @@ impl CheckpointCoordinator {
         }
         pending.states.insert(task, state);
         let done = pending.awaiting.is_empty();
+        let savepoint = pending.savepoint.as_ref().map(|s| s.target.clone());
         let states: Vec<_> = if done {
             pending.phase = Phase::WritingMetadata;
             pending
@@ -330,7 +434,11 @@ impl CheckpointCoordinator {
         };
         self.update_summary(id);
         if done {
-            out.push(CheckpointCommand::WriteMetadata { id, states });
+            out.push(CheckpointCommand::WriteMetadata {
+                id,
+                states,
+                savepoint,
+            });
         }
     }
 
@@ -349,6 +457,7 @@ impl CheckpointCoordinator {
             Ok(metadata) if writing => {
                 if let Some(pending) = self.pending.get_mut(&id) {
                     pending.phase = Phase::WritingPointer;
+                    pending.metadata = Some(metadata.clone());
                 }
                 out.push(CheckpointCommand::WritePointer { id, metadata });
             }
@@ -403,15 +512,34 @@ impl CheckpointCoordinator {
         self.completed_total += 1;
         self.last_end = Some(now);
         self.set_status(id, CheckpointStatus::Completed, now);
+        let stop = pending.savepoint.as_ref().is_some_and(|s| s.stop);
+        if stop {
+            // The tasks end once they committed it: nothing more is
+            // triggered in this run.
+            self.stopping = None;
+            self.stopped = true;
+        }
         out.push(CheckpointCommand::NotifyComplete {
             id,
             tasks: pending.tasks,
+            stop,
         });
-        let older: Vec<CheckpointId> = self.pending.range(..id).map(|(id, _)| *id).collect();
+        if let (Some(savepoint), Some(metadata)) = (pending.savepoint, pending.metadata) {
+            out.push(CheckpointCommand::SavepointDone {
+                request: savepoint.request,
+                result: Ok((id, metadata)),
+            });
+        }
+        // Older checkpoints are subsumed; a savepoint never is (it was
+        // asked for, and is answered).
+        let older: Vec<CheckpointId> = self
+            .pending
+            .range(..id)
+            .filter(|(_, p)| p.phase != Phase::WritingPointer && p.savepoint.is_none())
+            .map(|(id, _)| *id)
+            .collect();
         for older in older {
-            if self.pending[&older].phase != Phase::WritingPointer {
-                self.abort(out, now, older, AbortReason::Subsumed);
-            }
+            self.abort(out, now, older, AbortReason::Subsumed);
         }
         while self.retained.len() > self.config.num_retained as usize {
             if let Some(old) = self.retained.pop_front() {
@@ -469,6 +597,19 @@ impl CheckpointCoordinator {
             tasks: pending.tasks,
             reason: reason.clone(),
         });
+        if let Some(savepoint) = pending.savepoint {
+            // A failed savepoint is answered, never counted against the
+            // tolerance; after a failed stop the job goes on (its sources
+            // resume when told the savepoint was aborted).
+            if self.stopping == Some(id) {
+                self.stopping = None;
+            }
+            out.push(CheckpointCommand::SavepointDone {
+                request: savepoint.request,
+                result: Err(format!("savepoint {id} {reason}")),
+            });
+            return Some(None);
+        }
         if !reason.counts() {
             return Some(None);
         }
@@ -486,9 +627,10 @@ impl CheckpointCoordinator {
         )
     }
 
-    fn record(&mut self, id: CheckpointId, now: MonoTime) {
+    fn record(&mut self, id: CheckpointId, now: MonoTime, savepoint: bool) {
         self.history.push_back(CheckpointSummary {
             id,
+            savepoint,
             status: CheckpointStatus::InProgress,
             triggered_at: now,
             ended_at: None,

@@ -16,7 +16,16 @@
 //!  Declined / timeout / a failed write ──────────────────► NotifyAborted{id}, Discard{id}  (counted; too many: FailJob)
 //!  TaskEnded{task} ──(a checkpoint awaits it)────────────► TriggerBarriers{id, [task], last: false}   (no barrier reaches it any more)
 //!                  └─(every task ended)──────────────────► AllocateId at once: the last checkpoint, which lets the tasks end
+//!  TriggerSavepoint{request} ────────────────────────────► AllocateId at once (no interval, pause or limit holds it)
+//!    … the same steps, WriteMetadata{savepoint: target} … ► NotifyComplete{stop}, SavepointDone{request, Ok}
+//!    … or aborted (never counted, never subsumed) ────────► SavepointDone{request, Err}
 //! ```
+//!
+//! A savepoint is a checkpoint in every other way: its pointer goes into
+//! the HA store and it is retained like one, so a restart never restores
+//! from behind output a savepoint committed. A stop-with-savepoint halts
+//! periodic triggers while it is in flight, and every trigger once it
+//! completed (the job ends).
 //!
 //! A checkpoint counts as complete only once its pointer is in the HA store
 //! (the HA contract's §7, `docs/HA-CONTRACT.md`): the pointer write is
@@ -46,5 +55,5 @@ pub use config::{CheckpointConfig, CheckpointConfigError, CheckpointingMode};
 pub use coordinator::CheckpointCoordinator;
 pub use types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
-    MetadataLocation, TaskState,
+    MetadataLocation, SavepointRequest, TaskState,
 };

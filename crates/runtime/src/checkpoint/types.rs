@@ -22,6 +22,20 @@ pub struct TaskState {
     pub alignment: Duration,
 }
 
+/// A savepoint asked for: a checkpoint triggered now, whatever the
+/// interval, whose files the shell writes to `target` as a self-contained
+/// directory. With `stop`, the sources stop once they emitted its barrier
+/// and the job ends when it completes (stop-with-savepoint).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavepointRequest {
+    /// The shell's name for the request (the REST trigger id).
+    pub request: u64,
+    /// The directory the savepoint goes into.
+    pub target: String,
+    /// Whether the job stops once it completes.
+    pub stop: bool,
+}
+
 /// Where a checkpoint's metadata file was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetadataLocation(pub String);
@@ -122,6 +136,11 @@ pub enum CheckpointInput {
     /// not an interval later: a new leader adopted running tasks, whose
     /// output since the latest completed checkpoint waits for one.
     TriggerSoon,
+    /// Take a savepoint as soon as the job runs and no id is being asked
+    /// for (neither the interval nor the min pause nor the limit of
+    /// concurrent checkpoints holds it back). Answered by
+    /// [`CheckpointCommand::SavepointDone`].
+    TriggerSavepoint(SavepointRequest),
     /// Time passed (the shell calls at [`next_wakeup`] at the latest).
     ///
     /// [`next_wakeup`]: super::CheckpointCoordinator::next_wakeup
@@ -181,6 +200,9 @@ pub enum CheckpointCommand {
         /// Whether it is the job's last: every task's input had ended when
         /// it was triggered, and its completion lets them end.
         last: bool,
+        /// Whether it is a stop-with-savepoint: the sources stop after its
+        /// barrier (and go on if it is aborted).
+        stop: bool,
     },
     /// Every task acknowledged: write the checkpoint's metadata file.
     WriteMetadata {
@@ -188,6 +210,9 @@ pub enum CheckpointCommand {
         id: CheckpointId,
         /// What each task wrote, in task order.
         states: Vec<(ExecutionAttemptId, TaskState)>,
+        /// For a savepoint, the directory it goes into (with its own copy
+        /// of every state file); `None` for a checkpoint.
+        savepoint: Option<String>,
     },
     /// Write the pointer to the metadata into the HA store, conditional on
     /// this JobManager's leadership.
@@ -203,6 +228,16 @@ pub enum CheckpointCommand {
         id: CheckpointId,
         /// The tasks.
         tasks: Vec<ExecutionAttemptId>,
+        /// A stop-with-savepoint: the tasks end once they committed it.
+        stop: bool,
+    },
+    /// A savepoint asked for with [`CheckpointInput::TriggerSavepoint`]
+    /// completed (its pointer is in the HA store) or failed.
+    SavepointDone {
+        /// The shell's name for the request.
+        request: u64,
+        /// The checkpoint it is, and its metadata; or why it failed.
+        result: Result<(CheckpointId, MetadataLocation), String>,
     },
     /// The checkpoint was aborted: tell every task (they drop what they
     /// prepared for it).
@@ -249,6 +284,8 @@ pub enum CheckpointStatus {
 pub struct CheckpointSummary {
     /// Its id.
     pub id: CheckpointId,
+    /// Whether it is a savepoint.
+    pub savepoint: bool,
     /// Where it is.
     pub status: CheckpointStatus,
     /// When it was triggered.

@@ -270,9 +270,11 @@ mod tests {
                     task: "count".into(),
                     args: serde_json::Value::Null,
                     parallelism: *p,
+                    operators: Vec::new(),
                 })
                 .collect(),
             edges: edges.to_vec(),
+            max_parallelism: None,
         }
     }
 

@@ -85,6 +85,7 @@ pub fn graph3(parallelism: u32) -> JobGraph {
         task: "sink".into(),
         args: serde_json::json!(null),
         parallelism,
+        operators: Vec::new(),
     });
     graph.edges.push(Edge::all_to_all(1, 2));
     graph
@@ -103,6 +104,7 @@ pub fn graph2_with(distribution: Distribution, source: u32, sink: u32) -> JobGra
         task: "sink".into(),
         args: serde_json::json!(null),
         parallelism: sink,
+        operators: Vec::new(),
     });
     graph.edges.push(Edge {
         from: 0,

@@ -64,6 +64,7 @@ mod tests {
             task: "count".into(),
             args: json!(null),
             parallelism,
+            operators: Vec::new(),
         }
     }
 
@@ -77,6 +78,7 @@ mod tests {
                 Edge::all_to_all(1, 2),
                 Edge::all_to_all(0, 2),
             ],
+            max_parallelism: None,
         };
         let plan = graph_view(JobId::from_u128(1), &graph);
         let json = serde_json::to_value(&plan).unwrap();
