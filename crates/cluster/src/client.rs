@@ -269,6 +269,46 @@ impl RestClient {
         Ok(())
     }
 
+    /// `POST /jobs/{id}/savepoints` (or, with `stop`, `POST /jobs/{id}/stop`):
+    /// asks for a savepoint into `dir` (else the configured directory);
+    /// returns the trigger id.
+    pub async fn trigger_savepoint(
+        &self,
+        id: JobId,
+        dir: Option<&str>,
+        stop: bool,
+    ) -> Result<String, ClientError> {
+        let (path, body) = if stop {
+            (
+                format!("/jobs/{id}/stop"),
+                serde_json::json!({ "targetDirectory": dir, "drain": false }),
+            )
+        } else {
+            (
+                format!("/jobs/{id}/savepoints"),
+                serde_json::json!({ "target-directory": dir, "cancel-job": false }),
+            )
+        };
+        let body = serde_json::to_vec(&body).map_err(ClientError::Encode)?;
+        let triggered: crate::rest::answers::SavepointTriggered =
+            self.call(Method::POST, &path, Some(body)).await?;
+        Ok(triggered.request_id)
+    }
+
+    /// `GET /jobs/{id}/savepoints/{trigger}`.
+    pub async fn savepoint_status(
+        &self,
+        id: JobId,
+        trigger: &str,
+    ) -> Result<crate::rest::answers::SavepointStatus, ClientError> {
+        self.call(
+            Method::GET,
+            &format!("/jobs/{id}/savepoints/{trigger}"),
+            None,
+        )
+        .await
+    }
+
     /// One call: retried once after a 503 with `Retry-After` (no leader yet).
     async fn call<T: DeserializeOwned>(
         &self,

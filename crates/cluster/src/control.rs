@@ -9,7 +9,7 @@ use holdfast_runtime::ids::JobId;
 
 use crate::rest::answers::{
     CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
-    JobsOverview, Overview, TaskManagers,
+    JobsOverview, Overview, SavepointStatus, TaskManagers,
 };
 
 /// A boxed future, so the trait stays object-safe.
@@ -79,4 +79,26 @@ pub trait ClusterControl: Send + Sync + 'static {
     fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>>;
     /// `PATCH /jobs/{id}?mode=cancel`: cancel a job (only the leader accepts).
     fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>>;
+    /// `POST /jobs/{id}/savepoints` (`stop`: `POST /jobs/{id}/stop`): take a
+    /// savepoint into `target` (else the configured directory); answers the
+    /// trigger id at once (only the leader accepts).
+    fn trigger_savepoint(
+        &self,
+        id: JobId,
+        target: Option<String>,
+        stop: bool,
+    ) -> BoxFuture<'_, Result<String, ControlError>> {
+        let _ = (target, stop);
+        Box::pin(async move {
+            Err(ControlError::Invalid(format!(
+                "job {id}: this JobManager takes no savepoints"
+            )))
+        })
+    }
+    /// `GET /jobs/{id}/savepoints/{triggerid}`.
+    fn savepoint_status(&self, id: JobId, trigger: &str) -> Result<SavepointStatus, ControlError> {
+        Err(ControlError::Invalid(format!(
+            "job {id}: no savepoint trigger {trigger:?} is known here"
+        )))
+    }
 }

@@ -27,6 +27,10 @@ pub struct CheckpointingConfig {
     /// `execution.checkpointing.dir`, alias `state.checkpoints.dir`
     /// (default unset): a local directory (`file://` or a plain path).
     pub dir: Option<PathBuf>,
+    /// `execution.checkpointing.savepoint-dir`, alias
+    /// `state.savepoints.dir` (default unset): where savepoints go when a
+    /// request names no directory.
+    pub savepoint_dir: Option<PathBuf>,
 }
 
 impl Default for CheckpointingConfig {
@@ -41,6 +45,7 @@ impl Default for CheckpointingConfig {
             num_retained: flink.num_retained,
             mode: flink.mode,
             dir: None,
+            savepoint_dir: None,
         }
     }
 }

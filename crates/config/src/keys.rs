@@ -122,6 +122,10 @@ pub const CP_MODE: &str = "execution.checkpointing.mode";
 pub const CP_DIR: &str = "execution.checkpointing.dir";
 /// `state.checkpoints.dir`: Flink's deprecated name of [`CP_DIR`].
 pub const CP_DIR_ALIAS: &str = "state.checkpoints.dir";
+/// `execution.checkpointing.savepoint-dir`.
+pub const SAVEPOINT_DIR: &str = "execution.checkpointing.savepoint-dir";
+/// `state.savepoints.dir`: Flink's deprecated name of [`SAVEPOINT_DIR`].
+pub const SAVEPOINT_DIR_ALIAS: &str = "state.savepoints.dir";
 
 const fn key(
     name: &'static str,
@@ -539,6 +543,16 @@ pub const KEYS: &[KeySpec] = &[
             "path",
             Checkpointing,
             "where checkpoints are written: a local directory, `file:///path` or a plain path",
+        )
+    },
+    KeySpec {
+        aliases: &[SAVEPOINT_DIR_ALIAS],
+        ..key(
+            SAVEPOINT_DIR,
+            "unset",
+            "path",
+            Checkpointing,
+            "where savepoints go when a request names no directory: a local directory every process reaches; holdfast never deletes what is in it",
         )
     },
 ];

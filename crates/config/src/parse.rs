@@ -250,6 +250,19 @@ impl ClusterConfig {
             crate::checkpointing::dir,
         )?;
         reader.set(&mut checkpointing.dir, CP_DIR, crate::checkpointing::dir)?;
+        alias_conflict(source, SAVEPOINT_DIR, SAVEPOINT_DIR_ALIAS, |a, b| {
+            a.trim() == b.trim()
+        })?;
+        reader.set(
+            &mut checkpointing.savepoint_dir,
+            SAVEPOINT_DIR_ALIAS,
+            crate::checkpointing::dir,
+        )?;
+        reader.set(
+            &mut checkpointing.savepoint_dir,
+            SAVEPOINT_DIR,
+            crate::checkpointing::dir,
+        )?;
 
         config.ha = read_ha(source)?;
         config.validate()?;

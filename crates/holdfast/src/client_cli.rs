@@ -1,4 +1,4 @@
-//! `holdfast run | list | status | cancel`: the cluster's client, over the
+//! `holdfast run | list | status | cancel | savepoint | stop`: the cluster's client, over the
 //! JobManager's REST API ([`holdfast_cluster::client::RestClient`]). Any
 //! JobManager will do: standbys redirect to the leader.
 //!
@@ -35,8 +35,17 @@ pub enum ClientCommand {
     /// Show a job: state, vertices and subtasks (where they run), restarts
     /// and their causes.
     Status(Box<JobArgs>),
-    /// Cancel a job.
-    Cancel(Box<JobArgs>),
+    /// Cancel a job; with `--savepoint-dir`, stop it with a savepoint
+    /// instead (as `holdfast stop`).
+    Cancel(Box<CancelArgs>),
+    /// Take a savepoint of a running job (it keeps running); prints the
+    /// savepoint's directory on the last line.
+    Savepoint(Box<crate::savepoint_cmd::SavepointArgs>),
+    /// Stop a job with a savepoint: the sources stop, the savepoint is
+    /// taken and its output committed, the job ends FINISHED; prints the
+    /// savepoint's directory on the last line (`run --from-savepoint`
+    /// resumes it).
+    Stop(Box<crate::savepoint_cmd::SavepointArgs>),
     /// Export the HA timeline (which JobManager led at which epoch, every
     /// process's connection state, heartbeat timeouts, restarts,
     /// take-overs, checkpoints) as a standalone SVG or HTML file, for an
@@ -71,7 +80,7 @@ pub struct Target {
     jobmanager: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// How long one REST call may take (e.g. `10s`).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: Duration,
@@ -111,7 +120,22 @@ pub struct RunArgs {
     target: Target,
 }
 
-/// `holdfast status` and `holdfast cancel`.
+/// `holdfast cancel`.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    job: JobArgs,
+    /// Stop the job with a savepoint into this directory instead of
+    /// canceling it (Flink's cancel-with-savepoint; as `holdfast stop`).
+    #[arg(long, value_name = "DIR")]
+    savepoint_dir: Option<String>,
+    /// With `--savepoint-dir`: how long to wait for the savepoint and the
+    /// job's end.
+    #[arg(long, default_value = "10min", value_parser = humantime::parse_duration)]
+    wait_timeout: Duration,
+}
+
+/// `holdfast status`.
 #[derive(Debug, Args)]
 pub struct JobArgs {
     /// The job id (32 hex digits, as `holdfast run` and `list` print it).
@@ -141,7 +165,20 @@ pub fn run(command: ClientCommand, jobs: &JobRegistry) -> Result<()> {
             ClientCommand::Run(args) => submit(*args, jobs).await,
             ClientCommand::List(target) => list(*target).await,
             ClientCommand::Status(args) => status(*args).await,
-            ClientCommand::Cancel(args) => cancel(*args).await,
+            ClientCommand::Cancel(args) => match args.savepoint_dir {
+                Some(dir) => {
+                    let stop = crate::savepoint_cmd::SavepointArgs {
+                        id: args.job.id,
+                        savepoint_dir: Some(dir),
+                        wait_timeout: args.wait_timeout,
+                        target: args.job.target,
+                    };
+                    crate::savepoint_cmd::run(stop, true).await
+                }
+                None => cancel(args.job).await,
+            },
+            ClientCommand::Savepoint(args) => crate::savepoint_cmd::run(*args, false).await,
+            ClientCommand::Stop(args) => crate::savepoint_cmd::run(*args, true).await,
             ClientCommand::Timeline(args) => crate::timeline_cmd::export(*args).await,
         }
     })

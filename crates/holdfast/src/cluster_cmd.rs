@@ -181,6 +181,7 @@ impl Setup {
         Ok(Some(CheckpointOptions {
             config,
             dir: dir.clone(),
+            savepoint_dir: checkpointing.savepoint_dir.clone(),
         }))
     }
 

@@ -23,6 +23,7 @@ mod demo;
 mod ha;
 mod inspect;
 mod metrics_server;
+mod savepoint_cmd;
 mod standalone;
 mod table_cmd;
 mod timeline_cmd;

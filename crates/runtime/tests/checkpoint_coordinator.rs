@@ -901,13 +901,19 @@ fn a_savepoint_is_never_subsumed_by_a_newer_checkpoint() {
     trigger(&mut c, 100, 2);
     let out = complete(&mut c, 110, 2);
     assert!(
-        !out.iter().any(|c| matches!(c, C::NotifyAborted { id, .. } if *id == CheckpointId(1))),
+        !out.iter()
+            .any(|c| matches!(c, C::NotifyAborted { id, .. } if *id == CheckpointId(1))),
         "{out:?}"
     );
     let out = complete(&mut c, 120, 1);
     assert!(
-        out.iter()
-            .any(|c| matches!(c, C::SavepointDone { request: 7, result: Ok(_) })),
+        out.iter().any(|c| matches!(
+            c,
+            C::SavepointDone {
+                request: 7,
+                result: Ok(_)
+            }
+        )),
         "{out:?}"
     );
 }

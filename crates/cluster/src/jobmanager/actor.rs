@@ -50,6 +50,13 @@ pub(super) enum Message {
     Call(Call),
     Submit(JobGraph, oneshot::Sender<Result<JobId, ControlError>>),
     Cancel(JobId, oneshot::Sender<Result<(), ControlError>>),
+    /// Take a savepoint (and with `stop`, end the job with it).
+    Savepoint {
+        job: JobId,
+        target: Option<String>,
+        stop: bool,
+        reply: oneshot::Sender<Result<String, ControlError>>,
+    },
     Recovered(Epoch, Result<Vec<(JobId, StoredJob)>, StoreError>),
     /// The HA timeline earlier leaders kept, read for the term at this
     /// epoch.
@@ -230,6 +237,18 @@ impl<B: Backend> Actor<B> {
             Message::Cancel(job, reply) => {
                 let answer = match &mut self.term {
                     Some(term) => term.cancel(job),
+                    None => Err(self.parts.not_leader()),
+                };
+                let _ = reply.send(answer);
+            }
+            Message::Savepoint {
+                job,
+                target,
+                stop,
+                reply,
+            } => {
+                let answer = match &mut self.term {
+                    Some(term) => term.trigger_savepoint(job, target, stop),
                     None => Err(self.parts.not_leader()),
                 };
                 let _ = reply.send(answer);

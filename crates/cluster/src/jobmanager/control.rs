@@ -12,7 +12,7 @@ use super::snapshot::Snapshot;
 use crate::control::{BoxFuture, ClusterControl, ControlError};
 use crate::rest::answers::{
     CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, HaView, JobDetails,
-    JobExceptions, JobsOverview, Overview, TaskManagers,
+    JobExceptions, JobsOverview, Overview, SavepointStatus, TaskManagers,
 };
 
 pub(super) struct Control {
@@ -132,5 +132,29 @@ impl ClusterControl for Control {
 
     fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>> {
         Box::pin(self.ask(move |reply| Message::Cancel(id, reply)))
+    }
+
+    fn trigger_savepoint(
+        &self,
+        id: JobId,
+        target: Option<String>,
+        stop: bool,
+    ) -> BoxFuture<'_, Result<String, ControlError>> {
+        Box::pin(self.ask(move |reply| Message::Savepoint {
+            job: id,
+            target,
+            stop,
+            reply,
+        }))
+    }
+
+    fn savepoint_status(&self, id: JobId, trigger: &str) -> Result<SavepointStatus, ControlError> {
+        self.leader_read(|s| s.savepoints.get(&(id, trigger.to_owned())).cloned())?
+            .ok_or_else(|| {
+                ControlError::Invalid(format!(
+                    "job {id}: no savepoint trigger {trigger:?} is known to this leader (a trigger is \
+                     known to the leader that accepted it)"
+                ))
+            })
     }
 }

@@ -20,6 +20,7 @@
 pub mod answers;
 mod error;
 mod read;
+mod savepoints;
 mod write;
 
 use std::future::Future;
@@ -63,6 +64,12 @@ pub fn router(control: Arc<dyn ClusterControl>) -> Router {
             get(read::checkpoint_config),
         )
         .route("/jobs/{jobid}/cancel", post(write::cancel))
+        .route("/jobs/{jobid}/savepoints", post(savepoints::savepoint))
+        .route(
+            "/jobs/{jobid}/savepoints/{triggerid}",
+            get(savepoints::status),
+        )
+        .route("/jobs/{jobid}/stop", post(savepoints::stop))
         .route("/taskmanagers", get(read::taskmanagers))
         .route("/config", get(read::config))
         .route("/ha", get(read::ha))

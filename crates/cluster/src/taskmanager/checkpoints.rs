@@ -205,6 +205,9 @@ pub(super) fn task_checkpointing(
         Some(id) => {
             let state = if settings.restore_state.is_empty() {
                 StateSource::Empty
+            } else if std::path::Path::new(&settings.restore_state).is_absolute() {
+                // A savepoint's file, in its own directory.
+                StateSource::File(settings.restore_state.clone().into())
             } else {
                 let path: StoragePath = settings.restore_state.parse().map_err(|e| {
                     Status::invalid_argument(format!("checkpointing.restore_state: {e}"))

@@ -253,7 +253,11 @@ impl CheckpointCoordinator {
         let request = self.requesting.map(|at| at.plus(self.config.timeout));
         let trigger = self.can_trigger().then(|| self.trigger_time()).flatten();
         let savepoint = self.can_trigger_savepoint().then_some(MonoTime::ZERO);
-        expiries.chain(request).chain(trigger).chain(savepoint).min()
+        expiries
+            .chain(request)
+            .chain(trigger)
+            .chain(savepoint)
+            .min()
     }
 
     /// The newest completed checkpoint retained.

@@ -7,14 +7,16 @@
 //!
 //! ```text
 //!  mod.rs   Checkpoints (per term), JobCheckpoints (per job), the I/O tasks
-//!  ha.rs    the HA counter and pointers behind one object-safe trait
-//!  view.rs  what GET /jobs/{id}/checkpoints shows
+//!  ha.rs          the HA counter and pointers behind one object-safe trait
+//!  savepoints.rs  the savepoints asked for, by trigger id (GET …/savepoints/{triggerid})
+//!  view.rs        what GET /jobs/{id}/checkpoints shows
 //! ```
 //!
 //! The term (`term/checkpoints.rs`) feeds the coordinators from the core's
 //! view after every step and executes their commands.
 
 pub(super) mod ha;
+pub(super) mod savepoints;
 pub(super) mod view;
 
 use std::collections::HashMap;
@@ -47,6 +49,9 @@ pub struct CheckpointOptions {
     /// `execution.checkpointing.dir`: a local directory every process of
     /// the cluster reaches.
     pub dir: PathBuf,
+    /// `execution.checkpointing.savepoint-dir`: where savepoints go when a
+    /// request names no directory.
+    pub savepoint_dir: Option<PathBuf>,
 }
 
 /// What the JobManager keeps for its terms' checkpoints.
@@ -224,6 +229,51 @@ impl CheckpointIo {
         });
     }
 
+    /// Writes savepoint `id`: a new directory `metadata.dir` with its own
+    /// copy of every state file (synced) and `metadata` as its `_metadata`
+    /// (written last, synced, then the directory and its parent). A failed
+    /// write removes what it made. Answered as the metadata write.
+    pub(super) fn write_savepoint(&self, job: JobId, id: CheckpointId, metadata: Arc<Metadata>) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            let result = match (checkpoint_dir(job, id), metadata.dir.clone()) {
+                (Ok(originals), Some(dir)) => {
+                    let from = io.storage.local_path(&originals);
+                    let made = dir.clone();
+                    let written = tokio::task::spawn_blocking(move || {
+                        crate::savepoint_files::write(&from, &dir, &metadata)
+                    })
+                    .await
+                    .map_err(|e| format!("the savepoint writer stopped: {e}"))
+                    .and_then(|r| r);
+                    if written.is_err() {
+                        let _ = tokio::fs::remove_dir_all(&made).await;
+                    }
+                    written.map(|path| MetadataLocation(path.display().to_string()))
+                }
+                (Err(e), _) => Err(e.to_string()),
+                (_, None) => Err("the savepoint has no directory".to_owned()),
+            };
+            if let Err(error) = &result {
+                tracing::warn!(%job, checkpoint = %id, %error,
+                    "cannot write the savepoint; it fails (the job goes on)");
+            }
+            io.input(job, CheckpointInput::MetadataWritten { id, result });
+        });
+    }
+
+    /// Deletes the state files TaskManagers wrote for savepoint `id`: its
+    /// directory holds its own copies.
+    pub(super) fn drop_originals(&self, job: JobId, id: CheckpointId) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = io.delete_files(job, id).await {
+                tracing::warn!(%job, checkpoint = %id, %error,
+                    "cannot delete the checkpoint directory's copy of a savepoint's state (safe to delete by hand)");
+            }
+        });
+    }
+
     /// Deletes what checkpoint `id` wrote (an aborted one).
     pub(super) fn discard(&self, job: JobId, id: CheckpointId) {
         let io = self.clone();
@@ -323,31 +373,55 @@ impl CheckpointIo {
     /// Reads and checks one completed checkpoint: its metadata, and that
     /// every state file it names is there with its recorded size.
     async fn check(&self, job: JobId, pointer: &CheckpointPointer) -> Result<Metadata, String> {
-        let path: StoragePath = pointer
-            .metadata
-            .parse()
-            .map_err(|e| format!("its pointer names a bad path: {e}"))?;
-        let bytes = self
-            .storage
-            .get(&path)
-            .await
-            .map_err(|e| format!("its metadata cannot be read: {e}"))?;
-        let metadata = Metadata::parse(&bytes, job, pointer.id)
-            .map_err(|e| format!("its metadata {}: {e}", pointer.metadata))?;
-        for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
-            let path: StoragePath = task
-                .state
-                .parse()
-                .map_err(|e| format!("its metadata names a bad state path: {e}"))?;
-            let size = self
-                .storage
-                .size(&path)
+        let absolute = std::path::Path::new(&pointer.metadata);
+        let metadata = if absolute.is_absolute() {
+            // A savepoint's (its own directory, anywhere).
+            let bytes = tokio::fs::read(absolute)
                 .await
-                .map_err(|e| format!("state file {} cannot be read: {e}", task.state))?;
+                .map_err(|e| format!("its metadata {} cannot be read: {e}", pointer.metadata))?;
+            let metadata = Metadata::read(&bytes, pointer.id)
+                .map_err(|e| format!("its metadata {}: {e}", pointer.metadata))?;
+            Metadata {
+                dir: absolute.parent().map(std::path::Path::to_path_buf),
+                ..metadata
+            }
+        } else {
+            let path: StoragePath = pointer
+                .metadata
+                .parse()
+                .map_err(|e| format!("its pointer names a bad path: {e}"))?;
+            let bytes = self
+                .storage
+                .get(&path)
+                .await
+                .map_err(|e| format!("its metadata cannot be read: {e}"))?;
+            let metadata = Metadata::parse(&bytes, job, pointer.id)
+                .map_err(|e| format!("its metadata {}: {e}", pointer.metadata))?;
+            let dir = checkpoint_dir(job, pointer.id).map_err(|e| e.to_string())?;
+            Metadata {
+                dir: Some(self.storage.local_path(&dir)),
+                ..metadata
+            }
+        };
+        for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
+            let location = metadata.state_location(task);
+            let path = if std::path::Path::new(&location).is_absolute() {
+                std::path::PathBuf::from(&location)
+            } else {
+                let path: StoragePath = location
+                    .parse()
+                    .map_err(|e| format!("its metadata names a bad state path: {e}"))?;
+                self.storage.local_path(&path)
+            };
+            let size = tokio::fs::metadata(&path)
+                .await
+                .map(|m| m.len())
+                .map_err(|e| format!("state file {} cannot be read: {e}", path.display()))?;
             if size != task.bytes {
                 return Err(format!(
                     "state file {} holds {size} bytes, the metadata says {}",
-                    task.state, task.bytes
+                    path.display(),
+                    task.bytes
                 ));
             }
         }

@@ -25,7 +25,7 @@ fn view(summary: &CheckpointSummary, now: MonoTime, wall_now: u64) -> Checkpoint
     CheckpointView {
         id: summary.id.0,
         status: status.to_owned(),
-        is_savepoint: false,
+        is_savepoint: summary.savepoint,
         trigger_timestamp: wall(summary.triggered_at, now, wall_now),
         end_timestamp: summary.ended_at.map(|e| wall(e, now, wall_now)),
         end_to_end_duration: end.since(summary.triggered_at).as_millis() as u64,
@@ -74,13 +74,22 @@ pub(in crate::jobmanager) fn stats(
         latest: LatestCheckpoints {
             completed: history.iter().find(|c| c.status == "COMPLETED").cloned(),
             failed: history.iter().find(|c| c.status == "FAILED").cloned(),
-            restored: entry.restored_from.map(|(id, at)| RestoredView {
-                id: id.0,
-                restore_timestamp: at,
-                is_savepoint: false,
-                external_path: metadata_path(job, id)
-                    .map(|p| p.as_str().to_owned())
-                    .unwrap_or_default(),
+            restored: entry.restored_from.map(|(id, at)| {
+                let savepoint = entry
+                    .latest()
+                    .filter(|m| m.checkpoint == id.0 && m.savepoint)
+                    .and_then(|m| m.dir.as_ref());
+                RestoredView {
+                    id: id.0,
+                    restore_timestamp: at,
+                    is_savepoint: savepoint.is_some(),
+                    external_path: match savepoint {
+                        Some(dir) => dir.display().to_string(),
+                        None => metadata_path(job, id)
+                            .map(|p| p.as_str().to_owned())
+                            .unwrap_or_default(),
+                    },
+                }
             }),
         },
         history,

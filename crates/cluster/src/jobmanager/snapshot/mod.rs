@@ -59,6 +59,9 @@ pub(crate) struct Snapshot {
     pub leader_rest: Option<String>,
     /// `/timeline` (the leader's).
     pub timeline: std::sync::Arc<crate::timeline::TimelineLog>,
+    /// `/jobs/{id}/savepoints/{triggerid}`: the savepoints this leader was
+    /// asked for (the newest 100).
+    pub savepoints: HashMap<(JobId, String), crate::rest::answers::SavepointStatus>,
 }
 
 /// A TaskManager as the leader knows it, for the views.

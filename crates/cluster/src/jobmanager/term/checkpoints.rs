@@ -12,7 +12,7 @@ use std::time::Duration;
 use holdfast_ha::MonoTime;
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::{
-    AbortReason, CheckpointCommand, CheckpointInput, CheckpointingMode, TaskState,
+    AbortReason, CheckpointCommand, CheckpointInput, CheckpointingMode, SavepointRequest, TaskState,
 };
 use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId, TaskManagerId};
@@ -23,7 +23,10 @@ use holdfast_types::CheckpointId;
 use tonic::Status;
 
 use super::Term;
+use crate::checkpoint_files::savepoint_dir_name;
 use crate::checkpoint_files::{Metadata, TaskEntry};
+use crate::control::ControlError;
+use crate::jobmanager::checkpoints::savepoints::SavepointOps;
 use crate::jobmanager::checkpoints::{
     CheckpointEvent, CheckpointIo, JobCheckpoints, Loaded, RestorePoint, view,
 };
@@ -39,6 +42,8 @@ pub(in crate::jobmanager) struct TermCheckpoints {
     /// The last view of jobs that ended (shown while the term shows the
     /// job).
     pub(in crate::jobmanager) ended: std::collections::HashMap<JobId, CheckpointStats>,
+    /// The savepoints asked for, by trigger id.
+    pub(in crate::jobmanager) savepoints: SavepointOps,
 }
 
 /// How long a failed read of a job's restore point waits before the next.
@@ -200,8 +205,13 @@ impl Term {
         };
         match command {
             CheckpointCommand::AllocateId => cp.io.allocate_id(job, token),
-            CheckpointCommand::TriggerBarriers { id, sources, last } => {
-                tracing::debug!(%job, checkpoint = %id, sources = sources.len(), "checkpoint triggered");
+            CheckpointCommand::TriggerBarriers {
+                id,
+                sources,
+                last,
+                stop,
+            } => {
+                tracing::debug!(%job, checkpoint = %id, sources = sources.len(), stop, "checkpoint triggered");
                 for attempt in sources {
                     let Some(tm) = self.tm_of(job, attempt.task) else {
                         continue;
@@ -212,11 +222,16 @@ impl Term {
                         checkpoint_id: id.0,
                         timestamp_ms: wall_ms(),
                         last,
+                        stop,
                     };
                     self.order(&tm, Order::Trigger(request));
                 }
             }
-            CheckpointCommand::WriteMetadata { id, states } => {
+            CheckpointCommand::WriteMetadata {
+                id,
+                states,
+                savepoint,
+            } => {
                 let tasks = states
                     .into_iter()
                     .map(|(attempt, state)| TaskEntry {
@@ -228,16 +243,34 @@ impl Term {
                         alignment_ms: state.alignment.as_millis() as u64,
                     })
                     .collect();
-                let metadata = Arc::new(Metadata::new(job, id, tasks));
+                let graph = self.core.job(job).map(|j| &j.graph);
+                let mut metadata = Metadata::new(job, id, graph, tasks);
+                match &savepoint {
+                    Some(target) => {
+                        metadata.savepoint = true;
+                        metadata.dir =
+                            Some(std::path::Path::new(target).join(savepoint_dir_name(job, id)));
+                    }
+                    None => {
+                        metadata.dir = crate::checkpoint_files::checkpoint_dir(job, id)
+                            .ok()
+                            .map(|dir| cp.io.storage.local_path(&dir));
+                    }
+                }
+                let metadata = Arc::new(metadata);
                 if let Some(entry) = cp.jobs.get_mut(&job) {
                     entry.written.insert(id, Arc::clone(&metadata));
                 }
-                cp.io.write_metadata(job, id, metadata);
+                if savepoint.is_some() {
+                    cp.io.write_savepoint(job, id, metadata);
+                } else {
+                    cp.io.write_metadata(job, id, metadata);
+                }
             }
             CheckpointCommand::WritePointer { id, metadata } => {
                 cp.io.write_pointer(job, id, metadata, token)
             }
-            CheckpointCommand::NotifyComplete { id, tasks } => {
+            CheckpointCommand::NotifyComplete { id, tasks, stop } => {
                 if let Some(entry) = cp.jobs.get_mut(&job) {
                     let now = self.runtime.now();
                     if let Some(summary) = entry.coordinator.history().find(|s| s.id == id) {
@@ -258,13 +291,21 @@ impl Term {
                     let metadata = entry.written.get(&id).cloned();
                     if let Some(metadata) = &metadata {
                         let bytes: u64 = metadata.tasks.iter().map(|t| t.bytes).sum();
-                        tracing::info!(%job, checkpoint = %id, bytes,
-                            "checkpoint complete (its pointer is in the HA store); sinks commit it now");
+                        if metadata.savepoint {
+                            tracing::info!(%job, checkpoint = %id, bytes, stop,
+                                dir = %metadata.dir.as_deref().map(|d| d.display().to_string()).unwrap_or_default(),
+                                "savepoint complete (its pointer is in the HA store); sinks commit it now");
+                            // Its directory holds its own copies.
+                            cp.io.drop_originals(job, id);
+                        } else {
+                            tracing::info!(%job, checkpoint = %id, bytes,
+                                "checkpoint complete (its pointer is in the HA store); sinks commit it now");
+                        }
                     }
                     entry.restore = RestorePoint::Ready(metadata);
                     entry.written.retain(|other, _| *other >= id);
                 }
-                self.notify(job, id, true, &tasks);
+                self.notify(job, id, true, stop, &tasks);
                 self.note_checkpoint(job, id, true);
             }
             CheckpointCommand::NotifyAborted { id, tasks, reason } => {
@@ -276,10 +317,23 @@ impl Term {
                 if let Some(entry) = cp.jobs.get_mut(&job) {
                     entry.written.remove(&id);
                 }
-                self.notify(job, id, false, &tasks);
+                self.notify(job, id, false, false, &tasks);
                 if reason != AbortReason::Subsumed {
                     self.note_checkpoint(job, id, false);
                 }
+            }
+            CheckpointCommand::SavepointDone { request, result } => {
+                let result = result.map(|(id, metadata)| {
+                    let location = std::path::Path::new(&metadata.0)
+                        .parent()
+                        .map_or(metadata.0.clone(), |d| d.display().to_string());
+                    tracing::info!(%job, checkpoint = %id, %location, "savepoint taken");
+                    location
+                });
+                if let Err(reason) = &result {
+                    tracing::warn!(%job, %reason, "savepoint failed; the job goes on");
+                }
+                cp.savepoints.finish(request, result);
             }
             CheckpointCommand::Discard { id } => cp.io.discard(job, id),
             CheckpointCommand::Retire { id } => cp.io.retire(job, id, token),
@@ -312,6 +366,7 @@ impl Term {
         job: JobId,
         id: CheckpointId,
         completed: bool,
+        stop: bool,
         tasks: &[ExecutionAttemptId],
     ) {
         let mut by_tm: BTreeMap<TaskManagerId, Vec<proto::Attempt>> = BTreeMap::new();
@@ -327,6 +382,7 @@ impl Term {
                 checkpoint_id: id.0,
                 completed,
                 attempts,
+                stop,
             };
             self.order(&tm, Order::Notify(request));
         }
@@ -401,7 +457,7 @@ impl Term {
         let restore = latest.as_ref().map(|m| {
             let state = m
                 .state_of(task)
-                .map(|t| t.state.clone())
+                .map(|t| m.state_location(t))
                 .unwrap_or_default();
             (CheckpointId(m.checkpoint), state)
         });
@@ -421,6 +477,74 @@ impl Term {
             restore_checkpoint: restore.as_ref().map(|(id, _)| id.0),
             restore_state: restore.map(|(_, state)| state).unwrap_or_default(),
         })
+    }
+
+    /// `POST /jobs/{id}/savepoints` (`stop`: `…/stop`): a savepoint of
+    /// `job` into `target` (else `execution.checkpointing.savepoint-dir`);
+    /// its trigger id at once, its outcome later (in the snapshot).
+    pub(in crate::jobmanager) fn trigger_savepoint(
+        &mut self,
+        job: JobId,
+        target: Option<String>,
+        stop: bool,
+    ) -> Result<String, ControlError> {
+        let terminal = self
+            .core
+            .job(job)
+            .map(|j| j.state())
+            .filter(|s| s.is_terminal());
+        let Some(cp) = &mut self.checkpoints else {
+            return Err(ControlError::Invalid(
+                "the cluster does not checkpoint: set execution.checkpointing.interval and \
+                 execution.checkpointing.dir to take savepoints"
+                    .into(),
+            ));
+        };
+        if !cp.jobs.contains_key(&job) {
+            return Err(match terminal {
+                Some(state) => ControlError::Terminal {
+                    job,
+                    state: format!("{state:?}").to_uppercase(),
+                },
+                None => ControlError::NotFound(job),
+            });
+        }
+        let target = match target.filter(|t| !t.trim().is_empty()) {
+            Some(target) => {
+                let target = target.trim();
+                let path = target.strip_prefix("file://").unwrap_or(target).to_owned();
+                if !std::path::Path::new(&path).is_absolute() {
+                    return Err(ControlError::Invalid(format!(
+                        "the savepoint directory {target:?} is not an absolute path (it is a directory \
+                         on the JobManager and every TaskManager)"
+                    )));
+                }
+                path
+            }
+            None => match &cp.io.options.savepoint_dir {
+                Some(dir) => dir.display().to_string(),
+                None => {
+                    return Err(ControlError::Invalid(
+                        "no savepoint directory: name one (--savepoint-dir, target-directory) or set \
+                         execution.checkpointing.savepoint-dir"
+                            .into(),
+                    ));
+                }
+            },
+        };
+        let request = self.runtime.random_u64();
+        let trigger = cp.savepoints.begin(request, job);
+        tracing::info!(%job, trigger = %trigger, target = %target, stop,
+            "savepoint requested; it is taken as soon as every task runs");
+        self.coordinate(
+            job,
+            CheckpointInput::TriggerSavepoint(SavepointRequest {
+                request,
+                target,
+                stop,
+            }),
+        );
+        Ok(trigger)
     }
 
     /// A task's answer to a checkpoint (`ReportCheckpoint`).
@@ -484,6 +608,7 @@ impl Term {
         for (job, stats) in &cp.ended {
             snapshot.checkpoints.insert(*job, stats.clone());
         }
+        snapshot.savepoints = cp.savepoints.views().collect();
     }
 
     /// An answer of checkpoint I/O.

@@ -147,6 +147,7 @@ impl Term {
                 io,
                 jobs: HashMap::new(),
                 ended: HashMap::new(),
+                savepoints: Default::default(),
             }),
             timeline: Arc::default(),
             meters: Default::default(),

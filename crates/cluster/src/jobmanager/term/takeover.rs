@@ -134,7 +134,7 @@ impl Term {
         }
         tracing::info!(%job, checkpoint = %latest, attempts = attempts.len(),
             "confirming the latest completed checkpoint to the adopted tasks (their sinks commit it if they had not)");
-        self.notify(job, latest, true, &attempts);
+        self.notify(job, latest, true, false, &attempts);
     }
 
     /// The latest completed checkpoint of `job` as read from the HA store.

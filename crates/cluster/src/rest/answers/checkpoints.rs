@@ -87,7 +87,7 @@ pub struct CheckpointView {
     pub id: u64,
     /// `IN_PROGRESS`, `COMPLETED` or `FAILED`.
     pub status: String,
-    /// Always `false` (savepoints are not built yet).
+    /// Whether it is a savepoint.
     pub is_savepoint: bool,
     /// When it was triggered (ms since the Unix epoch).
     pub trigger_timestamp: u64,
@@ -114,9 +114,10 @@ pub struct RestoredView {
     pub id: u64,
     /// When the restore was decided (ms since the Unix epoch).
     pub restore_timestamp: u64,
-    /// Always `false`.
+    /// Whether it is a savepoint.
     pub is_savepoint: bool,
-    /// Its metadata file, relative to the checkpoint directory.
+    /// A savepoint's directory; a checkpoint's metadata file, relative to
+    /// the checkpoint directory.
     pub external_path: String,
 }
 
@@ -141,4 +142,99 @@ pub struct CheckpointConfigView {
     pub checkpoint_storage: String,
     /// Always `false`: unaligned checkpoints are not built.
     pub unaligned_checkpoints: bool,
+}
+
+/// The answer to `POST /jobs/{id}/savepoints` and `POST /jobs/{id}/stop`:
+/// the trigger's id, to ask `GET /jobs/{id}/savepoints/{triggerid}` with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SavepointTriggered {
+    /// The trigger id.
+    pub request_id: String,
+}
+
+/// `GET /jobs/{id}/savepoints/{triggerid}` (Flink's shape).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavepointStatus {
+    /// `{"id": "IN_PROGRESS" | "COMPLETED"}`.
+    pub status: SavepointStatusId,
+    /// Set once completed: where it is, or why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<SavepointOperation>,
+}
+
+/// Whether a savepoint is still being taken.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavepointStatusId {
+    /// `IN_PROGRESS` or `COMPLETED` (completed also when it failed; then
+    /// `operation.failure-cause` says why).
+    pub id: String,
+}
+
+/// How a savepoint ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SavepointOperation {
+    /// The savepoint's directory, when it was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_cause: Option<SavepointFailure>,
+}
+
+/// Why a savepoint failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SavepointFailure {
+    /// What kind of failure (`SavepointFailed`).
+    pub class: String,
+    /// The reason, for an operator.
+    pub stack_trace: String,
+}
+
+impl SavepointStatus {
+    /// Still being taken.
+    pub fn in_progress() -> SavepointStatus {
+        SavepointStatus {
+            status: SavepointStatusId {
+                id: "IN_PROGRESS".into(),
+            },
+            operation: None,
+        }
+    }
+
+    /// Taken, at `location`.
+    pub fn completed(location: String) -> SavepointStatus {
+        SavepointStatus {
+            status: SavepointStatusId {
+                id: "COMPLETED".into(),
+            },
+            operation: Some(SavepointOperation {
+                location: Some(location),
+                failure_cause: None,
+            }),
+        }
+    }
+
+    /// Failed, for `reason`.
+    pub fn failed(reason: String) -> SavepointStatus {
+        SavepointStatus {
+            status: SavepointStatusId {
+                id: "COMPLETED".into(),
+            },
+            operation: Some(SavepointOperation {
+                location: None,
+                failure_cause: Some(SavepointFailure {
+                    class: "SavepointFailed".into(),
+                    stack_trace: reason,
+                }),
+            }),
+        }
+    }
+
+    /// Whether it ended (taken or failed).
+    pub fn is_done(&self) -> bool {
+        self.status.id == "COMPLETED"
+    }
 }

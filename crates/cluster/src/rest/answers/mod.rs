@@ -26,7 +26,8 @@ mod taskmanagers;
 
 pub use checkpoints::{
     CheckpointConfigView, CheckpointCounts, CheckpointStats, CheckpointSummaryStats,
-    CheckpointView, LatestCheckpoints, MinMaxAvg, RestoredView,
+    CheckpointView, LatestCheckpoints, MinMaxAvg, RestoredView, SavepointFailure,
+    SavepointOperation, SavepointStatus, SavepointStatusId, SavepointTriggered,
 };
 pub use error::ErrorBody;
 pub use exceptions::{ExceptionEntry, JobExceptions};

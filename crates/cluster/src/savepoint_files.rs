@@ -1,0 +1,59 @@
+//! Writing a savepoint's directory: a self-contained copy of one
+//! checkpoint, so that it can be moved or copied and a job started from it
+//! anywhere.
+//!
+//! ```text
+//! <savepoint dir>/savepoint-<job>-<id>/
+//!   <vertex>-<subtask>-<attempt>.state   copies of what the TaskManagers wrote
+//!   _metadata                            format 2, state files named relative to it; written last
+//! ```
+//!
+//! Every file is synced, then the directory and its parent: a savepoint
+//! reported complete survives a crash of the machine.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::checkpoint_files::Metadata;
+
+/// The name of a checkpoint's or savepoint's metadata file.
+pub(crate) const METADATA: &str = "_metadata";
+
+fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
+    let message = format!("{what} {}", path.display());
+    move |e| format!("{message}: {e}")
+}
+
+fn sync_dir(dir: &Path) -> Result<(), String> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("syncing the directory", dir))
+}
+
+/// Writes `metadata` (its `dir` the savepoint's new directory) with a copy
+/// of each state file it names from `from` (the checkpoint directory the
+/// TaskManagers wrote); returns the path of its `_metadata`.
+pub(crate) fn write(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, String> {
+    let parent = dir
+        .parent()
+        .ok_or_else(|| format!("{} has no parent directory", dir.display()))?;
+    fs::create_dir_all(parent).map_err(io("creating the savepoint directory", parent))?;
+    fs::create_dir(dir).map_err(io("creating", dir))?;
+    for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
+        let (source, target) = (from.join(&task.state), dir.join(&task.state));
+        fs::copy(&source, &target).map_err(io("copying the state file", &source))?;
+        File::open(&target)
+            .and_then(|f| f.sync_all())
+            .map_err(io("syncing", &target))?;
+    }
+    let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| e.to_string())?;
+    let path = dir.join(METADATA);
+    let mut file = File::create(&path).map_err(io("creating", &path))?;
+    file.write_all(&bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io("writing", &path))?;
+    sync_dir(dir)?;
+    sync_dir(parent)?;
+    Ok(path)
+}
