@@ -17,7 +17,7 @@
 //! beside its `_metadata`), so it can be moved or copied. Format 1 (paths
 //! relative to the checkpoint storage's root) is still read.
 
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
+use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use holdfast_storage::{BadPath, StoragePath};
 use holdfast_types::CheckpointId;
 use serde::{Deserialize, Serialize};
@@ -145,14 +145,6 @@ impl Metadata {
         Ok(metadata)
     }
 
-    /// The state file of `task` (its subtask in this checkpoint), if it
-    /// had state.
-    pub(crate) fn state_of(&self, task: TaskId) -> Option<&TaskEntry> {
-        self.tasks
-            .iter()
-            .find(|t| t.vertex == task.vertex && t.subtask == task.subtask)
-    }
-
     /// Where `entry`'s state file is: format 2 beside the metadata (an
     /// absolute path once [`dir`](Self::dir) is known), format 1 relative
     /// to the storage root. Empty: no state.
@@ -220,7 +212,7 @@ mod tests {
             Metadata::parse(&bytes, job, CheckpointId(5)).unwrap(),
             metadata
         );
-        assert_eq!(metadata.state_of(TaskId::new(1, 0)), Some(&entry));
+        assert_eq!(metadata.tasks, std::slice::from_ref(&entry));
         let other = Metadata::parse(&bytes, JobId::from_u128(8), CheckpointId(5)).unwrap_err();
         assert!(other.contains("belongs to job"), "{other}");
         let wrong = Metadata::parse(&bytes, job, CheckpointId(6)).unwrap_err();

@@ -15,6 +15,7 @@ pub mod job_store;
 pub mod jobmanager;
 pub mod metrics;
 pub mod rest;
+mod restore_plan;
 mod savepoint_files;
 mod shared;
 mod start_error;

@@ -168,11 +168,51 @@ impl StateFile {
     }
 }
 
-/// The operator parts an attempt is restored from, by node.
+/// One operator's part of one old subtask's state file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoredPart {
+    /// The subtask that wrote it.
+    pub subtask: u32,
+    /// The operator's parallelism then.
+    pub parallelism: u32,
+    /// The operator's own encoding.
+    pub bytes: Vec<u8>,
+}
+
+impl RestoredPart {
+    /// Whether subtask `subtask` of `parallelism` is the one new subtask
+    /// that takes over what belongs to this part's old subtask as a whole
+    /// (a sink's transactions and files, a count): the subtask of the
+    /// same index, or for an old subtask beyond the new parallelism the one
+    /// its index wraps to. Every old subtask is taken over by exactly one.
+    pub fn owned_by(&self, subtask: u32, parallelism: u32) -> bool {
+        let parallelism = parallelism.max(1);
+        if self.subtask < parallelism {
+            self.subtask == subtask
+        } else {
+            self.subtask % parallelism == subtask
+        }
+    }
+}
+
+/// The operator parts an attempt is restored from, by operator id.
 #[derive(Debug, Default)]
 pub(crate) struct Restored {
     checkpoint: Option<CheckpointId>,
-    parts: BTreeMap<String, Vec<u8>>,
+    parts: BTreeMap<String, Vec<RestoredPart>>,
+}
+
+/// What an attempt restores: the checkpoint, and its vertex's operators.
+pub(crate) struct Expected<'a> {
+    /// The job's name.
+    pub(crate) job: &'a str,
+    /// The new vertex and subtask (for messages).
+    pub(crate) vertex: u32,
+    pub(crate) subtask: u32,
+    /// The ids of the vertex's operators (only their parts are kept).
+    pub(crate) operators: &'a [&'a str],
+    /// Every operator's id in plan order (format 1 files name positions).
+    pub(crate) uids: &'a [String],
 }
 
 impl Restored {
@@ -181,46 +221,55 @@ impl Restored {
         Restored::default()
     }
 
-    /// Reads `bytes` (empty: the subtask had no state) written by
-    /// checkpoint `checkpoint`, checking that it belongs to `expected`'s
-    /// job, plan, vertex and subtask.
-    pub(crate) fn read(
+    /// Reads the state `files` of checkpoint `checkpoint` (`read` gives
+    /// each file's bytes), checking that each is the job's and the old
+    /// subtask's it claims to be, and keeps the parts of `expected`'s
+    /// operators.
+    pub(crate) fn read<'f>(
         checkpoint: CheckpointId,
-        bytes: &[u8],
-        expected: &FileHeader,
-        uids: &[String],
+        files: impl IntoIterator<Item = (&'f holdfast_executor::RestoredFile, &'f [u8])>,
+        expected: &Expected<'_>,
     ) -> Result<Restored, TaskFailure> {
-        let bad = |what: String| {
-            TaskFailure::new(format!(
-                "cannot restore vertex {} subtask {} from checkpoint {checkpoint}: its state file {what}",
-                expected.vertex, expected.subtask
-            ))
-            .of_kind(FailureKind::Infrastructure)
-        };
-        if bytes.is_empty() {
-            return Ok(Restored {
-                checkpoint: Some(checkpoint),
-                parts: BTreeMap::new(),
-            });
-        }
-        let file = StateFile::decode(bytes, uids).map_err(bad)?;
-        let h = &file.header;
-        if h.job != expected.job || h.fingerprint != expected.fingerprint {
-            return Err(bad(format!(
-                "belongs to job {:?} (plan {}), not to {:?} (plan {})",
-                h.job, h.fingerprint, expected.job, expected.fingerprint
-            )));
-        }
-        if (h.vertex, h.subtask, h.checkpoint) != (expected.vertex, expected.subtask, checkpoint.0)
-        {
-            return Err(bad(format!(
-                "is vertex {} subtask {} of checkpoint {}",
-                h.vertex, h.subtask, h.checkpoint
-            )));
+        let mut parts: BTreeMap<String, Vec<RestoredPart>> = BTreeMap::new();
+        for (file, bytes) in files {
+            let bad = |what: String| {
+                TaskFailure::new(format!(
+                    "cannot restore vertex {} subtask {} from checkpoint {checkpoint}: the state file of \
+                     vertex {} subtask {} {what}",
+                    expected.vertex, expected.subtask, file.vertex, file.subtask
+                ))
+                .of_kind(FailureKind::Infrastructure)
+            };
+            if bytes.is_empty() {
+                continue;
+            }
+            let state = StateFile::decode(bytes, expected.uids).map_err(bad)?;
+            let h = &state.header;
+            if h.job != expected.job {
+                return Err(bad(format!(
+                    "belongs to job {:?} (plan {}), not to {:?}",
+                    h.job, h.fingerprint, expected.job
+                )));
+            }
+            if (h.vertex, h.subtask, h.checkpoint) != (file.vertex, file.subtask, checkpoint.0) {
+                return Err(bad(format!(
+                    "is vertex {} subtask {} of checkpoint {}",
+                    h.vertex, h.subtask, h.checkpoint
+                )));
+            }
+            for (uid, bytes) in state.operators {
+                if expected.operators.contains(&uid.as_str()) {
+                    parts.entry(uid).or_default().push(RestoredPart {
+                        subtask: file.subtask,
+                        parallelism: file.parallelism,
+                        bytes,
+                    });
+                }
+            }
         }
         Ok(Restored {
             checkpoint: Some(checkpoint),
-            parts: file.operators.into_iter().collect(),
+            parts,
         })
     }
 
@@ -229,15 +278,10 @@ impl Restored {
         self.checkpoint
     }
 
-    /// The part of the operator with id `uid`, taken (each operator takes
+    /// The parts of the operator with id `uid`, taken (each operator takes
     /// its own once).
-    pub(crate) fn take(&mut self, uid: &str) -> Option<Vec<u8>> {
-        self.parts.remove(uid)
-    }
-
-    /// Ids of operators whose parts no operator took.
-    pub(crate) fn unclaimed(&self) -> impl Iterator<Item = &str> + '_ {
-        self.parts.keys().map(String::as_str)
+    pub(crate) fn take(&mut self, uid: &str) -> Vec<RestoredPart> {
+        self.parts.remove(uid).unwrap_or_default()
     }
 }
 
@@ -257,6 +301,8 @@ pub(crate) fn decode_part<T: serde::de::DeserializeOwned>(
 
 #[cfg(test)]
 mod tests {
+    use holdfast_executor::{RestoredFile, StateSource};
+
     use super::*;
 
     fn uids() -> Vec<String> {
@@ -275,6 +321,40 @@ mod tests {
         }
     }
 
+    /// Reads `bytes` as the file of `vertex` subtask 0 for a vertex running
+    /// `operators`, of job `job`.
+    fn read_as(
+        bytes: &[u8],
+        vertex: u32,
+        job: &str,
+        operators: &[&str],
+    ) -> Result<Restored, TaskFailure> {
+        let file = RestoredFile {
+            source: StateSource::Empty,
+            vertex,
+            subtask: 0,
+            parallelism: 2,
+        };
+        let uids = uids();
+        let expected = Expected {
+            job,
+            vertex: 9,
+            subtask: 1,
+            operators,
+            uids: &uids,
+        };
+        Restored::read(CheckpointId(3), [(&file, bytes)], &expected)
+    }
+
+    fn read(bytes: &[u8], vertex: u32) -> Result<Restored, TaskFailure> {
+        read_as(
+            bytes,
+            vertex,
+            "j",
+            &["source", "count", "map", "sink", "window"],
+        )
+    }
+
     #[test]
     fn a_state_file_round_trips_and_is_checked() {
         let mut snapshot = Snapshot::default();
@@ -289,37 +369,37 @@ mod tests {
             .unwrap();
         snapshot.take("map", || Ok(None)).unwrap();
         let bytes = snapshot.encoder(header(2))().unwrap();
-        let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2), &uids()).unwrap();
+        let mut restored = read(&bytes, 2).unwrap();
         assert_eq!(restored.checkpoint(), Some(CheckpointId(3)));
-        assert_eq!(
-            decode_part::<u64>("op", &restored.take("count").unwrap()).unwrap(),
-            42
-        );
-        assert_eq!(restored.take("count"), None, "taken once");
-        assert_eq!(restored.unclaimed().collect::<Vec<_>>(), ["window"]);
+        let parts = restored.take("count");
+        assert_eq!(parts.len(), 1);
+        assert_eq!((parts[0].subtask, parts[0].parallelism), (0, 2));
+        assert_eq!(decode_part::<u64>("op", &parts[0].bytes).unwrap(), 42);
+        assert_eq!(restored.take("count"), [], "taken once");
+        assert_eq!(restored.take("window")[0].bytes, [9, 9]);
 
-        let wrong = Restored::read(CheckpointId(3), &bytes, &header(5), &uids()).unwrap_err();
+        // Only the vertex's own operators' parts are kept (the others
+        // belong to other vertices after the chains changed).
+        let mut other = read_as(&bytes, 2, "j", &["map"]).unwrap();
+        assert_eq!(other.take("count"), []);
+
+        let wrong = read(&bytes, 5).unwrap_err();
         assert!(
             wrong.message().contains("is vertex 2 subtask 0"),
             "{}",
             wrong.message()
         );
-        let other = FileHeader {
-            job: "k".into(),
-            ..header(2)
-        };
-        let wrong = Restored::read(CheckpointId(3), &bytes, &other, &uids()).unwrap_err();
+        let wrong = read_as(&bytes, 2, "k", &["count"]).unwrap_err();
         assert!(
             wrong.message().contains("belongs to job \"j\""),
             "{}",
             wrong.message()
         );
-        let garbage =
-            Restored::read(CheckpointId(3), b"not a state file", &header(2), &uids()).unwrap_err();
+        let garbage = read(b"not a state file", 2).unwrap_err();
         assert!(garbage.message().contains("magic"), "{}", garbage.message());
         let mut truncated = bytes.clone();
         truncated.truncate(bytes.len() - 1);
-        let cut = Restored::read(CheckpointId(3), &truncated, &header(2), &uids()).unwrap_err();
+        let cut = read(&truncated, 2).unwrap_err();
         assert!(
             cut.message().contains("cannot be decoded"),
             "{}",
@@ -355,9 +435,9 @@ mod tests {
         postcard::to_extend(&old, bytes.clone())
             .map(|b| bytes = b)
             .unwrap();
-        let mut restored = Restored::read(CheckpointId(3), &bytes, &header(2), &uids()).unwrap();
-        assert_eq!(restored.take("count"), Some(vec![7]));
-        assert_eq!(restored.take("sink"), Some(vec![8]));
+        let mut restored = read(&bytes, 2).unwrap();
+        assert_eq!(restored.take("count")[0].bytes, [7]);
+        assert_eq!(restored.take("sink")[0].bytes, [8]);
         // A position the job does not have is refused, naming it.
         let beyond = V1 {
             header: &header(2),
@@ -366,7 +446,7 @@ mod tests {
         let mut far = MAGIC.to_vec();
         far.extend_from_slice(&FORMAT_1.to_le_bytes());
         let far = postcard::to_extend(&beyond, far).unwrap();
-        let error = Restored::read(CheckpointId(3), &far, &header(2), &uids()).unwrap_err();
+        let error = read(&far, 2).unwrap_err();
         assert!(
             error.message().contains("holds operator 9"),
             "{}",
@@ -375,7 +455,7 @@ mod tests {
         // A future format is refused, naming both.
         let mut next = MAGIC.to_vec();
         next.extend_from_slice(&3u32.to_le_bytes());
-        let error = Restored::read(CheckpointId(3), &next, &header(2), &uids()).unwrap_err();
+        let error = read(&next, 2).unwrap_err();
         assert!(
             error
                 .message()

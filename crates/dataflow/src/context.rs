@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use holdfast_types::CheckpointId;
 
+use crate::checkpoint::RestoredPart;
 use crate::metrics::{DataflowMetrics, OperatorCounters};
 use crate::time::Clock;
 
@@ -22,7 +23,9 @@ pub struct OperatorContext {
     canceled: Arc<AtomicBool>,
     uid: Arc<str>,
     attempt_tag: Arc<str>,
-    restored: Option<Arc<[u8]>>,
+    restored: Arc<[RestoredPart]>,
+    /// Whether the operator read its restored parts.
+    claimed: Arc<AtomicBool>,
     restored_from: Option<CheckpointId>,
     checkpointing: bool,
 }
@@ -49,7 +52,8 @@ impl OperatorContext {
             canceled: Arc::default(),
             uid: operator.into(),
             attempt_tag: "0".into(),
-            restored: None,
+            restored: Arc::from([]),
+            claimed: Arc::default(),
             restored_from: None,
             checkpointing: false,
         }
@@ -122,9 +126,34 @@ impl OperatorContext {
     }
 
     /// The state this operator's subtask put into the checkpoint it is
-    /// restored from (`None`: none, or not restored).
+    /// restored from, when it restores at the parallelism the checkpoint
+    /// was taken at (`None`: none, not restored, or the parallelism
+    /// changed: an operator that can redistribute its state reads
+    /// [`restored_parts`](Self::restored_parts); one that does not refuses
+    /// the restore, by name).
     pub fn restored_state(&self) -> Option<&[u8]> {
-        self.restored.as_deref()
+        match &*self.restored {
+            [part] if part.parallelism == self.parallelism && part.subtask == self.subtask => {
+                self.claimed.store(true, Ordering::Release);
+                Some(&part.bytes)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every old subtask's part of this operator's state (at an unchanged
+    /// parallelism only this subtask's own), with the subtask and
+    /// parallelism that wrote it: an operator takes what is now its own —
+    /// its key groups, its source splits, the transactions it commits.
+    pub fn restored_parts(&self) -> &[RestoredPart] {
+        self.claimed.store(true, Ordering::Release);
+        &self.restored
+    }
+
+    /// Whether state was restored for the operator but it did not read it
+    /// (it reads only its own subtask's, and the parallelism changed).
+    pub(crate) fn restore_left_unread(&self) -> bool {
+        !self.restored.is_empty() && !self.claimed.load(Ordering::Acquire)
     }
 
     /// The operator's id (its `uid`, else its name): what its state is
@@ -142,13 +171,27 @@ impl OperatorContext {
         tag: Arc<str>,
         checkpointing: bool,
         from: Option<CheckpointId>,
-        state: Option<Vec<u8>>,
+        parts: Vec<RestoredPart>,
     ) -> OperatorContext {
         self.uid = uid;
         self.checkpointing = checkpointing;
         self.attempt_tag = tag;
         self.restored_from = from;
-        self.restored = state.map(Arc::from);
+        self.restored = Arc::from(parts);
+        self.claimed = Arc::default();
+        self
+    }
+
+    /// The same context restored from `parts` of checkpoint `from` (for
+    /// tests of operators that redistribute state).
+    pub fn restored_with(
+        mut self,
+        from: CheckpointId,
+        parts: Vec<RestoredPart>,
+    ) -> OperatorContext {
+        self.restored_from = Some(from);
+        self.restored = Arc::from(parts);
+        self.claimed = Arc::default();
         self
     }
 

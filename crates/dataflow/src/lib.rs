@@ -51,6 +51,7 @@ pub mod time;
 pub mod window;
 
 pub use api::{Dataflow, KeyedStream, Stream, WindowedStream};
+pub use checkpoint::RestoredPart;
 pub use context::OperatorContext;
 pub use data::{Data, Key, Timestamp};
 pub use local::{LocalError, LocalRun};

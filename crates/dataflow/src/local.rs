@@ -16,8 +16,8 @@ use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{
     AttemptKey, CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport,
-    CheckpointRequest, RestoredState, StateSource, TaskCheckpointing, TaskCode, TaskContext,
-    TaskFailure, TaskInfo,
+    CheckpointRequest, RestoredFile, RestoredState, StateSource, TaskCheckpointing, TaskCode,
+    TaskContext, TaskFailure, TaskInfo,
 };
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
@@ -96,6 +96,32 @@ pub struct LocalCheckpoint {
     pub states: BTreeMap<TaskId, Arc<[u8]>>,
     /// The longest a task thread paused to take its snapshot.
     pub longest_sync: Duration,
+}
+
+impl LocalCheckpoint {
+    /// What `task` (of a vertex now at `parallelism`) restores from: its
+    /// own subtask's state at the parallelism the checkpoint was taken at,
+    /// every old subtask's of its vertex after a change (as the JobManager
+    /// maps a savepoint, vertex by vertex here: the plan is the same).
+    fn files_for(&self, task: TaskId, parallelism: u32) -> Vec<RestoredFile> {
+        let old: Vec<(&TaskId, &Arc<[u8]>)> = self
+            .states
+            .iter()
+            .filter(|(t, _)| t.vertex == task.vertex)
+            .collect();
+        let old_parallelism = old.len() as u32;
+        old.into_iter()
+            .filter(|(t, bytes)| {
+                !bytes.is_empty() && (old_parallelism != parallelism || t.subtask == task.subtask)
+            })
+            .map(|(t, bytes)| RestoredFile {
+                source: StateSource::Bytes(Arc::clone(bytes)),
+                vertex: t.vertex,
+                subtask: t.subtask,
+                parallelism: old_parallelism,
+            })
+            .collect()
+    }
 }
 
 impl Default for LocalRun {
@@ -194,10 +220,7 @@ impl LocalRun {
                 if let Some(mode) = self.checkpointing {
                     let restore = self.restore.as_ref().map(|c| RestoredState {
                         checkpoint: c.id,
-                        state: c
-                            .states
-                            .get(&task)
-                            .map_or(StateSource::Empty, |b| StateSource::Bytes(Arc::clone(b))),
+                        files: c.files_for(task, vertex.parallelism),
                     });
                     info = info.with_checkpointing(TaskCheckpointing { mode, restore });
                 }

@@ -186,10 +186,27 @@ pub const NO_CHECKPOINT: CheckpointId = CheckpointId(0);
 /// The state an attempt starts from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RestoredState {
-    /// The completed checkpoint it comes from.
+    /// The completed checkpoint (or savepoint) it comes from.
     pub checkpoint: CheckpointId,
-    /// What this subtask wrote for it (what its [`EncodeState`] produced).
-    pub state: StateSource,
+    /// The state files it reads: at an unchanged parallelism its own
+    /// subtask's; after a change, every old subtask's file of each vertex
+    /// that held one of its operators (each operator takes what is its
+    /// own: its key groups, its splits). Empty: it had no state.
+    pub files: Vec<RestoredFile>,
+}
+
+/// One state file an attempt restores from: what one subtask of a vertex
+/// wrote for the checkpoint (what its [`EncodeState`] produced).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoredFile {
+    /// Where it is.
+    pub source: StateSource,
+    /// The vertex that wrote it (in the job the checkpoint was taken of).
+    pub vertex: u32,
+    /// Its subtask.
+    pub subtask: u32,
+    /// That vertex's parallelism then.
+    pub parallelism: u32,
 }
 
 /// How an attempt takes part in its job's checkpoints.

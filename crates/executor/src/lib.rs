@@ -51,7 +51,7 @@ mod thread;
 pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, EncodeState,
-    NO_CHECKPOINT, RestoredState, StateSource, TaskCheckpointing,
+    NO_CHECKPOINT, RestoredFile, RestoredState, StateSource, TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
 pub use context::{CancelHandle, CheckpointInbox, TaskContext};

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use holdfast_executor::{
-    AttemptKey, CheckpointOutcome, CheckpointReport, CheckpointRequest, RestoredState, StateSource,
-    TaskCheckpointing,
+    AttemptKey, CheckpointOutcome, CheckpointReport, CheckpointRequest, RestoredFile,
+    RestoredState, StateSource, TaskCheckpointing,
 };
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::CheckpointingMode;
@@ -203,20 +203,27 @@ pub(super) fn task_checkpointing(
     let restore = match settings.restore_checkpoint {
         None => None,
         Some(id) => {
-            let state = if settings.restore_state.is_empty() {
-                StateSource::Empty
-            } else if std::path::Path::new(&settings.restore_state).is_absolute() {
-                // A savepoint's file, in its own directory.
-                StateSource::File(settings.restore_state.clone().into())
-            } else {
-                let path: StoragePath = settings.restore_state.parse().map_err(|e| {
-                    Status::invalid_argument(format!("checkpointing.restore_state: {e}"))
-                })?;
-                StateSource::File(storage.local_path(&path))
-            };
+            let mut files = Vec::with_capacity(settings.restore_files.len());
+            for file in &settings.restore_files {
+                let source = if std::path::Path::new(&file.path).is_absolute() {
+                    // A savepoint's file, in its own directory.
+                    StateSource::File(file.path.clone().into())
+                } else {
+                    let path: StoragePath = file.path.parse().map_err(|e| {
+                        Status::invalid_argument(format!("checkpointing.restore_files: {e}"))
+                    })?;
+                    StateSource::File(storage.local_path(&path))
+                };
+                files.push(RestoredFile {
+                    source,
+                    vertex: file.vertex,
+                    subtask: file.subtask,
+                    parallelism: file.parallelism,
+                });
+            }
             Some(RestoredState {
                 checkpoint: CheckpointId(id),
-                state,
+                files,
             })
         }
     };

@@ -126,7 +126,7 @@ impl Dataflow {
         let source = Arc::new(source);
         let make: crate::plan::MakeSource = Arc::new(
             move |ctx: &OperatorContext,
-                  from: Option<&SourcePosition>,
+                  from: &[SourcePosition],
                   out: AnyBox|
                   -> Result<Box<dyn SourceLoop>, holdfast_executor::TaskFailure> {
                 let chain = unbox::<T>(out, ctx.operator())?;

@@ -12,6 +12,7 @@ use crate::data::{Key, Timestamp};
 use crate::ops::keyed::KeyFn;
 use crate::ops::timestamps::TimestampFn;
 use crate::push::{BoxPush, Push};
+use crate::state::{KeyGroup, KeyGroupRange};
 use crate::window::{Aggregate, TimeDomain, WindowCore, WindowResult};
 
 /// Feeds a [`WindowCore`] and pushes what fires.
@@ -35,8 +36,20 @@ impl<T, K: Key, A: Aggregate<T>> WindowOp<T, K, A> {
         next: BoxPush<WindowResult<K, A::Out>>,
     ) -> Result<WindowOp<T, K, A>, TaskFailure> {
         let mut core = core;
-        if let Some(bytes) = ctx.restored_state() {
-            core.restore(decode_part(ctx.operator(), bytes)?);
+        let parts = ctx.restored_parts();
+        if !parts.is_empty() {
+            // Every old subtask's panes (at an unchanged parallelism just
+            // this subtask's): the entries of this subtask's key groups.
+            let mut states = Vec::with_capacity(parts.len());
+            for part in parts {
+                let counted = part.owned_by(ctx.subtask(), ctx.parallelism());
+                states.push((decode_part(ctx.operator(), &part.bytes)?, counted));
+            }
+            let max = ctx.max_parallelism();
+            let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
+            core.restore_merged(states, |k: &K| {
+                range.contains(KeyGroup::of_hash(crate::keys::key_hash(k), max))
+            });
         }
         let late_counted = core.late_dropped();
         Ok(WindowOp {

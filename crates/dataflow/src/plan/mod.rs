@@ -27,11 +27,7 @@ pub(crate) type AnyBox = Box<dyn Any>;
 
 /// Makes a source node's loop: its reader feeding the given output push.
 pub(crate) type MakeSource = Arc<
-    dyn Fn(
-            &OperatorContext,
-            Option<&SourcePosition>,
-            AnyBox,
-        ) -> Result<Box<dyn SourceLoop>, TaskFailure>
+    dyn Fn(&OperatorContext, &[SourcePosition], AnyBox) -> Result<Box<dyn SourceLoop>, TaskFailure>
         + Send
         + Sync,
 >;

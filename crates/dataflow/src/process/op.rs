@@ -51,14 +51,17 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         mut f: F,
         next: BoxPush<O>,
     ) -> Result<Self, TaskFailure> {
-        let saved = match ctx.restored_state() {
-            Some(bytes) => Some(decode_part::<Saved>(ctx.operator(), bytes)?),
-            None => None,
-        };
-        let (states, timers_bytes) = match saved {
-            Some(saved) => (saved.states.into_iter().collect(), Some(saved.timers)),
-            None => (BTreeMap::new(), None),
-        };
+        // Every old subtask's part (at an unchanged parallelism just this
+        // subtask's): states and timers keep this subtask's key groups.
+        let mut states: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+        let mut timers_parts = Vec::new();
+        for part in ctx.restored_parts() {
+            let saved = decode_part::<Saved>(ctx.operator(), &part.bytes)?;
+            for (name, bytes) in saved.states {
+                states.entry(name).or_default().push(bytes);
+            }
+            timers_parts.push(saved.timers);
+        }
         let mut registry = StateRegistry::new(ctx, states);
         f.open(&mut registry)?;
         let unclaimed = registry.unclaimed();
@@ -68,16 +71,13 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
                 ctx.operator()
             )));
         }
-        let timers = match timers_bytes {
-            Some(bytes) => {
-                let max = ctx.max_parallelism();
-                let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
-                Timers::restore(ctx.operator(), &bytes, |k: &K| {
-                    range.contains(KeyGroup::of_hash(key_hash(k), max))
-                })?
-            }
-            None => Timers::new(),
-        };
+        let max = ctx.max_parallelism();
+        let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
+        let timers = Timers::restore(
+            ctx.operator(),
+            timers_parts.iter().map(Vec::as_slice),
+            |k: &K| range.contains(KeyGroup::of_hash(key_hash(k), max)),
+        )?;
         Ok(KeyedProcessOp {
             key,
             f,

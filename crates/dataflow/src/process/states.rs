@@ -120,11 +120,14 @@ pub struct StateRegistry<K> {
     max_parallelism: u32,
     range: KeyGroupRange,
     pub(super) tables: Vec<Box<dyn AnyTable<K>>>,
-    restored: BTreeMap<String, Vec<u8>>,
+    restored: BTreeMap<String, Vec<Vec<u8>>>,
 }
 
 impl<K: Key> StateRegistry<K> {
-    pub(super) fn new(ctx: &OperatorContext, restored: BTreeMap<String, Vec<u8>>) -> Self {
+    /// The registry of the subtask `ctx` says, restored from each state's
+    /// parts (one per old subtask; one, its own, at an unchanged
+    /// parallelism).
+    pub(super) fn new(ctx: &OperatorContext, restored: BTreeMap<String, Vec<Vec<u8>>>) -> Self {
         let max_parallelism = ctx.max_parallelism();
         StateRegistry {
             operator: ctx.operator().to_owned(),
@@ -168,14 +171,21 @@ impl<K: Key> StateRegistry<K> {
         }
         let table: KeyedTable<K, V> = match self.restored.remove(name) {
             None => KeyedTable::new(name, self.max_parallelism, self.range),
-            Some(bytes) => {
+            Some(old) => {
                 let what = format!("{} (state {name:?})", self.operator);
-                let parts: Vec<(u32, Vec<u8>)> = decode_part(&what, &bytes)?;
+                let mut decoded: Vec<Vec<(u32, Vec<u8>)>> = Vec::new();
+                for bytes in &old {
+                    decoded.push(decode_part(&what, bytes)?);
+                }
+                // The table keeps the key groups of its own range.
                 KeyedTable::restore(
                     name,
                     self.max_parallelism,
                     self.range,
-                    parts.iter().map(|(g, b)| (KeyGroup(*g), b.as_slice())),
+                    decoded
+                        .iter()
+                        .flatten()
+                        .map(|(g, b)| (KeyGroup(*g), b.as_slice())),
                 )
                 .map_err(|e| {
                     TaskFailure::with_source(

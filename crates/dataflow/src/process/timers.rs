@@ -117,20 +117,22 @@ impl<K: Key> Timers<K> {
 
     /// The timers of a checkpoint, of the keys `mine` says this subtask
     /// owns.
-    pub(super) fn restore(
+    pub(super) fn restore<'a>(
         operator: &str,
-        bytes: &[u8],
+        parts: impl IntoIterator<Item = &'a [u8]>,
         mine: impl Fn(&K) -> bool,
     ) -> Result<Timers<K>, TaskFailure> {
-        let encoded: Encoded<K> = decode_part(&format!("{operator} (timers)"), bytes)?;
         let mut timers = Timers::new();
-        for (domain, list) in [
-            (TimeDomainOf::EventTime, encoded.event),
-            (TimeDomainOf::ProcessingTime, encoded.processing),
-        ] {
-            for (at, keys) in list {
-                for key in keys.into_iter().filter(|k| mine(k)) {
-                    timers.register(domain, at, key);
+        for bytes in parts {
+            let encoded: Encoded<K> = decode_part(&format!("{operator} (timers)"), bytes)?;
+            for (domain, list) in [
+                (TimeDomainOf::EventTime, encoded.event),
+                (TimeDomainOf::ProcessingTime, encoded.processing),
+            ] {
+                for (at, keys) in list {
+                    for key in keys.into_iter().filter(|k| mine(k)) {
+                        timers.register(domain, at, key);
+                    }
                 }
             }
         }

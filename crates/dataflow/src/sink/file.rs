@@ -85,19 +85,33 @@ fn part_failure(error: PartFileError) -> TaskFailure {
 impl<T: 'static> Sink<T> for FileSink<T> {
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>, TaskFailure> {
         let writer = ctx.attempt_tag();
-        let restored: Option<PartFilesState> = match ctx.restored_state() {
-            Some(bytes) => Some(decode_part(ctx.operator(), bytes)?),
-            None => None,
-        };
-        // A restore commits what the (completed) checkpoint had pending and
-        // deletes every other hidden file of this subtask; so does a fresh
-        // start (an earlier run's leftovers never become output).
-        let files = PartFiles::restore(
+        // The old subtasks this one takes over (at an unchanged parallelism
+        // only itself): it commits what their completed checkpoint had
+        // pending and deletes their other hidden files; so does a fresh
+        // start for its own (an earlier run's leftovers never become
+        // output).
+        let mut taken = Vec::new();
+        let mut old_parallelism = None;
+        for part in ctx.restored_parts() {
+            old_parallelism = Some(part.parallelism);
+            if part.owned_by(ctx.subtask(), ctx.parallelism()) {
+                let state: PartFilesState = decode_part(ctx.operator(), &part.bytes)?;
+                taken.push((part.subtask, state));
+            }
+        }
+        // Old subtasks beyond the new parallelism that left no state still
+        // may have left hidden files: the subtask they wrap to deletes them.
+        let others: Vec<u32> = (ctx.parallelism()..old_parallelism.unwrap_or(0))
+            .filter(|old| old % ctx.parallelism().max(1) == ctx.subtask())
+            .collect();
+        let states: Vec<(u32, &PartFilesState)> = taken.iter().map(|(s, st)| (*s, st)).collect();
+        let files = PartFiles::take_over(
             &self.dir,
             ctx.subtask(),
             writer,
             self.rolling,
-            restored.as_ref(),
+            &states,
+            &others,
             ctx.restored_from().map(|c| c.0),
         )
         .map_err(|e| part_failure(e).of_kind(FailureKind::Infrastructure))?;

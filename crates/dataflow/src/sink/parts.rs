@@ -148,20 +148,51 @@ impl PartFiles {
         state: Option<&PartFilesState>,
         completed: Option<u64>,
     ) -> Result<PartFiles, PartFileError> {
+        let taken: Vec<(u32, &PartFilesState)> = state.map(|s| (subtask, s)).into_iter().collect();
+        PartFiles::take_over(dir, subtask, writer, rolling, &taken, &[], completed)
+    }
+
+    /// Restores subtask `subtask` taking over old subtasks' part files: for
+    /// each `(old subtask, state)` in `states` it commits what the completed
+    /// checkpoint `completed` had pending, and it deletes every other hidden
+    /// file of this subtask and of the old subtasks in `states` and
+    /// `others` (their uncommitted output). After a change of parallelism
+    /// each old subtask is taken over by exactly one new one, and never one
+    /// whose index a new subtask still writes under but itself (see
+    /// `RestoredPart::owned_by`). Then writes as `writer`.
+    pub fn take_over(
+        dir: impl Into<PathBuf>,
+        subtask: u32,
+        writer: &str,
+        rolling: RollingPolicy,
+        states: &[(u32, &PartFilesState)],
+        others: &[u32],
+        completed: Option<u64>,
+    ) -> Result<PartFiles, PartFileError> {
         let files = PartFiles::new(dir, subtask, writer, rolling)?;
-        if let (Some(state), Some(completed)) = (state, completed) {
-            for (_, names) in state.pending.range(..=completed) {
-                for name in names {
-                    files.commit_one(name)?;
+        if let Some(completed) = completed {
+            for (_, state) in states {
+                for (_, names) in state.pending.range(..=completed) {
+                    for name in names {
+                        files.commit_one(name)?;
+                    }
                 }
             }
         }
-        let mine = format!(".part-{subtask}-");
+        let mut prefixes = vec![format!(".part-{subtask}-")];
+        prefixes.extend(
+            states
+                .iter()
+                .map(|(old, _)| *old)
+                .chain(others.iter().copied())
+                .filter(|old| *old != subtask)
+                .map(|old| format!(".part-{old}-")),
+        );
         let entries = fs::read_dir(&files.dir).map_err(io_error("listing", &files.dir))?;
         for entry in entries {
             let entry = entry.map_err(io_error("listing", &files.dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&mine) {
+            if prefixes.iter().any(|p| name.starts_with(p.as_str())) {
                 let path = entry.path();
                 fs::remove_file(&path).map_err(io_error("deleting", &path))?;
             }

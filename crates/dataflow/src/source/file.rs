@@ -79,7 +79,7 @@ impl Source<String> for FileLines {
     fn open(
         &self,
         ctx: &OperatorContext,
-        from: Option<&SourcePosition>,
+        from: &[SourcePosition],
     ) -> Result<Box<dyn SourceReader<String>>, TaskFailure> {
         let files = self.files()?;
         let total: u64 = files.iter().map(|(_, len)| len).sum();
@@ -87,31 +87,114 @@ impl Source<String> for FileLines {
         let s = u128::from(ctx.subtask());
         let start = (u128::from(total) * s / p) as u64;
         let end = (u128::from(total) * (s + 1) / p) as u64;
-        let mut reader = FileLinesReader {
+        let mut segments = if from.is_empty() {
+            vec![Segment {
+                from: start,
+                to: end,
+                align: true,
+            }]
+        } else {
+            // What is left of every old reader's range, cut to this one's:
+            // each byte still to read goes to exactly one new reader.
+            let mut mine = Vec::new();
+            for position in from {
+                for left in Segment::of_position(position, (start, end))? {
+                    let (cut_from, cut_to) = (left.from.max(start), left.to.min(end));
+                    if cut_from < cut_to {
+                        mine.push(Segment {
+                            from: cut_from,
+                            to: cut_to,
+                            // A cut inside an old segment needs aligning.
+                            align: if cut_from == left.from {
+                                left.align
+                            } else {
+                                true
+                            },
+                        });
+                    }
+                }
+            }
+            mine
+        };
+        segments.sort_by_key(|s| s.from);
+        let mut segments: std::collections::VecDeque<Segment> = segments.into();
+        let first = segments.pop_front().unwrap_or(Segment {
+            from: end,
+            to: end,
+            align: false,
+        });
+        Ok(Box::new(FileLinesReader {
             files,
-            range: (start, end),
+            range: (first.from, first.to),
+            rest: segments,
             file: 0,
             base: 0,
-            offset: start,
+            offset: first.from,
             open: None,
-            align: true,
+            align: first.align,
             ctx: ctx.clone(),
             line: Vec::new(),
+        }))
+    }
+}
+
+/// A byte range still to read: the lines that start in `from..to`;
+/// `align`: `from` may be inside a line (skip to the next line start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    from: u64,
+    to: u64,
+    align: bool,
+}
+
+impl Segment {
+    /// The segments a reported position holds (`own`: the range of the
+    /// reader a position of the first format, `{"offset"}`, came from).
+    fn of_position(
+        position: &SourcePosition,
+        own: (u64, u64),
+    ) -> Result<Vec<Segment>, TaskFailure> {
+        let bad = |what: &str| {
+            TaskFailure::new(format!(
+                "file lines: cannot resume from position {}: {what}",
+                position.0
+            ))
         };
-        if let Some(position) = from {
-            // A reported position is the start of a line: no alignment.
-            reader.offset = position.u64_field("file lines", "offset")?.max(start);
-            reader.align = false;
+        if let Some(segments) = position.0.get("segments") {
+            let segments = segments
+                .as_array()
+                .ok_or_else(|| bad("\"segments\" must be a list"))?;
+            return segments
+                .iter()
+                .map(|s| match s.as_array().map(|a| a.as_slice()) {
+                    Some([from, to, align]) => {
+                        match (from.as_u64(), to.as_u64(), align.as_bool()) {
+                            (Some(from), Some(to), Some(align)) if from <= to => {
+                                Ok(Segment { from, to, align })
+                            }
+                            _ => Err(bad("a segment must be [from, to, align] with from <= to")),
+                        }
+                    }
+                    _ => Err(bad("a segment must be [from, to, align]")),
+                })
+                .collect();
         }
-        Ok(Box::new(reader))
+        let offset = position.u64_field("file lines", "offset")?;
+        Ok(vec![Segment {
+            from: offset.max(own.0),
+            to: own.1,
+            align: false,
+        }])
     }
 }
 
 struct FileLinesReader {
     /// Every input file and its size.
     files: Vec<(PathBuf, u64)>,
-    /// This reader's byte range over all files.
+    /// The byte range being read over all files.
     range: (u64, u64),
+    /// The ranges to read after it, in order.
+    rest: std::collections::VecDeque<Segment>,
     /// The file being read and where it starts in the global byte space.
     file: usize,
     base: u64,
@@ -232,13 +315,21 @@ impl SourceReader<String> for FileLinesReader {
         let mut added = 0;
         while added < max {
             if self.offset >= self.range.1 {
-                return Ok(Poll::End);
+                // On to the next range, if any.
+                let Some(next) = self.rest.pop_front() else {
+                    return Ok(Poll::End);
+                };
+                self.range = (next.from, next.to);
+                self.offset = next.from;
+                self.align = next.align;
+                (self.file, self.base, self.open) = (0, 0, None);
+                continue;
             }
             if self.open.is_none() && !self.open_current()? {
                 return Ok(Poll::End);
             }
             if self.offset >= self.range.1 {
-                return Ok(Poll::End);
+                continue;
             }
             let reader = self.open.as_mut().expect("opened above");
             let line = read_line(reader, &mut self.line, MAX_LINE_BYTES)
@@ -282,7 +373,15 @@ impl SourceReader<String> for FileLinesReader {
     }
 
     fn position(&self) -> SourcePosition {
-        SourcePosition(json!({ "offset": self.offset }))
+        // What is left: the rest of this range (its start aligned unless
+        // the reader already stands at a line start), then the others.
+        let mut segments = vec![json!([
+            self.offset,
+            self.range.1.max(self.offset),
+            self.align
+        ])];
+        segments.extend(self.rest.iter().map(|s| json!([s.from, s.to, s.align])));
+        SourcePosition(json!({ "segments": segments }))
     }
 }
 
@@ -303,7 +402,7 @@ mod tests {
             ManualClock::at(0),
             &metrics,
         );
-        let mut reader = source.open(&ctx, None).unwrap();
+        let mut reader = source.open(&ctx, &[]).unwrap();
         let mut out = Vec::new();
         while reader.poll(&mut out, max).unwrap() != Poll::End {}
         out
@@ -342,6 +441,66 @@ mod tests {
         }
     }
 
+    /// Reads at most `budget` records with each of `parallelism` readers
+    /// resumed from `from`; what they read and their positions.
+    fn read_some(
+        source: &FileLines,
+        parallelism: u32,
+        from: &[SourcePosition],
+        budget: usize,
+    ) -> (Vec<String>, Vec<SourcePosition>) {
+        let metrics = DataflowMetrics::default();
+        let (mut lines, mut positions) = (Vec::new(), Vec::new());
+        for subtask in 0..parallelism {
+            let ctx = OperatorContext::new(
+                "j",
+                "read",
+                subtask,
+                parallelism,
+                ManualClock::at(0),
+                &metrics,
+            );
+            let mut reader = source.open(&ctx, from).unwrap();
+            let mut out = Vec::new();
+            while out.len() < budget && reader.poll(&mut out, 1).unwrap() != Poll::End {}
+            lines.extend(out);
+            positions.push(reader.position());
+        }
+        (lines, positions)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn every_line_is_read_once_through_rescales(
+            lines in proptest::collection::vec("[a-z]{0,9}", 1..60),
+            parallelisms in proptest::collection::vec(1u32..6, 1..4),
+            budget in 0usize..6,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut text = lines.join("\n");
+            text.push('\n');
+            std::fs::write(dir.path().join("in"), &text).unwrap();
+            let source = FileLines::new([dir.path()]);
+            let (mut got, mut positions) = (Vec::new(), Vec::new());
+            for (run, &parallelism) in parallelisms.iter().enumerate() {
+                let (read, next) = read_some(&source, parallelism, &positions, budget);
+                if run > 0 {
+                    prop_assert!(!positions.is_empty());
+                }
+                got.extend(read);
+                positions = next;
+            }
+            // The last run reads everything left, at parallelism 2.
+            let (rest, _) = read_some(&source, 2, &positions, usize::MAX);
+            got.extend(rest);
+            got.sort();
+            let mut expected = lines.clone();
+            expected.sort();
+            prop_assert_eq!(got, expected);
+        }
+    }
+
     #[test]
     fn a_reader_resumes_at_its_position_and_bad_lines_are_counted() {
         let dir = tempfile::tempdir().unwrap();
@@ -352,12 +511,12 @@ mod tests {
         let metrics = DataflowMetrics::default();
         let ctx = OperatorContext::new("j", "read", 0, 1, ManualClock::at(0), &metrics);
         let source = FileLines::new([dir.path().join("a")]);
-        let mut reader = source.open(&ctx, None).unwrap();
+        let mut reader = source.open(&ctx, &[]).unwrap();
         let mut out = Vec::new();
         reader.poll(&mut out, 2).unwrap();
         assert_eq!(out, vec!["one", "two"]);
         let position = reader.position();
-        let mut resumed = source.open(&ctx, Some(&position)).unwrap();
+        let mut resumed = source.open(&ctx, &[position]).unwrap();
         let mut rest = Vec::new();
         while resumed.poll(&mut rest, 10).unwrap() != Poll::End {}
         assert_eq!(rest, vec!["four", "five"]);
@@ -372,7 +531,7 @@ mod tests {
         std::fs::write(dir.path().join("b"), "b0\nb1\n").unwrap();
         let metrics = DataflowMetrics::default();
         let ctx = OperatorContext::new("j", "read", 0, 1, ManualClock::at(0), &metrics);
-        let mut reader = FileLines::new([dir.path()]).open(&ctx, None).unwrap();
+        let mut reader = FileLines::new([dir.path()]).open(&ctx, &[]).unwrap();
         let mut out = Vec::new();
         reader.poll(&mut out, 1).unwrap();
         std::fs::write(&a, "a0\na1\na2\n").unwrap();

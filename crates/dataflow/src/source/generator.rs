@@ -4,18 +4,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast_executor::TaskFailure;
-use serde_json::json;
 
 use crate::context::OperatorContext;
 use crate::data::Timestamp;
+use crate::source::splits::Splits;
 use crate::source::{Poll, Source, SourcePosition, SourceReader};
 use crate::time::Clock;
 
 type MakeFn<T> = Arc<dyn Fn(u64) -> T + Send + Sync>;
 
-/// Makes record `f(i)` for every index `i` below `count` (or forever):
-/// subtask `s` of `p` makes indexes `s`, `s + p`, `s + 2p`, … so the whole
-/// source makes each index exactly once, whatever the parallelism. Optionally
+/// Makes record `f(i)` for every index `i` below `count` (or forever),
+/// each exactly once whatever the parallelism, also across a restore at
+/// another parallelism: the indexes are dealt to the job's splits (its key
+/// groups; split `k` makes `k`, `k + S`, …) and each subtask makes those of
+/// the splits it owns, in index order (see `source/splits.rs`). Optionally
 /// limited to `rate` records per second in all (split over the subtasks).
 pub struct Generator<T> {
     count: Option<u64>,
@@ -48,14 +50,11 @@ impl<T: 'static> Source<T> for Generator<T> {
     fn open(
         &self,
         ctx: &OperatorContext,
-        from: Option<&SourcePosition>,
+        from: &[SourcePosition],
     ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
         let parallelism = u64::from(ctx.parallelism().max(1));
         let subtask = u64::from(ctx.subtask());
-        let made = match from {
-            Some(position) => position.u64_field("generator", "made")?,
-            None => 0,
-        };
+        let splits = Splits::open(ctx, self.count, from, "generator")?;
         // This subtask's share of the rate: the first `rate % p` subtasks
         // take one more.
         let rate = self.rate.map(|rate| {
@@ -64,26 +63,18 @@ impl<T: 'static> Source<T> for Generator<T> {
         });
         Ok(Box::new(GeneratorReader {
             make: Arc::clone(&self.make),
-            count: self.count,
-            subtask,
-            parallelism,
-            made,
+            made_at_start: splits.made(),
+            splits,
             rate,
             clock: Arc::clone(ctx.clock()),
             started: None,
-            made_at_start: made,
         }))
     }
 }
 
 struct GeneratorReader<T> {
     make: MakeFn<T>,
-    count: Option<u64>,
-    subtask: u64,
-    parallelism: u64,
-    /// Records this subtask made so far: the next index is
-    /// `subtask + made * parallelism`.
-    made: u64,
+    splits: Splits,
     rate: Option<u64>,
     clock: Arc<dyn Clock>,
     started: Option<Timestamp>,
@@ -101,7 +92,7 @@ impl<T> GeneratorReader<T> {
         let started = *self.started.get_or_insert(now);
         let elapsed = u128::try_from(now.saturating_sub(started)).unwrap_or(0);
         let due = (elapsed * u128::from(rate) / 1000) as u64;
-        let done = self.made - self.made_at_start;
+        let done = self.splits.made() - self.made_at_start;
         if due > done {
             Ok((due - done).min(max))
         } else {
@@ -117,15 +108,7 @@ impl<T> GeneratorReader<T> {
 
 impl<T> SourceReader<T> for GeneratorReader<T> {
     fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
-        let remaining = match self.count {
-            Some(count) => {
-                let mine = count
-                    .saturating_sub(self.subtask)
-                    .div_ceil(self.parallelism);
-                mine.saturating_sub(self.made)
-            }
-            None => u64::MAX,
-        };
+        let remaining = self.splits.left().unwrap_or(u64::MAX);
         if remaining == 0 {
             return Ok(Poll::End);
         }
@@ -134,13 +117,8 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
             Err(wait) => return Ok(Poll::Idle(wait)),
         };
         out.reserve(n as usize);
-        let step = self.parallelism;
-        let mut index = self.subtask + self.made * step;
-        for _ in 0..n {
-            out.push((self.make)(index));
-            index += step;
-        }
-        self.made += n;
+        let make = &self.make;
+        self.splits.take(n, |index| out.push(make(index)));
         Ok(if n == remaining {
             Poll::End
         } else {
@@ -149,7 +127,7 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
     }
 
     fn position(&self) -> SourcePosition {
-        SourcePosition(json!({ "made": self.made }))
+        self.splits.position()
     }
 }
 
@@ -182,7 +160,7 @@ mod tests {
         let mut all = Vec::new();
         for subtask in 0..4 {
             let mut reader = generator
-                .open(&ctx(subtask, 4, ManualClock::at(0)), None)
+                .open(&ctx(subtask, 4, ManualClock::at(0)), &[])
                 .unwrap();
             all.extend(drain(reader.as_mut(), 7));
         }
@@ -194,24 +172,28 @@ mod tests {
     fn a_reader_resumes_from_its_position() {
         let generator = Generator::new(Some(50), |i| i * 10);
         let c = ctx(1, 3, ManualClock::at(0));
-        let mut reader = generator.open(&c, None).unwrap();
+        let mut reader = generator.open(&c, &[]).unwrap();
         let mut first = Vec::new();
         reader.poll(&mut first, 5).unwrap();
         let position = reader.position();
-        let rest = drain(generator.open(&c, Some(&position)).unwrap().as_mut(), 4);
-        let whole = drain(generator.open(&c, None).unwrap().as_mut(), 100);
+        let rest = drain(generator.open(&c, &[position]).unwrap().as_mut(), 4);
+        let whole = drain(generator.open(&c, &[]).unwrap().as_mut(), 100);
         first.extend(rest);
         assert_eq!(first, whole);
-        let bad = SourcePosition(json!({"made": "x"}));
-        let error = generator.open(&c, Some(&bad)).err().unwrap();
-        assert!(error.message().contains("\"made\""), "{}", error.message());
+        let bad = SourcePosition(serde_json::json!({"made": "x"}));
+        let error = generator.open(&c, &[bad]).err().unwrap();
+        assert!(
+            error.message().contains("\"splits\""),
+            "{}",
+            error.message()
+        );
     }
 
     #[test]
     fn the_rate_limits_on_the_clock() {
         let clock = ManualClock::at(1_000);
         let generator = Generator::new(None, |i| i).rate(200); // 100/s per subtask
-        let mut reader = generator.open(&ctx(0, 2, clock.clone()), None).unwrap();
+        let mut reader = generator.open(&ctx(0, 2, clock.clone()), &[]).unwrap();
         let mut out = Vec::new();
         assert_eq!(
             reader.poll(&mut out, 1000).unwrap(),

@@ -6,6 +6,7 @@
 
 pub(crate) mod file;
 mod generator;
+mod splits;
 mod values;
 
 use std::time::Duration;
@@ -22,12 +23,16 @@ pub use values::Values;
 /// A source: a description (cheap, shared by all subtasks) that opens one
 /// [`SourceReader`] per subtask, each reading its share of the input.
 pub trait Source<T>: Send + Sync + 'static {
-    /// Opens subtask `ctx.subtask()`'s reader, from the start or, given a
-    /// position one of its readers reported, from there.
+    /// Opens subtask `ctx.subtask()`'s reader: from the start when `from`
+    /// is empty; else from positions its readers reported — this
+    /// subtask's own when the parallelism is unchanged, every old
+    /// subtask's after a change (the reader then takes what it now owns of
+    /// them, so that every record is read once: see `Generator`,
+    /// `FileLines`).
     fn open(
         &self,
         ctx: &OperatorContext,
-        from: Option<&SourcePosition>,
+        from: &[SourcePosition],
     ) -> Result<Box<dyn SourceReader<T>>, TaskFailure>;
 }
 

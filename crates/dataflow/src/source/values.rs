@@ -1,15 +1,17 @@
-//! [`Values`]: records from a vector, dealt round-robin to the subtasks.
+//! [`Values`]: records from a vector, dealt to the subtasks by split.
 
 use std::sync::Arc;
 
 use holdfast_executor::TaskFailure;
-use serde_json::json;
 
 use crate::context::OperatorContext;
+use crate::source::splits::Splits;
 use crate::source::{Poll, Source, SourcePosition, SourceReader};
 
-/// The records of a vector: subtask `i` of `p` reads elements `i`, `i + p`,
-/// … in order.
+/// The records of a vector, each read once by one subtask: element `i` is
+/// in split `i mod S` (the job's key groups), and each subtask reads the
+/// splits it owns (see `source/splits.rs`), so a restore at another
+/// parallelism goes on where the old subtasks were.
 pub struct Values<T> {
     values: Arc<Vec<T>>,
 }
@@ -27,36 +29,30 @@ impl<T: Clone + Send + Sync + 'static> Source<T> for Values<T> {
     fn open(
         &self,
         ctx: &OperatorContext,
-        from: Option<&SourcePosition>,
+        from: &[SourcePosition],
     ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
-        let next = match from {
-            Some(position) => position.u64_field("values", "next")? as usize,
-            None => ctx.subtask() as usize,
-        };
+        let splits = Splits::open(ctx, Some(self.values.len() as u64), from, "values")?;
         Ok(Box::new(ValuesReader {
             values: Arc::clone(&self.values),
-            next,
-            step: ctx.parallelism().max(1) as usize,
+            splits,
         }))
     }
 }
 
 struct ValuesReader<T> {
     values: Arc<Vec<T>>,
-    next: usize,
-    step: usize,
+    splits: Splits,
 }
 
 impl<T: Clone> SourceReader<T> for ValuesReader<T> {
     fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
-        for _ in 0..max {
-            match self.values.get(self.next) {
-                Some(value) => out.push(value.clone()),
-                None => return Ok(Poll::End),
+        let values = &self.values;
+        self.splits.take(max as u64, |i| {
+            if let Some(value) = values.get(i as usize) {
+                out.push(value.clone());
             }
-            self.next += self.step;
-        }
-        Ok(if self.next >= self.values.len() {
+        });
+        Ok(if self.splits.left() == Some(0) {
             Poll::End
         } else {
             Poll::Ready
@@ -64,6 +60,6 @@ impl<T: Clone> SourceReader<T> for ValuesReader<T> {
     }
 
     fn position(&self) -> SourcePosition {
-        SourcePosition(json!({ "next": self.next }))
+        self.splits.position()
     }
 }

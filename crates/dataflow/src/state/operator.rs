@@ -18,22 +18,25 @@ pub(crate) fn open_table<K: Key, V: Data>(
     let max = ctx.max_parallelism();
     let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
     let name = ctx.operator();
-    match ctx.restored_state() {
-        None => Ok(KeyedTable::new(name, max, range)),
-        Some(bytes) => {
-            let parts: Vec<(u32, Vec<u8>)> = decode_part(name, bytes)?;
-            KeyedTable::restore(
-                name,
-                max,
-                range,
-                parts.iter().map(|(g, b)| (KeyGroup(*g), b.as_slice())),
-            )
-            .map_err(|e| {
-                TaskFailure::with_source(format!("operator {name:?}: cannot restore its state"), e)
-                    .of_kind(FailureKind::Infrastructure)
-            })
-        }
+    // Every old subtask's key groups (at an unchanged parallelism just
+    // this subtask's): the table keeps those of its own range.
+    let mut decoded: Vec<Vec<(u32, Vec<u8>)>> = Vec::new();
+    for part in ctx.restored_parts() {
+        decoded.push(decode_part(name, &part.bytes)?);
     }
+    KeyedTable::restore(
+        name,
+        max,
+        range,
+        decoded
+            .iter()
+            .flatten()
+            .map(|(g, b)| (KeyGroup(*g), b.as_slice())),
+    )
+    .map_err(|e| {
+        TaskFailure::with_source(format!("operator {name:?}: cannot restore its state"), e)
+            .of_kind(FailureKind::Infrastructure)
+    })
 }
 
 /// A snapshot of `table` (a pointer per key group), encoded later.

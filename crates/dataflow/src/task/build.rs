@@ -12,7 +12,7 @@ use holdfast_executor::{TaskContext, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
 use holdfast_runtime::graph::Distribution;
 
-use crate::checkpoint::{FileHeader, Restored};
+use crate::checkpoint::{Expected, FileHeader, Restored};
 use crate::context::OperatorContext;
 use crate::metrics::DataflowMetrics;
 use crate::plan::{AnyBox, CompiledPlan, NodeOp};
@@ -101,25 +101,36 @@ pub(crate) fn build(
     let restore_started = std::time::Instant::now();
     let mut restored_bytes = 0;
     let mut restored = match ctx.checkpointing().and_then(|c| c.restore.as_ref()) {
-        Some(restore) => Restored::read(
-            restore.checkpoint,
-            &restore
-                .state
-                .read()
-                .inspect(|bytes| restored_bytes = bytes.len())
-                .map_err(|e| {
+        Some(restore) => {
+            let mut files = Vec::with_capacity(restore.files.len());
+            for file in &restore.files {
+                let bytes = file.source.read().map_err(|e| {
                     TaskFailure::new(format!(
                         "cannot restore from checkpoint {}: {e}",
                         restore.checkpoint
                     ))
                     .of_kind(FailureKind::Infrastructure)
-                })?,
-            &FileHeader {
-                checkpoint: restore.checkpoint.0,
-                ..header.clone()
-            },
-            compiled.uids(),
-        )?,
+                })?;
+                restored_bytes += bytes.len();
+                files.push((file, bytes));
+            }
+            let operators: Vec<&str> = vp
+                .nodes
+                .iter()
+                .map(|&n| compiled.uids()[n].as_str())
+                .collect();
+            Restored::read(
+                restore.checkpoint,
+                files.iter().map(|(file, bytes)| (*file, &bytes[..])),
+                &Expected {
+                    job: &plan.name,
+                    vertex,
+                    subtask,
+                    operators: &operators,
+                    uids: compiled.uids(),
+                },
+            )?
+        }
         None => Restored::none(),
     };
     let tag = attempt_tag(ctx);
@@ -221,17 +232,22 @@ pub(crate) fn build(
             NodeOp::Source(make) => {
                 let out =
                     out.ok_or_else(|| wiring_error(vertex, "a source without output".into()))?;
-                let position: Option<SourcePosition> = match octx.restored_state() {
-                    Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
-                        TaskFailure::with_source(
-                            format!("source {:?}: its restored position is not JSON", n.name),
-                            e,
-                        )
-                        .of_kind(FailureKind::Infrastructure)
-                    })?),
-                    None => None,
-                };
-                source = Some(make(&octx, position.as_ref(), out)?);
+                let mut positions = Vec::new();
+                for part in octx.restored_parts() {
+                    let position: SourcePosition =
+                        serde_json::from_slice(&part.bytes).map_err(|e| {
+                            TaskFailure::with_source(
+                                format!(
+                                    "source {:?}: the restored position of subtask {} is not JSON",
+                                    n.name, part.subtask
+                                ),
+                                e,
+                            )
+                            .of_kind(FailureKind::Infrastructure)
+                        })?;
+                    positions.push(position);
+                }
+                source = Some(make(&octx, &positions, out)?);
             }
             NodeOp::Operator(make) => {
                 let out =
@@ -242,12 +258,16 @@ pub(crate) fn build(
                 inputs.insert(node, make(&octx)?);
             }
         }
-    }
-    if let Some(uid) = restored.unclaimed().next() {
-        return Err(wiring_error(
-            vertex,
-            format!("the restored state holds operator {uid:?}, which this vertex does not run"),
-        ));
+        if octx.restore_left_unread() {
+            return Err(TaskFailure::new(format!(
+                "operator {:?} (id {:?}) cannot restore its state at parallelism {}: it reads only the \
+                 state its own subtask wrote, and the checkpoint was taken at another parallelism",
+                n.name,
+                octx.uid(),
+                compiled.parallelism[node]
+            ))
+            .of_kind(FailureKind::Infrastructure));
+        }
     }
     if let Some(checkpoint) = restored.checkpoint() {
         tracing::info!(key = %ctx.key(), %checkpoint, bytes = restored_bytes,

@@ -367,20 +367,40 @@ where
         }
     }
 
-    /// Replaces the state with a checkpoint's.
-    pub(crate) fn restore(&mut self, state: WindowState<K, A::Acc>) {
-        self.watermark = state.watermark;
-        self.late_dropped = state.late_dropped;
+    /// Replaces the state with a checkpoint's: one old subtask's state at
+    /// an unchanged parallelism, several after a change: the panes' entries of the keys `mine` says this
+    /// subtask owns, the lowest watermark (nothing fires before every
+    /// restored pane's input may have come), and the late-record counts
+    /// of the states marked as counted here (each old count counted by one
+    /// new subtask).
+    pub(crate) fn restore_merged(
+        &mut self,
+        states: impl IntoIterator<Item = (WindowState<K, A::Acc>, bool)>,
+        mine: impl Fn(&K) -> bool,
+    ) {
+        self.watermark = i64::MAX;
+        self.late_dropped = 0;
         self.panes.clear();
         self.entries = 0;
-        for (key, entries) in state.panes {
-            let mut pane = Pane::new();
-            for (k, acc) in entries {
-                let (slot, _) = pane.upsert(k, || acc.clone());
-                *slot = acc;
+        let mut any = false;
+        for (state, counted) in states {
+            any = true;
+            self.watermark = self.watermark.min(state.watermark);
+            if counted {
+                self.late_dropped += state.late_dropped;
             }
-            self.entries += pane.len();
-            self.panes.insert(key, pane);
+            for (key, entries) in state.panes {
+                let pane = self.panes.entry(key).or_insert_with(Pane::new);
+                for (k, acc) in entries.into_iter().filter(|(k, _)| mine(k)) {
+                    let (slot, created) = pane.upsert(k, || acc.clone());
+                    *slot = acc;
+                    self.entries += usize::from(created);
+                }
+            }
+        }
+        self.panes.retain(|_, pane| pane.len() > 0);
+        if !any {
+            self.watermark = i64::MIN;
         }
     }
 }

@@ -450,16 +450,18 @@ impl Term {
         job: JobId,
         task: TaskId,
     ) -> Option<proto::TaskCheckpointing> {
-        let run = self.core.job(job).map_or(0, |j| j.restart_count());
+        let execution = self.core.job(job);
+        let run = execution.map_or(0, |j| j.restart_count());
+        let graph = execution.map(|j| j.graph.clone());
         let cp = self.checkpoints.as_mut()?;
         let entry = cp.jobs.get_mut(&job)?;
         let latest = entry.latest().cloned();
         let restore = latest.as_ref().map(|m| {
-            let state = m
-                .state_of(task)
-                .map(|t| m.state_location(t))
+            let files = graph
+                .as_ref()
+                .map(|g| crate::restore_plan::files_for(m, g, task))
                 .unwrap_or_default();
-            (CheckpointId(m.checkpoint), state)
+            (CheckpointId(m.checkpoint), files)
         });
         if let Some((id, _)) = &restore
             && entry.restored_run != Some(run)
@@ -468,14 +470,27 @@ impl Term {
             entry.restored_from = Some((*id, wall_ms()));
             entry.restores += 1;
             self.metrics.checkpoints.restored(&job.to_string(), id.0);
-            tracing::info!(%job, checkpoint = %id,
+            let savepoint = latest.as_ref().is_some_and(|m| m.savepoint);
+            tracing::info!(%job, checkpoint = %id, savepoint,
                 "deploying the job's tasks from its latest completed checkpoint");
         }
         Some(proto::TaskCheckpointing {
             mode: mode_name(cp.io.options.config.mode).to_owned(),
             storage_dir: cp.io.options.dir.display().to_string(),
             restore_checkpoint: restore.as_ref().map(|(id, _)| id.0),
-            restore_state: restore.map(|(_, state)| state).unwrap_or_default(),
+            restore_files: restore
+                .map(|(_, files)| {
+                    files
+                        .into_iter()
+                        .map(|f| proto::RestoreFile {
+                            path: f.path,
+                            vertex: f.vertex,
+                            subtask: f.subtask,
+                            parallelism: f.parallelism,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
