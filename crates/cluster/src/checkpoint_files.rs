@@ -136,6 +136,19 @@ impl Metadata {
         Ok(metadata)
     }
 
+    /// The checkpoint id a metadata file of either format holds.
+    pub(crate) fn read_any(bytes: &[u8]) -> Result<CheckpointId, String> {
+        #[derive(Deserialize)]
+        struct Id {
+            checkpoint: u64,
+        }
+        let id: Id = serde_json::from_slice(bytes).map_err(|e| {
+            format!("it is not a holdfast savepoint or checkpoint metadata file: {e}")
+        })?;
+        let metadata = Metadata::read(bytes, CheckpointId(id.checkpoint))?;
+        Ok(CheckpointId(metadata.checkpoint))
+    }
+
     /// Reads a metadata file, checking that it is `job`'s checkpoint `id`.
     pub(crate) fn parse(bytes: &[u8], job: JobId, id: CheckpointId) -> Result<Metadata, String> {
         let metadata = Metadata::read(bytes, id)?;

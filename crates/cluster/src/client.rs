@@ -261,6 +261,34 @@ impl RestClient {
             })
     }
 
+    /// `POST /jobs?savepointPath=…`: submits `graph` to start from the
+    /// savepoint at `path` (absolute); returns the new job's id.
+    pub async fn submit_from_savepoint(
+        &self,
+        graph: &JobGraph,
+        path: &str,
+        allow_non_restored_state: bool,
+    ) -> Result<JobId, ClientError> {
+        let body = serde_json::to_vec(graph).map_err(ClientError::Encode)?;
+        let query = format!(
+            "/jobs?savepointPath={}&allowNonRestoredState={allow_non_restored_state}",
+            percent_encode(path)
+        );
+        let url = format!("{}{query}", self.base);
+        let submitted: Submitted = self.call(Method::POST, &query, Some(body)).await?;
+        submitted
+            .jobid
+            .parse()
+            .map_err(|error| ClientError::BadResponse {
+                url,
+                status: StatusCode::ACCEPTED,
+                reason: format!(
+                    "the returned job id {:?} is invalid: {error}",
+                    submitted.jobid
+                ),
+            })
+    }
+
     /// `PATCH /jobs/{id}?mode=cancel`: asks the leader to cancel the job.
     pub async fn cancel(&self, id: JobId) -> Result<(), ClientError> {
         let _: IgnoredAny = self
@@ -424,4 +452,18 @@ fn innermost_cause(error: &reqwest::Error) -> String {
         return "connection refused".into();
     }
     cause.to_string()
+}
+
+/// `text` for a URL query value: unreserved characters and `/` as they
+/// are, every other byte `%XX`.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

@@ -12,6 +12,17 @@ use crate::rest::answers::{
     JobsOverview, Overview, SavepointStatus, TaskManagers,
 };
 
+/// Where a submitted job starts from: a savepoint (`holdfast run
+/// --from-savepoint`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FromSavepoint {
+    /// The savepoint's directory (or its `_metadata`), an absolute path.
+    pub path: String,
+    /// Whether state of operators the job does not have is dropped rather
+    /// than refused.
+    pub allow_non_restored_state: bool,
+}
+
 /// A boxed future, so the trait stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -77,6 +88,20 @@ pub trait ClusterControl: Send + Sync + 'static {
     }
     /// `POST /jobs`: submit a job (only the leader accepts).
     fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>>;
+    /// `POST /jobs?savepointPath=…`: submit a job that starts from a
+    /// savepoint (only the leader accepts; the savepoint is checked first).
+    fn submit_from_savepoint(
+        &self,
+        graph: JobGraph,
+        from: FromSavepoint,
+    ) -> BoxFuture<'_, Result<JobId, ControlError>> {
+        let _ = (graph, from);
+        Box::pin(async {
+            Err(ControlError::Invalid(
+                "this JobManager starts no job from a savepoint".into(),
+            ))
+        })
+    }
     /// `PATCH /jobs/{id}?mode=cancel`: cancel a job (only the leader accepts).
     fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>>;
     /// `POST /jobs/{id}/savepoints` (`stop`: `POST /jobs/{id}/stop`): take a

@@ -40,6 +40,10 @@ pub struct StoredJob {
     /// [`MAX_HISTORY`]).
     #[serde(default)]
     pub takeovers: Vec<TakeoverView>,
+    /// The savepoint the job started from, if it did (its pointer is the
+    /// job's first completed checkpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<String>,
 }
 
 /// A failure (or a recovery by a new leader) kept with the job.
@@ -61,6 +65,7 @@ impl StoredJob {
             restarts: 0,
             ended: None,
             takeovers: Vec::new(),
+            restored_from: None,
         }
     }
 

@@ -110,6 +110,15 @@ pub struct RunArgs {
     /// The job's name [default: the task's name].
     #[arg(long)]
     name: Option<String>,
+    /// Start the job from this savepoint (its directory, as `holdfast
+    /// savepoint` and `stop` print it): state is mapped by operator id, at
+    /// any parallelism.
+    #[arg(long, value_name = "PATH")]
+    from_savepoint: Option<PathBuf>,
+    /// With `--from-savepoint`: drop the state of operators the job no
+    /// longer has instead of refusing the savepoint.
+    #[arg(long, requires = "from_savepoint")]
+    allow_non_restored_state: bool,
     /// Wait until the job is RUNNING (or has ended), printing each state.
     #[arg(long)]
     wait_running: bool,
@@ -259,7 +268,23 @@ async fn submit(args: RunArgs, jobs: &JobRegistry) -> Result<()> {
         (None, None) => bail!("give a TASK or --graph FILE.json"),
     };
     graph.validate().context("the job cannot run")?;
-    let id = client.submit(&graph).await.map_err(plain)?;
+    let id = match &args.from_savepoint {
+        Some(path) => {
+            // The JobManager reads it: an absolute path (this process's
+            // directory for a relative one).
+            let path = std::path::absolute(path)
+                .with_context(|| format!("--from-savepoint {}", path.display()))?;
+            client
+                .submit_from_savepoint(
+                    &graph,
+                    &path.display().to_string(),
+                    args.allow_non_restored_state,
+                )
+                .await
+                .map_err(plain)?
+        }
+        None => client.submit(&graph).await.map_err(plain)?,
+    };
     let json = args.target.json;
     if json {
         println!("{}", json!({ "jobid": id.to_string() }));

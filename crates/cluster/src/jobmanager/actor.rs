@@ -49,6 +49,12 @@ const HAND_OVER_WRITE: Duration = Duration::from_secs(2);
 pub(super) enum Message {
     Call(Call),
     Submit(JobGraph, oneshot::Sender<Result<JobId, ControlError>>),
+    /// Submit a job that starts from a savepoint.
+    SubmitFrom(
+        JobGraph,
+        crate::control::FromSavepoint,
+        oneshot::Sender<Result<JobId, ControlError>>,
+    ),
     Cancel(JobId, oneshot::Sender<Result<(), ControlError>>),
     /// Take a savepoint (and with `stop`, end the job with it).
     Savepoint {
@@ -233,7 +239,8 @@ impl<B: Backend> Actor<B> {
                     term.checkpoint_event(event);
                 }
             }
-            Message::Submit(graph, reply) => self.submit(graph, reply),
+            Message::Submit(graph, reply) => self.submit(graph, None, reply),
+            Message::SubmitFrom(graph, from, reply) => self.submit(graph, Some(from), reply),
             Message::Cancel(job, reply) => {
                 let answer = match &mut self.term {
                     Some(term) => term.cancel(job),

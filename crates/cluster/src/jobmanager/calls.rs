@@ -88,10 +88,14 @@ impl<B: Backend> Actor<B> {
     }
 
     /// `POST /jobs`: a valid graph is stored under the term's token first;
-    /// the answer comes back as [`Message::Persisted`].
+    /// the answer comes back as [`Message::Persisted`]. A job `from` a
+    /// savepoint has the savepoint checked and made its first completed
+    /// checkpoint before it is stored (so that no leader runs it from its
+    /// beginning).
     pub(super) fn submit(
         &self,
         graph: JobGraph,
+        from: Option<crate::control::FromSavepoint>,
         reply: oneshot::Sender<Result<JobId, ControlError>>,
     ) {
         let Some(term) = &self.term else {
@@ -104,11 +108,47 @@ impl<B: Backend> Actor<B> {
         }
         let runtime = &self.parts.runtime;
         let job = JobId::from_halves(runtime.random_u64(), runtime.random_u64());
-        let stored = StoredJob::new(graph, wall_ms());
+        let mut stored = StoredJob::new(graph, wall_ms());
         let token = term.token().clone();
         let store = self.parts.store.clone();
         let tx = self.parts.self_tx.clone();
+        let io = match (&from, term.checkpoint_io()) {
+            (Some(_), None) => {
+                let _ = reply.send(Err(ControlError::Invalid(
+                    "the cluster does not checkpoint, so a job cannot start from a savepoint: set \
+                     execution.checkpointing.interval and execution.checkpointing.dir"
+                        .into(),
+                )));
+                return;
+            }
+            (_, io) => io,
+        };
         tokio::spawn(async move {
+            if let (Some(from), Some(io)) = (&from, &io) {
+                let prepared = io
+                    .prepare_from_savepoint(
+                        job,
+                        token.clone(),
+                        &stored.graph,
+                        &from.path,
+                        from.allow_non_restored_state,
+                    )
+                    .await;
+                match prepared {
+                    Ok((id, empty)) => {
+                        tracing::info!(%job, savepoint = %from.path, checkpoint = %id, starting_empty = ?empty,
+                            "the job starts from the savepoint (its pointer is the job's first completed checkpoint)");
+                        stored.restored_from = Some(from.path.clone());
+                    }
+                    Err(error) => {
+                        let _ = reply.send(Err(ControlError::Invalid(format!(
+                            "cannot start job {:?} from savepoint {}: {error}",
+                            stored.graph.name, from.path
+                        ))));
+                        return;
+                    }
+                }
+            }
             let result = store.put(&token, job, &stored).await;
             let _ = tx.send(Message::Persisted {
                 epoch: token.epoch,

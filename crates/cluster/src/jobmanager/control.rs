@@ -130,6 +130,14 @@ impl ClusterControl for Control {
         Box::pin(self.ask(|reply| Message::Submit(graph, reply)))
     }
 
+    fn submit_from_savepoint(
+        &self,
+        graph: JobGraph,
+        from: crate::control::FromSavepoint,
+    ) -> BoxFuture<'_, Result<JobId, ControlError>> {
+        Box::pin(self.ask(|reply| Message::SubmitFrom(graph, from, reply)))
+    }
+
     fn cancel(&self, id: JobId) -> BoxFuture<'_, Result<(), ControlError>> {
         Box::pin(self.ask(move |reply| Message::Cancel(id, reply)))
     }

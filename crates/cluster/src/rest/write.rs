@@ -25,12 +25,29 @@ pub(crate) struct TerminationQuery {
     pub mode: Option<String>,
 }
 
+/// The query of `POST /jobs` (Flink's names): start from a savepoint.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SubmitQuery {
+    /// The savepoint's directory (or its `_metadata`).
+    savepoint_path: Option<String>,
+    /// Drop state of operators the job does not have instead of refusing.
+    #[serde(default)]
+    allow_non_restored_state: bool,
+}
+
 /// `POST /jobs`: the body is a [`JobGraph`]; answers 202 with the job id.
+/// `?savepointPath=DIR[&allowNonRestoredState=true]` starts it from a
+/// savepoint.
 pub(crate) async fn submit(
     State(control): State<Control>,
     uri: Uri,
+    query: Result<Query<SubmitQuery>, QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|rejection| {
+        ApiError::bad_request(format!("invalid query: {}", rejection.body_text()))
+    })?;
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
@@ -50,10 +67,22 @@ pub(crate) async fn submit(
     graph
         .validate()
         .map_err(|error| ApiError::bad_request(format!("invalid job graph: {error}")))?;
-    let id = control
-        .submit(graph)
-        .await
-        .map_err(|error| ApiError::from_control(error, &uri))?;
+    let submitted = match query.savepoint_path.filter(|p| !p.trim().is_empty()) {
+        Some(path) => {
+            let from = crate::control::FromSavepoint {
+                path,
+                allow_non_restored_state: query.allow_non_restored_state,
+            };
+            control.submit_from_savepoint(graph, from).await
+        }
+        None if query.allow_non_restored_state => {
+            return Err(ApiError::bad_request(
+                "allowNonRestoredState needs savepointPath",
+            ));
+        }
+        None => control.submit(graph).await,
+    };
+    let id = submitted.map_err(|error| ApiError::from_control(error, &uri))?;
     let jobid = id.to_string();
     let location = format!("/jobs/{jobid}");
     Ok((

@@ -51,6 +51,34 @@ impl<B: Backend> CheckpointIdCounter<B> {
         }
     }
 
+    /// Makes sure the next id handed out is above `id` (a job resumed from
+    /// a savepoint continues past the savepoint's id), if `token`'s grant
+    /// still holds.
+    pub async fn advance_past(
+        &self,
+        token: &LeaderToken,
+        id: CheckpointId,
+    ) -> Result<(), StoreError> {
+        loop {
+            let result = match self.read().await? {
+                Some((value, _)) if value >= id.0 => return Ok(()),
+                Some((_, version)) => {
+                    let bytes = id.0.to_string().into_bytes();
+                    self.store.replace(token, &self.key, &bytes, version).await
+                }
+                None => {
+                    let bytes = id.0.to_string().into_bytes();
+                    self.store.create(token, &self.key, &bytes).await
+                }
+            };
+            match result {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
     async fn read(&self) -> Result<Option<(u64, i32)>, StoreError> {
         let Some(Versioned { value, version }) = self.store.get(&self.key).await? else {
             return Ok(None);

@@ -45,6 +45,22 @@ impl Datagen {
         Ok(client.submit(&graph).await?)
     }
 
+    /// Submits the `pipeline` at `parallelism` without an output (its
+    /// records are discarded).
+    pub async fn submit_without_output(
+        &self,
+        client: &RestClient,
+        pipeline: &str,
+        parallelism: u32,
+    ) -> Result<JobId> {
+        let jobs = holdfast_dataflow::JobRegistry::builtin();
+        let params = json!({
+            "records": self.records, "rate": self.rate, "keys": self.keys, "pipeline": pipeline,
+        });
+        let graph: JobGraph = jobs.job_graph(datagen::NAME, &params, parallelism)?;
+        Ok(client.submit(&graph).await?)
+    }
+
     /// The keyed pipeline's committed output: one `key<TAB>sum` update per
     /// record (with `exactly_once` false: at least one), and each key's
     /// largest sum its total; no uncommitted file left.

@@ -35,6 +35,13 @@ pub(in crate::jobmanager) enum PointerError {
 pub(in crate::jobmanager) trait CheckpointHa: Send + Sync + 'static {
     /// The next checkpoint id of `job` (leader-guarded).
     fn next_id(&self, job: JobId, token: LeaderToken) -> Boxed<'_, Result<CheckpointId, String>>;
+    /// Makes the counter of `job` hand out ids above `id` (leader-guarded).
+    fn advance_counter(
+        &self,
+        job: JobId,
+        token: LeaderToken,
+        id: CheckpointId,
+    ) -> Boxed<'_, Result<(), String>>;
     /// Adds a completed checkpoint's pointer, if `token` still leads.
     fn add_pointer(
         &self,
@@ -89,6 +96,20 @@ impl<B: Backend> CheckpointHa for HaCheckpoints<B> {
         Box::pin(async move {
             self.counter(job)
                 .next(&token)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn advance_counter(
+        &self,
+        job: JobId,
+        token: LeaderToken,
+        id: CheckpointId,
+    ) -> Boxed<'_, Result<(), String>> {
+        Box::pin(async move {
+            self.counter(job)
+                .advance_past(&token, id)
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -69,6 +69,16 @@ pub(super) enum CheckpointEvent {
     Loaded(JobId, Result<Loaded, String>),
 }
 
+/// What the current run of a job restored from.
+#[derive(Clone, Debug)]
+pub(super) struct Restored {
+    pub(super) id: CheckpointId,
+    /// When (ms since the Unix epoch).
+    pub(super) at_ms: u64,
+    /// A savepoint's directory, when it was one.
+    pub(super) savepoint: Option<String>,
+}
+
 /// What a job's checkpoints were found to be when its term began.
 pub(super) struct Loaded {
     /// The newest usable completed checkpoint.
@@ -100,7 +110,7 @@ pub(super) struct JobCheckpoints {
     pub(super) written: HashMap<CheckpointId, Arc<Metadata>>,
     /// The checkpoint the current run restored from, and when (ms since
     /// the Unix epoch).
-    pub(super) restored_from: Option<(CheckpointId, u64)>,
+    pub(super) restored_from: Option<Restored>,
     /// Restores in this term.
     pub(super) restores: u64,
     /// The run (restart count) the last restore was for.
@@ -367,6 +377,55 @@ impl CheckpointIo {
                 "no completed checkpoint of the job is usable ({})",
                 skipped.join("; ")
             ))
+        }
+    }
+
+    /// Prepares job `job` (not stored yet) of `graph` to start from the
+    /// savepoint at `path` (its directory or its `_metadata`): reads and
+    /// checks it (format, the same job, the key groups, every operator's
+    /// state claimed unless `allow_non_restored`, every state file there),
+    /// then makes it the job's first completed checkpoint — its pointer in
+    /// the HA store, the id counter past it — so that the job, and any
+    /// leader after this one, restores from it. Returns its id and the ids
+    /// of the job's operators that start empty.
+    pub(in crate::jobmanager) async fn prepare_from_savepoint(
+        &self,
+        job: JobId,
+        token: LeaderToken,
+        graph: &holdfast_runtime::graph::JobGraph,
+        path: &str,
+        allow_non_restored: bool,
+    ) -> Result<(CheckpointId, Vec<String>), String> {
+        let given = std::path::Path::new(path);
+        if !given.is_absolute() {
+            return Err("the path is not absolute".into());
+        }
+        let file = match tokio::fs::metadata(given).await {
+            Ok(meta) if meta.is_dir() => given.join(crate::savepoint_files::METADATA),
+            Ok(_) => given.to_path_buf(),
+            Err(e) => return Err(format!("it cannot be read: {e}")),
+        };
+        let bytes = tokio::fs::read(&file)
+            .await
+            .map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
+        let id = Metadata::read_any(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+        let pointer = CheckpointPointer {
+            job: job.to_string(),
+            id,
+            metadata: file.display().to_string(),
+        };
+        let metadata = self.check(job, &pointer).await?;
+        let empty = crate::restore_plan::check_savepoint(&metadata, graph, allow_non_restored)?;
+        self.ha
+            .advance_counter(job, token.clone(), id)
+            .await
+            .map_err(|e| format!("the job's checkpoint-id counter cannot be set past {id}: {e}"))?;
+        match self.ha.add_pointer(job, token, pointer).await {
+            Ok(()) => Ok((id, empty)),
+            Err(PointerError::NotLeader) => Err("this JobManager no longer leads".into()),
+            Err(PointerError::Other(e)) => Err(format!(
+                "its pointer cannot be written to the HA store: {e}"
+            )),
         }
     }
 

@@ -74,22 +74,16 @@ pub(in crate::jobmanager) fn stats(
         latest: LatestCheckpoints {
             completed: history.iter().find(|c| c.status == "COMPLETED").cloned(),
             failed: history.iter().find(|c| c.status == "FAILED").cloned(),
-            restored: entry.restored_from.map(|(id, at)| {
-                let savepoint = entry
-                    .latest()
-                    .filter(|m| m.checkpoint == id.0 && m.savepoint)
-                    .and_then(|m| m.dir.as_ref());
-                RestoredView {
-                    id: id.0,
-                    restore_timestamp: at,
-                    is_savepoint: savepoint.is_some(),
-                    external_path: match savepoint {
-                        Some(dir) => dir.display().to_string(),
-                        None => metadata_path(job, id)
-                            .map(|p| p.as_str().to_owned())
-                            .unwrap_or_default(),
-                    },
-                }
+            restored: entry.restored_from.as_ref().map(|r| RestoredView {
+                id: r.id.0,
+                restore_timestamp: r.at_ms,
+                is_savepoint: r.savepoint.is_some(),
+                external_path: match &r.savepoint {
+                    Some(dir) => dir.clone(),
+                    None => metadata_path(job, r.id)
+                        .map(|p| p.as_str().to_owned())
+                        .unwrap_or_default(),
+                },
             }),
         },
         history,

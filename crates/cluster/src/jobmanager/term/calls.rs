@@ -156,7 +156,9 @@ impl Term {
     pub(in crate::jobmanager) fn submitted(&mut self, job: JobId, stored: StoredJob) {
         tracing::info!(%job, name = %stored.graph.name, "job submitted");
         self.stored.insert(job, stored.clone());
-        self.checkpoints_for(job, false);
+        // A job from a savepoint reads its restore point (the savepoint)
+        // from the HA store, as a recovered one does.
+        self.checkpoints_for(job, stored.restored_from.is_some());
         self.step(MasterInput::Submit {
             job,
             graph: stored.graph,

@@ -77,6 +77,11 @@ impl Term {
         cp.jobs.insert(job, entry);
     }
 
+    /// The checkpoint I/O of this term, if jobs checkpoint.
+    pub(in crate::jobmanager) fn checkpoint_io(&self) -> Option<CheckpointIo> {
+        self.checkpoints.as_ref().map(|c| c.io.clone())
+    }
+
     /// The latest a coordinator needs a tick.
     pub(super) fn checkpoint_wakeup(&self) -> Option<MonoTime> {
         let cp = self.checkpoints.as_ref()?;
@@ -467,7 +472,15 @@ impl Term {
             && entry.restored_run != Some(run)
         {
             entry.restored_run = Some(run);
-            entry.restored_from = Some((*id, wall_ms()));
+            entry.restored_from = Some(crate::jobmanager::checkpoints::Restored {
+                id: *id,
+                at_ms: wall_ms(),
+                savepoint: latest
+                    .as_ref()
+                    .filter(|m| m.savepoint)
+                    .and_then(|m| m.dir.as_ref())
+                    .map(|d| d.display().to_string()),
+            });
             entry.restores += 1;
             self.metrics.checkpoints.restored(&job.to_string(), id.0);
             let savepoint = latest.as_ref().is_some_and(|m| m.savepoint);
