@@ -278,6 +278,17 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
         config.checkpointing.dir.as_deref(),
         Some(std::path::Path::new("/chk"))
     );
+    // Where savepoints go, under Flink's current name or its old one.
+    assert_eq!(config.checkpointing.savepoint_dir, None);
+    for key in ["execution.checkpointing.savepoint-dir", "state.savepoints.dir"] {
+        let (config, warnings) = with(&[(key, "file:///var/holdfast/savepoints")]).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            config.checkpointing.savepoint_dir.as_deref(),
+            Some(std::path::Path::new("/var/holdfast/savepoints")),
+            "{key}"
+        );
+    }
 }
 
 #[test]
@@ -383,6 +394,21 @@ fn every_rule_names_the_key_and_the_value() {
                 "state.checkpoints.dir",
                 "differ",
             ],
+        ),
+        (
+            &[
+                ("execution.checkpointing.savepoint-dir", "/a"),
+                ("state.savepoints.dir", "/b"),
+            ],
+            &[
+                "execution.checkpointing.savepoint-dir",
+                "state.savepoints.dir",
+                "differ",
+            ],
+        ),
+        (
+            &[("execution.checkpointing.savepoint-dir", "hdfs://nn/sp")],
+            &["execution.checkpointing.savepoint-dir", "`hdfs` scheme is not supported"],
         ),
         (
             &[("heartbeat.timeout", "10 s")],
