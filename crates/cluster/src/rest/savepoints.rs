@@ -27,6 +27,7 @@ struct SavepointBody {
     #[serde(default)]
     cancel_job: bool,
     /// Flink's savepoint format; only `CANONICAL` (holdfast's one format).
+    #[serde(rename = "formatType")]
     format_type: Option<String>,
 }
 

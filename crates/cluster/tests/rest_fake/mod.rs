@@ -41,6 +41,10 @@ pub struct Fake {
     pub cancelled: Mutex<Vec<JobId>>,
     /// The running job's name.
     pub name: Mutex<String>,
+    /// Every savepoint asked for: (job, directory, stop).
+    pub savepoints: Mutex<Vec<(JobId, Option<String>, bool)>>,
+    /// Every job submitted from a savepoint, with the savepoint.
+    pub from_savepoint: Mutex<Vec<(JobGraph, holdfast_cluster::control::FromSavepoint)>>,
 }
 
 impl Fake {
@@ -51,6 +55,8 @@ impl Fake {
             submitted: Mutex::new(Vec::new()),
             cancelled: Mutex::new(Vec::new()),
             name: Mutex::new("wordcount".into()),
+            savepoints: Mutex::new(Vec::new()),
+            from_savepoint: Mutex::new(Vec::new()),
         })
     }
 
@@ -266,6 +272,62 @@ impl ClusterControl for Fake {
             let mut submitted = self.submitted.lock().unwrap();
             submitted.push(graph);
             Ok(JobId::from_u128(0x1000 + submitted.len() as u128))
+        })
+    }
+
+    fn trigger_savepoint(
+        &self,
+        id: JobId,
+        target: Option<String>,
+        stop: bool,
+    ) -> BoxFuture<'_, Result<String, ControlError>> {
+        Box::pin(async move {
+            if let Some(refusal) = self.refusal() {
+                return Err(refusal);
+            }
+            match self.known(id)? {
+                "RUNNING" => {
+                    let mut asked = self.savepoints.lock().unwrap();
+                    asked.push((id, target, stop));
+                    Ok(format!("{:016x}", asked.len()))
+                }
+                state => Err(ControlError::Terminal {
+                    job: id,
+                    state: state.into(),
+                }),
+            }
+        })
+    }
+
+    fn savepoint_status(
+        &self,
+        id: JobId,
+        trigger: &str,
+    ) -> Result<holdfast_cluster::rest::answers::SavepointStatus, ControlError> {
+        use holdfast_cluster::rest::answers::SavepointStatus;
+        self.known(id)?;
+        match trigger {
+            "0000000000000001" => Ok(SavepointStatus::completed("/sp/savepoint-1".into())),
+            "0000000000000002" => Ok(SavepointStatus::failed("expired".into())),
+            "0000000000000003" => Ok(SavepointStatus::in_progress()),
+            other => Err(ControlError::Invalid(format!(
+                "no savepoint trigger {other:?} is known"
+            ))),
+        }
+    }
+
+    fn submit_from_savepoint(
+        &self,
+        graph: JobGraph,
+        from: holdfast_cluster::control::FromSavepoint,
+    ) -> BoxFuture<'_, Result<JobId, ControlError>> {
+        Box::pin(async move {
+            if let Some(refusal) = self.refusal() {
+                return Err(refusal);
+            }
+            let mut submitted = self.from_savepoint.lock().unwrap();
+            submitted.push((graph, from));
+            Ok(JobId::from_u128(0x2000 + submitted.len() as u128))
         })
     }
 
