@@ -280,7 +280,10 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
     );
     // Where savepoints go, under Flink's current name or its old one.
     assert_eq!(config.checkpointing.savepoint_dir, None);
-    for key in ["execution.checkpointing.savepoint-dir", "state.savepoints.dir"] {
+    for key in [
+        "execution.checkpointing.savepoint-dir",
+        "state.savepoints.dir",
+    ] {
         let (config, warnings) = with(&[(key, "file:///var/holdfast/savepoints")]).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(
@@ -408,7 +411,10 @@ fn every_rule_names_the_key_and_the_value() {
         ),
         (
             &[("execution.checkpointing.savepoint-dir", "hdfs://nn/sp")],
-            &["execution.checkpointing.savepoint-dir", "`hdfs` scheme is not supported"],
+            &[
+                "execution.checkpointing.savepoint-dir",
+                "`hdfs` scheme is not supported",
+            ],
         ),
         (
             &[("heartbeat.timeout", "10 s")],

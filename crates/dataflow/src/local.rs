@@ -353,7 +353,38 @@ impl LocalCheckpoints {
         self.take(id, timeout, true)
     }
 
+    /// Triggers checkpoint `id` as a stop-with-savepoint and waits for
+    /// every acknowledgement, but never says how it ended — as a leader
+    /// that dies before its savepoint completes. (For tests of what a
+    /// newer checkpoint does to halted sources.)
+    #[doc(hidden)]
+    pub fn stop_with_savepoint_unanswered(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+    ) -> Result<LocalCheckpoint, String> {
+        self.collect(id, timeout, true)
+    }
+
     fn take(
+        &self,
+        id: CheckpointId,
+        timeout: Duration,
+        stop: bool,
+    ) -> Result<LocalCheckpoint, String> {
+        let checkpoint = self.collect(id, timeout, stop)?;
+        for (_, _, inbox) in &self.inboxes {
+            inbox.deliver(if stop {
+                CheckpointRequest::Stop(id)
+            } else {
+                CheckpointRequest::Complete(id)
+            });
+        }
+        Ok(checkpoint)
+    }
+
+    /// Triggers `id` and collects every subtask's state.
+    fn collect(
         &self,
         id: CheckpointId,
         timeout: Duration,
@@ -426,13 +457,6 @@ impl LocalCheckpoints {
                 }
                 CheckpointOutcome::InputEnded => {}
             }
-        }
-        for (_, _, inbox) in &self.inboxes {
-            inbox.deliver(if stop {
-                CheckpointRequest::Stop(id)
-            } else {
-                CheckpointRequest::Complete(id)
-            });
         }
         Ok(LocalCheckpoint {
             id,

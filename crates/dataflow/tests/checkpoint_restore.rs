@@ -331,3 +331,33 @@ fn a_job_killed_while_its_tasks_wait_for_their_last_checkpoint_repeats_nothing()
     seen.sort_unstable();
     assert_eq!(seen, (0..RECORDS).collect::<Vec<_>>(), "every id once");
 }
+
+#[test]
+fn sources_halted_by_a_stop_whose_savepoint_never_completes_go_on_at_a_newer_checkpoint() {
+    // The leader dies after the stop's barriers went out; a new leader's
+    // first checkpoint (a higher id) makes the sources go on, and the job
+    // runs to its end with every record once.
+    let dir = tempfile::tempdir().unwrap();
+    let (out, ids) = (dir.path().join("sums"), dir.path().join("ids"));
+    let compiled = job(&out, &ids);
+    let running = run_options(CheckpointingMode::ExactlyOnce)
+        .start(Arc::clone(&compiled))
+        .unwrap();
+    let timeout = Duration::from_secs(30);
+    let checkpoints = running.checkpointer();
+    checkpoints
+        .stop_with_savepoint_unanswered(CheckpointId(1), timeout)
+        .unwrap();
+    checkpoints.checkpoint(CheckpointId(2), timeout).unwrap();
+    // The sources go on: the input ends and the last checkpoint lets the
+    // tasks end.
+    assert!(
+        checkpoints.wait_all_ended(timeout),
+        "the halted sources went on to the end of their input"
+    );
+    checkpoints.checkpoint(CheckpointId(3), timeout).unwrap();
+    running.join().unwrap();
+    let mut seen: Vec<u64> = committed(&ids).iter().map(|l| l.parse().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..RECORDS).collect::<Vec<_>>());
+}

@@ -91,7 +91,8 @@ fn submission(
 }
 
 /// `standalone` checkpoints unless told otherwise: every
-/// [`STANDALONE_CHECKPOINT_INTERVAL`] into `./holdfast-checkpoints`.
+/// [`STANDALONE_CHECKPOINT_INTERVAL`] into `./holdfast-checkpoints`, and
+/// takes savepoints into `./holdfast-savepoints`.
 const STANDALONE_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> Result<()> {
@@ -104,6 +105,12 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
             .context("cannot read the working directory (for the default checkpoint directory)")?
             .join("holdfast-checkpoints");
         checkpointing.dir = Some(dir);
+    }
+    if checkpointing.savepoint_dir.is_none() {
+        let dir = std::env::current_dir()
+            .context("cannot read the working directory (for the default savepoint directory)")?
+            .join("holdfast-savepoints");
+        checkpointing.savepoint_dir = Some(dir);
     }
     let submission = submission(&args, &setup, jobs)?;
     let graph = submission.as_ref().map(|s| s.graph.clone());

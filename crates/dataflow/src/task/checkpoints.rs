@@ -115,6 +115,15 @@ impl TaskCheckpoints {
                     self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
                         source.barrier(id, snapshot)
                     })?;
+                    if !stop && self.halted.is_some_and(|halted| id > halted) {
+                        // A newer checkpoint: the stop's savepoint will
+                        // never complete (its leader is gone; a new one
+                        // took over). The job goes on.
+                        tracing::warn!(key = %ctx.key(), checkpoint = %id,
+                            "a newer checkpoint came while this source waited for a stop-with-savepoint: \
+                             that savepoint was given up (a new leader?); the source goes on");
+                        self.halted = None;
+                    }
                     if stop {
                         tracing::info!(key = %ctx.key(), checkpoint = %id,
                             "stop-with-savepoint: the source emitted its barrier and emits nothing more \
@@ -124,7 +133,12 @@ impl TaskCheckpoints {
                 }
                 CheckpointRequest::Trigger { id, .. } => tracing::debug!(key = %ctx.key(), %id,
                     "checkpoint trigger ignored: this task's job does not checkpoint"),
-                CheckpointRequest::Complete(id) => source.chain().checkpoint_ended(id, true)?,
+                CheckpointRequest::Complete(id) => {
+                    if self.halted.is_some_and(|halted| id > halted) {
+                        self.halted = None;
+                    }
+                    source.chain().checkpoint_ended(id, true)?
+                }
                 CheckpointRequest::Aborted(id) => {
                     if self.halted == Some(id) {
                         tracing::warn!(key = %ctx.key(), checkpoint = %id,
