@@ -319,8 +319,21 @@ impl Term {
                 }
                 tracing::warn!(%job, checkpoint = %id, %reason,
                     "checkpoint aborted; the next one is triggered at the interval (tolerance: execution.checkpointing.tolerable-failed-checkpoints)");
-                if let Some(entry) = cp.jobs.get_mut(&job) {
-                    entry.written.remove(&id);
+                if let Some(entry) = cp.jobs.get_mut(&job)
+                    && let Some(written) = entry.written.remove(&id)
+                    && written.savepoint
+                    && let Some(dir) = written.dir.clone()
+                {
+                    // A savepoint that never counted: its directory must
+                    // not look like one to restore from.
+                    tokio::spawn(async move {
+                        if let Err(error) = tokio::fs::remove_dir_all(&dir).await
+                            && error.kind() != std::io::ErrorKind::NotFound
+                        {
+                            tracing::warn!(dir = %dir.display(), %error,
+                                "cannot delete an aborted savepoint's directory; delete it by hand, it is not a savepoint");
+                        }
+                    });
                 }
                 self.notify(job, id, false, false, &tasks);
                 if reason != AbortReason::Subsumed {
@@ -642,8 +655,37 @@ impl Term {
     /// An answer of checkpoint I/O.
     pub(in crate::jobmanager) fn checkpoint_event(&mut self, event: CheckpointEvent) {
         match event {
-            CheckpointEvent::Input(job, input) => self.coordinate(job, input),
+            CheckpointEvent::Input(job, input) => {
+                self.drop_late_savepoint(job, &input);
+                self.coordinate(job, input)
+            }
             CheckpointEvent::Loaded(job, result) => self.loaded(job, result),
+        }
+    }
+
+    /// A savepoint's directory written after the savepoint was aborted
+    /// (its copy was under way): deleted, so it never looks like one.
+    fn drop_late_savepoint(&self, job: JobId, input: &CheckpointInput) {
+        let CheckpointInput::MetadataWritten {
+            id,
+            result: Ok(location),
+        } = input
+        else {
+            return;
+        };
+        let path = std::path::Path::new(&location.0);
+        let Some(entry) = self.checkpoints.as_ref().and_then(|c| c.jobs.get(&job)) else {
+            return;
+        };
+        if path.is_absolute()
+            && !entry.written.contains_key(id)
+            && let Some(dir) = path.parent().map(std::path::Path::to_path_buf)
+        {
+            tracing::warn!(%job, checkpoint = %id, dir = %dir.display(),
+                "a savepoint was written after it was aborted; deleting its directory");
+            tokio::spawn(async move {
+                let _ = tokio::fs::remove_dir_all(&dir).await;
+            });
         }
     }
 
