@@ -26,6 +26,9 @@ use serde::{Deserialize, Serialize};
 pub(crate) const FORMAT: u32 = 2;
 /// The first format (state paths relative to the storage root), still read.
 const FORMAT_1: u32 = 1;
+/// The largest parallelism a metadata file may record (the most key
+/// groups a job may have).
+const MAX_RECORDED_PARALLELISM: u32 = 32_768;
 
 /// One task attempt's part of a checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,6 +136,28 @@ impl Metadata {
                 metadata.checkpoint
             ));
         }
+        for vertex in &metadata.vertices {
+            if vertex.parallelism == 0 || vertex.parallelism > MAX_RECORDED_PARALLELISM {
+                return Err(format!(
+                    "vertex {:?} has parallelism {}",
+                    vertex.name, vertex.parallelism
+                ));
+            }
+        }
+        for task in &metadata.tasks {
+            let bad_vertex = !metadata.vertices.is_empty()
+                && metadata
+                    .vertices
+                    .get(task.vertex as usize)
+                    .is_none_or(|v| task.subtask >= v.parallelism);
+            let bad_path = task.state.contains('/') && metadata.format == FORMAT;
+            if bad_vertex || bad_path {
+                return Err(format!(
+                    "it lists a state file {:?} of vertex {} subtask {} that does not fit its vertices",
+                    task.state, task.vertex, task.subtask
+                ));
+            }
+        }
         Ok(metadata)
     }
 
@@ -172,11 +197,10 @@ impl Metadata {
     }
 }
 
-/// `savepoint-<first 8 hex digits of the job>-<id>`: a savepoint's
-/// directory under the savepoint directory.
+/// `savepoint-<job>-<id>`: a savepoint's directory under the savepoint
+/// directory (the whole job id: no two jobs' savepoints share a name).
 pub(crate) fn savepoint_dir_name(job: JobId, id: CheckpointId) -> String {
-    let job = job.to_string();
-    format!("savepoint-{}-{id}", &job[..job.len().min(8)])
+    format!("savepoint-{job}-{id}")
 }
 
 /// `<job>/chk-<id>`.

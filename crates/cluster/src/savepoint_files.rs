@@ -31,15 +31,44 @@ fn sync_dir(dir: &Path) -> Result<(), String> {
         .map_err(io("syncing the directory", dir))
 }
 
-/// Writes `metadata` (its `dir` the savepoint's new directory) with a copy
-/// of each state file it names from `from` (the checkpoint directory the
-/// TaskManagers wrote); returns the path of its `_metadata`.
-pub(crate) fn write(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, String> {
+/// A savepoint's directory could not be written.
+#[derive(Debug)]
+pub(crate) struct WriteError {
+    /// What failed, naming the file.
+    pub(crate) message: String,
+    /// Whether the directory was made by this write (so it may be removed;
+    /// one that was there already never is).
+    pub(crate) created: bool,
+}
+
+/// Writes `metadata` (its `dir` the savepoint's new directory, which must
+/// not exist) with a copy of each state file it names from `from` (the
+/// checkpoint directory the TaskManagers wrote); returns the path of its
+/// `_metadata`.
+pub(crate) fn write(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, WriteError> {
+    let not_made = |message: String| WriteError {
+        message,
+        created: false,
+    };
+    let parent = dir
+        .parent()
+        .ok_or_else(|| not_made(format!("{} has no parent directory", dir.display())))?;
+    fs::create_dir_all(parent)
+        .map_err(io("creating the savepoint directory", parent))
+        .map_err(not_made)?;
+    fs::create_dir(dir)
+        .map_err(io("creating", dir))
+        .map_err(not_made)?;
+    fill(from, dir, metadata).map_err(|message| WriteError {
+        message,
+        created: true,
+    })
+}
+
+fn fill(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, String> {
     let parent = dir
         .parent()
         .ok_or_else(|| format!("{} has no parent directory", dir.display()))?;
-    fs::create_dir_all(parent).map_err(io("creating the savepoint directory", parent))?;
-    fs::create_dir(dir).map_err(io("creating", dir))?;
     for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
         let (source, target) = (from.join(&task.state), dir.join(&task.state));
         fs::copy(&source, &target).map_err(io("copying the state file", &source))?;

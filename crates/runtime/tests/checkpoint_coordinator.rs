@@ -965,6 +965,68 @@ fn a_stop_with_savepoint_halts_triggers_and_ends_them_or_resumes_when_it_fails()
             .any(|c| matches!(c, C::NotifyComplete { stop: true, .. })),
         "{out:?}"
     );
-    assert_eq!(c.handle(at(5_000), I::Tick), []);
-    assert_eq!(c.next_wakeup(), None);
+    // Nothing is triggered any more; only the stop is told again.
+    let out = c.handle(at(5_000), I::Tick);
+    assert!(
+        out.iter().all(|c| matches!(c, C::ResendStop { .. })),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_completed_stop_is_told_again_until_the_job_ends() {
+    let mut c = running(config());
+    c.handle(at(10), savepoint(11, true));
+    c.handle(at(10), I::IdAllocated(id(1)));
+    complete(&mut c, 20, 1);
+    // One task ended; the job no longer runs as a whole.
+    assert_eq!(c.handle(at(30), I::Stopped), []);
+    // A task whose input ended after the stop did not hear it: told again.
+    assert_eq!(
+        c.handle(at(40), I::TaskEnded { task: task(1, 0) }),
+        [C::ResendStop {
+            id: id(1),
+            tasks: vec![task(1, 0)],
+        }]
+    );
+    // And every task, every 2 s, while the job has not ended.
+    assert_eq!(c.next_wakeup(), Some(at(2_020)));
+    assert_eq!(
+        c.handle(at(2_020), I::Tick),
+        [C::ResendStop {
+            id: id(1),
+            tasks: tasks(),
+        }]
+    );
+    assert_eq!(c.handle(at(3_000), I::Tick), []);
+    // A new run (a restart) is not stopped.
+    c.handle(
+        at(5_000),
+        I::Running {
+            tasks: tasks(),
+            sources: vec![task(0, 0)],
+        },
+    );
+    assert_eq!(
+        c.handle(at(9_000), I::Tick).len(),
+        1,
+        "periodic checkpoints again"
+    );
+}
+
+#[test]
+fn a_savepoint_completing_after_a_newer_checkpoint_is_retired_first() {
+    let mut c = running(CheckpointConfig {
+        max_concurrent: 2,
+        ..config()
+    });
+    c.handle(at(10), savepoint(12, false));
+    c.handle(at(10), I::IdAllocated(id(1)));
+    trigger(&mut c, 100, 2);
+    complete(&mut c, 110, 2);
+    let out = complete(&mut c, 120, 1);
+    // The newest id stays the latest completed; the older savepoint's
+    // pointer goes (its directory never does), not the newer checkpoint's.
+    assert!(out.contains(&C::Retire { id: id(1) }), "{out:?}");
+    assert_eq!(c.latest_completed(), Some(id(2)));
 }

@@ -258,6 +258,9 @@ impl<B: Backend> Actor<B> {
                     Some(term) => term.trigger_savepoint(job, target, stop),
                     None => Err(self.parts.not_leader()),
                 };
+                // The trigger is in the REST view before its id is
+                // answered: the caller asks about it next.
+                self.publish();
                 let _ = reply.send(answer);
             }
             Message::Recovered(epoch, result) => self.on_recovered(epoch, result),

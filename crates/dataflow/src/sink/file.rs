@@ -101,7 +101,10 @@ impl<T: 'static> Sink<T> for FileSink<T> {
         }
         // Old subtasks beyond the new parallelism that left no state still
         // may have left hidden files: the subtask they wrap to deletes them.
-        let others: Vec<u32> = (ctx.parallelism()..old_parallelism.unwrap_or(0))
+        let old_parallelism = old_parallelism
+            .unwrap_or(0)
+            .min(crate::keys::UPPER_MAX_PARALLELISM);
+        let others: Vec<u32> = (ctx.parallelism()..old_parallelism)
             .filter(|old| old % ctx.parallelism().max(1) == ctx.subtask())
             .collect();
         let states: Vec<(u32, &PartFilesState)> = taken.iter().map(|(s, st)| (*s, st)).collect();

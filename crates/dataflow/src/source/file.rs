@@ -98,7 +98,7 @@ impl Source<String> for FileLines {
             // each byte still to read goes to exactly one new reader.
             let mut mine = Vec::new();
             for position in from {
-                for left in Segment::of_position(position, (start, end))? {
+                for left in Segment::of_position(position)? {
                     let (cut_from, cut_to) = (left.from.max(start), left.to.min(end));
                     if cut_from < cut_to {
                         mine.push(Segment {
@@ -148,12 +148,8 @@ struct Segment {
 }
 
 impl Segment {
-    /// The segments a reported position holds (`own`: the range of the
-    /// reader a position of the first format, `{"offset"}`, came from).
-    fn of_position(
-        position: &SourcePosition,
-        own: (u64, u64),
-    ) -> Result<Vec<Segment>, TaskFailure> {
+    /// The segments a reported position holds.
+    fn of_position(position: &SourcePosition) -> Result<Vec<Segment>, TaskFailure> {
         let bad = |what: &str| {
             TaskFailure::new(format!(
                 "file lines: cannot resume from position {}: {what}",
@@ -179,12 +175,9 @@ impl Segment {
                 })
                 .collect();
         }
-        let offset = position.u64_field("file lines", "offset")?;
-        Ok(vec![Segment {
-            from: offset.max(own.0),
-            to: own.1,
-            align: false,
-        }])
+        Err(bad(
+            "it has no \"segments\" (written by an earlier holdfast, whose positions cannot be resumed)",
+        ))
     }
 }
 

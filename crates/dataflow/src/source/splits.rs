@@ -85,6 +85,15 @@ impl Splits {
                         ),
                     ));
                 }
+                let size = count.map(|c| c.saturating_sub(k).div_ceil(stride));
+                let next = made.checked_mul(stride).and_then(|m| m.checked_add(k));
+                if size.is_some_and(|size| made > size) || next.is_none() {
+                    return Err(bad(
+                        source,
+                        position,
+                        &format!("split {k} cannot have made {made} records"),
+                    ));
+                }
                 progress.insert(k, made);
             }
         }
@@ -97,12 +106,13 @@ impl Splits {
             .collect();
         let size = |k: u64| count.map(|c| c.saturating_sub(k).div_ceil(stride));
         let left = count.map(|_| {
-            owned
-                .iter()
-                .map(|&(k, made)| size(k).unwrap_or(0).saturating_sub(made))
-                .sum()
+            owned.iter().fold(0u64, |all, &(k, made)| {
+                all.saturating_add(size(k).unwrap_or(0).saturating_sub(made))
+            })
         });
-        let made = owned.iter().map(|&(_, m)| m).sum();
+        let made = owned
+            .iter()
+            .fold(0u64, |all, &(_, m)| all.saturating_add(m));
         let next = owned
             .iter()
             .enumerate()
@@ -143,11 +153,13 @@ impl Splits {
             let size = self
                 .count
                 .map(|c| c.saturating_sub(*k).div_ceil(self.stride));
-            if size.is_none_or(|s| *made < s) {
-                self.next.push(Reverse((next + self.stride, slot)));
+            if size.is_none_or(|s| *made < s)
+                && let Some(after) = next.checked_add(self.stride)
+            {
+                self.next.push(Reverse((after, slot)));
             }
         }
-        self.made += n;
+        self.made = self.made.saturating_add(n);
         if let Some(left) = &mut self.left {
             *left -= n;
         }

@@ -17,6 +17,10 @@ const HISTORY: usize = 10;
 /// Aborted ids remembered, so that late answers for them discard what they
 /// wrote.
 const ABORTED_REMEMBERED: usize = 64;
+/// How often a completed stop-with-savepoint is told again to the tasks
+/// while the job has not ended (a notification is best effort; after a
+/// stop no later checkpoint would carry it).
+const STOP_RESEND: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Where a pending checkpoint is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +73,8 @@ pub struct CheckpointCoordinator {
     /// A stop-with-savepoint completed: the job ends, nothing is triggered
     /// any more in this run.
     stopped: bool,
+    /// That stop, its tasks, and when it is told to them again.
+    stop_notice: Option<(CheckpointId, Vec<ExecutionAttemptId>, MonoTime)>,
     /// [`CheckpointInput::TriggerSoon`] came: the next run checkpoints at
     /// once.
     soon: bool,
@@ -102,6 +108,7 @@ impl CheckpointCoordinator {
             savepoints: VecDeque::new(),
             stopping: None,
             stopped: false,
+            stop_notice: None,
             soon: false,
             next_trigger: None,
             last_end: None,
@@ -131,6 +138,7 @@ impl CheckpointCoordinator {
                 self.requesting = None;
                 self.fail_requested_savepoint(&mut out, "the job restarted meanwhile");
                 self.stopped = false;
+                self.stop_notice = None;
                 self.failures_in_row = 0;
                 self.next_trigger = Some(now.plus(self.config.interval));
                 if self.running && std::mem::take(&mut self.soon) {
@@ -146,6 +154,8 @@ impl CheckpointCoordinator {
                 self.abort_all(&mut out, now, AbortReason::JobStopped);
                 self.running = false;
                 self.requesting = None;
+                // A stop's notice outlives this: the tasks that ended are
+                // not running, the others still have to hear it.
                 self.fail_requested_savepoint(&mut out, "the job stopped running");
                 for queued in std::mem::take(&mut self.savepoints) {
                     out.push(CheckpointCommand::SavepointDone {
@@ -185,7 +195,16 @@ impl CheckpointCoordinator {
             CheckpointInput::TriggerSoon => self.soon = true,
             CheckpointInput::Tick => self.on_tick(&mut out, now),
             CheckpointInput::TaskEnded { task } => {
-                if !self.running {
+                if let Some((id, tasks, _)) = &self.stop_notice
+                    && tasks.contains(&task)
+                {
+                    // Its input ended after the stop completed: it did not
+                    // hear the stop (or it would have ended); tell it again.
+                    out.push(CheckpointCommand::ResendStop {
+                        id: *id,
+                        tasks: vec![task],
+                    });
+                } else if !self.running {
                     // Told before the run: kept for it (see Running).
                     self.ended.insert(task);
                 } else if self.tasks.contains(&task) && self.ended.insert(task) {
@@ -253,10 +272,12 @@ impl CheckpointCoordinator {
         let request = self.requesting.map(|at| at.plus(self.config.timeout));
         let trigger = self.can_trigger().then(|| self.trigger_time()).flatten();
         let savepoint = self.can_trigger_savepoint().then_some(MonoTime::ZERO);
+        let resend = self.stop_notice.as_ref().map(|(_, _, at)| *at);
         expiries
             .chain(request)
             .chain(trigger)
             .chain(savepoint)
+            .chain(resend)
             .min()
     }
 
@@ -278,6 +299,11 @@ impl CheckpointCoordinator {
     /// Checkpoints in progress.
     pub fn in_progress(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Whether checkpoint `id` is in progress.
+    pub fn is_pending(&self, id: CheckpointId) -> bool {
+        self.pending.contains_key(&id)
     }
 
     /// Whether a pointer write is in flight: its checkpoint may become the
@@ -355,6 +381,15 @@ impl CheckpointCoordinator {
             .collect();
         for id in expired {
             self.abort(out, now, id, AbortReason::Expired);
+        }
+        if let Some((id, tasks, at)) = &mut self.stop_notice
+            && now >= *at
+        {
+            *at = now.plus(STOP_RESEND);
+            out.push(CheckpointCommand::ResendStop {
+                id: *id,
+                tasks: tasks.clone(),
+            });
         }
         if self.can_trigger_savepoint() {
             self.requesting = Some(now);
@@ -511,7 +546,11 @@ impl CheckpointCoordinator {
         let Some(pending) = self.pending.remove(&id) else {
             return;
         };
-        self.retained.push_back(id);
+        // In id order: a savepoint may complete after a newer checkpoint
+        // (it is never subsumed); the oldest is retired first, and the
+        // latest completed is the newest id.
+        let at = self.retained.partition_point(|r| *r < id);
+        self.retained.insert(at, id);
         self.failures_in_row = 0;
         self.completed_total += 1;
         self.last_end = Some(now);
@@ -519,9 +558,10 @@ impl CheckpointCoordinator {
         let stop = pending.savepoint.as_ref().is_some_and(|s| s.stop);
         if stop {
             // The tasks end once they committed it: nothing more is
-            // triggered in this run.
+            // triggered in this run; it is told again until they ended.
             self.stopping = None;
             self.stopped = true;
+            self.stop_notice = Some((id, pending.tasks.clone(), now.plus(STOP_RESEND)));
         }
         out.push(CheckpointCommand::NotifyComplete {
             id,

@@ -231,6 +231,14 @@ pub enum CheckpointCommand {
         /// A stop-with-savepoint: the tasks end once they committed it.
         stop: bool,
     },
+    /// Tell `tasks` again that the stop-with-savepoint `id` completed (the
+    /// job has not ended yet: a notification may have been lost).
+    ResendStop {
+        /// The stop's savepoint.
+        id: CheckpointId,
+        /// The tasks.
+        tasks: Vec<ExecutionAttemptId>,
+    },
     /// A savepoint asked for with [`CheckpointInput::TriggerSavepoint`]
     /// completed (its pointer is in the HA store) or failed.
     SavepointDone {

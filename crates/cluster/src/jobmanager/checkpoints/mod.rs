@@ -253,13 +253,18 @@ impl CheckpointIo {
                     let written = tokio::task::spawn_blocking(move || {
                         crate::savepoint_files::write(&from, &dir, &metadata)
                     })
-                    .await
-                    .map_err(|e| format!("the savepoint writer stopped: {e}"))
-                    .and_then(|r| r);
-                    if written.is_err() {
-                        let _ = tokio::fs::remove_dir_all(&made).await;
+                    .await;
+                    match written {
+                        Ok(Ok(path)) => Ok(MetadataLocation(path.display().to_string())),
+                        Ok(Err(error)) => {
+                            // Only a directory this write made is removed.
+                            if error.created {
+                                let _ = tokio::fs::remove_dir_all(&made).await;
+                            }
+                            Err(error.message)
+                        }
+                        Err(e) => Err(format!("the savepoint writer stopped: {e}")),
                     }
-                    written.map(|path| MetadataLocation(path.display().to_string()))
                 }
                 (Err(e), _) => Err(e.to_string()),
                 (_, None) => Err("the savepoint has no directory".to_owned()),

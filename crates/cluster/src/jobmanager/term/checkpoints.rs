@@ -307,8 +307,15 @@ impl Term {
                                 "checkpoint complete (its pointer is in the HA store); sinks commit it now");
                         }
                     }
-                    entry.restore = RestorePoint::Ready(metadata);
-                    entry.written.retain(|other, _| *other >= id);
+                    // The restore point is the newest completed one (a
+                    // savepoint completing after a newer checkpoint is not).
+                    if entry.coordinator.latest_completed() == Some(id) {
+                        entry.restore = RestorePoint::Ready(metadata);
+                    }
+                    let coordinator = &entry.coordinator;
+                    entry
+                        .written
+                        .retain(|other, _| *other >= id || coordinator.is_pending(*other));
                 }
                 self.notify(job, id, true, stop, &tasks);
                 self.note_checkpoint(job, id, true);
@@ -319,13 +326,16 @@ impl Term {
                 }
                 tracing::warn!(%job, checkpoint = %id, %reason,
                     "checkpoint aborted; the next one is triggered at the interval (tolerance: execution.checkpointing.tolerable-failed-checkpoints)");
-                if let Some(entry) = cp.jobs.get_mut(&job)
-                    && let Some(written) = entry.written.remove(&id)
+                let written = cp.jobs.get_mut(&job).and_then(|e| e.written.remove(&id));
+                if let Some(written) = written
                     && written.savepoint
+                    && reason == AbortReason::Deposed
                     && let Some(dir) = written.dir.clone()
                 {
-                    // A savepoint that never counted: its directory must
-                    // not look like one to restore from.
+                    // Written whole by this leader, its pointer refused: a
+                    // savepoint that never counted must not look like one.
+                    // (After a failed pointer write whose outcome is
+                    // unknown it is kept: the pointer may be there.)
                     tokio::spawn(async move {
                         if let Err(error) = tokio::fs::remove_dir_all(&dir).await
                             && error.kind() != std::io::ErrorKind::NotFound
@@ -339,6 +349,11 @@ impl Term {
                 if reason != AbortReason::Subsumed {
                     self.note_checkpoint(job, id, false);
                 }
+            }
+            CheckpointCommand::ResendStop { id, tasks } => {
+                tracing::debug!(%job, checkpoint = %id, tasks = tasks.len(),
+                    "the job has not ended since its stop-with-savepoint completed; telling its tasks again");
+                self.notify(job, id, true, true, &tasks);
             }
             CheckpointCommand::SavepointDone { request, result } => {
                 let result = result.map(|(id, metadata)| {
