@@ -591,7 +591,7 @@ impl Term {
         let request = self.runtime.random_u64();
         let trigger = cp.savepoints.begin(request, job);
         tracing::info!(%job, trigger = %trigger, target = %target, stop,
-            "savepoint requested; it is taken as soon as every task runs");
+            "savepoint requested: taken now if every task of the job runs, else it fails");
         self.coordinate(
             job,
             CheckpointInput::TriggerSavepoint(SavepointRequest {
