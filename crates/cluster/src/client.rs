@@ -245,20 +245,7 @@ impl RestClient {
 
     /// `POST /jobs`: submits `graph`; returns the new job's id.
     pub async fn submit(&self, graph: &JobGraph) -> Result<JobId, ClientError> {
-        let body = serde_json::to_vec(graph).map_err(ClientError::Encode)?;
-        let url = format!("{}/jobs", self.base);
-        let submitted: Submitted = self.call(Method::POST, "/jobs", Some(body)).await?;
-        submitted
-            .jobid
-            .parse()
-            .map_err(|error| ClientError::BadResponse {
-                url,
-                status: StatusCode::ACCEPTED,
-                reason: format!(
-                    "the returned job id {:?} is invalid: {error}",
-                    submitted.jobid
-                ),
-            })
+        self.post_job(graph, "/jobs".to_owned()).await
     }
 
     /// `POST /jobs?savepointPath=…`: submits `graph` to start from the
@@ -269,13 +256,18 @@ impl RestClient {
         path: &str,
         allow_non_restored_state: bool,
     ) -> Result<JobId, ClientError> {
-        let body = serde_json::to_vec(graph).map_err(ClientError::Encode)?;
         let query = format!(
             "/jobs?savepointPath={}&allowNonRestoredState={allow_non_restored_state}",
             percent_encode(path)
         );
-        let url = format!("{}{query}", self.base);
-        let submitted: Submitted = self.call(Method::POST, &query, Some(body)).await?;
+        self.post_job(graph, query).await
+    }
+
+    /// Posts `graph` to `path`; the job id answered.
+    async fn post_job(&self, graph: &JobGraph, path: String) -> Result<JobId, ClientError> {
+        let body = serde_json::to_vec(graph).map_err(ClientError::Encode)?;
+        let url = format!("{}{path}", self.base);
+        let submitted: Submitted = self.call(Method::POST, &path, Some(body)).await?;
         submitted
             .jobid
             .parse()

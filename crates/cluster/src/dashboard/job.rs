@@ -133,7 +133,7 @@ fn checkpoints_section(stats: &CheckpointStats) -> Markup {
             tr { th { "Latest completed" } td #latest-checkpoint { (checkpoint_line(stats.latest.completed.as_ref())) } }
             tr { th { "Latest failed" } td { (checkpoint_line(stats.latest.failed.as_ref())) } }
             tr { th { "Restored from" } td { @match &stats.latest.restored {
-                Some(r) => { "checkpoint " b { (r.id) } " at " (format::time(r.restore_timestamp)) " · " code { (r.external_path) } }
+                Some(r) => { (if r.is_savepoint { "savepoint " } else { "checkpoint " }) b { (r.id) } " at " (format::time(r.restore_timestamp)) " · " code { (r.external_path) } }
                 None => span.muted { "nothing: this run started from the beginning" },
             } } }
             tr { th { "Duration (min / avg / max)" } td {
@@ -146,7 +146,8 @@ fn checkpoints_section(stats: &CheckpointStats) -> Markup {
                 thead { tr { th.num { "Id" } th { "Status" } th { "Triggered" } th.num { "Duration" }
                     th.num { "State size" } th.num { "Acknowledged" } th { "Failure" } } }
                 tbody { @for cp in &stats.history {
-                    tr { td.num { (cp.id) } td { span class={ "state " (checkpoint_class(&cp.status)) } { (cp.status) } }
+                    tr { td.num { (cp.id) } td { span class={ "state " (checkpoint_class(&cp.status)) } { (cp.status) }
+                            @if cp.is_savepoint { " " span.muted { "savepoint" } } }
                         td { (format::time(cp.trigger_timestamp)) } td.num { (format::duration_ms(cp.end_to_end_duration)) }
                         td.num { (format::count(cp.state_size)) " B" }
                         td.num { (cp.num_acknowledged_subtasks) " / " (cp.num_subtasks) }
