@@ -28,13 +28,52 @@ pub(crate) struct Splits {
     count: Option<u64>,
     /// The owned splits: (split, indexes made).
     owned: Vec<(u64, u64)>,
-    /// The owned splits with indexes left, by their next index (smallest
-    /// first: indexes come in order, also after a rescale merged splits
-    /// that had got to different places).
-    next: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The owned splits with indexes left, in the order they come next.
+    queue: Queue,
     /// Indexes left in the owned splits (`None`: unbounded).
     left: Option<u64>,
     made: u64,
+}
+
+/// The owned splits with indexes left, smallest next index first, so
+/// that indexes come in order — also after a rescale merged splits that
+/// had got to different places.
+#[derive(Clone, Debug)]
+enum Queue {
+    /// While the next indexes spread over a stride or more (splits that
+    /// lag behind others): a heap, until they caught up.
+    Heap(BinaryHeap<Reverse<(u64, usize)>>),
+    /// Within one stride: cycling through them in order keeps index order
+    /// for good (each one's next index moves one stride, past all the
+    /// others), at a constant cost a record — the common case, from a
+    /// fresh start or a restore at the same parallelism. Entries: (next
+    /// index, slot, indexes left in that split).
+    Ring {
+        ring: Vec<(u64, usize, u64)>,
+        cursor: usize,
+    },
+}
+
+impl Queue {
+    /// The queue of the `(next index, slot, left)` splits given.
+    fn of(mut splits: Vec<(u64, usize, u64)>, stride: u64) -> Queue {
+        let lowest = splits.iter().map(|s| s.0).min().unwrap_or(0);
+        let highest = splits.iter().map(|s| s.0).max().unwrap_or(0);
+        if highest - lowest < stride {
+            splits.sort_unstable();
+            Queue::Ring {
+                ring: splits,
+                cursor: 0,
+            }
+        } else {
+            Queue::Heap(
+                splits
+                    .into_iter()
+                    .map(|(next, slot, _)| Reverse((next, slot)))
+                    .collect(),
+            )
+        }
+    }
 }
 
 fn bad(source: &str, position: &SourcePosition, what: &str) -> TaskFailure {
@@ -113,17 +152,23 @@ impl Splits {
         let made = owned
             .iter()
             .fold(0u64, |all, &(_, m)| all.saturating_add(m));
-        let next = owned
-            .iter()
-            .enumerate()
-            .filter(|(_, (k, made))| size(*k).is_none_or(|s| *made < s))
-            .map(|(slot, (k, made))| Reverse((k + made * stride, slot)))
-            .collect();
+        let queue = Queue::of(
+            owned
+                .iter()
+                .enumerate()
+                .map(|(slot, &(k, made))| {
+                    let left = size(k).map_or(u64::MAX, |s| s.saturating_sub(made));
+                    (k + made * stride, slot, left)
+                })
+                .filter(|&(_, _, left)| left > 0)
+                .collect(),
+            stride,
+        );
         Ok(Splits {
             stride,
             count,
             owned,
-            next,
+            queue,
             left,
             made,
         })
@@ -143,25 +188,63 @@ impl Splits {
     /// first.
     pub(crate) fn take(&mut self, n: u64, mut index: impl FnMut(u64)) {
         let n = self.left.map_or(n, |left| n.min(left));
-        for _ in 0..n {
-            let Some(Reverse((next, slot))) = self.next.pop() else {
-                break;
-            };
-            index(next);
-            let (k, made) = &mut self.owned[slot];
-            *made += 1;
-            let size = self
-                .count
-                .map(|c| c.saturating_sub(*k).div_ceil(self.stride));
-            if size.is_none_or(|s| *made < s)
-                && let Some(after) = next.checked_add(self.stride)
-            {
-                self.next.push(Reverse((after, slot)));
+        let stride = self.stride;
+        let mut done = 0;
+        match &mut self.queue {
+            Queue::Ring { ring, cursor } => {
+                while done < n && !ring.is_empty() {
+                    let (next, slot, left) = &mut ring[*cursor];
+                    index(*next);
+                    self.owned[*slot].1 += 1;
+                    done += 1;
+                    *left -= 1;
+                    match next.checked_add(stride) {
+                        Some(after) if *left > 0 => {
+                            *next = after;
+                            *cursor = (*cursor + 1) % ring.len();
+                        }
+                        _ => {
+                            ring.remove(*cursor);
+                            if *cursor >= ring.len() {
+                                *cursor = 0;
+                            }
+                        }
+                    }
+                }
+            }
+            Queue::Heap(heap) => {
+                while done < n {
+                    let Some(Reverse((next, slot))) = heap.pop() else {
+                        break;
+                    };
+                    index(next);
+                    let (k, made) = &mut self.owned[slot];
+                    *made += 1;
+                    done += 1;
+                    let size = self.count.map(|c| c.saturating_sub(*k).div_ceil(stride));
+                    if size.is_none_or(|s| *made < s)
+                        && let Some(after) = next.checked_add(stride)
+                    {
+                        heap.push(Reverse((after, slot)));
+                    }
+                }
+                // Caught up: on to the ring.
+                let splits: Vec<(u64, usize, u64)> = heap
+                    .iter()
+                    .map(|Reverse((next, slot))| {
+                        let (k, made) = self.owned[*slot];
+                        let size = self.count.map(|c| c.saturating_sub(k).div_ceil(stride));
+                        (*next, *slot, size.map_or(u64::MAX, |s| s - made))
+                    })
+                    .collect();
+                if let queue @ Queue::Ring { .. } = Queue::of(splits, stride) {
+                    self.queue = queue;
+                }
             }
         }
-        self.made = self.made.saturating_add(n);
+        self.made = self.made.saturating_add(done);
         if let Some(left) = &mut self.left {
-            *left -= n;
+            *left -= done;
         }
     }
 
@@ -231,6 +314,22 @@ mod tests {
         let mut again = Splits::open(&ctx(1, 2), None, &[splits.position()], "t").unwrap();
         assert_eq!(drain(&mut again, 2, 2), [14, 15]);
         assert_eq!(again.made(), 8);
+    }
+
+    #[test]
+    fn indexes_come_in_order_also_when_merged_splits_got_to_different_places() {
+        // Splits 0..8 at very different places, as after a rescale: the
+        // lagging ones catch up first, then all go on in index order.
+        let position = SourcePosition(json!({"splits": [
+            [0, 9], [1, 0], [2, 3], [3, 3], [4, 0], [5, 12], [6, 1], [7, 2]
+        ]}));
+        let mut splits = Splits::open(&ctx(0, 1), Some(200), &[position], "t").unwrap();
+        let mut out = Vec::new();
+        while splits.left() != Some(0) {
+            splits.take(5, |i| out.push(i));
+        }
+        assert!(out.windows(2).all(|w| w[0] < w[1]), "in order: {out:?}");
+        assert_eq!(out.len() as u64, 200 - (9 + 3 + 3 + 12 + 1 + 2));
     }
 
     #[test]
