@@ -36,31 +36,30 @@ fn config(data: &Path) -> String {
     )
 }
 
-/// `holdfast ARGS --jobmanager REST`; its stdout, or the error with its
-/// stderr.
-async fn cli(jm: &JobManager, args: &[&str]) -> Result<String> {
+/// `holdfast ARGS --jobmanager REST`, and what it printed.
+async fn holdfast(jm: &JobManager, args: &[&str]) -> Result<(bool, String, String)> {
     let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     all.extend(["--jobmanager".to_owned(), jm.rest.clone()]);
     let output = support::run(&all).await?;
-    let (stdout, stderr) = (
+    Ok((
+        output.status.success(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
-    );
-    ensure!(
-        output.status.success(),
-        "holdfast {args:?} failed ({}): {stderr}{stdout}",
-        output.status
-    );
+    ))
+}
+
+/// `holdfast ARGS`, which must succeed; its stdout.
+async fn cli(jm: &JobManager, args: &[&str]) -> Result<String> {
+    let (ok, stdout, stderr) = holdfast(jm, args).await?;
+    ensure!(ok, "holdfast {args:?} failed: {stderr}{stdout}");
     Ok(stdout)
 }
 
 /// `holdfast ARGS`, which must fail; its stderr.
 async fn cli_fails(jm: &JobManager, args: &[&str]) -> Result<String> {
-    let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    all.extend(["--jobmanager".to_owned(), jm.rest.clone()]);
-    let output = support::run(&all).await?;
-    ensure!(!output.status.success(), "holdfast {args:?} succeeded");
-    Ok(String::from_utf8_lossy(&output.stderr).into_owned())
+    let (ok, _, stderr) = holdfast(jm, args).await?;
+    ensure!(!ok, "holdfast {args:?} succeeded");
+    Ok(stderr)
 }
 
 fn last_line(text: &str) -> Result<PathBuf> {
