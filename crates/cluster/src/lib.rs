@@ -15,7 +15,6 @@ pub mod job_store;
 pub mod jobmanager;
 pub mod metrics;
 pub mod rest;
-mod restore_plan;
 mod savepoint_files;
 mod shared;
 mod start_error;

@@ -15,7 +15,7 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint_files::Metadata;
+use holdfast_runtime::recovery::Metadata;
 
 /// The name of a checkpoint's or savepoint's metadata file.
 pub(crate) const METADATA: &str = "_metadata";

@@ -7,8 +7,22 @@ use std::time::Duration;
 
 use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::Connection;
+use holdfast_ha::policy::ErrorPolicy;
+use holdfast_runtime::taskmanager::OnNoLeader;
 use tokio::sync::{mpsc, oneshot};
 use tonic::{Response, Status};
+
+/// What the error policy means for tasks when their leader is in doubt —
+/// the one mapping both processes use: the TaskManagers keep their tasks
+/// exactly when a new leader adopts them (a leader that adopted while the
+/// TaskManagers failed their tasks, or the reverse, would restart or lose
+/// work).
+pub(crate) fn on_no_leader(policy: ErrorPolicy) -> OnNoLeader {
+    match policy {
+        ErrorPolicy::Standard => OnNoLeader::FailTasks,
+        ErrorPolicy::Session | ErrorPolicy::Lease => OnNoLeader::KeepTasks,
+    }
+}
 
 /// A connection's state and lease left, read when called.
 pub(crate) type ConnectionReader = Box<dyn Fn() -> (String, Option<Duration>) + Send>;

@@ -150,7 +150,7 @@ impl Setup {
             rest_bind: bind_addr(&self.config.rest_bind_address, self.config.rest_port)?,
             advertised_host: None,
             ha_base: self.config.ha.base_path(),
-            policy: self.config.ha.policy.to_string(),
+            policy: self.config.ha.policy,
             session_timeout: self.config.ha.session_timeout,
             master: self.master_config(),
             client: self.client_config(),

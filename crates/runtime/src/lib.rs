@@ -19,6 +19,9 @@
 //! - [`checkpoint`]: one job's checkpoint coordination
 //!   ([`checkpoint::CheckpointCoordinator`]): triggers, acknowledgements,
 //!   HA-fenced completion, aborts and the failure tolerance.
+//! - [`recovery`]: the leader's checkpoint and recovery rules for every job
+//!   of a term ([`recovery::RecoveryCore`]): restore points, held deploys,
+//!   take-overs, checkpoint metadata.
 //! - [`failure`]: why an attempt failed, as a typed value.
 //! - [`fencing`]: a receiver-side [`EpochFence`] that rejects stale leaders.
 //! - [`wiring`]: which producer attempts feed a deployed attempt and where
@@ -37,6 +40,7 @@ pub mod heartbeat;
 pub mod ids;
 pub mod lifecycle;
 pub mod master;
+pub mod recovery;
 pub mod restart;
 pub mod taskmanager;
 pub mod wiring;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use holdfast_runtime::checkpoint::{
     AbortReason, CheckpointCommand as C, CheckpointConfig, CheckpointCoordinator,
-    CheckpointInput as I, CheckpointStatus, MetadataLocation, SavepointRequest, TaskState,
+    CheckpointInput as I, CheckpointStatus, MetadataLocation, PointerFailure, PointerOutcome,
+    SavepointRequest, TaskState,
 };
 use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
 use holdfast_types::{CheckpointId, MonoTime};
@@ -106,7 +107,7 @@ fn complete(c: &mut CheckpointCoordinator, now: u64, n: u64) -> Vec<C> {
         at(now),
         I::PointerWritten {
             id: id(n),
-            result: Ok(()),
+            outcome: PointerOutcome::Written,
         },
     )
 }
@@ -159,7 +160,7 @@ fn a_checkpoint_completes_only_once_its_pointer_is_in_the_ha_store() {
         at(140),
         I::PointerWritten {
             id: id(7),
-            result: Ok(()),
+            outcome: PointerOutcome::Written,
         },
     );
     assert_eq!(
@@ -211,7 +212,7 @@ fn a_deposed_leaders_completion_is_refused_and_never_used() {
         at(120),
         I::PointerWritten {
             id: id(3),
-            result: Err(None),
+            outcome: PointerOutcome::Deposed,
         },
     );
     assert_eq!(
@@ -404,7 +405,7 @@ fn a_failed_pointer_write_removes_the_pointer_before_the_files() {
         at(120),
         I::PointerWritten {
             id: id(1),
-            result: Err(Some("connection loss".into())),
+            outcome: PointerOutcome::Failed(PointerFailure::Store("connection loss".into())),
         },
     );
     assert_eq!(
@@ -413,7 +414,7 @@ fn a_failed_pointer_write_removes_the_pointer_before_the_files() {
             C::NotifyAborted {
                 id: id(1),
                 tasks: tasks(),
-                reason: AbortReason::PointerFailed("connection loss".into())
+                reason: AbortReason::PointerFailed(PointerFailure::Store("connection loss".into()))
             },
             // It may have landed: Retire (pointer, then files), not Discard.
             C::Retire { id: id(1) },
@@ -449,7 +450,7 @@ fn a_pointer_write_in_flight_is_decided_by_its_answer_even_if_the_job_stops() {
         at(5_002),
         I::PointerWritten {
             id: id(1),
-            result: Ok(()),
+            outcome: PointerOutcome::Written,
         },
     );
     assert_eq!(
@@ -572,8 +573,12 @@ proptest! {
                     result: if ok { Ok(MetadataLocation("m".into())) } else { Err("io".into()) },
                 },
                 Step::Pointer(r) => {
-                    let result = match r { 0 => Ok(()), 1 => Err(None), _ => Err(Some("x".into())) };
-                    I::PointerWritten { id: newest, result }
+                    let outcome = match r {
+                        0 => PointerOutcome::Written,
+                        1 => PointerOutcome::Deposed,
+                        _ => PointerOutcome::Failed(PointerFailure::Store("x".into())),
+                    };
+                    I::PointerWritten { id: newest, outcome }
                 }
                 Step::Stop => { is_running = false; I::Stopped }
                 Step::Run => {
@@ -581,11 +586,11 @@ proptest! {
                     I::Running { tasks: tasks(), sources: vec![task(0, 0)] }
                 }
             };
-            if let I::PointerWritten { id, result } = &input {
-                match result {
-                    Ok(()) => { pointer_ok.insert(*id); }
-                    Err(None) if c.finalizing() => deposed = true,
-                    Err(_) => {}
+            if let I::PointerWritten { id, outcome } = &input {
+                match outcome {
+                    PointerOutcome::Written => { pointer_ok.insert(*id); }
+                    PointerOutcome::Deposed if c.finalizing() => deposed = true,
+                    _ => {}
                 }
             }
             let out = c.handle(at(now), input);
@@ -830,7 +835,7 @@ fn a_savepoint_triggers_at_once_completes_like_a_checkpoint_and_is_answered() {
         at(14),
         I::PointerWritten {
             id: id(3),
-            result: Ok(()),
+            outcome: PointerOutcome::Written,
         },
     );
     assert_eq!(

@@ -30,7 +30,7 @@ use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::master::{AttemptRef, JobMasterCore, MasterInput};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::checkpoints::{CheckpointEvent, CheckpointIo, CheckpointParts};
+use super::checkpoints::{CheckpointIo, CheckpointParts};
 use super::link::Leading;
 use super::service::Call;
 use super::snapshot::Snapshot;
@@ -83,7 +83,7 @@ pub(super) enum Message {
     DeployFailed(Epoch, AttemptRef, String),
     Deposed(Epoch, String),
     /// An answer of checkpoint I/O for the term at this epoch.
-    Checkpoint(Epoch, CheckpointEvent),
+    Checkpoint(Epoch, holdfast_runtime::recovery::RecoveryInput),
 }
 
 /// What the actor is made of besides its term: what [`super::start`] set
@@ -377,7 +377,7 @@ impl<B: Backend> ActorParts<B> {
             heartbeat_interval: self.options.master.heartbeat_interval,
             heartbeat_timeout: self.options.master.heartbeat_timeout,
             session_timeout: self.options.session_timeout,
-            adopt: self.options.policy != "standard",
+            on_no_leader: crate::shared::on_no_leader(self.options.policy),
             leading: self.leading(),
             actor: self.self_tx.clone(),
             checkpoints: self.checkpoints.as_ref().map(|c| CheckpointIo {

@@ -61,8 +61,9 @@ pub struct JobManagerOptions {
     pub advertised_host: Option<String>,
     /// The cluster's HA base path (`<root>/<cluster-id>`).
     pub ha_base: String,
-    /// The error policy's name, for the HA view.
-    pub policy: String,
+    /// The HA error policy (`high-availability.zookeeper.client.error-policy`):
+    /// whether a new leader adopts running tasks follows from it.
+    pub policy: holdfast_ha::policy::ErrorPolicy,
     /// Its coordination session timeout
     /// (`high-availability.zookeeper.client.session-timeout`), told to
     /// registering TaskManagers: how long they keep their tasks for a

@@ -29,7 +29,7 @@ impl<B: Backend> Actor<B> {
         snapshot.ha = Some(HaView {
             this_jobmanager: parts.options.id.clone(),
             is_leader: self.term.is_some() && parts.election.is_leader(),
-            policy: parts.options.policy.clone(),
+            policy: parts.options.policy.to_string(),
             // A leader shows its own term: what retrieval heard may still be
             // the previous leader's record for a moment after a take-over.
             leader: match self.term.as_ref().filter(|_| parts.election.is_leader()) {

@@ -31,7 +31,7 @@ use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_rpc::auth::{Auth, ClientAuth, PeerId, ServerAuth, VerifyConfig};
 use holdfast_rpc::config::ClientConfig;
 use holdfast_runtime::ids::TaskManagerId;
-use holdfast_runtime::taskmanager::{OnNoLeader, TaskManagerConfig, TaskManagerCore};
+use holdfast_runtime::taskmanager::{TaskManagerConfig, TaskManagerCore};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
@@ -193,10 +193,7 @@ pub async fn start<B: Backend>(
     let status = Arc::new(Mutex::new(TaskManagerStatus::default()));
     let (stop, stopped) = oneshot::channel();
     let core = TaskManagerCore::new(TaskManagerConfig {
-        on_no_leader: match options.policy {
-            ErrorPolicy::Standard => OnNoLeader::FailTasks,
-            ErrorPolicy::Session | ErrorPolicy::Lease => OnNoLeader::KeepTasks,
-        },
+        on_no_leader: crate::shared::on_no_leader(options.policy),
         heartbeat_timeout: options.heartbeat_timeout,
         session_timeout: options.session_timeout,
     });

@@ -42,7 +42,7 @@ pub fn jobmanager_options(
         rest_bind: "127.0.0.1:0".parse()?,
         advertised_host: None,
         ha_base: BASE.into(),
-        policy: "lease".into(),
+        policy: ErrorPolicy::Lease,
         session_timeout: Duration::from_secs(2),
         master: MasterConfig {
             heartbeat_interval,

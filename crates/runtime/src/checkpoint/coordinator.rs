@@ -8,7 +8,7 @@ use holdfast_types::{CheckpointId, MonoTime};
 use super::config::CheckpointConfig;
 use super::types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
-    MetadataLocation, SavepointRequest, TaskState,
+    MetadataLocation, PointerOutcome, SavepointRequest, TaskState,
 };
 use crate::ids::ExecutionAttemptId;
 
@@ -255,8 +255,8 @@ impl CheckpointCoordinator {
             CheckpointInput::MetadataWritten { id, result } => {
                 self.on_metadata(&mut out, now, id, result)
             }
-            CheckpointInput::PointerWritten { id, result } => {
-                self.on_pointer(&mut out, now, id, result)
+            CheckpointInput::PointerWritten { id, outcome } => {
+                self.on_pointer(&mut out, now, id, outcome)
             }
         }
         out
@@ -516,7 +516,7 @@ impl CheckpointCoordinator {
         out: &mut Vec<CheckpointCommand>,
         now: MonoTime,
         id: CheckpointId,
-        result: Result<(), Option<String>>,
+        outcome: PointerOutcome,
     ) {
         if !self
             .pending
@@ -525,14 +525,14 @@ impl CheckpointCoordinator {
         {
             return;
         }
-        match result {
-            Ok(()) => self.complete(out, now, id),
-            Err(None) => {
+        match outcome {
+            PointerOutcome::Written => self.complete(out, now, id),
+            PointerOutcome::Deposed => {
                 // Refused by the leadership check: never written, never used.
                 self.deposed = true;
                 self.abort(out, now, id, AbortReason::Deposed);
             }
-            Err(Some(error)) => {
+            PointerOutcome::Failed(error) => {
                 // The write may have landed before it failed (a timeout):
                 // remove the pointer if it is there, and only then its files.
                 let fail = self.end(out, now, id, AbortReason::PointerFailed(error));

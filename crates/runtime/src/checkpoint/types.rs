@@ -62,7 +62,7 @@ pub enum AbortReason {
     MetadataFailed(String),
     /// Its pointer could not be written to the HA store for a reason other
     /// than a lost leadership.
-    PointerFailed(String),
+    PointerFailed(PointerFailure),
     /// The pointer write was refused: this JobManager no longer leads, and
     /// the checkpoint is never used.
     Deposed,
@@ -104,6 +104,39 @@ impl fmt::Display for AbortReason {
             ),
             AbortReason::Subsumed => f.write_str("a newer checkpoint completed first"),
             AbortReason::JobStopped => f.write_str("the job stopped running"),
+        }
+    }
+}
+
+/// How a pointer write ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PointerOutcome {
+    /// The pointer is in the HA store: the checkpoint counts.
+    Written,
+    /// Refused by the leadership check: this JobManager no longer leads.
+    /// The pointer was never written and the checkpoint is never used.
+    Deposed,
+    /// It failed otherwise; it may have landed before it failed (its
+    /// outcome is unknown), so the pointer is removed if it is there.
+    Failed(PointerFailure),
+}
+
+/// Why a pointer write failed, its outcome unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PointerFailure {
+    /// The HA store did not answer within this bound.
+    TimedOut(Duration),
+    /// The HA store answered with an error.
+    Store(String),
+}
+
+impl fmt::Display for PointerFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PointerFailure::TimedOut(limit) => {
+                write!(f, "the HA store did not answer within {limit:?}")
+            }
+            PointerFailure::Store(error) => f.write_str(error),
         }
     }
 }
@@ -178,9 +211,8 @@ pub enum CheckpointInput {
     PointerWritten {
         /// The checkpoint.
         id: CheckpointId,
-        /// `Ok`, or why not; `Err(None)`: refused because this JobManager no
-        /// longer leads.
-        result: Result<(), Option<String>>,
+        /// How.
+        outcome: PointerOutcome,
     },
 }
 

@@ -17,50 +17,58 @@ use holdfast_ha::stores::{
     StoreError,
 };
 use holdfast_ha::types::LeaderToken;
+use holdfast_runtime::checkpoint::{PointerFailure, PointerOutcome};
 use holdfast_runtime::ids::JobId;
 use holdfast_types::CheckpointId;
 
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A pointer write's failure.
-#[derive(Debug)]
-pub(in crate::jobmanager) enum PointerError {
-    /// The HA store refused it: this JobManager no longer leads.
-    NotLeader,
-    /// Anything else (the outcome may be unknown).
-    Other(String),
-}
-
-/// What a job's checkpoints need of the HA store.
+/// What a job's checkpoints need of the HA store. Every failure is the
+/// store's typed [`StoreError`]: callers match `NotLeader` (this term is
+/// deposed: stop) apart from the rest (retry, or outcome unknown).
 pub(in crate::jobmanager) trait CheckpointHa: Send + Sync + 'static {
     /// The next checkpoint id of `job` (leader-guarded).
-    fn next_id(&self, job: JobId, token: LeaderToken) -> Boxed<'_, Result<CheckpointId, String>>;
+    fn next_id(
+        &self,
+        job: JobId,
+        token: LeaderToken,
+    ) -> Boxed<'_, Result<CheckpointId, StoreError>>;
     /// Makes the counter of `job` hand out ids above `id` (leader-guarded).
     fn advance_counter(
         &self,
         job: JobId,
         token: LeaderToken,
         id: CheckpointId,
-    ) -> Boxed<'_, Result<(), String>>;
+    ) -> Boxed<'_, Result<(), StoreError>>;
     /// Adds a completed checkpoint's pointer, if `token` still leads.
     fn add_pointer(
         &self,
         job: JobId,
         token: LeaderToken,
         pointer: CheckpointPointer,
-    ) -> Boxed<'_, Result<(), PointerError>>;
+    ) -> Boxed<'_, Result<(), StoreError>>;
     /// Removes a pointer (no error if it is not there).
     fn remove_pointer(
         &self,
         job: JobId,
         token: LeaderToken,
         id: CheckpointId,
-    ) -> Boxed<'_, Result<(), String>>;
+    ) -> Boxed<'_, Result<(), StoreError>>;
     /// Every pointer of `job`, oldest first: good ones and bad ones.
     fn pointers(
         &self,
         job: JobId,
-    ) -> Boxed<'_, Result<Vec<Result<CheckpointPointer, BadPointer>>, String>>;
+    ) -> Boxed<'_, Result<Vec<Result<CheckpointPointer, BadPointer>>, StoreError>>;
+}
+
+/// How a pointer write ended, for the coordinator: a refused write means
+/// this term is deposed; any other failure leaves its outcome unknown.
+pub(in crate::jobmanager) fn pointer_outcome(result: Result<(), StoreError>) -> PointerOutcome {
+    match result {
+        Ok(()) => PointerOutcome::Written,
+        Err(StoreError::NotLeader { .. }) => PointerOutcome::Deposed,
+        Err(error) => PointerOutcome::Failed(PointerFailure::Store(error.to_string())),
+    }
 }
 
 /// [`CheckpointHa`] on a real HA backend.
@@ -92,13 +100,12 @@ impl<B: Backend> HaCheckpoints<B> {
 }
 
 impl<B: Backend> CheckpointHa for HaCheckpoints<B> {
-    fn next_id(&self, job: JobId, token: LeaderToken) -> Boxed<'_, Result<CheckpointId, String>> {
-        Box::pin(async move {
-            self.counter(job)
-                .next(&token)
-                .await
-                .map_err(|e| e.to_string())
-        })
+    fn next_id(
+        &self,
+        job: JobId,
+        token: LeaderToken,
+    ) -> Boxed<'_, Result<CheckpointId, StoreError>> {
+        Box::pin(async move { self.counter(job).next(&token).await })
     }
 
     fn advance_counter(
@@ -106,13 +113,8 @@ impl<B: Backend> CheckpointHa for HaCheckpoints<B> {
         job: JobId,
         token: LeaderToken,
         id: CheckpointId,
-    ) -> Boxed<'_, Result<(), String>> {
-        Box::pin(async move {
-            self.counter(job)
-                .advance_past(&token, id)
-                .await
-                .map_err(|e| e.to_string())
-        })
+    ) -> Boxed<'_, Result<(), StoreError>> {
+        Box::pin(async move { self.counter(job).advance_past(&token, id).await })
     }
 
     fn add_pointer(
@@ -120,17 +122,8 @@ impl<B: Backend> CheckpointHa for HaCheckpoints<B> {
         job: JobId,
         token: LeaderToken,
         pointer: CheckpointPointer,
-    ) -> Boxed<'_, Result<(), PointerError>> {
-        Box::pin(async move {
-            let store = self
-                .pointers_of(job)
-                .map_err(|e| PointerError::Other(e.to_string()))?;
-            match store.add(&token, &pointer).await {
-                Ok(()) => Ok(()),
-                Err(StoreError::NotLeader { .. }) => Err(PointerError::NotLeader),
-                Err(error) => Err(PointerError::Other(error.to_string())),
-            }
-        })
+    ) -> Boxed<'_, Result<(), StoreError>> {
+        Box::pin(async move { self.pointers_of(job)?.add(&token, &pointer).await })
     }
 
     fn remove_pointer(
@@ -138,20 +131,14 @@ impl<B: Backend> CheckpointHa for HaCheckpoints<B> {
         job: JobId,
         token: LeaderToken,
         id: CheckpointId,
-    ) -> Boxed<'_, Result<(), String>> {
-        Box::pin(async move {
-            let store = self.pointers_of(job).map_err(|e| e.to_string())?;
-            store.remove(&token, id).await.map_err(|e| e.to_string())
-        })
+    ) -> Boxed<'_, Result<(), StoreError>> {
+        Box::pin(async move { self.pointers_of(job)?.remove(&token, id).await })
     }
 
     fn pointers(
         &self,
         job: JobId,
-    ) -> Boxed<'_, Result<Vec<Result<CheckpointPointer, BadPointer>>, String>> {
-        Box::pin(async move {
-            let store = self.pointers_of(job).map_err(|e| e.to_string())?;
-            store.list().await.map_err(|e| e.to_string())
-        })
+    ) -> Boxed<'_, Result<Vec<Result<CheckpointPointer, BadPointer>>, StoreError>> {
+        Box::pin(async move { self.pointers_of(job)?.list().await })
     }
 }

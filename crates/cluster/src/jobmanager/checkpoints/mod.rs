@@ -1,25 +1,23 @@
-//! The leader's checkpoints: per job a sans-IO [`CheckpointCoordinator`]
-//! and what the term needs around it — where a restarted or recovered
-//! attempt restores from, deploys held while that is not known, and the
-//! I/O its commands ask for (ids from the HA counter, metadata into
-//! checkpoint storage, the pointer into the HA store), each answered back
-//! to the actor as a [`CheckpointEvent`].
+//! The leader's checkpoint I/O: what the commands of the term's
+//! [`RecoveryCore`] ask for — pointers and ids from the HA store, metadata
+//! and savepoints into checkpoint storage, checks of a checkpoint's files,
+//! deletions — each answered back to the actor as a [`RecoveryInput`] for
+//! the term at the epoch it was asked under. Nothing here decides; the
+//! rules are the core's (`holdfast_runtime::recovery`).
 //!
 //! ```text
-//!  mod.rs   Checkpoints (per term), JobCheckpoints (per job), the I/O tasks
+//!  mod.rs   CheckpointIo: one method per command that needs I/O
 //!  ha.rs          the HA counter and pointers behind one object-safe trait
 //!  savepoints.rs  the savepoints asked for, by trigger id (GET …/savepoints/{triggerid})
 //!  view.rs        what GET /jobs/{id}/checkpoints shows
 //! ```
 //!
-//! The term (`term/checkpoints.rs`) feeds the coordinators from the core's
-//! view after every step and executes their commands.
+//! [`RecoveryCore`]: holdfast_runtime::recovery::RecoveryCore
 
 pub(super) mod ha;
 pub(super) mod savepoints;
 pub(super) mod view;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,17 +27,17 @@ use holdfast_ha::Epoch;
 use holdfast_ha::stores::CheckpointPointer;
 use holdfast_ha::types::LeaderToken;
 use holdfast_runtime::checkpoint::{
-    CheckpointConfig, CheckpointCoordinator, CheckpointInput, MetadataLocation,
+    CheckpointConfig, CheckpointInput, MetadataLocation, PointerFailure, PointerOutcome,
 };
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
-use holdfast_runtime::master::MasterCommand;
+use holdfast_runtime::ids::JobId;
+use holdfast_runtime::recovery::{Metadata, Pointer, ReadId, RecoveryInput, check_savepoint};
 use holdfast_storage::{CheckpointStorage, LocalStorage, StoragePath};
 use holdfast_types::CheckpointId;
 use tokio::sync::mpsc;
 
-use self::ha::{CheckpointHa, PointerError};
+use self::ha::{CheckpointHa, pointer_outcome};
 use super::actor::Message;
-use crate::checkpoint_files::{Metadata, checkpoint_dir, metadata_path};
+use crate::checkpoint_files::{checkpoint_dir, metadata_path};
 
 /// How the cluster's jobs checkpoint (`execution.checkpointing.*`).
 #[derive(Clone, Debug)]
@@ -61,102 +59,6 @@ pub(super) struct CheckpointParts {
     pub(super) ha: Arc<dyn CheckpointHa>,
 }
 
-/// An answer of checkpoint I/O, for the term at `epoch`.
-pub(super) enum CheckpointEvent {
-    /// For the job's coordinator.
-    Input(JobId, CheckpointInput),
-    /// Where the job restores from, read from the HA store and storage.
-    Loaded(JobId, Result<Loaded, String>),
-}
-
-/// What the current run of a job restored from.
-#[derive(Clone, Debug)]
-pub(super) struct Restored {
-    pub(super) id: CheckpointId,
-    /// When (ms since the Unix epoch).
-    pub(super) at_ms: u64,
-    /// A savepoint's directory, when it was one.
-    pub(super) savepoint: Option<String>,
-}
-
-/// What a job's checkpoints were found to be when its term began.
-pub(super) struct Loaded {
-    /// The newest usable completed checkpoint.
-    pub(super) latest: Option<Arc<Metadata>>,
-    /// Every completed checkpoint in the HA store, oldest first (so that
-    /// retiring continues past them).
-    pub(super) retained: Vec<CheckpointId>,
-}
-
-/// Where deploys of a job restore from.
-pub(super) enum RestorePoint {
-    /// Being read from the HA store: deploys wait.
-    Loading,
-    /// Known: the latest completed checkpoint, or none yet.
-    Ready(Option<Arc<Metadata>>),
-}
-
-/// One job's checkpoints on the leader.
-pub(super) struct JobCheckpoints {
-    pub(super) coordinator: CheckpointCoordinator,
-    /// The attempts the coordinator was told run (`None`: stopped).
-    pub(super) running: Option<Vec<ExecutionAttemptId>>,
-    pub(super) restore: RestorePoint,
-    /// Deploys waiting for the restore point (or for a pointer write in
-    /// flight to decide it).
-    pub(super) held: Vec<MasterCommand>,
-    /// Metadata written for checkpoints not yet complete, and of the
-    /// completed ones retained.
-    pub(super) written: HashMap<CheckpointId, Arc<Metadata>>,
-    /// The checkpoint the current run restored from, and when (ms since
-    /// the Unix epoch).
-    pub(super) restored_from: Option<Restored>,
-    /// Restores in this term.
-    pub(super) restores: u64,
-    /// The run (restart count) the last restore was for.
-    pub(super) restored_run: Option<usize>,
-    /// The job restarts: its restore point is read again from the HA store
-    /// and storage (checked, falling back past an unusable one) once no
-    /// pointer write is in flight.
-    pub(super) reread: bool,
-    /// Whether the restore point was read once in this term (a re-read
-    /// keeps the coordinator; the first read makes it).
-    pub(super) read_once: bool,
-}
-
-impl JobCheckpoints {
-    pub(super) fn new(config: CheckpointConfig, restore: RestorePoint) -> JobCheckpoints {
-        JobCheckpoints {
-            coordinator: CheckpointCoordinator::new(config, Vec::new()),
-            running: None,
-            restore,
-            held: Vec::new(),
-            written: HashMap::new(),
-            restored_from: None,
-            restores: 0,
-            restored_run: None,
-            reread: false,
-            read_once: false,
-        }
-    }
-
-    /// Whether deploys may go out now: the restore point is known, no
-    /// pointer write could still change it, and no re-read is due.
-    pub(super) fn ready(&self) -> bool {
-        matches!(self.restore, RestorePoint::Ready(_))
-            && !self.coordinator.finalizing()
-            && !self.reread
-    }
-
-    /// The restore point's metadata, if any.
-    pub(super) fn latest(&self) -> Option<&Arc<Metadata>> {
-        match &self.restore {
-            RestorePoint::Ready(latest) => latest.as_ref(),
-            RestorePoint::Loading => None,
-        }
-    }
-}
-
 /// Everything checkpoint I/O needs; cheap to clone into tasks.
 #[derive(Clone)]
 pub(super) struct CheckpointIo {
@@ -168,12 +70,12 @@ pub(super) struct CheckpointIo {
 }
 
 impl CheckpointIo {
-    fn send(&self, event: CheckpointEvent) {
-        let _ = self.actor.send(Message::Checkpoint(self.epoch, event));
+    fn send(&self, input: RecoveryInput) {
+        let _ = self.actor.send(Message::Checkpoint(self.epoch, input));
     }
 
     fn input(&self, job: JobId, input: CheckpointInput) {
-        self.send(CheckpointEvent::Input(job, input));
+        self.send(RecoveryInput::Checkpoint { job, input });
     }
 
     /// Takes the next id from the HA counter.
@@ -185,7 +87,7 @@ impl CheckpointIo {
                 Err(error) => {
                     tracing::warn!(%job, %error,
                         "cannot take a checkpoint id from the HA store; the next interval tries again");
-                    CheckpointInput::IdFailed(error)
+                    CheckpointInput::IdFailed(error.to_string())
                 }
             };
             io.input(job, input);
@@ -227,15 +129,11 @@ impl CheckpointIo {
                 metadata: metadata.0,
             };
             let write = io.ha.add_pointer(job, token, pointer);
-            let result = match tokio::time::timeout(POINTER_WRITE_LIMIT, write).await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(PointerError::NotLeader)) => Err(None),
-                Ok(Err(PointerError::Other(error))) => Err(Some(error)),
-                Err(_) => Err(Some(format!(
-                    "the HA store did not answer within {POINTER_WRITE_LIMIT:?}"
-                ))),
+            let outcome = match tokio::time::timeout(POINTER_WRITE_LIMIT, write).await {
+                Ok(result) => pointer_outcome(result),
+                Err(_) => PointerOutcome::Failed(PointerFailure::TimedOut(POINTER_WRITE_LIMIT)),
             };
-            io.input(job, CheckpointInput::PointerWritten { id, result });
+            io.input(job, CheckpointInput::PointerWritten { id, outcome });
         });
     }
 
@@ -325,64 +223,56 @@ impl CheckpointIo {
             .map_err(|e| e.to_string())
     }
 
-    /// Reads where `job` restores from: its newest completed checkpoint
-    /// whose metadata and state files are all there; an unusable newer one
-    /// is named and skipped (an older one is used, and the log says so).
-    /// `Err` when pointers exist but none is usable, or the HA store cannot
-    /// be read: the job must not silently start from its beginning.
-    pub(super) fn load(&self, job: JobId, delay: Duration) {
-        let io = self.clone();
+    /// Deletes a savepoint's directory that must not look like a
+    /// savepoint (it never counted).
+    pub(super) fn remove_savepoint(&self, dir: PathBuf) {
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let result = io.read_restore_point(job).await;
-            io.send(CheckpointEvent::Loaded(job, result));
+            if let Err(error) = tokio::fs::remove_dir_all(&dir).await
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(dir = %dir.display(), %error,
+                    "cannot delete an aborted savepoint's directory; delete it by hand, it is not a savepoint");
+            }
         });
     }
 
-    async fn read_restore_point(&self, job: JobId) -> Result<Loaded, String> {
-        let entries = self.ha.pointers(job).await?;
-        let mut good = Vec::new();
-        for entry in entries {
-            match entry {
-                Ok(pointer) => good.push(pointer),
-                Err(bad) => tracing::warn!(%job, error = %bad,
-                    "a checkpoint pointer in the HA store is unreadable and is skipped"),
-            }
-        }
-        let retained: Vec<CheckpointId> = good.iter().map(|p| p.id).collect();
-        let mut skipped = Vec::new();
-        for pointer in good.iter().rev() {
-            match self.check(job, pointer).await {
-                Ok(metadata) => {
-                    if !skipped.is_empty() {
-                        tracing::warn!(%job, checkpoint = %pointer.id, skipped = ?skipped,
-                            "the newest checkpoints are unusable; restoring from an older one: output \
-                             the newer ones committed will be written again (at least once for this \
-                             restore, not exactly once)");
-                    }
-                    return Ok(Loaded {
-                        latest: Some(Arc::new(metadata)),
-                        retained,
-                    });
-                }
-                Err(reason) => {
-                    tracing::warn!(%job, checkpoint = %pointer.id, %reason,
-                        "completed checkpoint unusable; trying an older one");
-                    skipped.push(format!("{}: {reason}", pointer.id));
-                }
-            }
-        }
-        if skipped.is_empty() {
-            Ok(Loaded {
-                latest: None,
-                retained,
-            })
-        } else {
-            Err(format!(
-                "no completed checkpoint of the job is usable ({})",
-                skipped.join("; ")
-            ))
-        }
+    /// Reads `job`'s completed-checkpoint pointers from the HA store after
+    /// `after`, answered as [`RecoveryInput::PointersRead`].
+    pub(super) fn read_pointers(&self, job: JobId, read: ReadId, after: Duration) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let result = match io.ha.pointers(job).await {
+                Ok(entries) => Ok(entries
+                    .into_iter()
+                    .map(|entry| {
+                        entry
+                            .map(|p| Pointer {
+                                id: p.id,
+                                metadata: p.metadata,
+                            })
+                            .map_err(|bad| bad.to_string())
+                    })
+                    .collect()),
+                Err(error) => Err(error.to_string()),
+            };
+            io.send(RecoveryInput::PointersRead { job, read, result });
+        });
+    }
+
+    /// Reads and checks checkpoint `pointer` of `job`, answered as
+    /// [`RecoveryInput::Checked`].
+    pub(super) fn check(&self, job: JobId, read: ReadId, pointer: Pointer) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            let result = io.read_checked(job, &pointer).await;
+            io.send(RecoveryInput::Checked {
+                job,
+                read,
+                id: pointer.id,
+                result,
+            });
+        });
     }
 
     /// Prepares job `job` (not stored yet) of `graph` to start from the
@@ -414,21 +304,26 @@ impl CheckpointIo {
             .await
             .map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
         let id = Metadata::read_any(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
-        let pointer = CheckpointPointer {
-            job: job.to_string(),
+        let pointer = Pointer {
             id,
             metadata: file.display().to_string(),
         };
-        let metadata = self.check(job, &pointer).await?;
-        let empty = crate::restore_plan::check_savepoint(&metadata, graph, allow_non_restored)?;
+        let metadata = self.read_checked(job, &pointer).await?;
+        let empty =
+            check_savepoint(&metadata, graph, allow_non_restored).map_err(|e| e.to_string())?;
         self.ha
             .advance_counter(job, token.clone(), id)
             .await
             .map_err(|e| format!("the job's checkpoint-id counter cannot be set past {id}: {e}"))?;
-        match self.ha.add_pointer(job, token, pointer).await {
-            Ok(()) => Ok((id, empty)),
-            Err(PointerError::NotLeader) => Err("this JobManager no longer leads".into()),
-            Err(PointerError::Other(e)) => Err(format!(
+        let pointer = CheckpointPointer {
+            job: job.to_string(),
+            id,
+            metadata: pointer.metadata,
+        };
+        match pointer_outcome(self.ha.add_pointer(job, token, pointer).await) {
+            PointerOutcome::Written => Ok((id, empty)),
+            PointerOutcome::Deposed => Err("this JobManager no longer leads".into()),
+            PointerOutcome::Failed(e) => Err(format!(
                 "its pointer cannot be written to the HA store: {e}"
             )),
         }
@@ -436,7 +331,7 @@ impl CheckpointIo {
 
     /// Reads and checks one completed checkpoint: its metadata, and that
     /// every state file it names is there with its recorded size.
-    async fn check(&self, job: JobId, pointer: &CheckpointPointer) -> Result<Metadata, String> {
+    async fn read_checked(&self, job: JobId, pointer: &Pointer) -> Result<Metadata, String> {
         let absolute = std::path::Path::new(&pointer.metadata);
         let metadata = if absolute.is_absolute() {
             // A savepoint's (its own directory, anywhere).

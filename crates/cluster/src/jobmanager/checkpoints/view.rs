@@ -3,7 +3,9 @@
 use holdfast_ha::MonoTime;
 use holdfast_runtime::checkpoint::{CheckpointStatus, CheckpointSummary, CheckpointingMode};
 
-use super::{CheckpointOptions, JobCheckpoints};
+use holdfast_runtime::recovery::JobRecovery;
+
+use super::CheckpointOptions;
 use crate::checkpoint_files::metadata_path;
 use crate::rest::answers::{
     CheckpointConfigView, CheckpointCounts, CheckpointStats, CheckpointSummaryStats,
@@ -41,11 +43,11 @@ fn view(summary: &CheckpointSummary, now: MonoTime, wall_now: u64) -> Checkpoint
 /// the Unix epoch).
 pub(in crate::jobmanager) fn stats(
     job: holdfast_runtime::ids::JobId,
-    entry: &JobCheckpoints,
+    entry: &JobRecovery,
     now: MonoTime,
     wall_now: u64,
 ) -> CheckpointStats {
-    let coordinator = &entry.coordinator;
+    let coordinator = entry.coordinator();
     let mut history: Vec<CheckpointView> = coordinator
         .history()
         .map(|s| view(s, now, wall_now))
@@ -60,7 +62,7 @@ pub(in crate::jobmanager) fn stats(
     let in_progress = coordinator.in_progress() as u64;
     CheckpointStats {
         counts: CheckpointCounts {
-            restored: entry.restores,
+            restored: entry.restores(),
             total: completed_total + failed_total + in_progress,
             in_progress,
             completed: completed_total,
@@ -74,12 +76,12 @@ pub(in crate::jobmanager) fn stats(
         latest: LatestCheckpoints {
             completed: history.iter().find(|c| c.status == "COMPLETED").cloned(),
             failed: history.iter().find(|c| c.status == "FAILED").cloned(),
-            restored: entry.restored_from.as_ref().map(|r| RestoredView {
+            restored: entry.restored_from().map(|r| RestoredView {
                 id: r.id.0,
-                restore_timestamp: r.at_ms,
+                restore_timestamp: wall(r.at, now, wall_now),
                 is_savepoint: r.savepoint.is_some(),
                 external_path: match &r.savepoint {
-                    Some(dir) => dir.clone(),
+                    Some(dir) => dir.display().to_string(),
                     None => metadata_path(job, r.id)
                         .map(|p| p.as_str().to_owned())
                         .unwrap_or_default(),

@@ -7,6 +7,7 @@ use holdfast_rpc::client::TaskManagerClient;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::master::MasterInput;
+use holdfast_runtime::taskmanager::OnNoLeader;
 use tonic::Status;
 
 use super::Term;
@@ -181,7 +182,7 @@ impl Term {
         let (graph, submitted_at_ms) = (stored.graph.clone(), stored.submitted_at_ms);
         self.stored.insert(job, stored);
         self.checkpoints_for(job, true);
-        if !self.adopt {
+        if self.on_no_leader == OnNoLeader::FailTasks {
             // `standard`: the TaskManagers failed the previous leader's
             // tasks; the job runs again at once.
             tracing::info!(%job, "recovered the job from the HA store; policy standard: running it again");

@@ -6,9 +6,11 @@
 //! [`JobMasterCore`]: holdfast_runtime::master::JobMasterCore
 
 use holdfast_rpc::proto;
+use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::master::{MasterCommand, MasterInput};
+use holdfast_runtime::recovery::TaskCheckpointing;
 use holdfast_runtime::restart::{FailureCause, RestartDecision};
 use holdfast_runtime::wiring::{DataLocation, Wiring};
 
@@ -28,36 +30,13 @@ impl Term {
         self.sync_checkpoints();
     }
 
-    /// Carries out the core's commands, in order (a deploy of a job whose
-    /// restore point is not known yet is held, see `checkpoints.rs`).
+    /// Carries out the core's commands, in order (a deploy goes through
+    /// the recovery core, which holds it while the job's restore point is
+    /// not known, see `checkpoints.rs`).
     pub(super) fn execute(&mut self, commands: Vec<MasterCommand>) {
         for command in commands {
-            let Some(command) = self.deploy_or_hold(command) else {
-                continue;
-            };
             match command {
-                MasterCommand::Deploy {
-                    tm,
-                    slot,
-                    attempt,
-                    task,
-                    args,
-                    parallelism,
-                    wiring,
-                } => {
-                    let checkpointing = self.task_checkpointing(attempt.job, attempt.attempt.task);
-                    let request = proto::DeployTaskRequest {
-                        fence: self.fence(),
-                        attempt: Some((attempt.job, attempt.attempt).into()),
-                        slot,
-                        task_name: task,
-                        task_args_json: args.to_string(),
-                        parallelism,
-                        wiring: Some((attempt.job, &self.locate(&wiring)).into()),
-                        checkpointing,
-                    };
-                    self.order(&tm, Order::Deploy(request, attempt));
-                }
+                MasterCommand::Deploy { .. } => self.deploy_or_hold(command),
                 MasterCommand::Cancel { tm, attempt } => {
                     let request = proto::CancelTaskRequest {
                         fence: self.fence(),
@@ -84,6 +63,37 @@ impl Term {
                 } => self.taken_over(job, &adopted, &input_ended, &restarted),
             }
         }
+    }
+
+    /// Sends a deploy, with how the attempt takes part in checkpoints.
+    pub(super) fn deploy(
+        &mut self,
+        command: MasterCommand,
+        checkpointing: Option<proto::TaskCheckpointing>,
+    ) {
+        let MasterCommand::Deploy {
+            tm,
+            slot,
+            attempt,
+            task,
+            args,
+            parallelism,
+            wiring,
+        } = command
+        else {
+            return;
+        };
+        let request = proto::DeployTaskRequest {
+            fence: self.fence(),
+            attempt: Some((attempt.job, attempt.attempt).into()),
+            slot,
+            task_name: task,
+            task_args_json: args.to_string(),
+            parallelism,
+            wiring: Some((attempt.job, &self.locate(&wiring)).into()),
+            checkpointing,
+        };
+        self.order(&tm, Order::Deploy(request, attempt));
     }
 
     /// The fence of every call of this term.
@@ -202,3 +212,40 @@ impl Term {
 /// How many ended jobs a leader keeps showing (Flink's
 /// `jobstore.max-capacity` plays this part).
 const MAX_ENDED_JOBS: usize = 100;
+
+fn mode_name(mode: CheckpointingMode) -> &'static str {
+    match mode {
+        CheckpointingMode::ExactlyOnce => "EXACTLY_ONCE",
+        CheckpointingMode::AtLeastOnce => "AT_LEAST_ONCE",
+    }
+}
+
+/// How a deployed attempt takes part in checkpoints, on the wire.
+pub(super) fn task_checkpointing(
+    cp: &super::checkpoints::TermCheckpoints,
+    checkpointing: TaskCheckpointing,
+) -> Option<proto::TaskCheckpointing> {
+    let restore = match checkpointing {
+        TaskCheckpointing::Off => return None,
+        TaskCheckpointing::Fresh => None,
+        TaskCheckpointing::Restore { id, files } => Some((id, files)),
+    };
+    Some(proto::TaskCheckpointing {
+        mode: mode_name(cp.io.options.config.mode).to_owned(),
+        storage_dir: cp.io.options.dir.display().to_string(),
+        restore_checkpoint: restore.as_ref().map(|(id, _)| id.0),
+        restore_files: restore
+            .map(|(_, files)| {
+                files
+                    .into_iter()
+                    .map(|f| proto::RestoreFile {
+                        path: f.path,
+                        vertex: f.vertex,
+                        subtask: f.subtask,
+                        parallelism: f.parallelism,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}

@@ -12,6 +12,9 @@
 //!  calls.rs     registrations, task updates, cancels, heartbeat answers,
 //!               submitted and recovered jobs
 //!  commands.rs  step: feed the core, execute what it says
+//!  checkpoints.rs  the recovery core fed and its commands carried out
+//!  checkpoint_calls.rs  task reports, savepoint requests, checkpoint views
+//!  checkpoint_notices.rs  the recovery core's notices as logs and metrics
 //!  publish.rs   the leader's part of the REST snapshot and the job gauges
 //!  store.rs     reading the stored jobs, the ordered writer
 //!  takeover.rs  jobs taken over from a previous leader: adopted attempts,
@@ -21,6 +24,8 @@
 //! ```
 
 mod calls;
+mod checkpoint_calls;
+mod checkpoint_notices;
 mod checkpoints;
 mod commands;
 mod publish;
@@ -38,6 +43,8 @@ use holdfast_ha::{Epoch, MonoTime, Runtime};
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::master::JobMasterCore;
+use holdfast_runtime::recovery::{RecoveryConfig, RecoveryCore};
+use holdfast_runtime::taskmanager::OnNoLeader;
 use tokio::sync::mpsc;
 
 use super::StoreHandle;
@@ -69,10 +76,11 @@ pub(super) struct TermParts {
     pub(super) heartbeat_timeout: Duration,
     /// The coordination session timeout, told to registering TaskManagers.
     pub(super) session_timeout: Duration,
-    /// Whether recovered jobs adopt their running attempts (every policy
-    /// but `standard`, whose TaskManagers fail them on a new leader: its
-    /// jobs restart at once, as in Flink).
-    pub(super) adopt: bool,
+    /// What the TaskManagers do with their tasks when their leader is in
+    /// doubt: recovered jobs adopt their running attempts exactly when the
+    /// TaskManagers keep them (under `standard` they fail them on a new
+    /// leader: its jobs restart at once, as in Flink).
+    pub(super) on_no_leader: OnNoLeader,
     /// Whether the JobManager still leads at an epoch (checked by the links
     /// before every call).
     pub(super) leading: Leading,
@@ -96,7 +104,7 @@ pub(super) struct Term {
     heartbeat_interval: Duration,
     heartbeat_timeout: Duration,
     session_timeout: Duration,
-    adopt: bool,
+    on_no_leader: OnNoLeader,
     leading: Leading,
     actor: mpsc::UnboundedSender<Message>,
     checkpoints: Option<checkpoints::TermCheckpoints>,
@@ -140,12 +148,15 @@ impl Term {
             heartbeat_interval: parts.heartbeat_interval,
             heartbeat_timeout: parts.heartbeat_timeout,
             session_timeout: parts.session_timeout,
-            adopt: parts.adopt,
+            on_no_leader: parts.on_no_leader,
             leading: parts.leading,
             actor: parts.actor,
             checkpoints: parts.checkpoints.map(|io| checkpoints::TermCheckpoints {
+                core: RecoveryCore::new(RecoveryConfig {
+                    checkpoints: io.options.config.clone(),
+                    storage_root: io.storage.root().to_path_buf(),
+                }),
                 io,
-                jobs: HashMap::new(),
                 ended: HashMap::new(),
                 savepoints: Default::default(),
             }),
@@ -253,6 +264,7 @@ impl Term {
             self.stored.remove(id);
             if let Some(cp) = &mut self.checkpoints {
                 cp.ended.remove(id);
+                cp.core.forget(*id);
             }
         }
     }

@@ -1,18 +1,17 @@
 //! The term's side of taking jobs over from a previous leader (HA contract
 //! §6): the core decides which running attempts it adopts; here the
 //! decision becomes the job's take-over event (history, REST, metrics, a
-//! log line), and checkpoints go on under this epoch — the latest
-//! completed checkpoint is confirmed to the adopted attempts (their sinks
-//! commit it, if the previous leader died before saying so), and attempts
-//! whose input ended are told to the coordinator.
+//! log line), and checkpoints go on under this epoch — what that means
+//! (the latest completed checkpoint confirmed to the adopted attempts,
+//! attempts whose input ended told to the coordinator, a checkpoint soon)
+//! is the recovery core's rule (`holdfast_runtime::recovery`).
 
 use std::collections::BTreeMap;
 
-use holdfast_runtime::checkpoint::CheckpointInput;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId, TaskManagerId};
 use holdfast_runtime::master::adoption::Miss;
 use holdfast_runtime::master::{AttemptRef, MasterInput};
-use holdfast_types::CheckpointId;
+use holdfast_runtime::recovery::RecoveryInput;
 
 use super::Term;
 use crate::job_store::PastFailure;
@@ -112,35 +111,11 @@ impl Term {
             stored.record_takeover(view);
             self.keep(job, stored);
         }
-        self.confirm_latest(job, adopted);
-        for task in input_ended {
-            self.coordinate(job, CheckpointInput::TaskEnded { task: *task });
-        }
-        // What the tasks wrote without a leader waits for a checkpoint:
-        // take one as soon as the job runs, not an interval later.
-        self.coordinate(job, CheckpointInput::TriggerSoon);
-    }
-
-    /// Tells the adopted attempts that the latest completed checkpoint is
-    /// complete (the previous leader may have died between writing its
-    /// pointer and saying so; committing it again is a no-op for a sink).
-    fn confirm_latest(&mut self, job: JobId, adopted: &[(AttemptRef, TaskManagerId)]) {
-        let Some(latest) = self.latest_checkpoint(job) else {
-            return;
-        };
-        let attempts: Vec<ExecutionAttemptId> = adopted.iter().map(|(a, _)| a.attempt).collect();
-        if attempts.is_empty() {
-            return;
-        }
-        tracing::info!(%job, checkpoint = %latest, attempts = attempts.len(),
-            "confirming the latest completed checkpoint to the adopted tasks (their sinks commit it if they had not)");
-        self.notify(job, latest, true, false, &attempts);
-    }
-
-    /// The latest completed checkpoint of `job` as read from the HA store.
-    fn latest_checkpoint(&self, job: JobId) -> Option<CheckpointId> {
-        let cp = self.checkpoints.as_ref()?;
-        let entry = cp.jobs.get(&job)?;
-        entry.latest().map(|m| CheckpointId(m.checkpoint))
+        // Checkpoints go on under this epoch (the recovery core's rules).
+        self.recover(RecoveryInput::TakenOver {
+            job,
+            adopted: adopted.iter().map(|(a, _)| a.attempt).collect(),
+            input_ended: input_ended.to_vec(),
+        });
     }
 }

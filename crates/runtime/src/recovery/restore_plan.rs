@@ -13,21 +13,66 @@
 
 use std::collections::BTreeSet;
 
-use holdfast_runtime::graph::JobGraph;
-use holdfast_runtime::ids::TaskId;
-
-use crate::checkpoint_files::Metadata;
+use super::metadata::Metadata;
+use crate::graph::JobGraph;
+use crate::ids::TaskId;
 
 /// One state file for one task to read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FileToRead {
+pub struct FileToRead {
     /// Where it is (as the metadata locates it).
-    pub(crate) path: String,
-    /// The old vertex and subtask that wrote it.
-    pub(crate) vertex: u32,
-    pub(crate) subtask: u32,
+    pub path: String,
+    /// The old vertex that wrote it.
+    pub vertex: u32,
+    /// The old subtask that wrote it.
+    pub subtask: u32,
     /// That vertex's parallelism in the checkpoint.
-    pub(crate) parallelism: u32,
+    pub parallelism: u32,
+}
+
+/// Why a savepoint does not fit a job.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SavepointMismatch {
+    /// It was taken of a job of another name.
+    #[error("it is a savepoint of job {savepoint:?}, not of {job:?}")]
+    OtherJob {
+        /// The name in the savepoint.
+        savepoint: String,
+        /// The job's name.
+        job: String,
+    },
+    /// Its key groups differ from the job's.
+    #[error(
+        "it was taken with pipeline.max-parallelism {then} and the job now has {now}: the number of key \
+         groups is fixed for a job's life (set pipeline.max-parallelism: {then})"
+    )]
+    KeyGroups {
+        /// The savepoint's.
+        then: u32,
+        /// The job's.
+        now: u32,
+    },
+    /// Neither names its operators, and the vertices differ in number.
+    #[error("it holds {savepoint} vertices, the job {job}, and neither names its operators")]
+    Vertices {
+        /// The savepoint's vertices.
+        savepoint: usize,
+        /// The job's vertices.
+        job: usize,
+    },
+    /// It holds state of operators the job does not have.
+    #[error(
+        "it holds state of operator{} {} that job {job:?} does not have; restore with \
+         --allow-non-restored-state to drop it",
+        if operators.len() == 1 { "" } else { "s" },
+        operators.iter().map(|u| format!("{u:?}")).collect::<Vec<_>>().join(", ")
+    )]
+    Unclaimed {
+        /// The operators' ids.
+        operators: Vec<String>,
+        /// The job's name.
+        job: String,
+    },
 }
 
 fn by_position(graph: &JobGraph, metadata: &Metadata) -> bool {
@@ -36,7 +81,7 @@ fn by_position(graph: &JobGraph, metadata: &Metadata) -> bool {
 
 /// The files `task` of `graph` reads from the checkpoint `metadata`
 /// describes.
-pub(crate) fn files_for(metadata: &Metadata, graph: &JobGraph, task: TaskId) -> Vec<FileToRead> {
+pub fn files_for(metadata: &Metadata, graph: &JobGraph, task: TaskId) -> Vec<FileToRead> {
     let Some(vertex) = graph.vertices.get(task.vertex as usize) else {
         return Vec::new();
     };
@@ -84,24 +129,21 @@ pub(crate) fn files_for(metadata: &Metadata, graph: &JobGraph, task: TaskId) -> 
 /// key groups, and every operator's state claimed by an operator of the
 /// job (unless `allow_non_restored`). `Ok` holds the ids of the job's
 /// operators with state that start empty, for the log.
-pub(crate) fn check_savepoint(
+pub fn check_savepoint(
     metadata: &Metadata,
     graph: &JobGraph,
     allow_non_restored: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, SavepointMismatch> {
     if !metadata.name.is_empty() && metadata.name != graph.name {
-        return Err(format!(
-            "it is a savepoint of job {:?}, not of {:?}",
-            metadata.name, graph.name
-        ));
+        return Err(SavepointMismatch::OtherJob {
+            savepoint: metadata.name.clone(),
+            job: graph.name.clone(),
+        });
     }
     if let (Some(then), Some(now)) = (metadata.max_parallelism, graph.max_parallelism)
         && then != now
     {
-        return Err(format!(
-            "it was taken with pipeline.max-parallelism {then} and the job now has {now}: the number of key \
-             groups is fixed for a job's life (set pipeline.max-parallelism: {then})"
-        ));
+        return Err(SavepointMismatch::KeyGroups { then, now });
     }
     let mine: BTreeSet<&str> = graph
         .vertices
@@ -115,39 +157,31 @@ pub(crate) fn check_savepoint(
         .collect();
     if by_position(graph, metadata) {
         if metadata.vertices.len() != graph.vertices.len() && !metadata.vertices.is_empty() {
-            return Err(format!(
-                "it holds {} vertices, the job {}, and neither names its operators",
-                metadata.vertices.len(),
-                graph.vertices.len()
-            ));
+            return Err(SavepointMismatch::Vertices {
+                savepoint: metadata.vertices.len(),
+                job: graph.vertices.len(),
+            });
         }
         return Ok(Vec::new());
     }
     let unclaimed: Vec<&str> = theirs.difference(&mine).copied().collect();
     if !unclaimed.is_empty() && !allow_non_restored {
-        return Err(format!(
-            "it holds state of operator{} {} that job {:?} does not have; restore with \
-             --allow-non-restored-state to drop it",
-            if unclaimed.len() == 1 { "" } else { "s" },
-            unclaimed
-                .iter()
-                .map(|u| format!("{u:?}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            graph.name
-        ));
+        return Err(SavepointMismatch::Unclaimed {
+            operators: unclaimed.iter().map(|u| (*u).to_owned()).collect(),
+            job: graph.name.clone(),
+        });
     }
     Ok(mine.difference(&theirs).map(|u| (*u).to_owned()).collect())
 }
 
 #[cfg(test)]
 mod tests {
-    use holdfast_runtime::graph::{Edge, Vertex};
-    use holdfast_runtime::ids::JobId;
     use holdfast_types::CheckpointId;
 
     use super::*;
-    use crate::checkpoint_files::TaskEntry;
+    use crate::graph::{Edge, Vertex};
+    use crate::ids::JobId;
+    use crate::recovery::metadata::TaskEntry;
 
     fn graph(vertices: &[(u32, &[&str])]) -> JobGraph {
         JobGraph {
@@ -228,7 +262,7 @@ mod tests {
     fn state_no_operator_claims_is_refused_unless_allowed() {
         let m = taken_of(&graph(&[(2, &["src"]), (2, &["sum", "sink"])]));
         let g = graph(&[(2, &["src"]), (2, &["sink"])]);
-        let error = check_savepoint(&m, &g, false).unwrap_err();
+        let error = check_savepoint(&m, &g, false).unwrap_err().to_string();
         assert!(error.contains("operator \"sum\""), "{error}");
         assert!(error.contains("--allow-non-restored-state"), "{error}");
         assert_eq!(check_savepoint(&m, &g, true), Ok(vec![]));
@@ -242,7 +276,7 @@ mod tests {
             name: "other".into(),
             ..g.clone()
         };
-        let error = check_savepoint(&m, &other, true).unwrap_err();
+        let error = check_savepoint(&m, &other, true).unwrap_err().to_string();
         assert!(
             error.contains("savepoint of job \"job\", not of \"other\""),
             "{error}"
@@ -251,7 +285,7 @@ mod tests {
             max_parallelism: Some(64),
             ..g
         };
-        let error = check_savepoint(&m, &keys, true).unwrap_err();
+        let error = check_savepoint(&m, &keys, true).unwrap_err().to_string();
         assert!(error.contains("pipeline.max-parallelism: 128"), "{error}");
     }
 }
