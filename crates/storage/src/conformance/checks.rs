@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -529,35 +530,48 @@ pub async fn concurrent_writers_to_different_paths_all_land<F: Fixture>(fixture:
 /// The leader deletes one checkpoint's directory (aborted, retired) while
 /// TaskManagers write the next one's files into the same job directory —
 /// also when the deleted directory was the job directory's only one: every
-/// write succeeds and lands, the deleted files are gone.
+/// write succeeds and lands, the deleted files are gone. The writes start
+/// at another phase of the delete each round (its length measured in the
+/// round before), so that some land before, during and after each of its
+/// steps.
 pub async fn writes_beside_a_concurrent_delete_all_land<F: Fixture>(fixture: &F) -> Verdict {
-    const ROUNDS: u64 = 12;
-    const FILES: u64 = 6;
+    const ROUNDS: u32 = 20;
+    const DELETED: u32 = 16;
+    const WRITTEN: u32 = 6;
     let leader = Arc::new(fixture.open().await);
     let mut task_managers = Vec::new();
     for _ in 0..2 {
         task_managers.push(Arc::new(fixture.open().await));
     }
-    let files_of = |id: u64| -> Result<Vec<StoragePath>, String> {
-        (0..FILES)
+    let files_of = |id: u32, count: u32| -> Result<Vec<StoragePath>, String> {
+        (0..count)
             .map(|file| path(&format!("job/chk-{id}/{file}-0-0.state")))
             .collect()
     };
-    put_all(&*leader, &files_of(1)?).await?;
+    put_all(&*leader, &files_of(1, DELETED)?).await?;
+    let mut delete_takes = Duration::ZERO;
     for id in 1..=ROUNDS {
-        let next = files_of(id + 1)?;
+        let next = files_of(id + 1, WRITTEN)?;
         let mut work = tokio::task::JoinSet::new();
         let (storage, dir) = (Arc::clone(&leader), path(&format!("job/chk-{id}"))?);
-        work.spawn(async move {
-            storage
-                .delete_all(&dir)
-                .await
-                .map_err(|e| format!("delete_all {dir}: {e}"))
+        let deleting = tokio::spawn(async move {
+            let started = Instant::now();
+            let deleted = storage.delete_all(&dir).await;
+            (
+                deleted.map_err(|e| format!("delete_all {dir}: {e}")),
+                started.elapsed(),
+            )
         });
-        for (index, at) in next.iter().enumerate() {
-            let storage = Arc::clone(&task_managers[index % task_managers.len()]);
+        // The first write starts 0, ¼, ½, ¾ or 1 delete-time after the
+        // delete, the others follow within half a delete-time.
+        let phase = f64::from(id % 5) / 4.0;
+        for (index, at) in (0..).zip(&next) {
+            let storage = Arc::clone(&task_managers[index as usize % task_managers.len()]);
+            let after = phase + f64::from(index) / f64::from(2 * WRITTEN);
+            let start = delete_takes.mul_f64(after);
             let (at, bytes) = (at.clone(), content(at));
             work.spawn(async move {
+                tokio::time::sleep(start).await;
                 storage
                     .put(&at, bytes)
                     .await
@@ -566,13 +580,20 @@ pub async fn writes_beside_a_concurrent_delete_all_land<F: Fixture>(fixture: &F)
         }
         while let Some(joined) = work.join_next().await {
             joined
-                .map_err(|error| format!("a task panicked: {error}"))?
+                .map_err(|error| format!("a writer panicked: {error}"))?
                 .map_err(|error| format!("round {id}, beside a delete: {error}"))?;
         }
+        let (deleted, took) = deleting
+            .await
+            .map_err(|error| format!("the delete panicked: {error}"))?;
+        deleted.map_err(|error| format!("round {id}: {error}"))?;
+        delete_takes = took;
         lists(&*leader, &path("job")?, &next).await?;
         for at in &next {
             holds(&*leader, at, &content(at)).await?;
         }
+        // The next round deletes a directory as full as the first.
+        put_all(&*leader, &files_of(id + 1, DELETED)?[WRITTEN as usize..]).await?;
     }
     Ok(())
 }
