@@ -49,9 +49,10 @@
 //!
 //! # For an S3-compatible implementation
 //!
-//! The next backend, on `object_store`'s `AmazonS3` (a real server in its
-//! tests: `docs/TESTING.md` and the SeaweedFS notes in the design's
-//! testing page). To pass:
+//! The next backend, on `object_store`'s `AmazonS3`, runs this suite
+//! against a real S3-compatible server started by its tests (as the HA
+//! tests start a real ZooKeeper), failing loudly when there is none. To
+//! pass:
 //!
 //! - **Fixture.** Every fixture gets a prefix of its own (a fresh random
 //!   one in a shared bucket): the checks assume an empty place, and a
