@@ -9,6 +9,9 @@ use holdfast_ha::conformance::Fixture;
 use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::{Runtime, TokioRuntime};
 
+/// One way, per packet, on every process's link (virtual time).
+const LATENCY: Duration = Duration::from_millis(1);
+
 struct EmbeddedFixture {
     cluster: EmbeddedCluster,
     runtime: Arc<dyn Runtime>,
@@ -31,7 +34,12 @@ fn fixture() -> EmbeddedFixture {
 impl Fixture for EmbeddedFixture {
     type Backend = EmbeddedBackend;
 
+    /// Every process's link delays each packet by [`LATENCY`], as a network
+    /// does: requests of one process that are in flight together interleave
+    /// at the server (as they do on ZooKeeper) instead of running one after
+    /// the other.
     fn process(&self, name: &str) -> EmbeddedBackend {
+        self.cluster.set_link_latency(name, LATENCY);
         self.cluster.backend_on(name, self.options.clone())
     }
 

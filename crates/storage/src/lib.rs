@@ -11,16 +11,22 @@
 //!
 //! Paths are [`StoragePath`]s: relative, `/`-separated, every segment
 //! non-empty and neither `.` nor `..`, so no name from a job or a peer can
-//! reach outside the storage's root.
+//! reach outside the storage's root, and made of ASCII letters, digits,
+//! `.`, `_` and `-` only, so every storage keeps a name as it is.
+//!
+//! [`conformance`] is the suite every implementation passes
+//! ([`conformance_suite!`]), and what the next one (an S3-compatible
+//! store) must do to pass it.
 #![warn(missing_docs)]
 
+pub mod conformance;
 mod error;
 mod local;
 mod path;
 
 pub use error::StorageError;
 pub use local::LocalStorage;
-pub use path::{BadPath, StoragePath};
+pub use path::{BadPath, MAX_SEGMENT, StoragePath};
 
 use bytes::Bytes;
 

@@ -86,6 +86,28 @@ fn sync(root: &Path, file: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether `error` says there is no file: none at the path, or a file
+/// where the path needs a directory (`job/_metadata/x`).
+fn not_there(error: &object_store::Error) -> bool {
+    matches!(error, object_store::Error::NotFound { .. }) || through_a_file(error)
+}
+
+/// Whether `error` comes from a path that goes through a file as if it
+/// were a directory (`ENOTDIR`, somewhere in its chain of sources).
+fn through_a_file(error: &object_store::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::NotADirectory)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 impl CheckpointStorage for LocalStorage {
     async fn put(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
         if path.as_str().is_empty() {
@@ -107,7 +129,7 @@ impl CheckpointStorage for LocalStorage {
         let location = self.location(path)?;
         let result = match self.store.get(&location).await {
             Ok(result) => result,
-            Err(object_store::Error::NotFound { .. }) => {
+            Err(error) if not_there(&error) => {
                 return Err(StorageError::NotFound {
                     root: self.root.clone(),
                     path: path.clone(),
@@ -125,7 +147,7 @@ impl CheckpointStorage for LocalStorage {
         let location = self.location(path)?;
         match self.store.head(&location).await {
             Ok(meta) => Ok(meta.size),
-            Err(object_store::Error::NotFound { .. }) => Err(StorageError::NotFound {
+            Err(error) if not_there(&error) => Err(StorageError::NotFound {
                 root: self.root.clone(),
                 path: path.clone(),
             }),
@@ -137,12 +159,12 @@ impl CheckpointStorage for LocalStorage {
         let location = (!prefix.as_str().is_empty())
             .then(|| self.location(prefix))
             .transpose()?;
-        let metas: Vec<_> = self
-            .store
-            .list(location.as_ref())
-            .try_collect()
-            .await
-            .map_err(|e| self.io("listing", prefix, e))?;
+        let metas: Vec<_> = match self.store.list(location.as_ref()).try_collect().await {
+            Ok(metas) => metas,
+            // A prefix through a file (`job/_metadata/x`) has nothing below it.
+            Err(error) if through_a_file(&error) && !self.local_path(prefix).is_dir() => Vec::new(),
+            Err(error) => return Err(self.io("listing", prefix, error)),
+        };
         let mut paths = metas
             .into_iter()
             .map(|meta| {

@@ -4,9 +4,14 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A relative, `/`-separated path inside a [`CheckpointStorage`]
-/// (`job-1f…/chk-42/_metadata`). Every segment is non-empty, at most 255
-/// bytes, neither `.` nor `..`, and free of `\` and control characters, so
-/// it cannot leave the storage's root. The empty path is the root itself.
+/// (`job-1f…/chk-42/_metadata`). Every segment is non-empty, at most
+/// [`MAX_SEGMENT`] bytes, neither `.` nor `..`, so it cannot leave the
+/// storage's root; and
+/// made of ASCII letters, digits, `.`, `_` and `-` only, the characters
+/// every storage keeps as they are (a local filesystem through
+/// `object_store` cannot hold a name ending in `:` or in `#<digits>`, its
+/// staging files' names; object stores encode `%`, `#`, spaces and more).
+/// The empty path is the root itself.
 ///
 /// [`CheckpointStorage`]: crate::CheckpointStorage
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,15 +72,29 @@ impl FromStr for StoragePath {
             match segment {
                 "" => return Err(bad("it has an empty segment")),
                 "." | ".." => return Err(bad("it has a `.` or `..` segment")),
-                s if s.len() > 255 => return Err(bad("a segment is longer than 255 bytes")),
-                s if s.chars().any(|c| c == '\\' || c.is_control()) => {
-                    return Err(bad("a segment has a `\\` or a control character"));
+                s if s.len() > MAX_SEGMENT => {
+                    return Err(bad("a segment is longer than 240 bytes"));
+                }
+                s if !s.bytes().all(portable) => {
+                    return Err(bad(
+                        "a segment has a character other than ASCII letters, digits, `.`, `_` and `-`",
+                    ));
                 }
                 _ => {}
             }
         }
         Ok(StoragePath(text.to_owned()))
     }
+}
+
+/// The longest segment, in bytes: a file name may have 255 on most
+/// filesystems, and `object_store` writes a file first under its name with
+/// `#<n>` appended.
+pub const MAX_SEGMENT: usize = 240;
+
+/// The characters a segment may have.
+fn portable(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-')
 }
 
 impl fmt::Display for StoragePath {
@@ -99,13 +118,18 @@ mod tests {
             ("a/", "empty segment"),
             ("../x", "`..`"),
             ("a/./b", "`.`"),
-            ("a\\b", "control"),
-            ("a\nb", "control"),
+            ("a\\b", "ASCII letters"),
+            ("a\nb", "ASCII letters"),
+            ("chk-1#2", "ASCII letters"),
+            ("job/colon:", "ASCII letters"),
+            ("with space", "ASCII letters"),
+            ("ünï", "ASCII letters"),
         ] {
             let error = bad.parse::<StoragePath>().expect_err(bad);
             assert!(error.to_string().contains(reason), "{bad:?}: {error}");
         }
-        let long = "x".repeat(256);
+        assert!("x".repeat(MAX_SEGMENT).parse::<StoragePath>().is_ok());
+        let long = "x".repeat(MAX_SEGMENT + 1);
         assert!(long.parse::<StoragePath>().is_err());
         let chk = StoragePath::root()
             .child("job")

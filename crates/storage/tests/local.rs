@@ -25,9 +25,20 @@ async fn files_are_written_read_listed_and_deleted_by_prefix() {
             .await
             .unwrap();
     }
-    // On disk where the layout says, with no temporary files left.
-    let on_disk = std::fs::read(storage.root().join("job-1/chk-1/0-0-0.state")).unwrap();
+    // On disk where the layout says, with no temporary files left, and
+    // where `local_path` (what restores read through) says.
+    let state = path("job-1/chk-1/0-0-0.state");
+    assert_eq!(
+        storage.local_path(&state),
+        storage.root().join("job-1/chk-1/0-0-0.state")
+    );
+    let on_disk = std::fs::read(storage.local_path(&state)).unwrap();
     assert_eq!(on_disk, b"state 1");
+    let names: Vec<_> = std::fs::read_dir(storage.local_path(&path("job-1/chk-1")))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
     assert_eq!(
         storage.get(&path("job-1/chk-2/_metadata")).await.unwrap(),
         Bytes::from("state 2")

@@ -12,7 +12,7 @@ use crate::retrieval::{LeaderRetrieval, RetrievalEvent};
 /// A check's verdict.
 pub type Verdict = Result<(), String>;
 
-const BASE: &str = "/holdfast-conformance";
+pub(super) const BASE: &str = "/holdfast-conformance";
 
 fn info_path() -> String {
     format!("{BASE}/leader/connection_info")
@@ -25,8 +25,13 @@ macro_rules! ensure {
         }
     };
 }
+pub(super) use ensure;
 
-fn connect<F: Fixture>(fixture: &F, name: &str, policy: ErrorPolicy) -> Connection<F::Backend> {
+pub(super) fn connect<F: Fixture>(
+    fixture: &F,
+    name: &str,
+    policy: ErrorPolicy,
+) -> Connection<F::Backend> {
     let options = ConnectionOptions {
         policy,
         lease: fixture.lease(),
@@ -36,7 +41,7 @@ fn connect<F: Fixture>(fixture: &F, name: &str, policy: ErrorPolicy) -> Connecti
     Connection::start(fixture.process(name), fixture.runtime(), options)
 }
 
-fn contend<B: crate::backend::Backend>(
+pub(super) fn contend<B: crate::backend::Backend>(
     connection: &Connection<B>,
     name: &str,
 ) -> LeaderElection<B> {
@@ -46,7 +51,7 @@ fn contend<B: crate::backend::Backend>(
 }
 
 /// Polls `condition` on the fixture's clock until it holds or patience runs out.
-async fn wait_for<F: Fixture>(
+pub(super) async fn wait_for<F: Fixture>(
     fixture: &F,
     what: &str,
     mut condition: impl FnMut() -> bool,
@@ -67,7 +72,7 @@ async fn wait_for<F: Fixture>(
 }
 
 /// Waits for the next transition of `connection` into a state `accept`s.
-async fn wait_state<F: Fixture>(
+pub(super) async fn wait_state<F: Fixture>(
     fixture: &F,
     events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::connection::ConnectionEvent>,
     what: &str,

@@ -3,10 +3,13 @@
 //!
 //! A backend provides a [`Fixture`]: a way to make "processes" (each a
 //! [`Backend`] handle whose link can be stalled and healed as a unit), the
-//! clock, and a way to write raw bytes behind holdfast's back. The checks in
-//! [`checks`] are plain async functions over a fixture; the
-//! [`conformance_suite!`](crate::conformance_suite) macro turns them into one
-//! test each:
+//! clock, and a way to write raw bytes behind holdfast's back. The checks
+//! are plain async functions over a fixture — [`checks`] for elections,
+//! retrieval and the leader-guarded key/value store, [`checkpoints`] for
+//! the HA store behind checkpoints (the id counter and the
+//! completed-checkpoint pointers) — and the
+//! [`conformance_suite!`](crate::conformance_suite) macro turns every one of
+//! them into a test, so a backend that runs the suite runs them all:
 //!
 //! ```ignore
 //! holdfast_ha::conformance_suite!(
@@ -15,6 +18,7 @@
 //! );
 //! ```
 
+pub mod checkpoints;
 pub mod checks;
 mod recorder;
 
@@ -75,7 +79,7 @@ pub trait Fixture: Send + Sync + 'static {
 #[macro_export]
 macro_rules! conformance_suite {
     (#[$attr:meta], $fixture:expr) => {
-        $crate::conformance_suite!(@each #[$attr], $fixture,
+        $crate::conformance_suite!(@each #[$attr], $fixture, checks:
             a_lone_contender_is_granted_and_published,
             a_graceful_close_hands_over_with_a_higher_epoch,
             under_lease_a_suspension_shorter_than_the_lease_changes_nothing,
@@ -85,13 +89,22 @@ macro_rules! conformance_suite {
             retrieval_survives_its_own_session_loss_without_a_spurious_change,
             stores_take_writes_from_the_current_leader_only,
         );
+        $crate::conformance_suite!(@each #[$attr], $fixture, checkpoints:
+            checkpoint_ids_strictly_increase_across_calls_and_leaders,
+            advance_past_moves_the_counter_forward_never_back,
+            a_deposed_leader_can_neither_count_nor_add_nor_remove,
+            a_token_of_an_earlier_grant_can_neither_count_nor_add_nor_remove,
+            pointers_list_oldest_first_and_removing_a_missing_one_is_fine,
+            a_bad_pointer_is_reported_beside_the_good_ones,
+            pointers_and_ids_outlive_the_writers_session,
+        );
     };
-    (@each #[$attr:meta], $fixture:expr, $($check:ident),* $(,)?) => {
+    (@each #[$attr:meta], $fixture:expr, $module:ident: $($check:ident),* $(,)?) => {
         $(
             #[$attr]
             async fn $check() {
                 let fixture = $fixture;
-                if let Err(failure) = $crate::conformance::checks::$check(&fixture).await {
+                if let Err(failure) = $crate::conformance::$module::$check(&fixture).await {
                     panic!("{}: {failure}", stringify!($check));
                 }
             }

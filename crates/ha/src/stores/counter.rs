@@ -30,8 +30,12 @@ impl<B: Backend> CheckpointIdCounter<B> {
         ))
     }
 
-    /// Hands out the next id, if `token`'s grant still holds.
+    /// Hands out the next id, if `token`'s grant still holds
+    /// ([`StoreError::NotLeader`] otherwise, also when its session is gone).
     pub async fn next(&self, token: &LeaderToken) -> Result<CheckpointId, StoreError> {
+        // Before the read: without the token's session the answer is
+        // NotLeader, not the read's connection loss.
+        self.store.leader_session(token)?;
         loop {
             let (value, version) = match self.read().await? {
                 Some((value, version)) => (value, Some(version)),
@@ -53,12 +57,14 @@ impl<B: Backend> CheckpointIdCounter<B> {
 
     /// Makes sure the next id handed out is above `id` (a job resumed from
     /// a savepoint continues past the savepoint's id), if `token`'s grant
-    /// still holds.
+    /// still holds ([`StoreError::NotLeader`] otherwise, also when its
+    /// session is gone).
     pub async fn advance_past(
         &self,
         token: &LeaderToken,
         id: CheckpointId,
     ) -> Result<(), StoreError> {
+        self.store.leader_session(token)?;
         loop {
             let result = match self.read().await? {
                 Some((value, _)) if value >= id.0 => return Ok(()),

@@ -53,8 +53,12 @@ impl<B: Backend> LeaderStore<B> {
             .ok_or(StoreError::Backend(CoordError::ConnectionLoss))
     }
 
-    /// The token's session, if it is still the connection's.
-    fn leader_session(&self, token: &LeaderToken) -> Result<SessionHandle<B>, StoreError> {
+    /// The token's session, if it is still the connection's
+    /// ([`StoreError::NotLeader`] otherwise: a lost session never returns).
+    pub(super) fn leader_session(
+        &self,
+        token: &LeaderToken,
+    ) -> Result<SessionHandle<B>, StoreError> {
         self.connection
             .session()
             .filter(|session| session.id() == token.session)
