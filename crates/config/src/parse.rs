@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use holdfast_ha::config::{self as ha, HaConfig, parse_duration};
+use holdfast_ha::config::{self as ha, HaConfig};
+use holdfast_types::parse_duration;
 
 use crate::cluster::ClusterConfig;
 use crate::error::ConfigError;

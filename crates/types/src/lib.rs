@@ -9,14 +9,18 @@
 //!   and [`ContenderId`].
 //! - [`sync`]: [`sync::lock`] and [`sync::unpoisoned`], the one place that
 //!   decides how a poisoned lock is treated.
+//! - [`duration`]: [`parse_duration`], Flink's spelling of durations in
+//!   configuration values (`60 s`, `60000`, `1min`).
 //!
 //! `holdfast-ha` re-exports the time and id types at their old paths
 //! (`holdfast_ha::MonoTime`, `holdfast_ha::types::Epoch`, …).
 #![warn(missing_docs)]
 
+pub mod duration;
 pub mod ids;
 pub mod sync;
 pub mod time;
 
+pub use duration::parse_duration;
 pub use ids::{CheckpointId, ContenderId, Epoch, SessionId};
 pub use time::MonoTime;

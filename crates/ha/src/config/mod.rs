@@ -22,10 +22,8 @@
 //! Durations are milliseconds when given as a bare number, or a number with
 //! a unit: `ms`, `s`, `min`, `h` (`"60 s"`, `"60000"`, `"1min"`).
 
-mod duration;
 mod keys;
 mod parse;
 
-pub use duration::parse_duration;
 pub use keys::*;
 pub use parse::{AclMode, BackendKind, ConfigError, HaConfig};

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::duration::parse_duration;
+use holdfast_types::parse_duration;
+
 use super::keys::*;
 use crate::connection::{ConnectionOptions, LeaseConfig, LeaseConfigError};
 use crate::policy::ErrorPolicy;
