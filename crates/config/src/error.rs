@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use holdfast_ha::config as ha;
+use holdfast_types::ha;
 
 use crate::source::{Entry, Origin};
 
@@ -37,7 +37,7 @@ pub enum ConfigError {
         /// The alias's value and origin.
         alias_value: Box<Entry>,
     },
-    /// The `high-availability.*` keys break a rule of `holdfast_ha`.
+    /// The `high-availability.*` keys break a rule of [`HaConfig`](ha::HaConfig).
     #[error("{source}{}", from_suffix(.origin))]
     Ha {
         /// Where the offending key's value came from, if one key is named.

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use holdfast_ha::config::{self as ha, HaConfig};
+use holdfast_types::ha::keys::{HA_TYPE, HA_TYPE_ALIAS};
+use holdfast_types::ha::{self, HaConfig};
 use holdfast_types::parse_duration;
 
 use crate::cluster::ClusterConfig;
@@ -166,7 +167,7 @@ impl ClusterConfig {
             _ => a.trim() == b.trim(),
         };
         alias_conflict(source, ASK_TIMEOUT, ASK_TIMEOUT_ALIAS, same_duration)?;
-        alias_conflict(source, ha::HA_TYPE, ha::HA_TYPE_ALIAS, |a, b| {
+        alias_conflict(source, HA_TYPE, HA_TYPE_ALIAS, |a, b| {
             a.trim().eq_ignore_ascii_case(b.trim())
         })?;
 
@@ -286,7 +287,7 @@ fn read_ha(source: &ConfigSource) -> Result<HaConfig, ConfigError> {
             _ => None,
         };
         let origin = key.and_then(|key| {
-            let alias = (key == ha::HA_TYPE).then_some(ha::HA_TYPE_ALIAS);
+            let alias = (key == HA_TYPE).then_some(HA_TYPE_ALIAS);
             source
                 .get(key)
                 .or_else(|| alias.and_then(|alias| source.get(alias)))

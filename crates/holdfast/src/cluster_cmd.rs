@@ -18,7 +18,7 @@ use holdfast_config::{ClusterConfig, ConfigSource};
 use holdfast_dataflow::JobRegistry;
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::config::BackendKind;
-use holdfast_ha::connection::Connection;
+use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::isolation::CoordinationRuntime;
 use holdfast_ha::metrics::{HaMetrics, Registry};
 use holdfast_ha::{Runtime, TokioRuntime};
@@ -267,7 +267,7 @@ impl Setup {
         }
         let backend = ZkBackend::from_config(&self.config.ha).context("configuring ZooKeeper")?;
         let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
-        let mut options = self.config.ha.connection_options();
+        let mut options = ConnectionOptions::from_config(&self.config.ha);
         options.metrics = Some(self.ha_metrics.connection(component));
         Ok(self
             .coordination

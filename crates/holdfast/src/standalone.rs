@@ -14,7 +14,7 @@ use holdfast_cluster::taskmanager;
 use holdfast_dataflow::JobRegistry;
 use holdfast_dataflow::jobs::enrich::cache;
 use holdfast_dataflow::metrics::DataflowMetrics;
-use holdfast_ha::connection::Connection;
+use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::{Runtime, TokioRuntime};
 use holdfast_rpc::auth::ClusterSecret;
@@ -140,7 +140,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         ..EmbeddedOptions::default()
     };
     let connect = |component: &str| {
-        let mut options = setup.config.ha.connection_options();
+        let mut options = ConnectionOptions::from_config(&setup.config.ha);
         options.metrics = Some(setup.ha_metrics.connection(component));
         let backend = cluster.backend_on(component, embedded.clone());
         setup
