@@ -12,8 +12,9 @@ use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::isolation::CoordinationRuntime;
 use holdfast_ha::metrics::HaMetrics;
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
-use holdfast_ha::{MonoTime, Runtime, TokioRuntime};
+use holdfast_ha::{Runtime, TokioRuntime};
 use holdfast_ha_zookeeper::ZkBackend;
+use holdfast_types::MonoTime;
 use nix::time::{ClockId, clock_gettime};
 use serde_json::json;
 

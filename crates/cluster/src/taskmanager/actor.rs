@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use holdfast_executor::{AttemptKey, TaskExecutor, TaskUpdate};
+use holdfast_ha::Runtime;
 use holdfast_ha::retrieval::RetrievalEvent;
 use holdfast_ha::types::LeaderInfo;
-use holdfast_ha::{Epoch, MonoTime, Runtime};
 use holdfast_rpc::auth::ClientAuth;
 use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
@@ -24,6 +24,7 @@ use holdfast_runtime::master::AttemptRef;
 use holdfast_runtime::taskmanager::{
     CallRejection, LeaderRef, TaskManagerCore, TmCommand, TmInput,
 };
+use holdfast_types::{Epoch, MonoTime};
 use tokio::sync::{mpsc, oneshot};
 
 use super::registration::Registered;

@@ -4,11 +4,11 @@
 //! this file reads the request and carries the call out.
 
 use holdfast_executor::{AttemptKey, TaskInfo};
-use holdfast_ha::Epoch;
 use holdfast_rpc::fencing::FencingRejection;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use holdfast_runtime::taskmanager::{CallKind, CallRejection, RegistrationId, TmInput};
+use holdfast_types::Epoch;
 use tonic::Status;
 
 use super::actor::{Actor, attempt_ref};

@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use holdfast_executor::AttemptKey;
-use holdfast_ha::Epoch;
 use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
 use holdfast_runtime::taskmanager::{
     LeaderRef, RegistrationAccepted, RegistrationId, RegistrationRefused, TmInput,
 };
+use holdfast_types::Epoch;
 
 use super::actor::{Actor, JobManagerLink, Message, attempt_ref};
 use super::report::snapshot_report;

@@ -2,11 +2,11 @@
 //! stopping the ones the core fails, and the status it publishes.
 
 use holdfast_executor::TaskUpdate;
-use holdfast_ha::Epoch;
 use holdfast_rpc::proto;
 use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::master::AttemptRef;
 use holdfast_runtime::taskmanager::{RegistrationId, TmInput};
+use holdfast_types::Epoch;
 
 use super::actor::{Actor, Message, attempt_ref, key};
 use super::report::task_report;
