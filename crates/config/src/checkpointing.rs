@@ -7,23 +7,20 @@ use std::time::Duration;
 
 use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
 
-/// The checkpointing settings as configured.
+/// The checkpointing settings as configured: the coordinator's settings
+/// (the runtime's [`CheckpointConfig`]), whether they are on, and where
+/// checkpoints and savepoints go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointingConfig {
-    /// `execution.checkpointing.interval` (default unset: off).
-    pub interval: Option<Duration>,
-    /// `execution.checkpointing.timeout` (default 10 min).
-    pub timeout: Duration,
-    /// `execution.checkpointing.min-pause` (default 0).
-    pub min_pause: Duration,
-    /// `execution.checkpointing.max-concurrent-checkpoints` (default 1).
-    pub max_concurrent: u32,
-    /// `execution.checkpointing.tolerable-failed-checkpoints` (default 0).
-    pub tolerable_failures: u32,
-    /// `execution.checkpointing.num-retained` (default 1).
-    pub num_retained: u32,
-    /// `execution.checkpointing.mode` (default `EXACTLY_ONCE`).
-    pub mode: CheckpointingMode,
+    /// Whether jobs checkpoint: `true` once `execution.checkpointing.interval`
+    /// is set (default `false`, as in Flink).
+    pub enabled: bool,
+    /// `execution.checkpointing.interval`, `timeout`, `min-pause`,
+    /// `max-concurrent-checkpoints`, `tolerable-failed-checkpoints`,
+    /// `num-retained` and `mode`, with Flink's defaults
+    /// ([`CheckpointConfig::every`]). Its `interval` is the configured one
+    /// once [`enabled`](Self::enabled); until then it is 1 s and unused.
+    pub settings: CheckpointConfig,
     /// `execution.checkpointing.dir`, alias `state.checkpoints.dir`
     /// (default unset): a local directory (`file://` or a plain path).
     pub dir: Option<PathBuf>,
@@ -35,15 +32,9 @@ pub struct CheckpointingConfig {
 
 impl Default for CheckpointingConfig {
     fn default() -> Self {
-        let flink = CheckpointConfig::every(Duration::from_secs(1));
         CheckpointingConfig {
-            interval: None,
-            timeout: flink.timeout,
-            min_pause: flink.min_pause,
-            max_concurrent: flink.max_concurrent,
-            tolerable_failures: flink.tolerable_failures,
-            num_retained: flink.num_retained,
-            mode: flink.mode,
+            enabled: false,
+            settings: CheckpointConfig::every(Duration::from_secs(1)),
             dir: None,
             savepoint_dir: None,
         }
@@ -51,17 +42,16 @@ impl Default for CheckpointingConfig {
 }
 
 impl CheckpointingConfig {
+    /// Turns checkpointing on, every `interval`: what setting
+    /// `execution.checkpointing.interval` does.
+    pub fn enable(&mut self, interval: Duration) {
+        self.enabled = true;
+        self.settings.interval = interval;
+    }
+
     /// The coordinator's settings, or `None` while checkpointing is off.
     pub fn coordinator(&self) -> Option<CheckpointConfig> {
-        Some(CheckpointConfig {
-            interval: self.interval?,
-            timeout: self.timeout,
-            min_pause: self.min_pause,
-            max_concurrent: self.max_concurrent,
-            tolerable_failures: self.tolerable_failures,
-            num_retained: self.num_retained,
-            mode: self.mode,
-        })
+        self.enabled.then(|| self.settings.clone())
     }
 }
 
@@ -158,7 +148,7 @@ mod tests {
     fn off_until_an_interval_is_set() {
         let mut config = CheckpointingConfig::default();
         assert_eq!(config.coordinator(), None);
-        config.interval = Some(Duration::from_secs(5));
+        config.enable(Duration::from_secs(5));
         let coordinator = config.coordinator().expect("on");
         assert_eq!(coordinator, CheckpointConfig::every(Duration::from_secs(5)));
     }

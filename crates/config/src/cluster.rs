@@ -196,8 +196,8 @@ impl ClusterConfig {
                 max: exponential.max_backoff,
             });
         }
-        if let Some(checkpoints) = self.checkpointing.coordinator() {
-            checkpoints.validate()?;
+        if self.checkpointing.enabled {
+            self.checkpointing.settings.validate()?;
         }
         self.ha.validate().map_err(|source| ConfigError::Ha {
             origin: None,

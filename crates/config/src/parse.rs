@@ -238,14 +238,16 @@ impl ClusterConfig {
 
         alias_conflict(source, CP_DIR, CP_DIR_ALIAS, |a, b| a.trim() == b.trim())?;
         let checkpointing = &mut config.checkpointing;
-        let interval = |text: &str| parse_duration(text).map(Some);
-        reader.set(&mut checkpointing.interval, CP_INTERVAL, interval)?;
-        reader.set(&mut checkpointing.timeout, CP_TIMEOUT, duration)?;
-        reader.set(&mut checkpointing.min_pause, CP_MIN_PAUSE, duration)?;
-        reader.set(&mut checkpointing.max_concurrent, CP_MAX_CONCURRENT, count)?;
-        reader.set(&mut checkpointing.tolerable_failures, CP_TOLERABLE, count)?;
-        reader.set(&mut checkpointing.num_retained, CP_RETAINED, count)?;
-        reader.set(&mut checkpointing.mode, CP_MODE, crate::checkpointing::mode)?;
+        if let Some(interval) = reader.get(CP_INTERVAL, duration)? {
+            checkpointing.enable(interval);
+        }
+        let settings = &mut checkpointing.settings;
+        reader.set(&mut settings.timeout, CP_TIMEOUT, duration)?;
+        reader.set(&mut settings.min_pause, CP_MIN_PAUSE, duration)?;
+        reader.set(&mut settings.max_concurrent, CP_MAX_CONCURRENT, count)?;
+        reader.set(&mut settings.tolerable_failures, CP_TOLERABLE, count)?;
+        reader.set(&mut settings.num_retained, CP_RETAINED, count)?;
+        reader.set(&mut settings.mode, CP_MODE, crate::checkpointing::mode)?;
         reader.set(
             &mut checkpointing.dir,
             CP_DIR_ALIAS,

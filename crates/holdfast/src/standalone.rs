@@ -97,9 +97,9 @@ const STANDALONE_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration:
 
 pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> Result<()> {
     let checkpointing = &mut setup.config.checkpointing;
-    checkpointing
-        .interval
-        .get_or_insert(STANDALONE_CHECKPOINT_INTERVAL);
+    if !checkpointing.enabled {
+        checkpointing.enable(STANDALONE_CHECKPOINT_INTERVAL);
+    }
     if checkpointing.dir.is_none() {
         let dir = std::env::current_dir()
             .context("cannot read the working directory (for the default checkpoint directory)")?
