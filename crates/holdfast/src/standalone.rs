@@ -10,7 +10,6 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use holdfast_cluster::control::ClusterControl;
 use holdfast_cluster::jobmanager;
-use holdfast_cluster::taskmanager;
 use holdfast_dataflow::JobRegistry;
 use holdfast_dataflow::jobs::enrich::cache;
 use holdfast_dataflow::metrics::DataflowMetrics;
@@ -23,7 +22,8 @@ use holdfast_runtime::ids::JobId;
 use serde_json::json;
 
 use crate::cluster_cmd::{ProcessArgs, Setup, close, wait_for_signal};
-use crate::data_plane::{DataPlane, task_registry};
+use crate::data_plane::task_registry;
+use crate::taskmanager_start::{Placement, Ports, StartedTaskManager};
 
 /// `holdfast standalone`.
 #[derive(Debug, Args)]
@@ -167,33 +167,16 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         let id = format!("tm-standalone-{index}");
         // Several in one process: any free ports. Records between them go
         // over loopback TCP, as between machines.
-        let data = DataPlane::start(
-            &id,
-            "127.0.0.1",
-            0,
-            auth.clone(),
-            setup.config.buffers_per_channel,
-        )
-        .await?;
-        setup.data_metrics.add_exchange(data.exchange().clone());
-        let registry = task_registry(
-            jobs,
-            Some(data.exchange().clone()),
-            setup.data_metrics.dataflow(),
-        )?;
-        let mut options = setup.taskmanager_options(&id, "127.0.0.1", auth.clone(), registry)?;
-        options.rpc_bind.set_port(0);
-        options.data_port = 0;
-        options.data_address = data.address();
+        let place = Placement {
+            id: &id,
+            host: "127.0.0.1",
+            ports: Ports::AnyFree,
+        };
+        let StartedTaskManager { handle, data } = setup
+            .start_taskmanager(jobs, place, auth.clone(), &connection)
+            .await?;
         data_planes.push(data);
-        let started = setup
-            .coordination
-            .spawn({
-                let connection = connection.clone();
-                async move { taskmanager::start(options, connection).await }
-            })
-            .await??;
-        tms.push((started, connection));
+        tms.push((handle, connection));
     }
     println!(
         "{}",
