@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
 
+use crate::error::ValueError;
+
 /// The checkpointing settings as configured: the coordinator's settings
 /// (the runtime's [`CheckpointConfig`]), whether they are on, and where
 /// checkpoints and savepoints go.
@@ -57,18 +59,18 @@ impl CheckpointingConfig {
 
 /// Parses `execution.checkpointing.mode` (Flink's names, any case; `-` for
 /// `_` accepted).
-pub(crate) fn mode(text: &str) -> Result<CheckpointingMode, String> {
+pub(crate) fn mode(text: &str) -> Result<CheckpointingMode, ValueError> {
     match text.trim().to_ascii_uppercase().replace('-', "_").as_str() {
         "EXACTLY_ONCE" => Ok(CheckpointingMode::ExactlyOnce),
         "AT_LEAST_ONCE" => Ok(CheckpointingMode::AtLeastOnce),
-        _ => Err("expected EXACTLY_ONCE or AT_LEAST_ONCE".into()),
+        _ => Err(ValueError::UnknownCheckpointingMode),
     }
 }
 
 /// Parses a checkpoint directory: `file:///path`, `file:/path` or a plain
 /// path. Other schemes (`s3://`, `hdfs://` …) are refused by name: only
 /// local directories are supported for now.
-pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
+pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, ValueError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
@@ -81,12 +83,7 @@ pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
                 .map_or(Some(rest), |r| r.starts_with('/').then_some(r));
             match rest {
                 Some(path) if !path.is_empty() => path,
-                _ => {
-                    return Err(
-                        "a file:// URI must name a local absolute path, e.g. file:///var/holdfast/checkpoints"
-                            .into(),
-                    );
-                }
+                _ => return Err(ValueError::NotALocalFile),
             }
         }
         Some((scheme, _))
@@ -96,10 +93,9 @@ pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
         {
-            return Err(format!(
-                "the `{scheme}` scheme is not supported: checkpoints go to a local directory \
-                 (file:///path or a plain path)"
-            ));
+            return Err(ValueError::UnsupportedScheme {
+                scheme: scheme.to_owned(),
+            });
         }
         _ => text,
     };
@@ -129,7 +125,7 @@ mod tests {
             "file://host/chk",
             "file://",
         ] {
-            let error = dir(text).expect_err(text);
+            let error = dir(text).expect_err(text).to_string();
             assert!(
                 error.contains("scheme") || error.contains("local absolute path"),
                 "{text}: {error}"

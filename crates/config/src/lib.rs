@@ -28,7 +28,7 @@ mod warning;
 
 pub use checkpointing::CheckpointingConfig;
 pub use cluster::ClusterConfig;
-pub use error::ConfigError;
+pub use error::{ConfigError, ValueError};
 pub use restart::{
     ExponentialDelay, FailureRate, FixedDelay, RestartStrategyConfig, RestartStrategyKind,
     UnknownRestartStrategy,
