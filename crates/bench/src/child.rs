@@ -6,7 +6,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use holdfast_ha::{Epoch, SessionId};
+use holdfast_ha::SessionId;
+use holdfast_types::Epoch;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};

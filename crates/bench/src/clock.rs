@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use holdfast_ha::{MonoTime, Runtime, TokioRuntime};
+use holdfast_ha::{Runtime, TokioRuntime};
+use holdfast_types::MonoTime;
 
 /// The shared real-time runtime, anchored to [`Instant`].
 #[derive(Clone, Debug)]

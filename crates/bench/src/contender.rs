@@ -9,7 +9,8 @@ use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::{ConnectionOptions, ConnectionState};
 use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::isolation::CoordinationRuntime;
-use holdfast_ha::{Connection, Epoch, MonoTime, SessionId};
+use holdfast_ha::{Connection, SessionId};
+use holdfast_types::{Epoch, MonoTime};
 use tokio::sync::mpsc;
 
 use crate::clock::Clock;

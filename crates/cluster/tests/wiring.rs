@@ -12,7 +12,7 @@ use anyhow::{Result, ensure};
 use holdfast_cluster::jobmanager::{self, JobManagerHandle};
 use holdfast_cluster::metrics::ClusterMetrics;
 use holdfast_cluster::taskmanager::{self, TaskManagerHandle};
-use holdfast_executor::{AttemptKey, TaskCode, TaskContext, TaskFailure, TaskInfo, TaskRegistry};
+use holdfast_executor::{TaskCode, TaskContext, TaskFailure, TaskInfo, TaskRegistry};
 use holdfast_ha::TokioRuntime;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::{Connection, ConnectionOptions};
@@ -23,7 +23,7 @@ use holdfast_rpc::config::ClientConfig;
 use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
 use holdfast_runtime::graph::{Edge, JobGraph, Vertex};
-use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
+use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, TaskId};
 use holdfast_runtime::wiring::{DataLocation, Wiring};
 use serde_json::{Value, json};
 
@@ -32,7 +32,7 @@ mod support;
 use support::eventually;
 
 /// What each attempt found in its context, by attempt.
-type Seen = Arc<Mutex<BTreeMap<AttemptKey, Wiring<DataLocation>>>>;
+type Seen = Arc<Mutex<BTreeMap<AttemptRef, Wiring<DataLocation>>>>;
 
 /// Records its wiring, then waits to be canceled.
 struct Wired(Seen);

@@ -7,23 +7,22 @@ use std::time::Duration;
 
 use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
 
-/// The checkpointing settings as configured.
+use crate::error::ValueError;
+
+/// The checkpointing settings as configured: the coordinator's settings
+/// (the runtime's [`CheckpointConfig`]), whether they are on, and where
+/// checkpoints and savepoints go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointingConfig {
-    /// `execution.checkpointing.interval` (default unset: off).
-    pub interval: Option<Duration>,
-    /// `execution.checkpointing.timeout` (default 10 min).
-    pub timeout: Duration,
-    /// `execution.checkpointing.min-pause` (default 0).
-    pub min_pause: Duration,
-    /// `execution.checkpointing.max-concurrent-checkpoints` (default 1).
-    pub max_concurrent: u32,
-    /// `execution.checkpointing.tolerable-failed-checkpoints` (default 0).
-    pub tolerable_failures: u32,
-    /// `execution.checkpointing.num-retained` (default 1).
-    pub num_retained: u32,
-    /// `execution.checkpointing.mode` (default `EXACTLY_ONCE`).
-    pub mode: CheckpointingMode,
+    /// Whether jobs checkpoint: `true` once `execution.checkpointing.interval`
+    /// is set (default `false`, as in Flink).
+    pub enabled: bool,
+    /// `execution.checkpointing.interval`, `timeout`, `min-pause`,
+    /// `max-concurrent-checkpoints`, `tolerable-failed-checkpoints`,
+    /// `num-retained` and `mode`, with Flink's defaults
+    /// ([`CheckpointConfig::every`]). Its `interval` is the configured one
+    /// once [`enabled`](Self::enabled); until then it is 1 s and unused.
+    pub settings: CheckpointConfig,
     /// `execution.checkpointing.dir`, alias `state.checkpoints.dir`
     /// (default unset): a local directory (`file://` or a plain path).
     pub dir: Option<PathBuf>,
@@ -35,15 +34,9 @@ pub struct CheckpointingConfig {
 
 impl Default for CheckpointingConfig {
     fn default() -> Self {
-        let flink = CheckpointConfig::every(Duration::from_secs(1));
         CheckpointingConfig {
-            interval: None,
-            timeout: flink.timeout,
-            min_pause: flink.min_pause,
-            max_concurrent: flink.max_concurrent,
-            tolerable_failures: flink.tolerable_failures,
-            num_retained: flink.num_retained,
-            mode: flink.mode,
+            enabled: false,
+            settings: CheckpointConfig::every(Duration::from_secs(1)),
             dir: None,
             savepoint_dir: None,
         }
@@ -51,34 +44,33 @@ impl Default for CheckpointingConfig {
 }
 
 impl CheckpointingConfig {
+    /// Turns checkpointing on, every `interval`: what setting
+    /// `execution.checkpointing.interval` does.
+    pub fn enable(&mut self, interval: Duration) {
+        self.enabled = true;
+        self.settings.interval = interval;
+    }
+
     /// The coordinator's settings, or `None` while checkpointing is off.
     pub fn coordinator(&self) -> Option<CheckpointConfig> {
-        Some(CheckpointConfig {
-            interval: self.interval?,
-            timeout: self.timeout,
-            min_pause: self.min_pause,
-            max_concurrent: self.max_concurrent,
-            tolerable_failures: self.tolerable_failures,
-            num_retained: self.num_retained,
-            mode: self.mode,
-        })
+        self.enabled.then(|| self.settings.clone())
     }
 }
 
 /// Parses `execution.checkpointing.mode` (Flink's names, any case; `-` for
 /// `_` accepted).
-pub(crate) fn mode(text: &str) -> Result<CheckpointingMode, String> {
+pub(crate) fn mode(text: &str) -> Result<CheckpointingMode, ValueError> {
     match text.trim().to_ascii_uppercase().replace('-', "_").as_str() {
         "EXACTLY_ONCE" => Ok(CheckpointingMode::ExactlyOnce),
         "AT_LEAST_ONCE" => Ok(CheckpointingMode::AtLeastOnce),
-        _ => Err("expected EXACTLY_ONCE or AT_LEAST_ONCE".into()),
+        _ => Err(ValueError::UnknownCheckpointingMode),
     }
 }
 
 /// Parses a checkpoint directory: `file:///path`, `file:/path` or a plain
 /// path. Other schemes (`s3://`, `hdfs://` …) are refused by name: only
 /// local directories are supported for now.
-pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
+pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, ValueError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
@@ -91,12 +83,7 @@ pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
                 .map_or(Some(rest), |r| r.starts_with('/').then_some(r));
             match rest {
                 Some(path) if !path.is_empty() => path,
-                _ => {
-                    return Err(
-                        "a file:// URI must name a local absolute path, e.g. file:///var/holdfast/checkpoints"
-                            .into(),
-                    );
-                }
+                _ => return Err(ValueError::NotALocalFile),
             }
         }
         Some((scheme, _))
@@ -106,10 +93,9 @@ pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, String> {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
         {
-            return Err(format!(
-                "the `{scheme}` scheme is not supported: checkpoints go to a local directory \
-                 (file:///path or a plain path)"
-            ));
+            return Err(ValueError::UnsupportedScheme {
+                scheme: scheme.to_owned(),
+            });
         }
         _ => text,
     };
@@ -139,7 +125,7 @@ mod tests {
             "file://host/chk",
             "file://",
         ] {
-            let error = dir(text).expect_err(text);
+            let error = dir(text).expect_err(text).to_string();
             assert!(
                 error.contains("scheme") || error.contains("local absolute path"),
                 "{text}: {error}"
@@ -158,7 +144,7 @@ mod tests {
     fn off_until_an_interval_is_set() {
         let mut config = CheckpointingConfig::default();
         assert_eq!(config.coordinator(), None);
-        config.interval = Some(Duration::from_secs(5));
+        config.enable(Duration::from_secs(5));
         let coordinator = config.coordinator().expect("on");
         assert_eq!(coordinator, CheckpointConfig::every(Duration::from_secs(5)));
     }

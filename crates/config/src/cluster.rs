@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use holdfast_ha::config::HaConfig;
+use holdfast_types::ha::{BackendKind, HaConfig};
 
 use crate::checkpointing::CheckpointingConfig;
 use crate::error::ConfigError;
@@ -154,7 +154,7 @@ impl ClusterConfig {
         ] {
             // With ZooKeeper HA the leader publishes its addresses there,
             // so any free port will do; otherwise others must know it.
-            let published = self.ha.backend == holdfast_ha::config::BackendKind::ZooKeeper;
+            let published = self.ha.backend == BackendKind::ZooKeeper;
             if value == 0 && !published {
                 return Err(ConfigError::ZeroPort { key, value });
             }
@@ -196,8 +196,8 @@ impl ClusterConfig {
                 max: exponential.max_backoff,
             });
         }
-        if let Some(checkpoints) = self.checkpointing.coordinator() {
-            checkpoints.validate()?;
+        if self.checkpointing.enabled {
+            self.checkpointing.settings.validate()?;
         }
         self.ha.validate().map_err(|source| ConfigError::Ha {
             origin: None,

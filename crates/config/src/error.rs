@@ -1,10 +1,14 @@
 //! [`ConfigError`]: one variant per way a configuration can be wrong, each
-//! naming the key and the bad value (and, where known, where it came from).
+//! naming the key and the bad value (and, where known, where it came from);
+//! [`ValueError`]: what is wrong with a value that cannot be parsed.
 
 use std::time::Duration;
 
-use holdfast_ha::config as ha;
+use holdfast_types::ha;
 
+use holdfast_runtime::ids::IdError;
+
+use crate::restart::UnknownRestartStrategy;
 use crate::source::{Entry, Origin};
 
 /// A configuration that cannot be used.
@@ -20,7 +24,7 @@ pub enum ConfigError {
         /// Where it came from.
         origin: Origin,
         /// What is wrong.
-        reason: String,
+        reason: ValueError,
     },
     /// A key and its alias are both set, to different values.
     #[error(
@@ -37,7 +41,7 @@ pub enum ConfigError {
         /// The alias's value and origin.
         alias_value: Box<Entry>,
     },
-    /// The `high-availability.*` keys break a rule of `holdfast_ha`.
+    /// The `high-availability.*` keys break a rule of [`HaConfig`](ha::HaConfig).
     #[error("{source}{}", from_suffix(.origin))]
     Ha {
         /// Where the offending key's value came from, if one key is named.
@@ -139,6 +143,56 @@ pub enum ConfigError {
         initial: Duration,
         /// `max-backoff`.
         max: Duration,
+    },
+}
+
+/// What is wrong with one value; [`ConfigError::InvalidValue`] says which
+/// key it was given for and where it came from.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    /// Not a duration (`60 s`, `60000`, `1min`, …); says why.
+    #[error("{0}")]
+    NotADuration(String),
+    /// Not a count (a whole number that fits 32 bits).
+    #[error("expected a whole number from 0 to 4294967295")]
+    NotACount,
+    /// `taskmanager.network.memory.buffers-per-channel` outside 1 to 1024.
+    #[error("{0} is out of range: 1 to 1024 batches per channel")]
+    BuffersOutOfRange(u32),
+    /// `heartbeat.rpc-failure-threshold` neither at least 1 nor `-1`.
+    #[error("expected a whole number of at least 1, or -1 (off)")]
+    NotAFailureThreshold,
+    /// Not a port number.
+    #[error("expected a port number from 0 to 65535")]
+    NotAPort,
+    /// Not a number (a ratio or factor).
+    #[error("expected a number such as 1.5")]
+    NotANumber,
+    /// Neither a count nor `infinite`.
+    #[error("expected a whole number or infinite")]
+    NotAnAttemptCount,
+    /// `restart-strategy.type` names no strategy.
+    #[error(transparent)]
+    UnknownRestartStrategy(#[from] UnknownRestartStrategy),
+    /// `taskmanager.resource-id` is not a valid resource id (boxed: the
+    /// id's error is large, and every configuration error carries one of
+    /// these).
+    #[error(transparent)]
+    BadResourceId(Box<IdError>),
+    /// `execution.checkpointing.mode` names no mode.
+    #[error("expected EXACTLY_ONCE or AT_LEAST_ONCE")]
+    UnknownCheckpointingMode,
+    /// A `file:` URI that names no local absolute path (`file://host/…`).
+    #[error("a file:// URI must name a local absolute path, e.g. file:///var/holdfast/checkpoints")]
+    NotALocalFile,
+    /// A directory URI of a scheme other than `file` (`s3://`, `hdfs://` …).
+    #[error(
+        "the `{scheme}` scheme is not supported: checkpoints go to a local directory \
+         (file:///path or a plain path)"
+    )]
+    UnsupportedScheme {
+        /// The scheme, e.g. `s3`.
+        scheme: String,
     },
 }
 

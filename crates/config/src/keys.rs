@@ -3,12 +3,12 @@
 //! and a test checks that `docs/CONFIGURATION.md` documents every key with
 //! its default, so code and docs cannot drift apart.
 
-use holdfast_ha::config as ha;
+use holdfast_types::ha::keys as ha;
 
 /// Where a key is documented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
-    /// `high-availability.*` (read by `holdfast_ha::config::HaConfig`).
+    /// `high-availability.*` (read by `holdfast_types::ha::HaConfig`).
     HighAvailability,
     /// `heartbeat.*` and RPC timeouts.
     HeartbeatsAndRpc,

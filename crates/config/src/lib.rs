@@ -12,7 +12,7 @@
 //!   overrides, each remembering its [`Origin`].
 //! * [`ClusterConfig::from_source`] parses every known key; each error names
 //!   the key, the value and where it came from. `high-availability.*` keys
-//!   are delegated to [`holdfast_ha::config::HaConfig`].
+//!   are delegated to [`holdfast_types::ha::HaConfig`].
 //! * [`keys::KEYS`] is the one registry of keys, defaults and meanings; a
 //!   test checks `docs/CONFIGURATION.md` against it.
 #![warn(missing_docs)]
@@ -28,7 +28,7 @@ mod warning;
 
 pub use checkpointing::CheckpointingConfig;
 pub use cluster::ClusterConfig;
-pub use error::ConfigError;
+pub use error::{ConfigError, ValueError};
 pub use restart::{
     ExponentialDelay, FailureRate, FixedDelay, RestartStrategyConfig, RestartStrategyKind,
     UnknownRestartStrategy,

@@ -3,11 +3,14 @@
 //! reports unknown keys as [`Warning`]s.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use holdfast_ha::config::{self as ha, HaConfig, parse_duration};
+use holdfast_types::ha::keys::{HA_TYPE, HA_TYPE_ALIAS};
+use holdfast_types::ha::{self, HaConfig};
+use holdfast_types::parse_duration;
 
 use crate::cluster::ClusterConfig;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ValueError};
 use crate::keys::{self, *};
 use crate::restart::RestartStrategyKind;
 use crate::source::{ConfigSource, Entry};
@@ -24,7 +27,7 @@ impl Reader<'_> {
         &self,
         field: &mut T,
         key: &'static str,
-        parse: impl FnOnce(&str) -> Result<T, String>,
+        parse: impl FnOnce(&str) -> Result<T, ValueError>,
     ) -> Result<(), ConfigError> {
         if let Some(value) = self.get(key, parse)? {
             *field = value;
@@ -36,7 +39,7 @@ impl Reader<'_> {
     fn get<T>(
         &self,
         key: &'static str,
-        parse: impl FnOnce(&str) -> Result<T, String>,
+        parse: impl FnOnce(&str) -> Result<T, ValueError>,
     ) -> Result<Option<T>, ConfigError> {
         let Some(entry) = self.source.get(key) else {
             return Ok(None);
@@ -47,7 +50,7 @@ impl Reader<'_> {
     }
 }
 
-fn invalid(key: &'static str, entry: &Entry, reason: String) -> ConfigError {
+fn invalid(key: &'static str, entry: &Entry, reason: ValueError) -> ConfigError {
     ConfigError::InvalidValue {
         key,
         value: entry.value.clone(),
@@ -56,78 +59,74 @@ fn invalid(key: &'static str, entry: &Entry, reason: String) -> ConfigError {
     }
 }
 
-fn buffers(text: &str) -> Result<u32, String> {
+fn duration(text: &str) -> Result<Duration, ValueError> {
+    parse_duration(text).map_err(ValueError::NotADuration)
+}
+
+fn buffers(text: &str) -> Result<u32, ValueError> {
     match count(text)? {
         n @ 1..=1024 => Ok(n),
-        n => Err(format!(
-            "{n} is out of range: 1 to 1024 batches per channel"
-        )),
+        n => Err(ValueError::BuffersOutOfRange(n)),
     }
 }
 
-fn count(text: &str) -> Result<u32, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "expected a whole number from 0 to 4294967295".into())
+fn count(text: &str) -> Result<u32, ValueError> {
+    text.trim().parse().map_err(|_| ValueError::NotACount)
 }
 
-fn rpc_failures(text: &str) -> Result<Option<u32>, String> {
+fn rpc_failures(text: &str) -> Result<Option<u32>, ValueError> {
     match text.trim() {
         "-1" => Ok(None),
         other => match count(other) {
-            Ok(0) | Err(_) => Err("expected a whole number of at least 1, or -1 (off)".into()),
+            Ok(0) | Err(_) => Err(ValueError::NotAFailureThreshold),
             Ok(n) => Ok(Some(n)),
         },
     }
 }
 
-fn port(text: &str) -> Result<u16, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "expected a port number from 0 to 65535".into())
+fn port(text: &str) -> Result<u16, ValueError> {
+    text.trim().parse().map_err(|_| ValueError::NotAPort)
 }
 
-fn ratio(text: &str) -> Result<f64, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "expected a number such as 1.5".into())
+fn ratio(text: &str) -> Result<f64, ValueError> {
+    text.trim().parse().map_err(|_| ValueError::NotANumber)
 }
 
-fn host(text: &str) -> Result<String, String> {
+fn host(text: &str) -> Result<String, ValueError> {
     Ok(text.trim().to_owned())
 }
 
-fn optional_host(text: &str) -> Result<Option<String>, String> {
+fn optional_host(text: &str) -> Result<Option<String>, ValueError> {
     let text = text.trim();
     Ok((!text.is_empty()).then(|| text.to_owned()))
 }
 
-fn resource_id(text: &str) -> Result<Option<String>, String> {
+fn resource_id(text: &str) -> Result<Option<String>, ValueError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
     text.parse::<holdfast_runtime::ids::ResourceId>()
-        .map(|_| Some(text.to_owned()))
-        .map_err(|e| e.to_string())
+        .map_err(|e| ValueError::BadResourceId(Box::new(e)))?;
+    Ok(Some(text.to_owned()))
 }
 
-fn path(text: &str) -> Result<Option<PathBuf>, String> {
+fn path(text: &str) -> Result<Option<PathBuf>, ValueError> {
     let text = text.trim();
     Ok((!text.is_empty()).then(|| PathBuf::from(text)))
 }
 
-fn attempts(text: &str) -> Result<Option<u32>, String> {
+fn attempts(text: &str) -> Result<Option<u32>, ValueError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "infinite" | "inf" | "unlimited" => Ok(None),
         _ => count(text)
             .map(Some)
-            .map_err(|_| "expected a whole number or infinite".into()),
+            .map_err(|_| ValueError::NotAnAttemptCount),
     }
 }
 
-fn kind(text: &str) -> Result<RestartStrategyKind, String> {
-    text.parse().map_err(|error| format!("{error}"))
+fn kind(text: &str) -> Result<RestartStrategyKind, ValueError> {
+    Ok(text.parse()?)
 }
 
 /// Both a key and its alias set to values that `same` says differ.
@@ -165,11 +164,10 @@ impl ClusterConfig {
             _ => a.trim() == b.trim(),
         };
         alias_conflict(source, ASK_TIMEOUT, ASK_TIMEOUT_ALIAS, same_duration)?;
-        alias_conflict(source, ha::HA_TYPE, ha::HA_TYPE_ALIAS, |a, b| {
+        alias_conflict(source, HA_TYPE, HA_TYPE_ALIAS, |a, b| {
             a.trim().eq_ignore_ascii_case(b.trim())
         })?;
 
-        let duration = |text: &str| parse_duration(text);
         reader.set(&mut config.heartbeat_interval, HEARTBEAT_INTERVAL, duration)?;
         reader.set(&mut config.heartbeat_timeout, HEARTBEAT_TIMEOUT, duration)?;
         reader.set(
@@ -178,7 +176,7 @@ impl ClusterConfig {
             rpc_failures,
         )?;
         reader.set(&mut config.adoption_timeout, ADOPTION_TIMEOUT, |t| {
-            parse_duration(t).map(Some)
+            duration(t).map(Some)
         })?;
         reader.set(&mut config.ask_timeout, ASK_TIMEOUT_ALIAS, duration)?;
         reader.set(&mut config.ask_timeout, ASK_TIMEOUT, duration)?;
@@ -236,14 +234,16 @@ impl ClusterConfig {
 
         alias_conflict(source, CP_DIR, CP_DIR_ALIAS, |a, b| a.trim() == b.trim())?;
         let checkpointing = &mut config.checkpointing;
-        let interval = |text: &str| parse_duration(text).map(Some);
-        reader.set(&mut checkpointing.interval, CP_INTERVAL, interval)?;
-        reader.set(&mut checkpointing.timeout, CP_TIMEOUT, duration)?;
-        reader.set(&mut checkpointing.min_pause, CP_MIN_PAUSE, duration)?;
-        reader.set(&mut checkpointing.max_concurrent, CP_MAX_CONCURRENT, count)?;
-        reader.set(&mut checkpointing.tolerable_failures, CP_TOLERABLE, count)?;
-        reader.set(&mut checkpointing.num_retained, CP_RETAINED, count)?;
-        reader.set(&mut checkpointing.mode, CP_MODE, crate::checkpointing::mode)?;
+        if let Some(interval) = reader.get(CP_INTERVAL, duration)? {
+            checkpointing.enable(interval);
+        }
+        let settings = &mut checkpointing.settings;
+        reader.set(&mut settings.timeout, CP_TIMEOUT, duration)?;
+        reader.set(&mut settings.min_pause, CP_MIN_PAUSE, duration)?;
+        reader.set(&mut settings.max_concurrent, CP_MAX_CONCURRENT, count)?;
+        reader.set(&mut settings.tolerable_failures, CP_TOLERABLE, count)?;
+        reader.set(&mut settings.num_retained, CP_RETAINED, count)?;
+        reader.set(&mut settings.mode, CP_MODE, crate::checkpointing::mode)?;
         reader.set(
             &mut checkpointing.dir,
             CP_DIR_ALIAS,
@@ -285,7 +285,7 @@ fn read_ha(source: &ConfigSource) -> Result<HaConfig, ConfigError> {
             _ => None,
         };
         let origin = key.and_then(|key| {
-            let alias = (key == ha::HA_TYPE).then_some(ha::HA_TYPE_ALIAS);
+            let alias = (key == HA_TYPE).then_some(HA_TYPE_ALIAS);
             source
                 .get(key)
                 .or_else(|| alias.and_then(|alias| source.get(alias)))

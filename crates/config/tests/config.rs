@@ -132,7 +132,7 @@ const STALENESS_DEFAULT: &str = "12 s for a quorum of several servers, else 0";
 /// the one default that depends on other keys is checked in both cases.
 #[test]
 fn documented_defaults_parse_to_the_defaults() {
-    let staleness = keys::spec(holdfast_ha::config::LEASE_SERVER_STALENESS).unwrap();
+    let staleness = keys::spec(holdfast_types::ha::keys::LEASE_SERVER_STALENESS).unwrap();
     assert_eq!(staleness.default, STALENESS_DEFAULT);
     let pairs: Vec<(&str, &str)> = KEYS
         .iter()

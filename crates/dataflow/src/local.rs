@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{
-    AttemptKey, CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport,
-    CheckpointRequest, RestoredFile, RestoredState, StateSource, TaskCheckpointing, TaskCode,
-    TaskContext, TaskFailure, TaskInfo,
+    CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport, CheckpointRequest,
+    RestoredFile, RestoredState, StateSource, TaskCheckpointing, TaskCode, TaskContext,
+    TaskFailure, TaskInfo,
 };
 use holdfast_runtime::checkpoint::CheckpointingMode;
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
+use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::Wiring;
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
@@ -224,7 +224,7 @@ impl LocalRun {
                     });
                     info = info.with_checkpointing(TaskCheckpointing { mode, restore });
                 }
-                let key = AttemptKey::new(job, ExecutionAttemptId::new(task, 0));
+                let key = AttemptRef::new(job, ExecutionAttemptId::new(task, 0));
                 let (ctx, cancel, inbox) =
                     TaskContext::standalone_with_checkpoints(key, info, reports_tx.clone());
                 inboxes.push((task, graph.inputs_of(v as u32).next().is_none(), inbox));

@@ -19,10 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_runtime::ids::AttemptRef;
 use holdfast_types::CheckpointId;
 use tokio::sync::mpsc::UnboundedSender;
-
-use crate::key::AttemptKey;
 
 /// What a running attempt is asked about checkpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +103,7 @@ impl fmt::Debug for CheckpointOutcome {
 #[derive(Debug)]
 pub struct CheckpointReport {
     /// The attempt.
-    pub key: AttemptKey,
+    pub key: AttemptRef,
     /// The checkpoint.
     pub checkpoint: CheckpointId,
     /// Its answer.
@@ -115,13 +114,13 @@ pub struct CheckpointReport {
 /// thread that encodes a snapshot can answer for the attempt.
 #[derive(Clone, Debug)]
 pub struct CheckpointReporter {
-    key: AttemptKey,
+    key: AttemptRef,
     to: Option<UnboundedSender<CheckpointReport>>,
 }
 
 impl CheckpointReporter {
     pub(crate) fn new(
-        key: AttemptKey,
+        key: AttemptRef,
         to: Option<UnboundedSender<CheckpointReport>>,
     ) -> CheckpointReporter {
         CheckpointReporter { key, to }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
+use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId};
 use holdfast_runtime::wiring::{DataLocation, Wiring};
 use holdfast_types::sync::{lock, unpoisoned};
 
@@ -18,7 +18,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::checkpoint::{
     CheckpointReport, CheckpointReporter, CheckpointRequest, TaskCheckpointing,
 };
-use crate::key::{AttemptKey, TaskInfo};
+use crate::info::TaskInfo;
 use crate::meters::TaskMeters;
 
 /// Something to run once when a cancel is requested.
@@ -164,7 +164,7 @@ impl CheckpointInbox {
 /// [`TaskCode::run`]: crate::TaskCode::run
 #[derive(Debug)]
 pub struct TaskContext {
-    key: AttemptKey,
+    key: AttemptRef,
     info: TaskInfo,
     cancel: Arc<CancelSignal>,
     processed: Arc<AtomicU64>,
@@ -175,7 +175,7 @@ pub struct TaskContext {
 impl TaskContext {
     /// A context outside any executor, with the handle that cancels it: for
     /// testing task code on the test's own thread.
-    pub fn standalone(key: AttemptKey, info: TaskInfo) -> (TaskContext, CancelHandle) {
+    pub fn standalone(key: AttemptRef, info: TaskInfo) -> (TaskContext, CancelHandle) {
         let ctx = TaskContext::new(key, info, None);
         let handle = ctx.cancel_handle();
         (ctx, handle)
@@ -186,7 +186,7 @@ impl TaskContext {
     /// requests to it: for running task code with checkpoints in tests and
     /// in-process runs.
     pub fn standalone_with_checkpoints(
-        key: AttemptKey,
+        key: AttemptRef,
         info: TaskInfo,
         reports: UnboundedSender<CheckpointReport>,
     ) -> (TaskContext, CancelHandle, CheckpointInbox) {
@@ -197,7 +197,7 @@ impl TaskContext {
     }
 
     pub(crate) fn new(
-        key: AttemptKey,
+        key: AttemptRef,
         info: TaskInfo,
         reports: Option<UnboundedSender<CheckpointReport>>,
     ) -> TaskContext {
@@ -242,7 +242,7 @@ impl TaskContext {
     }
 
     /// The attempt's key (job and attempt).
-    pub fn key(&self) -> AttemptKey {
+    pub fn key(&self) -> AttemptRef {
         self.key
     }
 
@@ -371,7 +371,7 @@ mod tests {
     use std::sync::mpsc;
 
     fn ctx() -> (TaskContext, CancelHandle) {
-        let key = AttemptKey::new(JobId::from_u128(1), "2.3#4".parse().unwrap());
+        let key = AttemptRef::new(JobId::from_u128(1), "2.3#4".parse().unwrap());
         TaskContext::standalone(key, TaskInfo::new("v", 5))
     }
 
@@ -429,7 +429,7 @@ mod tests {
 
     #[test]
     fn reports_go_to_the_receiver_and_are_dropped_without_one() {
-        let key = AttemptKey::new(JobId::from_u128(1), "2.3#4".parse().unwrap());
+        let key = AttemptRef::new(JobId::from_u128(1), "2.3#4".parse().unwrap());
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (ctx, _, _) = TaskContext::standalone_with_checkpoints(key, TaskInfo::new("v", 5), tx);
         let reporter = ctx.checkpoint_reporter().clone();

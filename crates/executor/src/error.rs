@@ -1,7 +1,8 @@
 //! The executor's errors: all are the caller's to handle; the executor
 //! itself stays usable after each.
 
-use crate::key::AttemptKey;
+use holdfast_runtime::ids::AttemptRef;
+
 use crate::status::TaskStatus;
 
 /// Why an attempt was not started. The attempt's code is dropped.
@@ -25,14 +26,14 @@ pub enum StartError {
         /// The slot asked for.
         slot: u32,
         /// The attempt in it that it cannot be shared with.
-        occupant: AttemptKey,
+        occupant: AttemptRef,
     },
     /// The executor already knows this attempt (running, or ended and not
     /// yet forgotten).
     #[error("attempt {key} is already known here ({status:?})")]
     Duplicate {
         /// The attempt.
-        key: AttemptKey,
+        key: AttemptRef,
         /// Its status.
         status: TaskStatus,
     },
@@ -40,7 +41,7 @@ pub enum StartError {
     #[error("attempt {key} has subtask {subtask}, not below the parallelism {parallelism}")]
     SubtaskOutOfRange {
         /// The attempt.
-        key: AttemptKey,
+        key: AttemptRef,
         /// Its subtask.
         subtask: u32,
         /// The task's parallelism.
@@ -50,7 +51,7 @@ pub enum StartError {
     #[error("cannot start a thread for attempt {key}")]
     Spawn {
         /// The attempt.
-        key: AttemptKey,
+        key: AttemptRef,
         /// The system's error.
         #[source]
         source: std::io::Error,
@@ -62,12 +63,12 @@ pub enum StartError {
 pub enum ForgetError {
     /// The executor does not know the attempt.
     #[error("attempt {0} is not known here")]
-    Unknown(AttemptKey),
+    Unknown(AttemptRef),
     /// The attempt's code has not returned yet.
     #[error("attempt {key} has not ended ({status:?})")]
     NotEnded {
         /// The attempt.
-        key: AttemptKey,
+        key: AttemptRef,
         /// Its status.
         status: TaskStatus,
     },

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use holdfast_runtime::ids::JobId;
+use holdfast_runtime::ids::{AttemptRef, JobId};
 use holdfast_types::sync::lock;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -17,7 +17,7 @@ use crate::checkpoint::{
 use crate::code::TaskCode;
 use crate::context::{CancelHandle, CheckpointInbox, TaskContext};
 use crate::error::{ForgetError, StartError};
-use crate::key::{AttemptKey, TaskInfo};
+use crate::info::TaskInfo;
 use crate::options::{ExecutorOptions, OptionsError, TaskPriority};
 use crate::status::{Exit, TaskSnapshot, TaskStatus, TaskUpdate};
 use crate::table::AttemptTable;
@@ -70,7 +70,7 @@ impl Shared {
     }
 
     /// Called by the attempt's thread when it starts.
-    pub(crate) fn report_running(&self, key: AttemptKey, slot: u32, processed: u64) {
+    pub(crate) fn report_running(&self, key: AttemptRef, slot: u32, processed: u64) {
         tracing::debug!(%key, slot, "task thread started");
         let status = TaskStatus::Running;
         self.send(TaskUpdate {
@@ -84,7 +84,7 @@ impl Shared {
     /// Called by the attempt's thread when its code has returned: takes it
     /// out of its slot and sends the terminal update, under the lock, so the
     /// update is sent before anything can take its place in the slot.
-    pub(crate) fn report_returned(&self, key: AttemptKey, exit: Exit, processed: u64) {
+    pub(crate) fn report_returned(&self, key: AttemptRef, exit: Exit, processed: u64) {
         let failure = match &exit {
             Exit::Failed(failure) => Some(failure.message.clone()),
             Exit::Completed => None,
@@ -164,7 +164,7 @@ impl TaskExecutor {
     /// Delivers `request` to attempt `key` (see
     /// [`TaskContext::take_checkpoint_requests`]): `false` if the attempt is
     /// unknown or its code has returned.
-    pub fn deliver(&self, key: &AttemptKey, request: CheckpointRequest) -> bool {
+    pub fn deliver(&self, key: &AttemptRef, request: CheckpointRequest) -> bool {
         // Signaled after the table's lock is released (as a cancel is).
         let checkpoints = {
             let table = self.shared.table();
@@ -203,7 +203,7 @@ impl TaskExecutor {
     /// executor still knows, and a subtask not below the parallelism.
     pub fn start(
         &self,
-        key: AttemptKey,
+        key: AttemptRef,
         slot: u32,
         code: Box<dyn TaskCode>,
         info: TaskInfo,
@@ -235,7 +235,7 @@ impl TaskExecutor {
     /// attempt is running or already canceling), `false` if the attempt is
     /// unknown or has ended. The attempt reports `Canceled` once its code
     /// returns; until then its status is `Canceling` and its slot busy.
-    pub fn cancel(&self, key: &AttemptKey) -> bool {
+    pub fn cancel(&self, key: &AttemptRef) -> bool {
         // The signal is sent after the table's lock is released: it runs
         // the attempt's cancel callbacks on this thread.
         let handle = self.shared.table().cancel(key).map(|h| h.cancel.clone());
@@ -259,10 +259,10 @@ impl TaskExecutor {
         self.cancel_where(|_| true)
     }
 
-    fn cancel_where(&self, mut wanted: impl FnMut(&AttemptKey) -> bool) -> usize {
+    fn cancel_where(&self, mut wanted: impl FnMut(&AttemptRef) -> bool) -> usize {
         let handles: Vec<CancelHandle> = {
             let mut table = self.shared.table();
-            let keys: Vec<AttemptKey> = table
+            let keys: Vec<AttemptRef> = table
                 .entries()
                 .filter(|(key, entry)| !entry.status.is_terminal() && wanted(key))
                 .map(|(key, _)| *key)
@@ -296,7 +296,7 @@ impl TaskExecutor {
 
     /// Drops an ended attempt from the snapshot, freeing its key; returns
     /// its last snapshot.
-    pub fn forget(&self, key: &AttemptKey) -> Result<TaskSnapshot, ForgetError> {
+    pub fn forget(&self, key: &AttemptRef) -> Result<TaskSnapshot, ForgetError> {
         let entry = self.shared.table().forget(key)?;
         Ok(TaskSnapshot {
             key: *key,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::args::ArgsError;
 use crate::builtin;
 use crate::code::TaskCode;
-use crate::key::TaskInfo;
+use crate::info::TaskInfo;
 
 /// Makes a task's code from its arguments, or says which argument is wrong.
 ///

@@ -13,8 +13,7 @@
 //! not failed, and the JobManager's lifecycle has no `Canceling → Finished`.
 
 use holdfast_runtime::failure::Failure;
-
-use crate::key::AttemptKey;
+use holdfast_runtime::ids::AttemptRef;
 
 /// Where an attempt is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -95,7 +94,7 @@ pub(crate) fn transition(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskUpdate {
     /// The attempt.
-    pub key: AttemptKey,
+    pub key: AttemptRef,
     /// The slot it runs in.
     pub slot: u32,
     /// `Running`, or the terminal status.
@@ -109,7 +108,7 @@ pub struct TaskUpdate {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskSnapshot {
     /// The attempt.
-    pub key: AttemptKey,
+    pub key: AttemptRef,
     /// The slot it runs (or ran) in.
     pub slot: u32,
     /// Where it is.

@@ -8,8 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use holdfast_runtime::ids::AttemptRef;
+
 use crate::error::{ForgetError, StartError};
-use crate::key::AttemptKey;
 use crate::status::{AttemptEvent, Exit, TaskStatus, transition};
 
 /// One known attempt.
@@ -24,9 +25,9 @@ pub(crate) struct Entry<H> {
 #[derive(Debug)]
 pub(crate) struct AttemptTable<H> {
     slots: u32,
-    attempts: BTreeMap<AttemptKey, Entry<H>>,
+    attempts: BTreeMap<AttemptRef, Entry<H>>,
     /// Slot → the attempts in it whose code has not returned yet.
-    busy: BTreeMap<u32, BTreeSet<AttemptKey>>,
+    busy: BTreeMap<u32, BTreeSet<AttemptRef>>,
 }
 
 impl<H> AttemptTable<H> {
@@ -44,7 +45,7 @@ impl<H> AttemptTable<H> {
     /// attempt still stopping, or a second subtask).
     pub(crate) fn start(
         &mut self,
-        key: AttemptKey,
+        key: AttemptRef,
         slot: u32,
         parallelism: u32,
         handle: H,
@@ -92,7 +93,7 @@ impl<H> AttemptTable<H> {
     }
 
     /// Undoes [`start`](Self::start) when the thread could not be spawned.
-    pub(crate) fn abort(&mut self, key: &AttemptKey) {
+    pub(crate) fn abort(&mut self, key: &AttemptRef) {
         if let Some(entry) = self.attempts.remove(key) {
             self.leave(entry.slot, key);
         }
@@ -101,7 +102,7 @@ impl<H> AttemptTable<H> {
     /// Marks `key` canceling: its handle if the cancel is in effect (the
     /// attempt is running or already canceling), `None` if the attempt is
     /// unknown or has ended.
-    pub(crate) fn cancel(&mut self, key: &AttemptKey) -> Option<&H> {
+    pub(crate) fn cancel(&mut self, key: &AttemptRef) -> Option<&H> {
         let entry = self.attempts.get_mut(key)?;
         entry.status = transition(&entry.status, AttemptEvent::CancelRequested).ok()?;
         Some(&entry.handle)
@@ -110,7 +111,7 @@ impl<H> AttemptTable<H> {
     /// Records that `key`'s code returned: its slot and terminal status,
     /// and the slot is free. `None` if the attempt is unknown or had
     /// already ended (a bug in the shell).
-    pub(crate) fn returned(&mut self, key: &AttemptKey, exit: Exit) -> Option<(u32, TaskStatus)> {
+    pub(crate) fn returned(&mut self, key: &AttemptRef, exit: Exit) -> Option<(u32, TaskStatus)> {
         let entry = self.attempts.get_mut(key)?;
         entry.status = transition(&entry.status, AttemptEvent::Returned(exit)).ok()?;
         let (slot, status) = (entry.slot, entry.status.clone());
@@ -119,7 +120,7 @@ impl<H> AttemptTable<H> {
     }
 
     /// `key`'s code no longer runs in `slot`; the slot is free once none does.
-    fn leave(&mut self, slot: u32, key: &AttemptKey) {
+    fn leave(&mut self, slot: u32, key: &AttemptRef) {
         if let Some(keys) = self.busy.get_mut(&slot) {
             keys.remove(key);
             if keys.is_empty() {
@@ -129,7 +130,7 @@ impl<H> AttemptTable<H> {
     }
 
     /// Removes an attempt that has ended.
-    pub(crate) fn forget(&mut self, key: &AttemptKey) -> Result<Entry<H>, ForgetError> {
+    pub(crate) fn forget(&mut self, key: &AttemptRef) -> Result<Entry<H>, ForgetError> {
         let entry = self.attempts.get(key).ok_or(ForgetError::Unknown(*key))?;
         if !entry.status.is_terminal() {
             return Err(ForgetError::NotEnded {
@@ -144,7 +145,7 @@ impl<H> AttemptTable<H> {
     }
 
     /// Every known attempt, in key order.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&AttemptKey, &Entry<H>)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&AttemptRef, &Entry<H>)> {
         self.attempts.iter()
     }
 
@@ -159,11 +160,11 @@ mod tests {
     use super::*;
     use holdfast_runtime::ids::JobId;
 
-    fn key(job: u128, attempt: &str) -> AttemptKey {
-        AttemptKey::new(JobId::from_u128(job), attempt.parse().unwrap())
+    fn key(job: u128, attempt: &str) -> AttemptRef {
+        AttemptRef::new(JobId::from_u128(job), attempt.parse().unwrap())
     }
 
-    fn statuses(table: &AttemptTable<()>) -> Vec<(AttemptKey, u32, TaskStatus)> {
+    fn statuses(table: &AttemptTable<()>) -> Vec<(AttemptRef, u32, TaskStatus)> {
         table
             .entries()
             .map(|(key, entry)| (*key, entry.slot, entry.status.clone()))

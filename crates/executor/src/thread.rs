@@ -144,8 +144,8 @@ fn crossplatform_for_nice(
 mod tests {
     use super::*;
     use crate::code::TaskFailure;
-    use crate::key::{AttemptKey, TaskInfo};
-    use holdfast_runtime::ids::JobId;
+    use crate::info::TaskInfo;
+    use holdfast_runtime::ids::{AttemptRef, JobId};
 
     #[test]
     fn names_fit_in_15_bytes_and_keep_subtask_and_attempt() {
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn callbacks_left_when_the_code_returns_are_dropped() {
-        let key = AttemptKey::new(JobId::from_u128(1), "0.0#0".parse().unwrap());
+        let key = AttemptRef::new(JobId::from_u128(1), "0.0#0".parse().unwrap());
         let (ctx, _handle) = TaskContext::standalone(key, TaskInfo::new("v", 1));
         let held = std::sync::Arc::new(());
         let code = LeavesACallback(std::sync::Arc::clone(&held));
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn panics_become_failures_with_their_message() {
-        let key = AttemptKey::new(JobId::from_u128(1), "0.0#0".parse().unwrap());
+        let key = AttemptRef::new(JobId::from_u128(1), "0.0#0".parse().unwrap());
         let (ctx, _) = TaskContext::standalone(key, TaskInfo::new("v", 1));
         let exit = run_code(Box::new(Panics(Box::new(|| panic!("static")))), &ctx);
         assert_eq!(exit, Exit::Failed("task panicked: static".into()));

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{builtin, info, key};
 use holdfast_executor::{ExecutorOptions, TaskExecutor, TaskStatus};
+use holdfast_runtime::ids::AttemptRef;
 use serde_json::json;
 use tokio::time::MissedTickBehavior;
 
@@ -136,9 +137,7 @@ async fn a_service_thread_keeps_ticking_while_tasks_burn_and_block() {
 }
 
 /// Each attempt's processed counter now.
-fn processed(
-    executor: &TaskExecutor,
-) -> std::collections::HashMap<holdfast_executor::AttemptKey, u64> {
+fn processed(executor: &TaskExecutor) -> std::collections::HashMap<AttemptRef, u64> {
     executor
         .snapshot()
         .into_iter()

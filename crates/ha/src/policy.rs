@@ -7,24 +7,9 @@
 //! | [`Session`](ErrorPolicy::Session) | ignore | revoke, clear | Curator's session policy: unsafe window after server expiry |
 //! | [`Lease`](ErrorPolicy::Lease) | keep leadership until the lease deadline; keep the leader, unconfirmed | revoke, re-join | holdfast's default |
 
-use std::fmt;
-use std::str::FromStr;
-
 use crate::connection::ConnectionState;
 
-/// How the HA layer reacts to connection states.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ErrorPolicy {
-    /// Suspended counts as lost (Curator's `StandardConnectionStateErrorPolicy`).
-    Standard,
-    /// Only lost counts (Curator's `SessionConnectionStateErrorPolicy`),
-    /// without a lease: an old leader may act after the server expired it.
-    Session,
-    /// Suspended keeps leadership until the client-side lease deadline, which
-    /// comes before the server could expire the session.
-    #[default]
-    Lease,
-}
+pub use holdfast_types::ha::{ErrorPolicy, UnknownPolicy};
 
 /// What a contender does on a connection state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,9 +42,21 @@ pub enum RetrievalAction {
     ClearAndResubscribe,
 }
 
-impl ErrorPolicy {
+/// What an [`ErrorPolicy`] does on each connection state: the table above.
+///
+/// A trait because the policy, a configuration value, is defined in
+/// `holdfast-types`, which knows no connection states; the decisions stay
+/// here with the states they are about.
+pub trait PolicyActions {
     /// The leadership action for `state`.
-    pub fn leadership(self, state: ConnectionState) -> LeadershipAction {
+    fn leadership(self, state: ConnectionState) -> LeadershipAction;
+
+    /// The retrieval action for `state`.
+    fn retrieval(self, state: ConnectionState) -> RetrievalAction;
+}
+
+impl PolicyActions for ErrorPolicy {
+    fn leadership(self, state: ConnectionState) -> LeadershipAction {
         use ConnectionState::*;
         match (self, state) {
             (_, Connected | Reconnected) => LeadershipAction::Recheck,
@@ -70,8 +67,7 @@ impl ErrorPolicy {
         }
     }
 
-    /// The retrieval action for `state`.
-    pub fn retrieval(self, state: ConnectionState) -> RetrievalAction {
+    fn retrieval(self, state: ConnectionState) -> RetrievalAction {
         use ConnectionState::*;
         match (self, state) {
             (_, Connected | Reconnected) => RetrievalAction::Reread,
@@ -79,55 +75,6 @@ impl ErrorPolicy {
             (_, Suspended | ReadOnly) => RetrievalAction::KeepUnconfirmed,
             (ErrorPolicy::Standard, Lost(_)) => RetrievalAction::ClearAndResubscribe,
             (_, Lost(_)) => RetrievalAction::Resubscribe,
-        }
-    }
-
-    /// Whether leadership also requires an unexpired lease, and a lease that
-    /// runs out loses the session.
-    pub fn enforces_lease(self) -> bool {
-        self == ErrorPolicy::Lease
-    }
-
-    /// The policy's configuration name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorPolicy::Standard => "standard",
-            ErrorPolicy::Session => "session",
-            ErrorPolicy::Lease => "lease",
-        }
-    }
-
-    /// Flink's `high-availability.zookeeper.client.tolerate-suspended-connections`:
-    /// false → `standard`, true → `lease`.
-    pub fn from_tolerate_suspended(tolerate: bool) -> ErrorPolicy {
-        if tolerate {
-            ErrorPolicy::Lease
-        } else {
-            ErrorPolicy::Standard
-        }
-    }
-}
-
-impl fmt::Display for ErrorPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An unknown policy name.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown error policy {0:?}: expected standard, session or lease")]
-pub struct UnknownPolicy(pub String);
-
-impl FromStr for ErrorPolicy {
-    type Err = UnknownPolicy;
-
-    fn from_str(name: &str) -> Result<ErrorPolicy, UnknownPolicy> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "standard" => Ok(ErrorPolicy::Standard),
-            "session" => Ok(ErrorPolicy::Session),
-            "lease" => Ok(ErrorPolicy::Lease),
-            _ => Err(UnknownPolicy(name.to_owned())),
         }
     }
 }
@@ -186,30 +133,5 @@ mod tests {
             assert_eq!(policy.leadership(Reconnected), L::Recheck);
             assert_eq!(policy.retrieval(Reconnected), R::Reread);
         }
-    }
-
-    #[test]
-    fn names_parse_and_flinks_flag_maps() {
-        for policy in ALL {
-            assert_eq!(policy.name().parse::<ErrorPolicy>(), Ok(policy));
-        }
-        assert_eq!(" Lease ".parse::<ErrorPolicy>(), Ok(ErrorPolicy::Lease));
-        assert!(
-            "curator"
-                .parse::<ErrorPolicy>()
-                .unwrap_err()
-                .to_string()
-                .contains("curator")
-        );
-        assert_eq!(
-            ErrorPolicy::from_tolerate_suspended(false),
-            ErrorPolicy::Standard
-        );
-        assert_eq!(
-            ErrorPolicy::from_tolerate_suspended(true),
-            ErrorPolicy::Lease
-        );
-        assert_eq!(ErrorPolicy::default(), ErrorPolicy::Lease);
-        assert!(ErrorPolicy::Lease.enforces_lease() && !ErrorPolicy::Session.enforces_lease());
     }
 }

@@ -13,12 +13,11 @@ use clap::Args;
 use holdfast_cluster::jobmanager::{self, CheckpointOptions, JobManagerOptions};
 use holdfast_cluster::metrics::ClusterMetrics;
 use holdfast_cluster::rest::answers::ConfigEntry;
-use holdfast_cluster::taskmanager::{self, TaskManagerOptions};
 use holdfast_config::{ClusterConfig, ConfigSource};
 use holdfast_dataflow::JobRegistry;
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::config::BackendKind;
-use holdfast_ha::connection::Connection;
+use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::isolation::CoordinationRuntime;
 use holdfast_ha::metrics::{HaMetrics, Registry};
 use holdfast_ha::{Runtime, TokioRuntime};
@@ -30,9 +29,10 @@ use serde_json::json;
 
 use crate::config_args::ConfigArgs;
 use crate::data_metrics::DataMetrics;
-use crate::data_plane::{DataPlane, task_registry};
+use crate::data_plane::task_registry;
 use crate::metrics_server;
 use crate::standalone;
+use crate::taskmanager_start::{Placement, Ports, StartedTaskManager};
 
 /// Options every cluster process takes.
 #[derive(Debug, Args)]
@@ -185,37 +185,6 @@ impl Setup {
         }))
     }
 
-    /// A TaskManager's options from the configuration, serving RPC on
-    /// `host` (any free port unless `taskmanager.rpc.port` names one). The
-    /// data-exchange port is `taskmanager.data.port`; the caller starts the
-    /// data server there ([`DataPlane`]) and sets `data_address`.
-    pub fn taskmanager_options(
-        &self,
-        id: &str,
-        host: &str,
-        auth: Auth,
-        registry: Arc<TaskRegistry>,
-    ) -> Result<TaskManagerOptions> {
-        Ok(TaskManagerOptions {
-            id: id
-                .parse()
-                .with_context(|| format!("taskmanager.resource-id = {id}"))?,
-            slots: self.config.task_slots,
-            rpc_bind: bind_addr(host, self.config.taskmanager_rpc_port)?,
-            rpc_host: self.config.taskmanager_host.clone(),
-            data_port: self.config.taskmanager_data_port,
-            data_address: None,
-            ha_base: self.config.ha.base_path(),
-            policy: self.config.ha.policy,
-            client: self.client_config(),
-            heartbeat_timeout: self.config.heartbeat_timeout,
-            session_timeout: self.config.ha.session_timeout,
-            auth,
-            registry,
-            metrics: self.metrics.clone(),
-        })
-    }
-
     /// The effective configuration for `GET /config`, secrets masked.
     pub fn config_entries(&self) -> Vec<ConfigEntry> {
         self.source
@@ -267,7 +236,7 @@ impl Setup {
         }
         let backend = ZkBackend::from_config(&self.config.ha).context("configuring ZooKeeper")?;
         let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
-        let mut options = self.config.ha.connection_options();
+        let mut options = ConnectionOptions::from_config(&self.config.ha);
         options.metrics = Some(self.ha_metrics.connection(component));
         Ok(self
             .coordination
@@ -355,30 +324,14 @@ pub fn run_taskmanager(args: TaskManagerArgs, jobs: &JobRegistry) -> Result<()> 
             .taskmanager_host
             .clone()
             .unwrap_or_else(|| "127.0.0.1".to_owned());
-        let auth = setup.auth(None)?;
-        let data = DataPlane::start(
-            &id,
-            &host,
-            setup.config.taskmanager_data_port,
-            auth.clone(),
-            setup.config.buffers_per_channel,
-        )
-        .await?;
-        setup.data_metrics.add_exchange(data.exchange().clone());
-        let registry = task_registry(
-            jobs,
-            Some(data.exchange().clone()),
-            setup.data_metrics.dataflow(),
-        )?;
-        let mut options = setup.taskmanager_options(&id, &host, auth, registry)?;
-        options.data_address = data.address();
-        let handle = setup
-            .coordination
-            .spawn({
-                let connection = connection.clone();
-                async move { taskmanager::start(options, connection).await }
-            })
-            .await??;
+        let place = Placement {
+            id: &id,
+            host: &host,
+            ports: Ports::Configured,
+        };
+        let StartedTaskManager { handle, data } = setup
+            .start_taskmanager(jobs, place, setup.auth(None)?, &connection)
+            .await?;
         println!(
             "{}",
             json!({"event": "started", "role": "taskmanager", "id": id,

@@ -26,8 +26,9 @@ use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::embedded::{EmbeddedBackend, EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
-use holdfast_ha::{Epoch, ErrorPolicy, MonoTime, Runtime, TokioRuntime};
+use holdfast_ha::{ErrorPolicy, Runtime, TokioRuntime};
 use holdfast_types::sync::lock;
+use holdfast_types::{Epoch, MonoTime};
 
 use crate::timeline_cmd::{self, Format};
 

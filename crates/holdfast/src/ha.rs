@@ -7,13 +7,14 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use holdfast_ha::config::{BackendKind, HaConfig};
-use holdfast_ha::connection::Connection;
+use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::election::{ElectionOptions, LeaderElection, LeadershipEvent};
 use holdfast_ha::isolation::CoordinationRuntime;
 use holdfast_ha::metrics::HaMetrics;
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
-use holdfast_ha::{MonoTime, Runtime, TokioRuntime};
+use holdfast_ha::{Runtime, TokioRuntime};
 use holdfast_ha_zookeeper::ZkBackend;
+use holdfast_types::MonoTime;
 use nix::time::{ClockId, clock_gettime};
 use serde_json::json;
 
@@ -116,7 +117,7 @@ async fn elect_or_listen(
         tracing::info!(%bound, "serving metrics at http://{bound}/metrics");
     }
     let component = if args.listen { "listen" } else { "elect" };
-    let mut connection_options = config.connection_options();
+    let mut connection_options = ConnectionOptions::from_config(config);
     connection_options.metrics = Some(metrics.connection(component));
     let connection =
         coordination.run(|| Connection::start(backend, runtime.clone(), connection_options));

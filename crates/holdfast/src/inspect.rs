@@ -49,7 +49,7 @@ pub async fn run(
     let lease = config.lease.lease_length(negotiated);
     let probe = config.lease.probe_interval(negotiated);
     let leader = leader.map(|(data, stat)| match LeaderRecord::decode(&data) {
-        Ok(record) => Ok(record.at_epoch(holdfast_ha::Epoch(stat.czxid))),
+        Ok(record) => Ok(record.at_epoch(holdfast_types::Epoch(stat.czxid))),
         Err(error) => Err(error.to_string()),
     });
     if as_json {

@@ -26,6 +26,7 @@ mod metrics_server;
 mod savepoint_cmd;
 mod standalone;
 mod table_cmd;
+mod taskmanager_start;
 mod timeline_cmd;
 
 use clap::{Parser, Subcommand};

@@ -10,11 +10,10 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use holdfast_cluster::control::ClusterControl;
 use holdfast_cluster::jobmanager;
-use holdfast_cluster::taskmanager;
 use holdfast_dataflow::JobRegistry;
 use holdfast_dataflow::jobs::enrich::cache;
 use holdfast_dataflow::metrics::DataflowMetrics;
-use holdfast_ha::connection::Connection;
+use holdfast_ha::connection::{Connection, ConnectionOptions};
 use holdfast_ha::embedded::{EmbeddedCluster, EmbeddedOptions};
 use holdfast_ha::{Runtime, TokioRuntime};
 use holdfast_rpc::auth::ClusterSecret;
@@ -23,7 +22,8 @@ use holdfast_runtime::ids::JobId;
 use serde_json::json;
 
 use crate::cluster_cmd::{ProcessArgs, Setup, close, wait_for_signal};
-use crate::data_plane::{DataPlane, task_registry};
+use crate::data_plane::task_registry;
+use crate::taskmanager_start::{Placement, Ports, StartedTaskManager};
 
 /// `holdfast standalone`.
 #[derive(Debug, Args)]
@@ -97,9 +97,9 @@ const STANDALONE_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration:
 
 pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> Result<()> {
     let checkpointing = &mut setup.config.checkpointing;
-    checkpointing
-        .interval
-        .get_or_insert(STANDALONE_CHECKPOINT_INTERVAL);
+    if !checkpointing.enabled {
+        checkpointing.enable(STANDALONE_CHECKPOINT_INTERVAL);
+    }
     if checkpointing.dir.is_none() {
         let dir = std::env::current_dir()
             .context("cannot read the working directory (for the default checkpoint directory)")?
@@ -140,7 +140,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         ..EmbeddedOptions::default()
     };
     let connect = |component: &str| {
-        let mut options = setup.config.ha.connection_options();
+        let mut options = ConnectionOptions::from_config(&setup.config.ha);
         options.metrics = Some(setup.ha_metrics.connection(component));
         let backend = cluster.backend_on(component, embedded.clone());
         setup
@@ -167,33 +167,16 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         let id = format!("tm-standalone-{index}");
         // Several in one process: any free ports. Records between them go
         // over loopback TCP, as between machines.
-        let data = DataPlane::start(
-            &id,
-            "127.0.0.1",
-            0,
-            auth.clone(),
-            setup.config.buffers_per_channel,
-        )
-        .await?;
-        setup.data_metrics.add_exchange(data.exchange().clone());
-        let registry = task_registry(
-            jobs,
-            Some(data.exchange().clone()),
-            setup.data_metrics.dataflow(),
-        )?;
-        let mut options = setup.taskmanager_options(&id, "127.0.0.1", auth.clone(), registry)?;
-        options.rpc_bind.set_port(0);
-        options.data_port = 0;
-        options.data_address = data.address();
+        let place = Placement {
+            id: &id,
+            host: "127.0.0.1",
+            ports: Ports::AnyFree,
+        };
+        let StartedTaskManager { handle, data } = setup
+            .start_taskmanager(jobs, place, auth.clone(), &connection)
+            .await?;
         data_planes.push(data);
-        let started = setup
-            .coordination
-            .spawn({
-                let connection = connection.clone();
-                async move { taskmanager::start(options, connection).await }
-            })
-            .await??;
-        tms.push((started, connection));
+        tms.push((handle, connection));
     }
     println!(
         "{}",

@@ -7,7 +7,6 @@
 mod support;
 
 use anyhow::{Context, Result, ensure};
-use holdfast_ha::Epoch;
 use holdfast_ha::types::ContenderId;
 use holdfast_rpc::auth::{Auth, ClientAuth, ClusterSecret, PeerId};
 use holdfast_rpc::client::{JobManagerClient, TaskManagerClient};
@@ -15,6 +14,7 @@ use holdfast_rpc::config::ClientConfig;
 use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::ExecutionAttemptId;
+use holdfast_types::Epoch;
 use support::cluster::{Cluster, eventually, logged, registered, rest, run_count};
 
 fn client_auth(secret: &[u8], peer: &str) -> Result<ClientAuth> {

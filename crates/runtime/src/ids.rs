@@ -7,6 +7,7 @@
 //! JobId             7f3a…(32 hex)            random 128 bits, like Flink's JobID
 //! TaskId            <vertex>.<subtask>       position in the job graph
 //! ExecutionAttemptId <vertex>.<subtask>#<n>  one attempt to run a task
+//! AttemptRef        <job>/<vertex>.<subtask>#<n>  that attempt of that job
 //! ResourceId        tm-host-1                chosen by the process that owns it
 //! TaskManagerId     tm-host-1                a TaskManager's ResourceId
 //! SlotId            tm-host-1:3              slot index on a TaskManager
@@ -14,6 +15,10 @@
 
 use std::fmt;
 use std::str::FromStr;
+
+mod attempt;
+
+pub use attempt::AttemptRef;
 
 /// Why an id could not be parsed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

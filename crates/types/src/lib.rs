@@ -9,14 +9,24 @@
 //!   and [`ContenderId`].
 //! - [`sync`]: [`sync::lock`] and [`sync::unpoisoned`], the one place that
 //!   decides how a poisoned lock is treated.
+//! - [`ha`]: the HA layer's configuration as values: [`ha::HaConfig`] (Flink's
+//!   `high-availability.*` keys), [`ha::ErrorPolicy`], [`ha::LeaseConfig`]
+//!   — here so that `holdfast-config` reads them without the HA layer.
+//! - [`duration`]: [`parse_duration`], Flink's spelling of durations in
+//!   configuration values (`60 s`, `60000`, `1min`).
 //!
 //! `holdfast-ha` re-exports the time and id types at their old paths
-//! (`holdfast_ha::MonoTime`, `holdfast_ha::types::Epoch`, …).
+//! (`holdfast_ha::MonoTime`, `holdfast_ha::types::Epoch`, …), and the HA
+//! values as part of its API (`holdfast_ha::config::HaConfig`,
+//! `holdfast_ha::ErrorPolicy`, `holdfast_ha::connection::LeaseConfig`).
 #![warn(missing_docs)]
 
+pub mod duration;
+pub mod ha;
 pub mod ids;
 pub mod sync;
 pub mod time;
 
+pub use duration::parse_duration;
 pub use ids::{CheckpointId, ContenderId, Epoch, SessionId};
 pub use time::MonoTime;

@@ -19,9 +19,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use holdfast_executor::{
-    AttemptKey, ExecutorOptions, TaskExecutor, TaskInfo, TaskPriority, TaskRegistry, TaskStatus,
+    ExecutorOptions, TaskExecutor, TaskInfo, TaskPriority, TaskRegistry, TaskStatus,
 };
-use holdfast_runtime::ids::JobId;
+use holdfast_runtime::ids::{AttemptRef, JobId};
 use serde_json::json;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -111,8 +111,8 @@ fn measure(setup: Setup, burners: u32, ticks: usize, period: Duration) -> Result
     )?;
     let registry = TaskRegistry::builtin();
     let job = JobId::from_u128(1);
-    let attempt = |name: &str| -> Result<AttemptKey> {
-        Ok(AttemptKey::new(job, name.parse().context("attempt id")?))
+    let attempt = |name: &str| -> Result<AttemptRef> {
+        Ok(AttemptRef::new(job, name.parse().context("attempt id")?))
     };
     let mut waiting = HashSet::new();
     let info = TaskInfo::new("bench-vertex", burners);

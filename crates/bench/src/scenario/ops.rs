@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use clap::Args;
+use holdfast_ha::SessionId;
 use holdfast_ha::backend::{Backend, Session as _};
 use holdfast_ha::connection::LeaseConfig;
 use holdfast_ha::retrieval::LeaderRetrieval;
-use holdfast_ha::{Epoch, SessionId};
 use holdfast_ha_zookeeper::ZkBackend;
 use holdfast_testkit::ZkCluster;
+use holdfast_types::Epoch;
 use serde_json::{Value, json};
 
 use super::{election_base, latch_path, secs};

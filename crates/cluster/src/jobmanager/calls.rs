@@ -4,13 +4,13 @@
 //! the leader". What the actor checks here needs nothing of the term; the
 //! rest is the term's (`term/calls.rs`).
 
-use holdfast_ha::Epoch;
 use holdfast_ha::backend::Backend;
 use holdfast_rpc::client::TaskManagerClient;
 use holdfast_rpc::fencing::FencingRejection;
 use holdfast_rpc::proto;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
+use holdfast_types::Epoch;
 use tokio::sync::oneshot;
 use tonic::Status;
 

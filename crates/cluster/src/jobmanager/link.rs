@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use holdfast_ha::Epoch;
 use holdfast_rpc::client::TaskManagerClient;
 use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::TaskManagerId;
 use holdfast_runtime::master::AttemptRef;
+use holdfast_types::Epoch;
 use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::mpsc;
 use tokio::time::Instant;

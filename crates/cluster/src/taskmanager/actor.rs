@@ -13,17 +13,18 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use holdfast_executor::{AttemptKey, TaskExecutor, TaskUpdate};
+use holdfast_executor::{TaskExecutor, TaskUpdate};
+use holdfast_ha::Runtime;
 use holdfast_ha::retrieval::RetrievalEvent;
 use holdfast_ha::types::LeaderInfo;
-use holdfast_ha::{Epoch, MonoTime, Runtime};
 use holdfast_rpc::auth::ClientAuth;
 use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
-use holdfast_runtime::master::AttemptRef;
+use holdfast_runtime::ids::AttemptRef;
 use holdfast_runtime::taskmanager::{
     CallRejection, LeaderRef, TaskManagerCore, TmCommand, TmInput,
 };
+use holdfast_types::{Epoch, MonoTime};
 use tokio::sync::{mpsc, oneshot};
 
 use super::registration::Registered;
@@ -35,7 +36,7 @@ pub(super) enum Message {
     Call(Call),
     Registered(Box<Registered>),
     Reported {
-        key: AttemptKey,
+        key: AttemptRef,
         terminal: bool,
         result: Result<(), RpcError>,
     },
@@ -79,7 +80,7 @@ pub(super) struct Actor {
     pub(super) pending_reports: usize,
     /// What each attempt was deployed with and how far its checkpoints
     /// got: told to a new leader at registration, so that it can adopt it.
-    pub(super) deployed: std::collections::HashMap<AttemptKey, Deployed>,
+    pub(super) deployed: std::collections::HashMap<AttemptRef, Deployed>,
 }
 
 /// What a new leader needs to know of an attempt to adopt it.
@@ -213,8 +214,8 @@ impl Actor {
                     }
                     TmCommand::Forget { attempts } => {
                         for attempt in attempts {
-                            let _ = self.parts.executor.forget(&key(attempt));
-                            self.deployed.remove(&key(attempt));
+                            let _ = self.parts.executor.forget(&attempt);
+                            self.deployed.remove(&attempt);
                         }
                     }
                     TmCommand::Notice(notice) => self.notice(notice),
@@ -236,7 +237,7 @@ impl Actor {
     /// A live attempt as a registration describes it to a (new) leader.
     pub(super) fn running_attempt(
         &self,
-        key: AttemptKey,
+        key: AttemptRef,
     ) -> Option<holdfast_rpc::proto::RunningAttempt> {
         let deployed = self.deployed.get(&key)?;
         Some(holdfast_rpc::proto::RunningAttempt {
@@ -262,7 +263,7 @@ impl Actor {
                         "task report not delivered; the next heartbeat carries it");
                 }
                 self.step(TmInput::ReportAnswered {
-                    attempt: attempt_ref(key),
+                    attempt: key,
                     terminal,
                     delivered: result.is_ok(),
                 });
@@ -290,22 +291,6 @@ impl Actor {
                 tracing::warn!(%error, "the published leader address is not readable; keeping the last known leader");
             }
         }
-    }
-}
-
-/// The runtime's name of an executor's attempt.
-pub(super) fn attempt_ref(key: AttemptKey) -> AttemptRef {
-    AttemptRef {
-        job: key.job,
-        attempt: key.attempt,
-    }
-}
-
-/// The executor's name of an attempt.
-pub(super) fn key(attempt: AttemptRef) -> AttemptKey {
-    AttemptKey {
-        job: attempt.job,
-        attempt: attempt.attempt,
     }
 }
 

@@ -3,15 +3,15 @@
 //! and cancel). The core decides whether a call is accepted (its fence);
 //! this file reads the request and carries the call out.
 
-use holdfast_executor::{AttemptKey, TaskInfo};
-use holdfast_ha::Epoch;
+use holdfast_executor::TaskInfo;
 use holdfast_rpc::fencing::FencingRejection;
 use holdfast_rpc::proto;
-use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
+use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId};
 use holdfast_runtime::taskmanager::{CallKind, CallRejection, RegistrationId, TmInput};
+use holdfast_types::Epoch;
 use tonic::Status;
 
-use super::actor::{Actor, attempt_ref};
+use super::actor::Actor;
 use super::report::snapshot_report;
 use super::service::Call;
 
@@ -78,7 +78,7 @@ impl Actor {
             .executor
             .snapshot()
             .iter()
-            .map(|t| snapshot_report(t, self.core.failure(&attempt_ref(t.key))))
+            .map(|t| snapshot_report(t, self.core.failure(&t.key)))
             .collect();
         Ok(proto::HeartbeatReply {
             task_manager_id: self.parts.options.id.to_string(),
@@ -135,7 +135,7 @@ impl Actor {
             },
         );
         self.step(TmInput::TaskStarted {
-            attempt: attempt_ref(key),
+            attempt: key,
             epoch,
         });
         Ok(proto::DeployTaskReply {})
@@ -153,7 +153,7 @@ impl Actor {
     }
 }
 
-pub(super) fn attempt_key(attempt: Option<&proto::Attempt>) -> Result<AttemptKey, Status> {
+pub(super) fn attempt_key(attempt: Option<&proto::Attempt>) -> Result<AttemptRef, Status> {
     let attempt = attempt.ok_or_else(|| Status::invalid_argument("missing field `attempt`"))?;
     let (job, attempt): (JobId, ExecutionAttemptId) =
         attempt
@@ -161,5 +161,5 @@ pub(super) fn attempt_key(attempt: Option<&proto::Attempt>) -> Result<AttemptKey
             .map_err(|e: holdfast_rpc::convert::ConvertError| {
                 Status::invalid_argument(e.to_string())
             })?;
-    Ok(AttemptKey { job, attempt })
+    Ok(AttemptRef { job, attempt })
 }

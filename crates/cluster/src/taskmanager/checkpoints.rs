@@ -18,12 +18,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use holdfast_executor::{
-    AttemptKey, CheckpointOutcome, CheckpointReport, CheckpointRequest, RestoredFile,
-    RestoredState, StateSource, TaskCheckpointing,
+    CheckpointOutcome, CheckpointReport, CheckpointRequest, RestoredFile, RestoredState,
+    StateSource, TaskCheckpointing,
 };
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::CheckpointingMode;
-use holdfast_runtime::ids::JobId;
+use holdfast_runtime::ids::{AttemptRef, JobId};
 use holdfast_runtime::taskmanager::CallKind;
 use holdfast_storage::{CheckpointStorage, LocalStorage, StoragePath};
 use holdfast_types::CheckpointId;
@@ -38,7 +38,7 @@ use crate::checkpoint_files::state_path;
 /// An attempt's answer, ready for the leader.
 #[derive(Debug)]
 pub(super) struct Answer {
-    pub(super) key: AttemptKey,
+    pub(super) key: AttemptRef,
     pub(super) checkpoint: CheckpointId,
     /// `Err(reason)`: declined.
     pub(super) result: Result<Written, String>,
@@ -159,7 +159,7 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
 }
 
 async fn write_state(
-    key: AttemptKey,
+    key: AttemptRef,
     checkpoint: CheckpointId,
     encode: holdfast_executor::EncodeState,
     storages: &Storages,

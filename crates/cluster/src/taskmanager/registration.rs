@@ -4,16 +4,16 @@
 
 use std::time::Duration;
 
-use holdfast_executor::AttemptKey;
-use holdfast_ha::Epoch;
 use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
 use holdfast_rpc::proto;
+use holdfast_runtime::ids::AttemptRef;
 use holdfast_runtime::taskmanager::{
     LeaderRef, RegistrationAccepted, RegistrationId, RegistrationRefused, TmInput,
 };
+use holdfast_types::Epoch;
 
-use super::actor::{Actor, JobManagerLink, Message, attempt_ref};
+use super::actor::{Actor, JobManagerLink, Message};
 use super::report::snapshot_report;
 use crate::address::JobManagerAddress;
 
@@ -24,7 +24,7 @@ pub(super) struct Registered {
     jm_rpc: String,
     /// Terminal attempts the registration carried (forgotten once it is
     /// accepted).
-    reported: Vec<AttemptKey>,
+    reported: Vec<AttemptRef>,
     result: Result<proto::RegisterTaskManagerReply, RpcError>,
 }
 
@@ -63,7 +63,7 @@ impl Actor {
             leader_epoch: leader.epoch.0,
             tasks: snapshot
                 .iter()
-                .map(|t| snapshot_report(t, self.core.failure(&attempt_ref(t.key))))
+                .map(|t| snapshot_report(t, self.core.failure(&t.key)))
                 .collect(),
             running: snapshot
                 .iter()
@@ -114,7 +114,7 @@ impl Actor {
         let id = answer.as_ref().ok().map(|a| a.id.clone());
         self.step(TmInput::RegistrationAnswered {
             epoch,
-            reported: reported.into_iter().map(attempt_ref).collect(),
+            reported,
             answer,
         });
         // The core took this answer's registration: calls go to its client.

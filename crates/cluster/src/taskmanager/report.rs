@@ -1,14 +1,15 @@
 //! Turning what the executor says into what the JobManager is told.
 
-use holdfast_executor::{AttemptKey, TaskSnapshot, TaskStatus};
+use holdfast_executor::{TaskSnapshot, TaskStatus};
 use holdfast_rpc::proto;
 use holdfast_runtime::failure::Failure;
+use holdfast_runtime::ids::AttemptRef;
 
 /// A proto report of one attempt. `fail_reason` turns a cancel that the
 /// TaskManager made itself (a newer leader, a heartbeat timeout) into the
 /// failure it is.
 pub(super) fn task_report(
-    key: AttemptKey,
+    key: AttemptRef,
     slot: u32,
     status: &TaskStatus,
     processed: u64,

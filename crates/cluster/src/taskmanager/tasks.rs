@@ -2,13 +2,13 @@
 //! stopping the ones the core fails, and the status it publishes.
 
 use holdfast_executor::TaskUpdate;
-use holdfast_ha::Epoch;
 use holdfast_rpc::proto;
 use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::master::AttemptRef;
 use holdfast_runtime::taskmanager::{RegistrationId, TmInput};
+use holdfast_types::Epoch;
 
-use super::actor::{Actor, Message, attempt_ref, key};
+use super::actor::{Actor, Message};
 use super::report::task_report;
 
 impl Actor {
@@ -16,7 +16,7 @@ impl Actor {
         let terminal = update.status.is_terminal();
         self.step_with(
             TmInput::TaskUpdated {
-                attempt: attempt_ref(update.key),
+                attempt: update.key,
                 terminal,
             },
             Some(&update),
@@ -32,7 +32,7 @@ impl Actor {
         registration: &RegistrationId,
         update: Option<&TaskUpdate>,
     ) {
-        let Some(update) = update.filter(|u| u.key == key(attempt)) else {
+        let Some(update) = update.filter(|u| u.key == attempt) else {
             return; // only updates are reported between heartbeats
         };
         let Some(jobmanager) = self.jobmanager.as_ref().filter(|j| j.epoch == epoch) else {
@@ -71,7 +71,7 @@ impl Actor {
     pub(super) fn fail(&mut self, attempts: &[AttemptRef], failure: &Failure) -> Vec<AttemptRef> {
         let stopped: Vec<AttemptRef> = attempts
             .iter()
-            .filter(|a| !self.parts.executor.cancel(&key(**a)))
+            .filter(|a| !self.parts.executor.cancel(a))
             .copied()
             .collect();
         self.parts

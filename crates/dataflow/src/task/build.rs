@@ -10,12 +10,12 @@ use std::sync::atomic::AtomicBool;
 use holdfast_exchange::{ChannelSpec, Exchange, InputGate, Interrupt, PartitionId};
 use holdfast_executor::{TaskContext, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
-use holdfast_runtime::graph::Distribution;
+use holdfast_runtime::graph::{Distribution, JobGraph};
 
 use crate::checkpoint::{Expected, FileHeader, Restored};
 use crate::context::OperatorContext;
 use crate::metrics::DataflowMetrics;
-use crate::plan::{AnyBox, CompiledPlan, NodeOp};
+use crate::plan::{AnyBox, CompiledPlan, NodeOp, PlanEdge, VertexPlan};
 use crate::source::SourcePosition;
 use crate::task::input::InputPort;
 use crate::task::output::exchange_failure;
@@ -76,177 +76,153 @@ pub(crate) fn build(
     ctx: &TaskContext,
     env: &TaskEnv<'_>,
 ) -> Result<(Head, FileHeader), TaskFailure> {
-    let TaskEnv {
-        exchange,
-        interrupt,
-        canceled,
-        clock,
-        metrics,
-    } = *env;
-    let plan = &compiled.plan;
     let vp = compiled
         .vertices
         .get(vertex as usize)
         .ok_or_else(|| wiring_error(vertex, "no such vertex".into()))?;
-    let wiring = &ctx.info().wiring;
-    let graph = compiled.job_graph(|_| serde_json::Value::Null);
-    let subtask = ctx.subtask();
-    let header = FileHeader {
-        job: plan.name.clone(),
+    let header = file_header(compiled, vertex, ctx.subtask());
+    let restore_started = std::time::Instant::now();
+    let (restored, restored_bytes) = read_restore(compiled, vp, vertex, ctx)?;
+    let mut chain = Chain {
+        compiled,
+        vertex,
+        ctx,
+        env,
+        graph: compiled.job_graph(|_| serde_json::Value::Null),
+        restored,
+        tag: attempt_tag(ctx),
+        checkpointing: ctx.checkpointing().is_some(),
+    };
+    let (mut inputs, source) = chain.operators(vp)?;
+    if let Some(checkpoint) = chain.restored.checkpoint() {
+        tracing::info!(key = %ctx.key(), %checkpoint, bytes = restored_bytes,
+            elapsed_ms = restore_started.elapsed().as_millis() as u64,
+            "task restored from checkpoint; processing resumes where it was taken");
+    }
+    let head = match source {
+        Some(source) => Head::Source(source),
+        None => chain.input_head(vp, &mut inputs)?,
+    };
+    Ok((head, header))
+}
+
+/// What names the attempt's state files: the job, its build, the vertex
+/// and the subtask (the checkpoint is filled in per snapshot).
+fn file_header(compiled: &CompiledPlan, vertex: u32, subtask: u32) -> FileHeader {
+    FileHeader {
+        job: compiled.plan.name.clone(),
         fingerprint: compiled.fingerprint().to_owned(),
         vertex,
         subtask,
         checkpoint: 0,
-    };
-    let restore_started = std::time::Instant::now();
-    let mut restored_bytes = 0;
-    let mut restored = match ctx.checkpointing().and_then(|c| c.restore.as_ref()) {
-        Some(restore) => {
-            let mut files = Vec::with_capacity(restore.files.len());
-            for file in &restore.files {
-                let bytes = file.source.read().map_err(|e| {
-                    TaskFailure::new(format!(
-                        "cannot restore from checkpoint {}: {e}",
-                        restore.checkpoint
-                    ))
-                    .of_kind(FailureKind::Infrastructure)
-                })?;
-                restored_bytes += bytes.len();
-                files.push((file, bytes));
-            }
-            let operators: Vec<&str> = vp
-                .nodes
-                .iter()
-                .map(|&n| compiled.uids()[n].as_str())
-                .collect();
-            Restored::read(
-                restore.checkpoint,
-                files.iter().map(|(file, bytes)| (*file, &bytes[..])),
-                &Expected {
-                    job: &plan.name,
-                    vertex,
-                    subtask,
-                    operators: &operators,
-                    uids: compiled.uids(),
-                },
-            )?
-        }
-        None => Restored::none(),
-    };
-    let tag = attempt_tag(ctx);
-    let checkpointing = ctx.checkpointing().is_some();
-    let mut operator_ctx = |node: usize| {
-        let from = restored.checkpoint();
-        let uid = &compiled.uids()[node];
-        let state = restored.take(uid);
-        OperatorContext::new(
-            &plan.name,
-            &plan.nodes[node].name,
-            subtask,
-            compiled.parallelism[node],
-            Arc::clone(clock),
-            metrics,
-        )
-        .with_cancel_flag(Arc::clone(canceled))
-        .with_max_parallelism(compiled.max_parallelism())
-        .for_attempt(
-            Arc::from(uid.as_str()),
-            Arc::clone(&tag),
-            checkpointing,
-            from,
-            state,
-        )
-    };
+    }
+}
 
-    let mut inputs: HashMap<usize, AnyBox> = HashMap::new();
-    let mut source: Option<Box<dyn SourceLoop>> = None;
-    for &node in vp.nodes.iter().rev() {
-        let n = &plan.nodes[node];
-        let octx = operator_ctx(node);
-        let mut targets = Vec::new();
-        for (index, edge) in plan
-            .edges
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.from == node)
-        {
-            if compiled.vertex_of[edge.to] == vertex {
-                let push = inputs.remove(&edge.to).ok_or_else(|| {
-                    wiring_error(vertex, format!("operator {} built twice", edge.to))
-                })?;
-                targets.push(push);
-                continue;
+/// The state the vertex's operators restore from: the files of the
+/// checkpoint the attempt was given, read and checked against the job, or
+/// nothing. Also returns how many bytes were read.
+fn read_restore(
+    compiled: &CompiledPlan,
+    vp: &VertexPlan,
+    vertex: u32,
+    ctx: &TaskContext,
+) -> Result<(Restored, usize), TaskFailure> {
+    let Some(restore) = ctx.checkpointing().and_then(|c| c.restore.as_ref()) else {
+        return Ok((Restored::none(), 0));
+    };
+    let mut restored_bytes = 0;
+    let mut files = Vec::with_capacity(restore.files.len());
+    for file in &restore.files {
+        let bytes = file.source.read().map_err(|e| {
+            TaskFailure::new(format!(
+                "cannot restore from checkpoint {}: {e}",
+                restore.checkpoint
+            ))
+            .of_kind(FailureKind::Infrastructure)
+        })?;
+        restored_bytes += bytes.len();
+        files.push((file, bytes));
+    }
+    let operators: Vec<&str> = vp
+        .nodes
+        .iter()
+        .map(|&n| compiled.uids()[n].as_str())
+        .collect();
+    let restored = Restored::read(
+        restore.checkpoint,
+        files.iter().map(|(file, bytes)| (*file, &bytes[..])),
+        &Expected {
+            job: &compiled.plan.name,
+            vertex,
+            subtask: ctx.subtask(),
+            operators: &operators,
+            uids: compiled.uids(),
+        },
+    )?;
+    Ok((restored, restored_bytes))
+}
+
+/// Operators built so far and not yet taken by the operator before them,
+/// by node: in the end, only the head's push is left.
+type Built = HashMap<usize, AnyBox>;
+
+/// One vertex's chain while it is built: what every step reads, and the
+/// restored state the operators take their parts of.
+struct Chain<'a> {
+    compiled: &'a CompiledPlan,
+    vertex: u32,
+    ctx: &'a TaskContext,
+    env: &'a TaskEnv<'a>,
+    graph: JobGraph,
+    restored: Restored,
+    /// [`attempt_tag`].
+    tag: Arc<str>,
+    /// Whether the job checkpoints.
+    checkpointing: bool,
+}
+
+impl Chain<'_> {
+    /// Builds the vertex's operators from the last to the head, each given
+    /// the push of what follows it. Returns what is left unconsumed (the
+    /// head's push, for an input vertex) and the source loop of a source
+    /// vertex.
+    fn operators(
+        &mut self,
+        vp: &VertexPlan,
+    ) -> Result<(Built, Option<Box<dyn SourceLoop>>), TaskFailure> {
+        let mut inputs = Built::new();
+        let mut source = None;
+        for &node in vp.nodes.iter().rev() {
+            if let Some(source_loop) = self.operator(node, &mut inputs)? {
+                source = Some(source_loop);
             }
-            let graph_edge = compiled
-                .graph_edges
-                .iter()
-                .position(|&e| e == index)
-                .ok_or_else(|| {
-                    wiring_error(vertex, format!("plan edge {index} has no graph edge"))
-                })? as u32;
-            let output = wiring
-                .outputs
-                .iter()
-                .find(|o| o.edge == graph_edge)
-                .ok_or_else(|| {
-                    wiring_error(vertex, format!("no output wiring for edge {graph_edge}"))
-                })?;
-            let writer = exchange
-                .create_partition(
-                    PartitionId {
-                        job: ctx.job(),
-                        producer: ctx.attempt(),
-                        edge: graph_edge,
-                    },
-                    &output.consumers,
-                    interrupt,
-                )
-                .map_err(exchange_failure)?;
-            let consumers = compiled.parallelism[edge.to];
-            let expected = match graph.edges[graph_edge as usize].distribution {
-                Distribution::Pointwise => 1,
-                Distribution::AllToAll => consumers as usize,
-            };
-            if output.consumers.len() != expected {
-                return Err(wiring_error(
-                    vertex,
-                    format!(
-                        "edge {graph_edge} has {} consumers, the job {expected}",
-                        output.consumers.len()
-                    ),
-                ));
-            }
-            targets.push(edge.kit.writer(
-                compiled.ships[index],
-                writer,
-                plan.batch_size,
-                compiled.max_parallelism(),
-                Arc::clone(ctx.meters()),
-            ));
         }
+        Ok((inputs, source))
+    }
+
+    /// Builds operator `node` with its context and its outputs: a source
+    /// returns its loop; an operator or a sink goes into `inputs` for the
+    /// operator before it. Fails if the operator left restored state
+    /// unread (it cannot be rescaled).
+    fn operator(
+        &mut self,
+        node: usize,
+        inputs: &mut Built,
+    ) -> Result<Option<Box<dyn SourceLoop>>, TaskFailure> {
+        let (compiled, vertex) = (self.compiled, self.vertex);
+        let n = &compiled.plan.nodes[node];
+        let octx = self.operator_context(node);
+        let targets = self.targets(node, inputs)?;
         let out = match &n.output {
             Some(kit) => Some(kit.tee(targets, &n.name)?),
             None => None,
         };
+        let mut source = None;
         match &n.op {
             NodeOp::Source(make) => {
                 let out =
                     out.ok_or_else(|| wiring_error(vertex, "a source without output".into()))?;
-                let mut positions = Vec::new();
-                for part in octx.restored_parts() {
-                    let position: SourcePosition =
-                        serde_json::from_slice(&part.bytes).map_err(|e| {
-                            TaskFailure::with_source(
-                                format!(
-                                    "source {:?}: the restored position of subtask {} is not JSON",
-                                    n.name, part.subtask
-                                ),
-                                e,
-                            )
-                            .of_kind(FailureKind::Infrastructure)
-                        })?;
-                    positions.push(position);
-                }
+                let positions = source_positions(&octx, &n.name)?;
                 source = Some(make(&octx, &positions, out)?);
             }
             NodeOp::Operator(make) => {
@@ -268,69 +244,215 @@ pub(crate) fn build(
             ))
             .of_kind(FailureKind::Infrastructure));
         }
+        Ok(source)
     }
-    if let Some(checkpoint) = restored.checkpoint() {
-        tracing::info!(key = %ctx.key(), %checkpoint, bytes = restored_bytes,
-            elapsed_ms = restore_started.elapsed().as_millis() as u64,
-            "task restored from checkpoint; processing resumes where it was taken");
+
+    /// The context operator `node` runs with: its names and parallelism,
+    /// the task's clock, metrics and cancel flag, and the parts of the
+    /// restored state filed under its id.
+    fn operator_context(&mut self, node: usize) -> OperatorContext {
+        let compiled = self.compiled;
+        let from = self.restored.checkpoint();
+        let uid = &compiled.uids()[node];
+        let state = self.restored.take(uid);
+        OperatorContext::new(
+            &compiled.plan.name,
+            &compiled.plan.nodes[node].name,
+            self.ctx.subtask(),
+            compiled.parallelism[node],
+            Arc::clone(self.env.clock),
+            self.env.metrics,
+        )
+        .with_cancel_flag(Arc::clone(self.env.canceled))
+        .with_max_parallelism(compiled.max_parallelism())
+        .for_attempt(
+            Arc::from(uid.as_str()),
+            Arc::clone(&self.tag),
+            self.checkpointing,
+            from,
+            state,
+        )
     }
-    if let Some(source) = source {
-        return Ok((Head::Source(source), header));
-    }
-    let head = vp.nodes[0];
-    let push = inputs
-        .remove(&head)
-        .ok_or_else(|| wiring_error(vertex, "the head was not built".into()))?;
-    let kit = plan.nodes[head]
-        .input
-        .as_ref()
-        .ok_or_else(|| wiring_error(vertex, "the head takes no input".into()))?;
-    let port = kit.input(push, &plan.nodes[head].name)?;
-    let mut channels = Vec::new();
-    for (graph_edge, edge) in graph.inputs_of(vertex) {
-        let gate = wiring
-            .inputs
+
+    /// What operator `node` pushes to, per edge leaving it: the operator
+    /// chained after it (taken from `inputs`, built before it), or a
+    /// network writer where the edge leaves the vertex.
+    fn targets(&self, node: usize, inputs: &mut Built) -> Result<Vec<AnyBox>, TaskFailure> {
+        let plan = &self.compiled.plan;
+        let mut targets = Vec::new();
+        for (index, edge) in plan
+            .edges
             .iter()
-            .find(|i| i.edge == graph_edge)
+            .enumerate()
+            .filter(|(_, e)| e.from == node)
+        {
+            if self.compiled.vertex_of[edge.to] == self.vertex {
+                let push = inputs.remove(&edge.to).ok_or_else(|| {
+                    wiring_error(self.vertex, format!("operator {} built twice", edge.to))
+                })?;
+                targets.push(push);
+                continue;
+            }
+            targets.push(self.network_writer(index, edge)?);
+        }
+        Ok(targets)
+    }
+
+    /// The writer of plan edge `index`, which leaves the vertex: a
+    /// partition of the exchange towards the consumers the wiring names,
+    /// as many as the job graph says.
+    fn network_writer(&self, index: usize, edge: &PlanEdge) -> Result<AnyBox, TaskFailure> {
+        let (compiled, vertex, ctx) = (self.compiled, self.vertex, self.ctx);
+        let graph_edge = compiled
+            .graph_edges
+            .iter()
+            .position(|&e| e == index)
+            .ok_or_else(|| wiring_error(vertex, format!("plan edge {index} has no graph edge")))?
+            as u32;
+        let output = ctx
+            .info()
+            .wiring
+            .outputs
+            .iter()
+            .find(|o| o.edge == graph_edge)
             .ok_or_else(|| {
-                wiring_error(vertex, format!("no input wiring for edge {graph_edge}"))
+                wiring_error(vertex, format!("no output wiring for edge {graph_edge}"))
             })?;
-        let (subpartition, expected) = match edge.distribution {
-            Distribution::Pointwise => (0, 1),
-            Distribution::AllToAll => (
-                subtask,
-                graph.vertices[edge.from as usize].parallelism as usize,
-            ),
+        let writer = self
+            .env
+            .exchange
+            .create_partition(
+                PartitionId {
+                    job: ctx.job(),
+                    producer: ctx.attempt(),
+                    edge: graph_edge,
+                },
+                &output.consumers,
+                self.env.interrupt,
+            )
+            .map_err(exchange_failure)?;
+        let consumers = compiled.parallelism[edge.to];
+        let expected = match self.graph.edges[graph_edge as usize].distribution {
+            Distribution::Pointwise => 1,
+            Distribution::AllToAll => consumers as usize,
         };
-        if gate.channels.len() != expected {
+        if output.consumers.len() != expected {
             return Err(wiring_error(
                 vertex,
                 format!(
-                    "edge {graph_edge} has {} producers, the job {expected}",
-                    gate.channels.len()
+                    "edge {graph_edge} has {} consumers, the job {expected}",
+                    output.consumers.len()
                 ),
             ));
         }
-        for channel in &gate.channels {
-            channels.push(ChannelSpec {
-                partition: PartitionId {
-                    job: ctx.job(),
-                    producer: channel.producer,
-                    edge: graph_edge,
-                },
-                subpartition,
-                location: channel.location.clone(),
-            });
+        Ok(edge.kit.writer(
+            compiled.ships[index],
+            writer,
+            compiled.plan.batch_size,
+            compiled.max_parallelism(),
+            Arc::clone(ctx.meters()),
+        ))
+    }
+
+    /// The head of a vertex fed by other vertices: the input port over the
+    /// head operator's push (taken from `inputs`), and the gate over the
+    /// channels the wiring names.
+    fn input_head(&self, vp: &VertexPlan, inputs: &mut Built) -> Result<Head, TaskFailure> {
+        let (plan, vertex) = (&self.compiled.plan, self.vertex);
+        let head = vp.nodes[0];
+        let push = inputs
+            .remove(&head)
+            .ok_or_else(|| wiring_error(vertex, "the head was not built".into()))?;
+        let kit = plan.nodes[head]
+            .input
+            .as_ref()
+            .ok_or_else(|| wiring_error(vertex, "the head takes no input".into()))?;
+        let port = kit.input(push, &plan.nodes[head].name)?;
+        let channels = self.input_channels()?;
+        let gate = self
+            .env
+            .exchange
+            .open_gate(channels, self.env.interrupt)
+            .map_err(|e| {
+                TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e)
+                    .of_kind(FailureKind::Upstream)
+            })?;
+        Ok(Head::Input { port, gate })
+    }
+
+    /// The channels the vertex reads: per edge into it, one per producer
+    /// the wiring names (as many as the job graph says), at this subtask's
+    /// subpartition of an all-to-all edge. Fails if there are none.
+    fn input_channels(&self) -> Result<Vec<ChannelSpec>, TaskFailure> {
+        let (vertex, ctx, graph) = (self.vertex, self.ctx, &self.graph);
+        let mut channels = Vec::new();
+        for (graph_edge, edge) in graph.inputs_of(vertex) {
+            let gate = ctx
+                .info()
+                .wiring
+                .inputs
+                .iter()
+                .find(|i| i.edge == graph_edge)
+                .ok_or_else(|| {
+                    wiring_error(vertex, format!("no input wiring for edge {graph_edge}"))
+                })?;
+            let (subpartition, expected) = match edge.distribution {
+                Distribution::Pointwise => (0, 1),
+                Distribution::AllToAll => (
+                    ctx.subtask(),
+                    graph.vertices[edge.from as usize].parallelism as usize,
+                ),
+            };
+            if gate.channels.len() != expected {
+                return Err(wiring_error(
+                    vertex,
+                    format!(
+                        "edge {graph_edge} has {} producers, the job {expected}",
+                        gate.channels.len()
+                    ),
+                ));
+            }
+            for channel in &gate.channels {
+                channels.push(ChannelSpec {
+                    partition: PartitionId {
+                        job: ctx.job(),
+                        producer: channel.producer,
+                        edge: graph_edge,
+                    },
+                    subpartition,
+                    location: channel.location.clone(),
+                });
+            }
         }
+        if channels.is_empty() {
+            return Err(wiring_error(
+                vertex,
+                "a vertex with neither a source nor inputs".into(),
+            ));
+        }
+        Ok(channels)
     }
-    if channels.is_empty() {
-        return Err(wiring_error(
-            vertex,
-            "a vertex with neither a source nor inputs".into(),
-        ));
+}
+
+/// Where source `name` resumes: the positions its restored parts hold
+/// (one per subtask that wrote one), empty on a fresh start.
+fn source_positions(
+    octx: &OperatorContext,
+    name: &str,
+) -> Result<Vec<SourcePosition>, TaskFailure> {
+    let mut positions = Vec::new();
+    for part in octx.restored_parts() {
+        let position: SourcePosition = serde_json::from_slice(&part.bytes).map_err(|e| {
+            TaskFailure::with_source(
+                format!(
+                    "source {:?}: the restored position of subtask {} is not JSON",
+                    name, part.subtask
+                ),
+                e,
+            )
+            .of_kind(FailureKind::Infrastructure)
+        })?;
+        positions.push(position);
     }
-    let gate = exchange.open_gate(channels, interrupt).map_err(|e| {
-        TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e).of_kind(FailureKind::Upstream)
-    })?;
-    Ok((Head::Input { port, gate }, header))
+    Ok(positions)
 }

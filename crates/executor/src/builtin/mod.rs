@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::args::ArgsError;
 use crate::code::TaskCode;
-use crate::key::TaskInfo;
+use crate::info::TaskInfo;
 
 /// A built-in task's factory.
 pub(crate) type BuiltinFactory = fn(&Value, &TaskInfo) -> Result<Box<dyn TaskCode>, ArgsError>;
@@ -42,14 +42,14 @@ pub(crate) fn factories() -> [(&'static str, BuiltinFactory); 4] {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use holdfast_runtime::ids::JobId;
+    use holdfast_runtime::ids::{AttemptRef, JobId};
 
     use crate::context::{CancelHandle, TaskContext};
-    use crate::key::{AttemptKey, TaskInfo};
+    use crate::info::TaskInfo;
 
     /// A context on the test's own thread.
     pub(crate) fn ctx() -> (TaskContext, CancelHandle) {
-        let key = AttemptKey::new(JobId::from_u128(9), "0.0#0".parse().unwrap());
+        let key = AttemptRef::new(JobId::from_u128(9), "0.0#0".parse().unwrap());
         TaskContext::standalone(key, TaskInfo::new("test", 1))
     }
 }

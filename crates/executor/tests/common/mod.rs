@@ -6,10 +6,9 @@
 use std::time::Duration;
 
 use holdfast_executor::{
-    AttemptKey, ExecutorOptions, TaskCode, TaskExecutor, TaskInfo, TaskRegistry, TaskStatus,
-    TaskUpdate,
+    ExecutorOptions, TaskCode, TaskExecutor, TaskInfo, TaskRegistry, TaskStatus, TaskUpdate,
 };
-use holdfast_runtime::ids::JobId;
+use holdfast_runtime::ids::{AttemptRef, JobId};
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -17,8 +16,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 pub const HANG: Duration = Duration::from_secs(60);
 
 /// Attempt `attempt` ("<vertex>.<subtask>#<n>") of job `job`.
-pub fn key(job: u128, attempt: &str) -> AttemptKey {
-    AttemptKey::new(JobId::from_u128(job), attempt.parse().expect("attempt id"))
+pub fn key(job: u128, attempt: &str) -> AttemptRef {
+    AttemptRef::new(JobId::from_u128(job), attempt.parse().expect("attempt id"))
 }
 
 /// The info of a vertex with `parallelism` subtasks.
@@ -61,7 +60,7 @@ impl Updates {
     /// matches `wanted`.
     pub async fn wait_for(
         &mut self,
-        key: AttemptKey,
+        key: AttemptRef,
         wanted: impl Fn(&TaskStatus) -> bool,
     ) -> TaskUpdate {
         let matches = |update: &TaskUpdate| update.key == key && wanted(&update.status);
@@ -81,18 +80,18 @@ impl Updates {
     }
 
     /// `key`'s `Running` update.
-    pub async fn running(&mut self, key: AttemptKey) -> TaskUpdate {
+    pub async fn running(&mut self, key: AttemptRef) -> TaskUpdate {
         self.wait_for(key, |status| *status == TaskStatus::Running)
             .await
     }
 
     /// `key`'s terminal update.
-    pub async fn terminal(&mut self, key: AttemptKey) -> TaskUpdate {
+    pub async fn terminal(&mut self, key: AttemptRef) -> TaskUpdate {
         self.wait_for(key, TaskStatus::is_terminal).await
     }
 
     /// The statuses received for `key`, in order.
-    pub fn statuses_of(&self, key: AttemptKey) -> Vec<TaskStatus> {
+    pub fn statuses_of(&self, key: AttemptRef) -> Vec<TaskStatus> {
         self.seen
             .iter()
             .filter(|update| update.key == key)

@@ -14,14 +14,13 @@
 //! returns, in order.
 
 mod handle;
-mod lease;
 mod log;
 mod shell;
 mod state;
 mod tracker;
 
 pub use handle::SessionHandle;
-pub use lease::{LeaseConfig, LeaseConfigError};
+pub use holdfast_types::ha::{LeaseConfig, LeaseConfigError};
 pub use shell::{Connection, ConnectionOptions};
 pub use state::{ConnectionEvent, ConnectionState, LostReason};
 pub use tracker::SessionTracker;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use holdfast_types::ha::HaConfig;
 use holdfast_types::sync::lock;
 use tokio::sync::{Notify, mpsc};
 
@@ -42,6 +43,19 @@ impl Default for ConnectionOptions {
             retry_wait: Duration::from_secs(5),
             close_timeout: Duration::from_secs(10),
             metrics: None,
+        }
+    }
+}
+
+impl ConnectionOptions {
+    /// The options `config` sets (the error policy, the lease, the retry
+    /// wait), the others at their defaults.
+    pub fn from_config(config: &HaConfig) -> ConnectionOptions {
+        ConnectionOptions {
+            policy: config.policy,
+            lease: config.lease,
+            retry_wait: config.retry_wait,
+            ..ConnectionOptions::default()
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::lease::LeaseConfig;
+use super::LeaseConfig;
 use super::state::{ConnectionEvent, ConnectionState, LostReason};
 use crate::time::MonoTime;
 use crate::types::SessionId;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::naming::{latch_prefix, sorted_latch_nodes};
 use crate::backend::CoordError;
 use crate::connection::{ConnectionEvent, ConnectionState, LostReason};
-use crate::policy::{ErrorPolicy, LeadershipAction};
+use crate::policy::{ErrorPolicy, LeadershipAction, PolicyActions};
 use crate::types::{Epoch, SessionId};
 
 /// Identifies one request of the latch.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::backend::{CoordError, Stat};
 use crate::connection::ConnectionEvent;
 use crate::election::OpId;
-use crate::policy::{ErrorPolicy, RetrievalAction};
+use crate::policy::{ErrorPolicy, PolicyActions, RetrievalAction};
 use crate::types::{Epoch, LeaderInfo, LeaderRecord, SessionId};
 
 /// What retrieval is told.

@@ -38,6 +38,10 @@ mod slots;
 mod takeover;
 
 pub use self::core::{JobMasterCore, MasterConfig};
+/// The attempt the master deploys, reports on and fails; defined with the
+/// other ids ([`crate::ids::AttemptRef`]), named here too as the master's
+/// vocabulary.
+pub use crate::ids::AttemptRef;
 pub use execution::{JobExecution, TaskExecution};
 pub use slots::{SlotPool, SlotState};
 
@@ -51,22 +55,6 @@ use crate::restart::{FailureCause, RestartDecision};
 use crate::wiring::Wiring;
 use adoption::Miss;
 use holdfast_types::CheckpointId;
-
-/// One attempt of one task of one job: the unit deployed into a slot
-/// (which it shares with the same subtask of the job's other vertices).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AttemptRef {
-    /// The job.
-    pub job: JobId,
-    /// The task attempt.
-    pub attempt: ExecutionAttemptId,
-}
-
-impl std::fmt::Display for AttemptRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.job, self.attempt)
-    }
-}
 
 /// A task attempt's state as a TaskManager reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

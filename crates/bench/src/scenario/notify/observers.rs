@@ -5,11 +5,12 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use holdfast_ha::Connection;
 use holdfast_ha::connection::ConnectionOptions;
 use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
-use holdfast_ha::{Connection, Epoch};
 use holdfast_ha_zookeeper::ZkBackend;
 use holdfast_testkit::ZkCluster;
+use holdfast_types::Epoch;
 use tokio::runtime::Runtime as TokioRuntime;
 use tokio::sync::mpsc;
 

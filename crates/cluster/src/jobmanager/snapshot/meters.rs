@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use holdfast_ha::MonoTime;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
+use holdfast_types::MonoTime;
 
 /// Reports closer together than this keep the previous rates (a
 /// registration right after a heartbeat would otherwise divide by ~0).

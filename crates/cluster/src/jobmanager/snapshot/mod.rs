@@ -19,10 +19,10 @@ mod names;
 
 use std::collections::HashMap;
 
-use holdfast_ha::MonoTime;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::master::{JobExecution, JobMasterCore};
+use holdfast_types::MonoTime;
 
 use crate::job_store::StoredJob;
 use crate::rest::answers::{

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::duration::parse_duration;
 use super::keys::*;
-use crate::connection::{ConnectionOptions, LeaseConfig, LeaseConfigError};
-use crate::policy::ErrorPolicy;
+use super::lease::{LeaseConfig, LeaseConfigError};
+use super::policy::{ErrorPolicy, UnknownPolicy};
+use crate::duration::parse_duration;
 
 /// Which backend holds the HA state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -177,11 +177,10 @@ impl HaConfig {
                     })
                 }
                 ERROR_POLICY => {
-                    explicit_policy = Some(value.parse().map_err(
-                        |error: crate::policy::UnknownPolicy| {
+                    explicit_policy =
+                        Some(value.parse().map_err(|error: UnknownPolicy| {
                             invalid(ERROR_POLICY, error.to_string())
-                        },
-                    )?)
+                        })?)
                 }
                 ACL => {
                     config.acl = match value.trim().to_ascii_lowercase().as_str() {
@@ -255,16 +254,6 @@ impl HaConfig {
     pub fn base_path(&self) -> String {
         let root = self.path_root.trim_end_matches('/');
         format!("{root}/{}", self.cluster_id)
-    }
-
-    /// Options for a [`Connection`](crate::Connection).
-    pub fn connection_options(&self) -> ConnectionOptions {
-        ConnectionOptions {
-            policy: self.policy,
-            lease: self.lease,
-            retry_wait: self.retry_wait,
-            ..ConnectionOptions::default()
-        }
     }
 }
 

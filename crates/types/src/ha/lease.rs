@@ -1,4 +1,6 @@
-//! How long a session is known to live.
+//! How long a session is known to live: the lease's parameters and the
+//! arithmetic on them (the session tracker in `holdfast_ha::connection`
+//! enforces the lease).
 
 use std::time::Duration;
 
@@ -31,7 +33,7 @@ pub struct LeaseConfig {
     /// Probe interval, as a fraction of `T`. Default 0.2 (`T/5`).
     pub probe_fraction: f64,
     /// How long a partitioned server may go on answering after it lost its
-    /// quorum (see above). Default zero; `HaConfig` sets it for ensembles.
+    /// quorum (see above). Default zero; [`HaConfig`](super::HaConfig) sets it for ensembles.
     pub server_staleness: Duration,
 }
 

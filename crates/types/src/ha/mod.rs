@@ -1,5 +1,15 @@
-//! HA configuration with Flink's key names, so a Flink operator's
-//! `high-availability.*` settings carry over.
+//! The HA layer's configuration as plain values: [`HaConfig`], read from
+//! Flink's `high-availability.*` keys so a Flink operator's settings carry
+//! over; the [`ErrorPolicy`] it names; the [`LeaseConfig`] it sets.
+//!
+//! These are values and rules, no I/O: they live here, below
+//! `holdfast-ha`, so that the configuration parser (`holdfast-config`) can
+//! read and validate them without the HA layer's async stack (tokio,
+//! prometheus-client). `holdfast-ha` re-exports them at their paths there
+//! (`holdfast_ha::config`, `holdfast_ha::ErrorPolicy`,
+//! `holdfast_ha::connection::LeaseConfig`) and keeps what they drive: what
+//! a policy does on each connection state, the lease a session tracker
+//! enforces.
 //!
 //! | key | default | meaning |
 //! |---|---|---|
@@ -22,10 +32,11 @@
 //! Durations are milliseconds when given as a bare number, or a number with
 //! a unit: `ms`, `s`, `min`, `h` (`"60 s"`, `"60000"`, `"1min"`).
 
-mod duration;
-mod keys;
-mod parse;
+mod config;
+pub mod keys;
+mod lease;
+mod policy;
 
-pub use duration::parse_duration;
-pub use keys::*;
-pub use parse::{AclMode, BackendKind, ConfigError, HaConfig};
+pub use config::{AclMode, BackendKind, ConfigError, HaConfig};
+pub use lease::{LeaseConfig, LeaseConfigError};
+pub use policy::{ErrorPolicy, UnknownPolicy};

@@ -1,4 +1,5 @@
-//! Flink-style durations.
+//! Flink-style durations, as configuration values spell them (`60 s`,
+//! `60000`, `1min`): one parser for every crate that reads a duration key.
 
 use std::time::Duration;
 
