@@ -127,7 +127,7 @@ impl Leader {
 
     /// Checkpoint `n` through every step up to its pointer write (the
     /// commands of each step checked).
-    fn to_pointer(&mut self, n: u64, savepoint: Option<&str>) -> Arc<Metadata> {
+    fn up_to_pointer(&mut self, n: u64, savepoint: Option<&str>) -> Arc<Metadata> {
         let job = self.job;
         if savepoint.is_none() {
             assert_eq!(self.advance(secs(1)), [C::AllocateId { job }]);
@@ -502,7 +502,7 @@ fn a_completed_checkpoint_is_notified_after_its_pointer_and_becomes_the_restore_
     let (_, commands) = l.submit(JobStart::Fresh);
     l.through(commands);
     l.run();
-    let written = l.to_pointer(1, None);
+    let written = l.up_to_pointer(1, None);
     assert_eq!(
         written.dir.as_deref(),
         Some(
@@ -555,7 +555,7 @@ fn a_restart_rereads_the_restore_point_only_once_no_pointer_write_is_in_flight()
     let (_, commands) = l.submit(JobStart::Fresh);
     l.through(commands);
     l.run();
-    l.to_pointer(1, None);
+    l.up_to_pointer(1, None);
     // The job fails while checkpoint 1's pointer is being written.
     let source = l.sim.current(job, 0, 0);
     let failed = l.sim.fail(source, "boom");
@@ -688,7 +688,7 @@ fn a_savepoint_refused_by_the_ha_store_has_its_directory_removed() {
         stop: false,
     }));
     assert_eq!(out, [C::AllocateId { job }]);
-    let written = l.to_pointer(2, Some("/sp"));
+    let written = l.up_to_pointer(2, Some("/sp"));
     let dir = PathBuf::from("/sp").join(format!("savepoint-{job}-2"));
     assert!(written.savepoint);
     assert_eq!(written.dir.as_deref(), Some(dir.as_path()));
@@ -739,7 +739,7 @@ fn a_savepoint_whose_pointer_write_failed_keeps_its_directory_its_pointer_may_be
         target: "/sp".into(),
         stop: false,
     }));
-    l.to_pointer(2, Some("/sp"));
+    l.up_to_pointer(2, Some("/sp"));
     let out = l.checkpoint(CheckpointInput::PointerWritten {
         id: cp(2),
         outcome: PointerOutcome::Failed(PointerFailure::TimedOut(secs(30))),
@@ -828,7 +828,7 @@ fn a_job_that_ended_retires_its_checkpoints_and_keeps_its_history_until_forgotte
     let (_, commands) = l.submit(JobStart::Fresh);
     l.through(commands);
     l.run();
-    l.to_pointer(1, None);
+    l.up_to_pointer(1, None);
     l.checkpoint(CheckpointInput::PointerWritten {
         id: cp(1),
         outcome: PointerOutcome::Written,

@@ -17,17 +17,18 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use holdfast_ha::Runtime;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::election::{LeaderElection, Leadership};
 use holdfast_ha::retrieval::LeaderRetrieval;
 use holdfast_ha::stores::StoreError;
 use holdfast_ha::types::{ContenderId, LeaderToken};
-use holdfast_ha::{Epoch, Runtime};
 use holdfast_rpc::auth::ClientAuth;
 use holdfast_rpc::proto;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::master::{AttemptRef, JobMasterCore, MasterInput};
+use holdfast_types::Epoch;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::checkpoints::{CheckpointIo, CheckpointParts};
@@ -422,7 +423,7 @@ pub(super) fn term_at(term: &mut Option<Term>, epoch: Epoch) -> Option<&mut Term
     term.as_mut().filter(|t| t.epoch() == epoch)
 }
 
-async fn sleep_until(runtime: Arc<dyn Runtime>, wakeup: Option<holdfast_ha::MonoTime>) {
+async fn sleep_until(runtime: Arc<dyn Runtime>, wakeup: Option<holdfast_types::MonoTime>) {
     match wakeup {
         Some(at) => runtime.sleep_until(at).await,
         None => std::future::pending().await,

@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use holdfast_ha::Epoch;
 use holdfast_ha::stores::CheckpointPointer;
 use holdfast_ha::types::LeaderToken;
 use holdfast_runtime::checkpoint::{
@@ -33,6 +32,7 @@ use holdfast_runtime::ids::JobId;
 use holdfast_runtime::recovery::{Metadata, Pointer, ReadId, RecoveryInput, check_savepoint};
 use holdfast_storage::{CheckpointStorage, LocalStorage, StoragePath};
 use holdfast_types::CheckpointId;
+use holdfast_types::Epoch;
 use tokio::sync::mpsc;
 
 use self::ha::{CheckpointHa, pointer_outcome};

@@ -1,7 +1,7 @@
 //! A job's checkpoints as the REST API shows them.
 
-use holdfast_ha::MonoTime;
 use holdfast_runtime::checkpoint::{CheckpointStatus, CheckpointSummary, CheckpointingMode};
+use holdfast_types::MonoTime;
 
 use holdfast_runtime::recovery::JobRecovery;
 

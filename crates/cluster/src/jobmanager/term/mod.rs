@@ -37,14 +37,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast_ha::Runtime;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::types::{ContenderId, LeaderToken};
-use holdfast_ha::{Epoch, MonoTime, Runtime};
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::master::JobMasterCore;
 use holdfast_runtime::recovery::{RecoveryConfig, RecoveryCore};
 use holdfast_runtime::taskmanager::OnNoLeader;
+use holdfast_types::{Epoch, MonoTime};
 use tokio::sync::mpsc;
 
 use super::StoreHandle;

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use holdfast_ha::Epoch;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::stores::StoreError;
 use holdfast_ha::types::LeaderToken;
 use holdfast_runtime::ids::JobId;
+use holdfast_types::Epoch;
 use tokio::sync::mpsc;
 
 use super::super::StoreHandle;
