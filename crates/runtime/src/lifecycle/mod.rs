@@ -6,7 +6,7 @@ pub mod job;
 pub mod task;
 
 pub use job::{JobEvent, JobState};
-pub use task::{TaskEvent, TaskState};
+pub use task::{AttemptStart, TaskEvent, TaskState};
 
 /// An event that is not allowed in the current state. The state is left as
 /// it was.

@@ -82,6 +82,29 @@ impl TaskEvent {
     ];
 }
 
+/// How a task attempt comes to the JobManager's knowledge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptStart {
+    /// A new attempt of this leader's: it waits for a slot.
+    New,
+    /// A previous leader's attempt, adopted as a TaskManager reported it
+    /// (HA contract §6): still deploying, or running.
+    Adopted {
+        /// Whether the TaskManager still deploys it.
+        deploying: bool,
+    },
+}
+
+/// The state an attempt starts its life in here: with [`transition`], the
+/// only places a task attempt's state is set.
+pub fn begin(start: AttemptStart) -> TaskState {
+    match start {
+        AttemptStart::New => TaskState::Scheduled,
+        AttemptStart::Adopted { deploying: true } => TaskState::Deploying,
+        AttemptStart::Adopted { deploying: false } => TaskState::Running,
+    }
+}
+
 /// The one place a task attempt changes state: the state after `event`, or
 /// [`IllegalTransition`] if the event is not allowed in `state`.
 pub fn transition(
@@ -135,6 +158,19 @@ mod tests {
         ),
         (TaskState::Canceling, TaskEvent::Fail, TaskState::Failed),
     ];
+
+    #[test]
+    fn an_attempt_begins_scheduled_or_where_its_taskmanager_reported_it() {
+        assert_eq!(begin(AttemptStart::New), TaskState::Scheduled);
+        assert_eq!(
+            begin(AttemptStart::Adopted { deploying: true }),
+            TaskState::Deploying
+        );
+        assert_eq!(
+            begin(AttemptStart::Adopted { deploying: false }),
+            TaskState::Running
+        );
+    }
 
     #[test]
     fn every_pair_matches_the_table_and_terminal_states_accept_nothing() {

@@ -9,7 +9,7 @@ use super::AttemptRef;
 use crate::graph::JobGraph;
 use crate::ids::{ExecutionAttemptId, JobId, SlotId, TaskId, TaskManagerId};
 use crate::lifecycle::job::{self, JobEvent, JobState};
-use crate::lifecycle::task::{self, TaskEvent, TaskState};
+use crate::lifecycle::task::{self, AttemptStart, TaskEvent, TaskState};
 use crate::restart::RestartTracker;
 use crate::wiring::Wiring;
 
@@ -69,7 +69,7 @@ impl JobExecution {
             .map(|task| {
                 let execution = TaskExecution {
                     attempt: 0,
-                    state: TaskState::Scheduled,
+                    state: task::begin(AttemptStart::New),
                     slot: None,
                     processed: 0,
                 };
@@ -181,7 +181,7 @@ impl JobExecution {
     pub(super) fn new_attempts(&mut self) {
         for task in self.tasks.values_mut() {
             task.attempt = task.attempt.saturating_add(1);
-            task.state = TaskState::Scheduled;
+            task.state = task::begin(AttemptStart::New);
             task.slot = None;
             task.processed = 0;
         }

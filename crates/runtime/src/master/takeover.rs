@@ -23,7 +23,7 @@ use super::core::{JobMasterCore, Step};
 use super::{AttemptRef, MasterCommand, ReportedStatus, RunningAttempt, TaskReport};
 use crate::graph::JobGraph;
 use crate::ids::{JobId, SlotId, TaskId, TaskManagerId};
-use crate::lifecycle::task::TaskState;
+use crate::lifecycle::task::{self, AttemptStart};
 use crate::wiring::Wiring;
 
 /// A recovered job's adoption window.
@@ -234,11 +234,9 @@ impl JobMasterCore {
                 .and_then(|j| j.tasks.get_mut(task))
                 .expect("the plan covers the job's own tasks");
             execution.attempt = candidate.attempt.attempt;
-            execution.state = if held.deploying {
-                TaskState::Deploying
-            } else {
-                TaskState::Running
-            };
+            execution.state = task::begin(AttemptStart::Adopted {
+                deploying: held.deploying,
+            });
             execution.slot = Some(SlotId {
                 task_manager: candidate.tm.clone(),
                 index: candidate.slot,
