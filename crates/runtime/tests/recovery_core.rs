@@ -86,6 +86,25 @@ impl Leader {
         out
     }
 
+    /// The job submitted to this leader, every task running.
+    fn running() -> Leader {
+        let mut l = Leader::new();
+        let (_, commands) = l.submit(JobStart::Fresh);
+        l.through(commands);
+        l.run();
+        l
+    }
+
+    /// A savepoint into `/sp` asked for (its id asked for at once).
+    fn savepoint(&mut self) {
+        let out = self.checkpoint(CheckpointInput::TriggerSavepoint(SavepointRequest {
+            request: 9,
+            target: "/sp".into(),
+            stop: false,
+        }));
+        assert_eq!(out, [C::AllocateId { job: self.job }]);
+    }
+
     /// Submits the job to the master; returns the master's deploys.
     fn submit(&mut self, start: JobStart) -> (Vec<C>, Vec<MasterCommand>) {
         let added = self.recover(I::JobAdded {
@@ -497,11 +516,8 @@ fn a_job_with_no_checkpoint_yet_starts_from_nothing_with_no_adoption_floor() {
 
 #[test]
 fn a_completed_checkpoint_is_notified_after_its_pointer_and_becomes_the_restore_point() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
     let written = l.up_to_pointer(1, None);
     assert_eq!(
         written.dir.as_deref(),
@@ -550,11 +566,8 @@ fn a_completed_checkpoint_is_notified_after_its_pointer_and_becomes_the_restore_
 
 #[test]
 fn a_restart_rereads_the_restore_point_only_once_no_pointer_write_is_in_flight() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
     l.up_to_pointer(1, None);
     // The job fails while checkpoint 1's pointer is being written.
     let source = l.sim.current(job, 0, 0);
@@ -677,17 +690,9 @@ fn a_take_over_confirms_the_latest_checkpoint_to_the_adopted_attempts_and_checkp
 
 #[test]
 fn a_savepoint_refused_by_the_ha_store_has_its_directory_removed() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
-    let out = l.checkpoint(CheckpointInput::TriggerSavepoint(SavepointRequest {
-        request: 9,
-        target: "/sp".into(),
-        stop: false,
-    }));
-    assert_eq!(out, [C::AllocateId { job }]);
+    l.savepoint();
     let written = l.up_to_pointer(2, Some("/sp"));
     let dir = PathBuf::from("/sp").join(format!("savepoint-{job}-2"));
     assert!(written.savepoint);
@@ -729,16 +734,9 @@ fn a_savepoint_refused_by_the_ha_store_has_its_directory_removed() {
 
 #[test]
 fn a_savepoint_whose_pointer_write_failed_keeps_its_directory_its_pointer_may_be_there() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
-    l.checkpoint(CheckpointInput::TriggerSavepoint(SavepointRequest {
-        request: 9,
-        target: "/sp".into(),
-        stop: false,
-    }));
+    l.savepoint();
     l.up_to_pointer(2, Some("/sp"));
     let out = l.checkpoint(CheckpointInput::PointerWritten {
         id: cp(2),
@@ -753,16 +751,9 @@ fn a_savepoint_whose_pointer_write_failed_keeps_its_directory_its_pointer_may_be
 
 #[test]
 fn a_savepoint_written_after_it_was_aborted_is_removed() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
-    l.checkpoint(CheckpointInput::TriggerSavepoint(SavepointRequest {
-        request: 9,
-        target: "/sp".into(),
-        stop: false,
-    }));
+    l.savepoint();
     l.checkpoint(CheckpointInput::IdAllocated(cp(2)));
     for task in l.attempts() {
         l.checkpoint(CheckpointInput::Acknowledged {
@@ -803,11 +794,8 @@ fn a_savepoint_written_after_it_was_aborted_is_removed() {
 
 #[test]
 fn too_many_failed_checkpoints_fail_the_job_through_the_master() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
     assert_eq!(l.advance(secs(1)), [C::AllocateId { job }]);
     l.checkpoint(CheckpointInput::IdAllocated(cp(1)));
     let out = l.checkpoint(CheckpointInput::Declined {
@@ -823,11 +811,8 @@ fn too_many_failed_checkpoints_fail_the_job_through_the_master() {
 
 #[test]
 fn a_job_that_ended_retires_its_checkpoints_and_keeps_its_history_until_forgotten() {
-    let mut l = Leader::new();
+    let mut l = Leader::running();
     let job = l.job;
-    let (_, commands) = l.submit(JobStart::Fresh);
-    l.through(commands);
-    l.run();
     l.up_to_pointer(1, None);
     l.checkpoint(CheckpointInput::PointerWritten {
         id: cp(1),

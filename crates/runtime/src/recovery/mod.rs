@@ -32,7 +32,9 @@
 //! [`JobRecovery::restore_point`]; the coordinator's newest retained id
 //! differs from it only when a read found that one unusable.
 //!
-//! - `core.rs`: [`RecoveryCore`], the rules above.
+//! - `core.rs`: [`RecoveryCore`]: its inputs, what runs, deploys;
+//!   `read.rs` reading a restore point; `coordinate.rs` the coordinators
+//!   and take-overs.
 //! - `job.rs`: [`JobRecovery`], one job's part.
 //! - `types.rs`: inputs, commands, notices.
 //! - `restore_point.rs`: [`resolve`], the restore point as a pure function
@@ -43,9 +45,11 @@
 //! - `metadata.rs`: a checkpoint's `_metadata` ([`Metadata`]).
 //! - `savepoint.rs`: where a savepoint goes ([`savepoint_target`]).
 
+mod coordinate;
 mod core;
 mod job;
 mod metadata;
+mod read;
 mod restore_plan;
 mod restore_point;
 mod savepoint;
