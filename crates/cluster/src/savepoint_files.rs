@@ -20,12 +20,37 @@ use holdfast_runtime::recovery::Metadata;
 /// The name of a checkpoint's or savepoint's metadata file.
 pub(crate) const METADATA: &str = "_metadata";
 
-fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
-    let message = format!("{what} {}", path.display());
-    move |e| format!("{message}: {e}")
+/// Why a savepoint's directory could not be written, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SavepointFileError {
+    /// The savepoint's directory has no parent (it is a root).
+    #[error("{} has no parent directory", dir.display())]
+    NoParent {
+        /// The savepoint's directory.
+        dir: PathBuf,
+    },
+    /// A file system call failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`creating`, `copying the state file`, …).
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The metadata could not be serialized.
+    #[error(transparent)]
+    Metadata(serde_json::Error),
 }
 
-fn sync_dir(dir: &Path) -> Result<(), String> {
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SavepointFileError {
+    let path = path.to_path_buf();
+    move |source| SavepointFileError::Io { what, path, source }
+}
+
+fn sync_dir(dir: &Path) -> Result<(), SavepointFileError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io("syncing the directory", dir))
@@ -34,7 +59,8 @@ fn sync_dir(dir: &Path) -> Result<(), String> {
 /// A savepoint's directory could not be written.
 #[derive(Debug)]
 pub(crate) struct WriteError {
-    /// What failed, naming the file.
+    /// What failed, naming the file: a [`SavepointFileError`]'s message
+    /// (the leader's checkpoint core takes the failure as text).
     pub(crate) message: String,
     /// Whether the directory was made by this write (so it may be removed;
     /// one that was there already never is).
@@ -46,29 +72,31 @@ pub(crate) struct WriteError {
 /// checkpoint directory the TaskManagers wrote); returns the path of its
 /// `_metadata`.
 pub(crate) fn write(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, WriteError> {
-    let not_made = |message: String| WriteError {
-        message,
+    let not_made = |error: SavepointFileError| WriteError {
+        message: error.to_string(),
         created: false,
     };
-    let parent = dir
-        .parent()
-        .ok_or_else(|| not_made(format!("{} has no parent directory", dir.display())))?;
+    let parent = dir.parent().ok_or_else(|| {
+        not_made(SavepointFileError::NoParent {
+            dir: dir.to_path_buf(),
+        })
+    })?;
     fs::create_dir_all(parent)
         .map_err(io("creating the savepoint directory", parent))
         .map_err(not_made)?;
     fs::create_dir(dir)
         .map_err(io("creating", dir))
         .map_err(not_made)?;
-    fill(from, dir, metadata).map_err(|message| WriteError {
-        message,
+    fill(from, dir, metadata).map_err(|error| WriteError {
+        message: error.to_string(),
         created: true,
     })
 }
 
-fn fill(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, String> {
-    let parent = dir
-        .parent()
-        .ok_or_else(|| format!("{} has no parent directory", dir.display()))?;
+fn fill(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, SavepointFileError> {
+    let parent = dir.parent().ok_or_else(|| SavepointFileError::NoParent {
+        dir: dir.to_path_buf(),
+    })?;
     for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
         let (source, target) = (from.join(&task.state), dir.join(&task.state));
         fs::copy(&source, &target).map_err(io("copying the state file", &source))?;
@@ -76,7 +104,7 @@ fn fill(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, String>
             .and_then(|f| f.sync_all())
             .map_err(io("syncing", &target))?;
     }
-    let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec_pretty(metadata).map_err(SavepointFileError::Metadata)?;
     let path = dir.join(METADATA);
     let mut file = File::create(&path).map_err(io("creating", &path))?;
     file.write_all(&bytes)

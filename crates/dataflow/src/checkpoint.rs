@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use holdfast_executor::{EncodeState, TaskFailure};
+use holdfast_executor::{EncodeError, EncodeState, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
 use holdfast_types::CheckpointId;
 use serde::{Deserialize, Serialize};
@@ -30,8 +30,41 @@ const FORMAT: u32 = 2;
 /// The first format (parts by node position).
 const FORMAT_1: u32 = 1;
 
-/// Encodes a part off the task thread.
-pub(crate) type Deferred = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+/// Encodes a part off the task thread; its error is the operator's own
+/// (a serializer's, a keyed state's), kept whole.
+pub(crate) type Deferred = Box<dyn FnOnce() -> Result<Vec<u8>, EncodeError> + Send>;
+
+/// Why a subtask's state file could not be encoded (off the task thread):
+/// the checkpoint is declined with this message, the job runs on. Reaches
+/// the TaskManager, and [`LocalCheckpointError::Encode`], as the
+/// [`EncodeError`] of the attempt's [`EncodeState`].
+///
+/// [`LocalCheckpointError::Encode`]: crate::local::LocalCheckpointError::Encode
+#[derive(Debug, thiserror::Error)]
+pub enum StateEncodeError {
+    /// One operator's part could not be encoded.
+    #[error("operator {uid:?}: {source}")]
+    Operator {
+        /// The operator's id.
+        uid: String,
+        /// Its own error.
+        #[source]
+        source: EncodeError,
+    },
+    /// One named state of a process function's operator could not be
+    /// encoded.
+    #[error("state {name:?}: {source}")]
+    State {
+        /// The state's name.
+        name: String,
+        /// Its own error.
+        #[source]
+        source: EncodeError,
+    },
+    /// The file around the parts could not be serialized.
+    #[error("cannot encode the state file: {0}")]
+    File(#[source] postcard::Error),
+}
 
 /// One operator's part of a snapshot.
 pub(crate) enum Part {
@@ -86,14 +119,17 @@ impl Snapshot {
             for (uid, part) in parts {
                 let bytes = match part {
                     Part::Bytes(bytes) => bytes,
-                    Part::Deferred(encode) => {
-                        encode().map_err(|e| format!("operator {uid:?}: {e}"))?
-                    }
+                    Part::Deferred(encode) => match encode() {
+                        Ok(bytes) => bytes,
+                        Err(source) => {
+                            return Err(StateEncodeError::Operator { uid, source }.into());
+                        }
+                    },
                 };
                 operators.push((uid, bytes));
             }
             let file = StateFile { header, operators };
-            file.encode()
+            Ok(file.encode()?)
         })
     }
 }
@@ -125,47 +161,70 @@ struct StateFileV1 {
 }
 
 impl StateFile {
-    fn encode(&self) -> Result<Vec<u8>, String> {
+    fn encode(&self) -> Result<Vec<u8>, StateEncodeError> {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&FORMAT.to_le_bytes());
-        postcard::to_extend(self, out).map_err(|e| format!("cannot encode the state file: {e}"))
+        postcard::to_extend(self, out).map_err(StateEncodeError::File)
     }
 
     /// Decodes a file of either format; `uids` (the operators' ids in plan
     /// order) turn format 1's positions into ids.
-    fn decode(bytes: &[u8], uids: &[String]) -> Result<StateFile, String> {
+    fn decode(bytes: &[u8], uids: &[String]) -> Result<StateFile, StateDecodeError> {
         let rest = bytes
             .strip_prefix(MAGIC.as_slice())
-            .ok_or("it is not a holdfast state file (wrong magic bytes)")?;
+            .ok_or(StateDecodeError::WrongMagic)?;
         let (format, body) = rest
             .split_first_chunk::<4>()
-            .ok_or("it is truncated (no format version)")?;
+            .ok_or(StateDecodeError::Truncated)?;
         let format = u32::from_le_bytes(*format);
-        let undecodable = |e: postcard::Error| format!("it cannot be decoded: {e}");
         match format {
-            FORMAT => postcard::from_bytes(body).map_err(undecodable),
+            FORMAT => postcard::from_bytes(body).map_err(StateDecodeError::Undecodable),
             FORMAT_1 => {
-                let old: StateFileV1 = postcard::from_bytes(body).map_err(undecodable)?;
+                let old: StateFileV1 =
+                    postcard::from_bytes(body).map_err(StateDecodeError::Undecodable)?;
                 let operators = old
                     .operators
                     .into_iter()
                     .map(|(node, bytes)| match uids.get(node as usize) {
                         Some(uid) => Ok((uid.clone(), bytes)),
-                        None => Err(format!(
-                            "(format 1) holds operator {node}, which the job has not"
-                        )),
+                        None => Err(StateDecodeError::UnknownOperator { node }),
                     })
-                    .collect::<Result<_, String>>()?;
+                    .collect::<Result<_, _>>()?;
                 Ok(StateFile {
                     header: old.header,
                     operators,
                 })
             }
-            other => Err(format!(
-                "its format version is {other}; this build reads versions {FORMAT_1} and {FORMAT}"
-            )),
+            other => Err(StateDecodeError::UnknownFormat { format: other }),
         }
     }
+}
+
+/// Why a state file does not decode. Each message completes "the state
+/// file of vertex v subtask s …" in the restore's [`TaskFailure`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StateDecodeError {
+    /// It does not start with the state files' magic bytes.
+    #[error("it is not a holdfast state file (wrong magic bytes)")]
+    WrongMagic,
+    /// It ends before its format version.
+    #[error("it is truncated (no format version)")]
+    Truncated,
+    /// Its body does not deserialize.
+    #[error("it cannot be decoded: {0}")]
+    Undecodable(#[source] postcard::Error),
+    /// A format 1 file names an operator position the job does not have.
+    #[error("(format 1) holds operator {node}, which the job has not")]
+    UnknownOperator {
+        /// The position in the plan.
+        node: u32,
+    },
+    /// A format version this build does not read.
+    #[error("its format version is {format}; this build reads versions {FORMAT_1} and {FORMAT}")]
+    UnknownFormat {
+        /// The file's version.
+        format: u32,
+    },
 }
 
 /// One operator's part of one old subtask's state file.
@@ -243,7 +302,7 @@ impl Restored {
             if bytes.is_empty() {
                 continue;
             }
-            let state = StateFile::decode(bytes, expected.uids).map_err(bad)?;
+            let state = StateFile::decode(bytes, expected.uids).map_err(|e| bad(e.to_string()))?;
             let h = &state.header;
             if h.job != expected.job {
                 return Err(bad(format!(
@@ -416,7 +475,45 @@ mod tests {
             })
             .unwrap();
         let error = snapshot.encoder(header(0))().unwrap_err();
-        assert_eq!(error, "operator \"sum\": disk full");
+        assert_eq!(error.to_string(), "operator \"sum\": disk full");
+    }
+
+    #[test]
+    fn an_encoding_error_keeps_the_operator_and_its_cause() {
+        let mut snapshot = Snapshot::default();
+        snapshot
+            .take("sum", || {
+                Ok(Some(Part::Deferred(Box::new(|| {
+                    Err(std::io::Error::other("disk full").into())
+                }))))
+            })
+            .unwrap();
+        let error = snapshot.encoder(header(0))().unwrap_err();
+        let Some(StateEncodeError::Operator { uid, source }) = error.downcast_ref() else {
+            panic!("not an operator's error: {error:?}");
+        };
+        assert_eq!(uid, "sum");
+        assert!(
+            source.downcast_ref::<std::io::Error>().is_some(),
+            "{source:?}"
+        );
+    }
+
+    #[test]
+    fn a_bad_state_file_says_which_rule_it_breaks() {
+        let uids = uids();
+        let decode = |bytes: &[u8]| StateFile::decode(bytes, &uids).unwrap_err();
+        assert!(matches!(decode(b"garbage!"), StateDecodeError::WrongMagic));
+        assert!(matches!(decode(MAGIC), StateDecodeError::Truncated));
+        let mut next = MAGIC.to_vec();
+        next.extend_from_slice(&3u32.to_le_bytes());
+        assert!(matches!(
+            decode(&next),
+            StateDecodeError::UnknownFormat { format: 3 }
+        ));
+        let mut cut = MAGIC.to_vec();
+        cut.extend_from_slice(&FORMAT.to_le_bytes());
+        assert!(matches!(decode(&cut), StateDecodeError::Undecodable(_)));
     }
 
     #[test]

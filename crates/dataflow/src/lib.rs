@@ -51,9 +51,9 @@ pub mod time;
 pub mod window;
 
 pub use api::{Dataflow, KeyedStream, Stream, WindowedStream};
-pub use checkpoint::RestoredPart;
+pub use checkpoint::{RestoredPart, StateEncodeError};
 pub use context::OperatorContext;
 pub use data::{Data, Key, Timestamp};
-pub use local::{LocalError, LocalRun};
+pub use local::{LocalCheckpointError, LocalError, LocalRun};
 pub use registry::{JobError, JobParams, JobRegistry};
 pub use task::DataflowTask;

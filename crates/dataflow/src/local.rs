@@ -16,8 +16,8 @@ use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{
     CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport, CheckpointRequest,
-    RestoredFile, RestoredState, StateSource, TaskCheckpointing, TaskCode, TaskContext,
-    TaskFailure, TaskInfo,
+    EncodeError, RestoredFile, RestoredState, StateSource, TaskCheckpointing, TaskCode,
+    TaskContext, TaskFailure, TaskInfo,
 };
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
@@ -62,6 +62,38 @@ impl LocalError {
             _ => false,
         }
     }
+}
+
+/// Why a checkpoint of a local run failed. The job runs on (the caller
+/// may take another checkpoint, with a higher id).
+#[derive(Debug, thiserror::Error)]
+pub enum LocalCheckpointError {
+    /// Not every subtask acknowledged the checkpoint within the timeout.
+    #[error("checkpoint {id}: {acknowledged} of {subtasks} subtasks acknowledged in {timeout:?}")]
+    TimedOut {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// How many subtasks acknowledged it.
+        acknowledged: usize,
+        /// How many subtasks the job has.
+        subtasks: usize,
+        /// How long was waited.
+        timeout: Duration,
+    },
+    /// A subtask declined the checkpoint.
+    #[error("checkpoint {id} declined by {by}: {reason}")]
+    Declined {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The subtask's attempt.
+        by: AttemptRef,
+        /// Why, as the subtask said.
+        reason: String,
+    },
+    /// A subtask's acknowledged state could not be encoded (for a dataflow
+    /// task, a [`StateEncodeError`](crate::StateEncodeError)).
+    #[error(transparent)]
+    Encode(EncodeError),
 }
 
 /// Options of a local run.
@@ -308,7 +340,7 @@ impl LocalJob {
         &self,
         id: CheckpointId,
         timeout: Duration,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.checkpoints.checkpoint(id, timeout)
     }
 
@@ -317,7 +349,7 @@ impl LocalJob {
         &self,
         id: CheckpointId,
         timeout: Duration,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.checkpoints.stop_with_savepoint(id, timeout)
     }
 
@@ -337,7 +369,7 @@ impl LocalCheckpoints {
         &self,
         id: CheckpointId,
         timeout: Duration,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.take(id, timeout, false)
     }
 
@@ -349,7 +381,7 @@ impl LocalCheckpoints {
         &self,
         id: CheckpointId,
         timeout: Duration,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.take(id, timeout, true)
     }
 
@@ -362,7 +394,7 @@ impl LocalCheckpoints {
         &self,
         id: CheckpointId,
         timeout: Duration,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.collect(id, timeout, true)
     }
 
@@ -371,7 +403,7 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
         stop: bool,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         let checkpoint = self.collect(id, timeout, stop)?;
         for (_, _, inbox) in &self.inboxes {
             inbox.deliver(if stop {
@@ -389,7 +421,7 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
         stop: bool,
-    ) -> Result<LocalCheckpoint, String> {
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.last_id.fetch_max(id.0, Ordering::AcqRel);
         // The sources start the barriers; a subtask whose input ended is
         // triggered itself (no barrier reaches it any more).
@@ -413,13 +445,13 @@ impl LocalCheckpoints {
         let mut reports = lock(&self.reports);
         while states.len() < self.inboxes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
-            let report = wait_report(&mut reports, left).ok_or_else(|| {
-                format!(
-                    "checkpoint {id}: {} of {} subtasks acknowledged in {timeout:?}",
-                    states.len(),
-                    self.inboxes.len()
-                )
-            })?;
+            let report =
+                wait_report(&mut reports, left).ok_or_else(|| LocalCheckpointError::TimedOut {
+                    id,
+                    acknowledged: states.len(),
+                    subtasks: self.inboxes.len(),
+                    timeout,
+                })?;
             if matches!(report.outcome, CheckpointOutcome::InputEnded) {
                 self.note(&report);
                 // No barrier reaches it any more: trigger it itself (it
@@ -444,16 +476,17 @@ impl LocalCheckpoints {
                 CheckpointOutcome::Acknowledged { state, sync, .. } => {
                     longest_sync = longest_sync.max(sync);
                     let bytes: Arc<[u8]> = match state {
-                        Some(encode) => encode()?.into(),
+                        Some(encode) => encode().map_err(LocalCheckpointError::Encode)?.into(),
                         None => Arc::from([]),
                     };
                     states.insert(report.key.attempt.task, bytes);
                 }
                 CheckpointOutcome::Declined(reason) => {
-                    return Err(format!(
-                        "checkpoint {id} declined by {}: {reason}",
-                        report.key
-                    ));
+                    return Err(LocalCheckpointError::Declined {
+                        id,
+                        by: report.key,
+                        reason,
+                    });
                 }
                 CheckpointOutcome::InputEnded => {}
             }
@@ -514,7 +547,7 @@ impl LocalCheckpoints {
 
     /// When every subtask waits for a last checkpoint, takes it (the job
     /// then ends); nothing otherwise.
-    fn finish_if_ended(&self) -> Result<(), String> {
+    fn finish_if_ended(&self) -> Result<(), LocalCheckpointError> {
         if !self.enabled || self.canceled.load(Ordering::Acquire) {
             return Ok(());
         }

@@ -58,7 +58,14 @@ pub enum CheckpointRequest {
 /// Encodes an attempt's snapshot into the bytes written to storage; run by
 /// the TaskManager off the task thread (the task thread only took a cheap
 /// copy). An `Err` declines the checkpoint with that reason.
-pub type EncodeState = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+pub type EncodeState = Box<dyn FnOnce() -> Result<Vec<u8>, EncodeError> + Send>;
+
+/// Why an [`EncodeState`] could not encode an attempt's state: the task
+/// code's own error, kept whole with its causes (the executor knows nothing
+/// of what state is). The checkpoint is declined with its message; the
+/// attempt runs on. Any `std::error::Error` (or a message) converts into it
+/// with `?` or `.into()`.
+pub type EncodeError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// How an attempt answered a checkpoint.
 pub enum CheckpointOutcome {
@@ -157,15 +164,36 @@ pub enum StateSource {
 impl StateSource {
     /// The bytes (empty for [`StateSource::Empty`]); a file that cannot be
     /// read is named.
-    pub fn read(&self) -> Result<Arc<[u8]>, String> {
+    pub fn read(&self) -> Result<Arc<[u8]>, ReadStateError> {
         match self {
             StateSource::Empty => Ok(Arc::from([])),
             StateSource::Bytes(bytes) => Ok(Arc::clone(bytes)),
-            StateSource::File(path) => std::fs::read(path)
-                .map(Arc::from)
-                .map_err(|e| format!("cannot read the state file {}: {e}", path.display())),
+            StateSource::File(path) => {
+                std::fs::read(path)
+                    .map(Arc::from)
+                    .map_err(|source| ReadStateError::File {
+                        path: path.clone(),
+                        source,
+                    })
+            }
         }
     }
+}
+
+/// Why [`StateSource::read`] failed: one variant per kind of source that
+/// can fail (bytes in memory cannot). The attempt cannot restore; whether
+/// to retry is the restart strategy's.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadStateError {
+    /// A [`StateSource::File`] cannot be read.
+    #[error("cannot read the state file {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Debug for StateSource {
@@ -216,4 +244,28 @@ pub struct TaskCheckpointing {
     /// The state to start from; `None`: from the beginning (no checkpoint
     /// completed yet).
     pub restore: Option<RestoredState>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_state_file_is_named_with_its_cause() {
+        let path = PathBuf::from("/nonexistent/holdfast/0-0-0.state");
+        let error = StateSource::File(path.clone()).read().unwrap_err();
+        let ReadStateError::File {
+            path: named,
+            source,
+        } = &error;
+        assert_eq!(named, &path);
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert!(
+            error
+                .to_string()
+                .starts_with("cannot read the state file /nonexistent/holdfast/0-0-0.state: "),
+            "{error}"
+        );
+        assert_eq!(&*StateSource::Empty.read().unwrap(), &[] as &[u8]);
+    }
 }

@@ -73,7 +73,7 @@ pub(super) async fn page(
         crate::jobmanager::wall_ms(),
     ) {
         Ok(window) => window,
-        Err(e) => return bad_window(e),
+        Err(e) => return bad_window(e.to_string()),
     };
     let chosen = window
         .last

@@ -193,7 +193,7 @@ pub(crate) async fn timeline_svg(
         None,
         crate::jobmanager::wall_ms(),
     )
-    .map_err(ApiError::bad_request)?;
+    .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let layout = crate::timeline::layout(&events, from, to, Default::default());
     let svg = crate::timeline::svg::render(&layout, "holdfast HA timeline");
     Ok(([(axum::http::header::CONTENT_TYPE, "image/svg+xml")], svg))

@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use holdfast_executor::{
-    CheckpointOutcome, CheckpointReport, CheckpointRequest, RestoredFile, RestoredState,
-    StateSource, TaskCheckpointing,
+    CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, RestoredFile,
+    RestoredState, StateSource, TaskCheckpointing,
 };
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, JobId};
 use holdfast_runtime::taskmanager::CallKind;
-use holdfast_storage::{CheckpointStorage, LocalStorage, StoragePath};
+use holdfast_storage::{BadPath, CheckpointStorage, LocalStorage, StorageError, StoragePath};
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
 use tokio::sync::mpsc;
@@ -41,10 +41,36 @@ pub(super) struct Answer {
     pub(super) key: AttemptRef,
     pub(super) checkpoint: CheckpointId,
     /// `Err(reason)`: declined.
-    pub(super) result: Result<Written, String>,
+    pub(super) result: Result<Written, Decline>,
     /// Not an answer: the attempt's input ended (it waits for a last
     /// checkpoint).
     pub(super) input_ended: bool,
+}
+
+/// Why this TaskManager declines a checkpoint for an attempt: the attempt
+/// declined it, or its snapshot was not written. The leader gets the
+/// message (the job runs on; `execution.checkpointing.tolerable-failed-checkpoints`
+/// decides how many may fail).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Decline {
+    /// The attempt declined it, saying why.
+    #[error("{0}")]
+    ByAttempt(String),
+    /// The attempt's job was deployed here without checkpoint storage.
+    #[error("this TaskManager has no checkpoint storage for the job")]
+    NoStorage,
+    /// The state file's path is not a storage path.
+    #[error(transparent)]
+    Path(BadPath),
+    /// The task encoding the snapshot panicked (or was canceled).
+    #[error("encoding the snapshot panicked: {0}")]
+    EncodePanicked(#[source] tokio::task::JoinError),
+    /// The attempt's state could not be encoded (the task code's error).
+    #[error(transparent)]
+    Encode(EncodeError),
+    /// The checkpoint storage did not take the file.
+    #[error("cannot write the state to the checkpoint storage: {0}")]
+    Write(#[source] StorageError),
 }
 
 /// What an acknowledgement says was written.
@@ -67,14 +93,14 @@ pub(super) struct Storages {
 impl Storages {
     /// The storage at `dir` for `job`'s attempts (opened once per
     /// directory).
-    fn open(&self, job: JobId, dir: &str) -> Result<Arc<LocalStorage>, String> {
+    fn open(&self, job: JobId, dir: &str) -> Result<Arc<LocalStorage>, StorageError> {
         let dir = PathBuf::from(dir.strip_prefix("file://").unwrap_or(dir));
         let storage = {
             let mut by_dir = lock(&self.by_dir);
             match by_dir.get(&dir) {
                 Some(storage) => Arc::clone(storage),
                 None => {
-                    let storage = Arc::new(LocalStorage::new(&dir).map_err(|e| e.to_string())?);
+                    let storage = Arc::new(LocalStorage::new(&dir)?);
                     by_dir.insert(dir, Arc::clone(&storage));
                     storage
                 }
@@ -117,7 +143,7 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
     } = report;
     let mut input_ended = false;
     let result = match outcome {
-        CheckpointOutcome::Declined(reason) => Err(reason),
+        CheckpointOutcome::Declined(reason) => Err(Decline::ByAttempt(reason)),
         CheckpointOutcome::InputEnded => {
             input_ended = true;
             Ok(Written {
@@ -163,19 +189,18 @@ async fn write_state(
     checkpoint: CheckpointId,
     encode: holdfast_executor::EncodeState,
     storages: &Storages,
-) -> Result<(String, u64), String> {
-    let storage = storages
-        .of_job(key.job)
-        .ok_or_else(|| "this TaskManager has no checkpoint storage for the job".to_owned())?;
-    let path = state_path(key.job, checkpoint, key.attempt).map_err(|e| e.to_string())?;
+) -> Result<(String, u64), Decline> {
+    let storage = storages.of_job(key.job).ok_or(Decline::NoStorage)?;
+    let path = state_path(key.job, checkpoint, key.attempt).map_err(Decline::Path)?;
     let bytes = tokio::task::spawn_blocking(encode)
         .await
-        .map_err(|e| format!("encoding the snapshot panicked: {e}"))??;
+        .map_err(Decline::EncodePanicked)?
+        .map_err(Decline::Encode)?;
     let size = bytes.len() as u64;
     storage
         .put(&path, Bytes::from(bytes))
         .await
-        .map_err(|e| format!("cannot write the state to the checkpoint storage: {e}"))?;
+        .map_err(Decline::Write)?;
     Ok((path.as_str().to_owned(), size))
 }
 
@@ -313,7 +338,7 @@ impl Actor {
                 request.state_bytes = written.bytes;
                 request.alignment_ms = written.alignment.as_millis() as u64;
             }
-            Err(reason) => request.declined = reason,
+            Err(reason) => request.declined = reason.to_string(),
         }
         let client = link.client.clone();
         tokio::spawn(async move {

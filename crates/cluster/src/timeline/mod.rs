@@ -21,4 +21,4 @@ pub mod window;
 
 pub use event::{EventKind, MAX_EVENTS, TimelineEvent, TimelineLog};
 pub use layout::{Lane, Layout, LayoutOptions, Marker, Span, SpanKind, Tick, layout};
-pub use window::window;
+pub use window::{WindowError, window};

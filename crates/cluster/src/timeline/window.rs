@@ -9,6 +9,26 @@ pub const MAX_MS: u64 = 253_402_300_799_999;
 /// What is drawn when no start is asked for and there are no events.
 const DEFAULT_SPAN_MS: u64 = 600_000;
 
+/// A window that cannot be drawn: one variant per rule it breaks. The
+/// caller asked for it (a bad request, not a fault of the timeline).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WindowError {
+    /// The end is past [`MAX_MS`].
+    #[error("to ({to}) is after the year 9999")]
+    ToTooLate {
+        /// The end, in ms since the Unix epoch.
+        to: u64,
+    },
+    /// The start is not before the end.
+    #[error("from ({from}) must be before to ({to})")]
+    NotBefore {
+        /// The start, in ms since the Unix epoch.
+        from: u64,
+        /// The end, in ms since the Unix epoch.
+        to: u64,
+    },
+}
+
 /// The window `(from, to)` in ms since the Unix epoch: `to` as asked, else
 /// `now`; `from` as asked, else `last_s` seconds before `to` (when above
 /// 0), else the first event (`first`), else 10 minutes before `to`. An
@@ -20,10 +40,10 @@ pub fn window(
     to: Option<u64>,
     last_s: Option<u64>,
     now: u64,
-) -> Result<(u64, u64), String> {
+) -> Result<(u64, u64), WindowError> {
     let to = to.unwrap_or(now);
     if to > MAX_MS {
-        return Err(format!("to ({to}) is after the year 9999"));
+        return Err(WindowError::ToTooLate { to });
     }
     let from = match (from, last_s) {
         (Some(from), _) => from,
@@ -33,7 +53,7 @@ pub fn window(
         }),
     };
     if from >= to {
-        return Err(format!("from ({from}) must be before to ({to})"));
+        return Err(WindowError::NotBefore { from, to });
     }
     Ok((from, to))
 }
@@ -73,16 +93,30 @@ mod tests {
         assert!(
             window(None, Some(5), Some(5), None, 1)
                 .unwrap_err()
+                .to_string()
                 .contains("must be before")
         );
         assert!(
             window(None, Some(1), Some(MAX_MS + 1), None, 1)
                 .unwrap_err()
+                .to_string()
                 .contains("9999")
         );
         assert_eq!(
             window(None, Some(MAX_MS - 1), Some(MAX_MS), None, 1),
             Ok((MAX_MS - 1, MAX_MS))
+        );
+    }
+
+    #[test]
+    fn each_broken_rule_is_its_own_variant() {
+        assert_eq!(
+            window(None, Some(1), Some(MAX_MS + 1), None, 1),
+            Err(WindowError::ToTooLate { to: MAX_MS + 1 })
+        );
+        assert_eq!(
+            window(None, Some(5), Some(5), None, 1),
+            Err(WindowError::NotBefore { from: 5, to: 5 })
         );
     }
 }

@@ -146,7 +146,7 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
         snapshot.take(self.ctx.uid(), || {
             let state = core.state();
             Ok(Some(Part::Deferred(Box::new(move || {
-                postcard::to_allocvec(&state).map_err(|e| e.to_string())
+                Ok(postcard::to_allocvec(&state)?)
             }))))
         })?;
         self.next.barrier(id, snapshot)

@@ -13,7 +13,7 @@ use super::KeyedProcessFunction;
 use super::context::ProcessContext;
 use super::states::{AnyTable, StateRegistry};
 use super::timers::{TimeDomainOf, Timer, Timers};
-use crate::checkpoint::{Part, Snapshot, decode_part};
+use crate::checkpoint::{Part, Snapshot, StateEncodeError, decode_part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key, MAX_WATERMARK, MIN_WATERMARK, Timestamp};
 use crate::keys::key_hash;
@@ -185,10 +185,12 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
                     timers: timers.encode()?,
                 };
                 for (name, part) in states {
-                    let bytes = part().map_err(|e| format!("state {name:?}: {e}"))?;
-                    saved.states.push((name, bytes));
+                    match part() {
+                        Ok(bytes) => saved.states.push((name, bytes)),
+                        Err(source) => return Err(StateEncodeError::State { name, source }.into()),
+                    }
                 }
-                postcard::to_allocvec(&saved).map_err(|e| e.to_string())
+                Ok(postcard::to_allocvec(&saved)?)
             }))))
         })?;
         self.next.barrier(id, snapshot)

@@ -98,9 +98,9 @@ impl<K: Key, V: Data> AnyTable<K> for KeyedTable<K, V> {
     fn part(&self) -> Deferred {
         let snapshot = self.snapshot();
         Box::new(move || {
-            let parts = snapshot.encode().map_err(|e| e.to_string())?;
+            let parts = snapshot.encode()?;
             let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
-            postcard::to_allocvec(&parts).map_err(|e| e.to_string())
+            Ok(postcard::to_allocvec(&parts)?)
         })
     }
 

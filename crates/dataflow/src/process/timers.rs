@@ -102,7 +102,7 @@ impl<K: Key> Timers<K> {
     }
 
     /// Encodes a snapshot (run off the task thread).
-    pub(super) fn encode(&self) -> Result<Vec<u8>, String> {
+    pub(super) fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
         let flat = |due: &Due<K>| -> Vec<(Timestamp, Vec<K>)> {
             due.iter()
                 .map(|(at, keys)| (*at, keys.iter().cloned().collect()))
@@ -112,7 +112,6 @@ impl<K: Key> Timers<K> {
             event: flat(&self.event),
             processing: flat(&self.processing),
         })
-        .map_err(|e| e.to_string())
     }
 
     /// The timers of a checkpoint, of the keys `mine` says this subtask

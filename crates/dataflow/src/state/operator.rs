@@ -43,8 +43,8 @@ pub(crate) fn open_table<K: Key, V: Data>(
 pub(crate) fn table_part<K: Key, V: Data>(table: &KeyedTable<K, V>) -> Part {
     let snapshot = table.snapshot();
     Part::Deferred(Box::new(move || {
-        let parts = snapshot.encode().map_err(|e| e.to_string())?;
+        let parts = snapshot.encode()?;
         let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
-        postcard::to_allocvec(&parts).map_err(|e| e.to_string())
+        Ok(postcard::to_allocvec(&parts)?)
     }))
 }

@@ -34,10 +34,23 @@ pub struct LoadProgress {
     pub last_duration: Option<Duration>,
 }
 
+/// Why the first load of a [`SharedTable`] failed; every waiter gets it
+/// (the enrich tasks fail, and the job restarts per its restart strategy).
+/// A failed reload is not one: the table loaded before keeps serving.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The table file could not be loaded.
+    #[error(transparent)]
+    Table(Arc<table::TableError>),
+    /// The loader thread could not be started.
+    #[error("cannot start the table loader thread: {0}")]
+    Spawn(#[source] Arc<std::io::Error>),
+}
+
 #[derive(Debug)]
 struct State {
     table: Option<Arc<Table>>,
-    failure: Option<String>,
+    failure: Option<LoadError>,
     progress: LoadProgress,
     stopped: bool,
 }
@@ -114,7 +127,7 @@ pub fn acquire(path: &Path, reload: Option<Duration>) -> Arc<SharedTable> {
         .spawn(move || loader(&inner, &path, reload));
     if let Err(error) = spawned {
         let mut state = shared.inner.lock();
-        state.failure = Some(format!("cannot start the table loader thread: {error}"));
+        state.failure = Some(LoadError::Spawn(Arc::new(error)));
         state.progress.loading = false;
     }
     shared
@@ -128,7 +141,7 @@ impl SharedTable {
 
     /// Waits up to `timeout` for the first load: `Ok(Some)` when loaded,
     /// `Ok(None)` if still loading, `Err` if it failed.
-    pub fn wait(&self, timeout: Duration) -> Result<Option<Arc<Table>>, String> {
+    pub fn wait(&self, timeout: Duration) -> Result<Option<Arc<Table>>, LoadError> {
         let state = self.inner.lock();
         let (state, _) = unpoisoned(
             self.inner
@@ -207,7 +220,7 @@ fn loader(inner: &Inner, path: &Path, reload: Option<Duration>) {
                     tracing::error!(table = %path.display(), %error,
                         "cannot load the lookup table: the enrich tasks fail and the job restarts per its \
                          restart strategy");
-                    state.failure = Some(error.to_string());
+                    state.failure = Some(LoadError::Table(Arc::new(error)));
                 }
             }
         }
@@ -279,6 +292,9 @@ mod tests {
     fn a_failed_first_load_is_reported_to_waiters() {
         let a = acquire(Path::new("/nonexistent/enrich-table.tsv"), None);
         let error = a.wait(Duration::from_secs(30)).unwrap_err();
-        assert!(error.contains("/nonexistent/enrich-table.tsv"), "{error}");
+        assert!(
+            error.to_string().contains("/nonexistent/enrich-table.tsv"),
+            "{error}"
+        );
     }
 }

@@ -237,7 +237,7 @@ impl EnrichOp {
                     return Ok(table);
                 }
                 Ok(None) => {}
-                Err(failure) => return Err(TaskFailure::new(failure)),
+                Err(failure) => return Err(TaskFailure::new(failure.to_string())),
             }
         }
     }
