@@ -56,6 +56,38 @@ pub enum KitError {
         /// The tail of the server's log.
         log_tail: String,
     },
+    /// The Kafka-protocol broker binary is not installed where the kit
+    /// looks for it.
+    #[error(
+        "the Kafka test broker is not installed: {looked} does not exist. scripts/test \
+         installs it (python3 -m venv target/test-tools/kafka && \
+         target/test-tools/kafka/bin/pip install noida-db==0.2.3), or set \
+         HOLDFAST_KAFKA_BROKER to the noida-db binary"
+    )]
+    BrokerMissing {
+        /// Where the kit looked.
+        looked: PathBuf,
+    },
+    /// The Kafka broker did not accept connections in time.
+    #[error(
+        "the Kafka broker did not serve on {addr} within {waited:?}; the last lines of its log:\n{log_tail}"
+    )]
+    BrokerNotReady {
+        /// Its address.
+        addr: SocketAddr,
+        /// How long the kit waited.
+        waited: Duration,
+        /// The tail of its log.
+        log_tail: String,
+    },
+    /// The Kafka broker exited while starting.
+    #[error("the Kafka broker exited while starting ({status}); its log:\n{log_tail}")]
+    BrokerExited {
+        /// How it exited.
+        status: String,
+        /// The tail of its log.
+        log_tail: String,
+    },
     /// A condition the kit waits for did not come true in time.
     #[error("timed out after {waited:?} waiting for {what}")]
     Timeout {

@@ -20,7 +20,10 @@
 //!   request. It runs on its own thread and runtime, so it keeps real time
 //!   even under a test that pauses tokio's clock.
 //!
-//! A test that needs ZooKeeper fails with a [`KitError`] that says why when
+//! * [`KafkaBroker`] starts a Kafka-protocol broker on a free port, stops it
+//!   gracefully, kills, pauses and restarts it.
+//!
+//! A test that needs ZooKeeper or Kafka fails with a [`KitError`] that says why when
 //! none can be started; nothing here skips.
 //!
 //! ```no_run
@@ -38,11 +41,13 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod kafka;
 mod ports;
 pub mod proxy;
 pub mod zk;
 
 pub use error::{KitError, Result};
+pub use kafka::KafkaBroker;
 pub use ports::free_port;
 pub use proxy::{FaultProxy, Mode, Route, RouteOptions};
 pub use zk::{ZkCluster, ZkClusterConfig, ZkMode};

@@ -19,6 +19,10 @@ use nix::unistd::Pid;
 use super::config::ZkClusterConfig;
 use crate::error::{KitError, Result};
 
+/// The marker, followed by the owning test process's pid, that every server
+/// the kit starts carries on its command line (a JVM property for
+/// ZooKeeper, the data directory's name for the Kafka broker).
+pub(crate) const OWNER_MARKER_NAME: &str = "holdfast.testkit.owner=";
 const OWNER_MARKER: &str = "-Dholdfast.testkit.owner=";
 
 /// A running (or stopped, or paused) ZooKeeper server process.
@@ -132,7 +136,14 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Kills every ZooKeeper JVM started by this kit whose owning process no
+/// The owner's pid in one command-line argument that carries the marker.
+fn owner_in(arg: &str) -> Option<u32> {
+    let (_, after) = arg.split_once(OWNER_MARKER_NAME)?;
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Kills every server (ZooKeeper JVM or Kafka broker) started by this kit whose owning process no
 /// longer exists (a test that was killed outright). [`ZkCluster::start`](super::ZkCluster::start)
 /// calls it; call it yourself to clean a machine.
 /// Returns how many it killed.
@@ -155,15 +166,14 @@ pub fn reap_orphans() -> usize {
         let owner = cmdline
             .split(|byte| *byte == 0)
             .filter_map(|arg| std::str::from_utf8(arg).ok())
-            .find_map(|arg| arg.strip_prefix(OWNER_MARKER))
-            .and_then(|owner| owner.parse::<u32>().ok());
+            .find_map(owner_in);
         if let Some(owner) = owner
             && !Path::new(&format!("/proc/{owner}")).exists()
         {
             tracing::warn!(
                 pid,
                 owner,
-                "killing an orphaned ZooKeeper JVM whose test process is gone"
+                "killing an orphaned test server whose test process is gone"
             );
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             reaped += 1;
