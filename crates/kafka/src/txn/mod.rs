@@ -1,0 +1,27 @@
+//! The exactly-once sink's transactions, as values and a sans-IO core.
+//!
+//! Each sink subtask writes into one Kafka transaction at a time, under a
+//! transactional id of its own: `{prefix}-{subtask}-{k}`, `k` being the id
+//! of the checkpoint whose barrier opened it (the restored checkpoint's id
+//! for an attempt's first one). At a barrier the transaction is flushed
+//! and becomes *pending*: its id and producer session ([`ProducerPair`])
+//! go into the checkpoint ([`SinkTxnState`]), so that whoever restores
+//! that checkpoint can commit it even when the process that opened it is
+//! dead. [`SinkTxnCore`] decides what to do; the shell only carries out
+//! its [`TxnCommand`]s and reports each one's outcome as a [`TxnInput`].
+//!
+//! Why `k` is a checkpoint id: the HA store's checkpoint counter bounds
+//! every name any attempt can have used, so a restore fences exactly the
+//! names `[oldest open ..= highest issued]` and no lingering transaction
+//! is left to hold back `read_committed` readers.
+
+mod core;
+mod state;
+mod timeout;
+
+pub use self::core::{Phase, SinkTxnCore, TxnCommand, TxnInput};
+pub use state::{
+    CommitOutcome, DescribedState, FlushReport, PendingTxn, ProducerPair, SinkTxnState, StateError,
+    TopicPartition, TxnDescription, TxnFailure, TxnNames,
+};
+pub use timeout::{TimeoutBudget, TimeoutTooShort};

@@ -1,0 +1,437 @@
+//! The exactly-once sink's transaction rules, each as an exact command list.
+
+use holdfast_kafka::txn::{
+    CommitOutcome, DescribedState, FlushReport, PendingTxn, Phase, ProducerPair, SinkTxnCore,
+    SinkTxnState, TopicPartition, TxnCommand, TxnDescription, TxnFailure, TxnInput, TxnNames,
+};
+use holdfast_types::CheckpointId;
+
+const PREFIX: &str = "p";
+
+fn tp(partition: i32) -> TopicPartition {
+    TopicPartition {
+        topic: "out".into(),
+        partition,
+    }
+}
+
+fn pair(id: i64) -> ProducerPair {
+    ProducerPair { id, epoch: 0 }
+}
+
+fn entry(checkpoint: u64, name: &str, id: i64) -> PendingTxn {
+    PendingTxn {
+        checkpoint: CheckpointId(checkpoint),
+        name: name.into(),
+        pair: pair(id),
+        partitions: vec![tp(0)],
+    }
+}
+
+fn state(subtask: u32, open_from: u64, pending: Vec<PendingTxn>) -> SinkTxnState {
+    SinkTxnState {
+        version: 1,
+        prefix: PREFIX.into(),
+        subtask,
+        open_from,
+        pending,
+    }
+}
+
+fn begin(name: &str) -> TxnCommand {
+    TxnCommand::Begin { name: name.into() }
+}
+
+fn close(name: &str) -> TxnCommand {
+    TxnCommand::Close { name: name.into() }
+}
+
+fn fence(names: &[&str]) -> TxnCommand {
+    TxnCommand::Fence {
+        names: names.iter().map(|n| n.to_string()).collect(),
+    }
+}
+
+fn begun(name: &str, id: i64) -> TxnInput {
+    TxnInput::Begun {
+        name: name.into(),
+        outcome: Ok(pair(id)),
+    }
+}
+
+fn committed(name: &str) -> TxnInput {
+    TxnInput::Committed {
+        name: name.into(),
+        outcome: CommitOutcome::Committed,
+    }
+}
+
+fn ongoing(id: i64, partitions: Vec<TopicPartition>) -> TxnInput {
+    TxnInput::Flushed {
+        outcome: Ok(FlushReport {
+            written: partitions.clone(),
+            described: Some(TxnDescription {
+                state: DescribedState::Ongoing,
+                pair: pair(id),
+                partitions,
+            }),
+        }),
+    }
+}
+
+fn start(
+    restored: Vec<SinkTxnState>,
+    from: Option<u64>,
+    max: u64,
+    inherited: Vec<u32>,
+) -> TxnInput {
+    TxnInput::Start {
+        restored,
+        restored_from: from.map(CheckpointId),
+        max_issued: CheckpointId(max),
+        inherited,
+    }
+}
+
+/// Subtask 0, restored from checkpoint 5 with nothing pending, running
+/// `p-0-5` as producer 50.
+fn running_at_5() -> SinkTxnCore {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    assert_eq!(
+        core.handle(start(vec![state(0, 5, vec![])], Some(5), 5, vec![])),
+        vec![begin("p-0-5")]
+    );
+    assert_eq!(core.handle(begun("p-0-5", 50)), vec![]);
+    assert_eq!(core.phase(), &Phase::Running);
+    core
+}
+
+#[test]
+fn a_fresh_start_fences_every_name_up_to_the_highest_issued_then_begins_at_zero() {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    assert_eq!(
+        core.handle(start(vec![], None, 3, vec![])),
+        vec![fence(&["p-0-1", "p-0-2", "p-0-3"])]
+    );
+    assert_eq!(
+        core.handle(TxnInput::Fenced { outcome: Ok(()) }),
+        vec![begin("p-0-0")]
+    );
+    assert_eq!(core.handle(begun("p-0-0", 7)), vec![]);
+    assert_eq!(core.current_name(), Some("p-0-0"));
+}
+
+#[test]
+fn a_restore_commits_every_pending_entry_before_it_fences_anything() {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    let restored = state(0, 5, vec![entry(4, "p-0-3", 30), entry(5, "p-0-4", 40)]);
+    assert_eq!(
+        core.handle(start(vec![restored], Some(5), 7, vec![])),
+        vec![TxnCommand::Commit(entry(4, "p-0-3", 30))]
+    );
+    assert_eq!(
+        core.handle(committed("p-0-3")),
+        vec![close("p-0-3"), TxnCommand::Commit(entry(5, "p-0-4", 40))]
+    );
+    assert_eq!(
+        core.handle(committed("p-0-4")),
+        vec![close("p-0-4"), fence(&["p-0-6", "p-0-7"])]
+    );
+    assert_eq!(
+        core.handle(TxnInput::Fenced { outcome: Ok(()) }),
+        vec![begin("p-0-5")]
+    );
+    assert_eq!(core.handle(begun("p-0-5", 51)), vec![]);
+    assert!(core.pending().is_empty());
+}
+
+#[test]
+fn a_restore_fences_from_the_oldest_name_the_state_knows_open() {
+    // The checkpoint was taken while p-0-2 was open (nothing written at
+    // barriers 3..=5): names 2..=max may hold transactions.
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    assert_eq!(
+        core.handle(start(vec![state(0, 2, vec![])], Some(5), 6, vec![])),
+        vec![fence(&["p-0-2", "p-0-3", "p-0-4", "p-0-6"])]
+    );
+}
+
+#[test]
+fn after_a_scale_down_a_subtask_commits_and_fences_what_it_inherits() {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    let own = state(0, 4, vec![entry(4, "p-0-3", 30)]);
+    let old = state(1, 4, vec![entry(4, "p-1-3", 31)]);
+    assert_eq!(
+        core.handle(start(vec![own, old], Some(4), 5, vec![1])),
+        vec![TxnCommand::Commit(entry(4, "p-0-3", 30))]
+    );
+    assert_eq!(
+        core.handle(committed("p-0-3")),
+        vec![close("p-0-3"), TxnCommand::Commit(entry(4, "p-1-3", 31))]
+    );
+    assert_eq!(
+        core.handle(committed("p-1-3")),
+        vec![close("p-1-3"), fence(&["p-0-5", "p-1-4", "p-1-5"])]
+    );
+}
+
+#[test]
+fn a_barrier_after_records_pends_the_transaction_and_begins_the_next_name() {
+    let mut core = running_at_5();
+    assert_eq!(
+        core.handle(TxnInput::Barrier {
+            checkpoint: CheckpointId(6)
+        }),
+        vec![TxnCommand::Flush {
+            name: "p-0-5".into()
+        }]
+    );
+    assert_eq!(
+        core.handle(ongoing(50, vec![tp(1), tp(0), tp(1)])),
+        vec![begin("p-0-6")]
+    );
+    let expected = SinkTxnState {
+        version: 1,
+        prefix: PREFIX.into(),
+        subtask: 0,
+        open_from: 6,
+        pending: vec![PendingTxn {
+            checkpoint: CheckpointId(6),
+            name: "p-0-5".into(),
+            pair: pair(50),
+            partitions: vec![tp(0), tp(1)],
+        }],
+    };
+    assert_eq!(
+        core.handle(begun("p-0-6", 60)),
+        vec![TxnCommand::Snapshot(expected)]
+    );
+}
+
+#[test]
+fn a_barrier_with_nothing_written_keeps_the_transaction() {
+    let mut core = running_at_5();
+    core.handle(TxnInput::Barrier {
+        checkpoint: CheckpointId(6),
+    });
+    let empty = TxnInput::Flushed {
+        outcome: Ok(FlushReport {
+            written: vec![],
+            described: None,
+        }),
+    };
+    assert_eq!(
+        core.handle(empty),
+        vec![TxnCommand::Snapshot(state(0, 5, vec![]))]
+    );
+    assert_eq!(core.current_name(), Some("p-0-5"));
+}
+
+#[test]
+fn a_completed_checkpoint_commits_its_entries_and_older_ones_oldest_first() {
+    let mut core = running_at_5();
+    core.handle(TxnInput::Barrier {
+        checkpoint: CheckpointId(6),
+    });
+    core.handle(ongoing(50, vec![tp(0)]));
+    core.handle(begun("p-0-6", 60));
+    // Checkpoint 6 is aborted: nothing happens; 7's barrier comes.
+    core.handle(TxnInput::Barrier {
+        checkpoint: CheckpointId(7),
+    });
+    core.handle(ongoing(60, vec![tp(0)]));
+    core.handle(begun("p-0-7", 70));
+    assert_eq!(
+        core.handle(TxnInput::Complete {
+            checkpoint: CheckpointId(7)
+        }),
+        vec![TxnCommand::Commit(entry(6, "p-0-5", 50))]
+    );
+    assert_eq!(
+        core.handle(committed("p-0-5")),
+        vec![close("p-0-5"), TxnCommand::Commit(entry(7, "p-0-6", 60))]
+    );
+    assert_eq!(core.handle(committed("p-0-6")), vec![close("p-0-6")]);
+    assert!(core.pending().is_empty());
+}
+
+#[test]
+fn completing_an_older_checkpoint_leaves_newer_entries_pending() {
+    let mut core = running_at_5();
+    core.handle(TxnInput::Barrier {
+        checkpoint: CheckpointId(6),
+    });
+    core.handle(ongoing(50, vec![tp(0)]));
+    core.handle(begun("p-0-6", 60));
+    assert_eq!(
+        core.handle(TxnInput::Complete {
+            checkpoint: CheckpointId(5)
+        }),
+        vec![]
+    );
+    assert_eq!(core.pending(), &[entry(6, "p-0-5", 50)]);
+}
+
+#[test]
+fn a_commit_the_coordinator_refuses_fails_loudly_and_nothing_follows() {
+    let mut core = running_at_5();
+    core.handle(TxnInput::Barrier {
+        checkpoint: CheckpointId(6),
+    });
+    core.handle(ongoing(50, vec![tp(0)]));
+    core.handle(begun("p-0-6", 60));
+    core.handle(TxnInput::Complete {
+        checkpoint: CheckpointId(6),
+    });
+    let refused = TxnInput::Committed {
+        name: "p-0-5".into(),
+        outcome: CommitOutcome::Lost {
+            answer: "PRODUCER_FENCED".into(),
+        },
+    };
+    assert_eq!(
+        core.handle(refused),
+        vec![TxnCommand::Fail(TxnFailure::Lost {
+            name: "p-0-5".into(),
+            pair: pair(50),
+            checkpoint: CheckpointId(6),
+            partitions: "out/0".into(),
+            answer: "PRODUCER_FENCED".into(),
+        })]
+    );
+    assert_eq!(core.phase(), &Phase::Failed);
+    assert_eq!(
+        core.handle(TxnInput::Barrier {
+            checkpoint: CheckpointId(7)
+        }),
+        vec![]
+    );
+}
+
+#[test]
+fn an_unreachable_coordinator_restarts_the_task_to_commit_on_restore() {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    core.handle(start(
+        vec![state(0, 5, vec![entry(5, "p-0-4", 40)])],
+        Some(5),
+        5,
+        vec![],
+    ));
+    let unreachable = TxnInput::Committed {
+        name: "p-0-4".into(),
+        outcome: CommitOutcome::Unreachable {
+            cause: "no broker answered within 60 s".into(),
+        },
+    };
+    assert_eq!(
+        core.handle(unreachable),
+        vec![TxnCommand::Fail(TxnFailure::CommitUnreachable {
+            name: "p-0-4".into(),
+            checkpoint: CheckpointId(5),
+            cause: "no broker answered within 60 s".into(),
+        })]
+    );
+}
+
+#[test]
+fn a_barrier_fails_unless_the_coordinator_shows_the_transaction_open_as_written() {
+    let cases = [
+        (DescribedState::Empty, pair(50), vec![tp(0)]),
+        (DescribedState::Ongoing, pair(99), vec![tp(0)]),
+        (DescribedState::Ongoing, pair(50), vec![tp(1)]),
+        (
+            DescribedState::Other("CompleteAbort".into()),
+            pair(50),
+            vec![tp(0)],
+        ),
+    ];
+    for (described_state, described_pair, partitions) in cases {
+        let mut core = running_at_5();
+        core.handle(TxnInput::Barrier {
+            checkpoint: CheckpointId(6),
+        });
+        let flushed = TxnInput::Flushed {
+            outcome: Ok(FlushReport {
+                written: vec![tp(0)],
+                described: Some(TxnDescription {
+                    state: described_state.clone(),
+                    pair: described_pair,
+                    partitions,
+                }),
+            }),
+        };
+        let commands = core.handle(flushed);
+        assert!(
+            matches!(
+                commands.as_slice(),
+                [TxnCommand::Fail(TxnFailure::NotOngoing { .. })]
+            ),
+            "{described_state:?} {described_pair}: {commands:?}"
+        );
+        assert!(core.pending().is_empty());
+    }
+}
+
+#[test]
+fn a_state_of_another_prefix_is_refused_before_anything_is_fenced() {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    let mut foreign = state(0, 5, vec![]);
+    foreign.prefix = "other".into();
+    assert_eq!(
+        core.handle(start(vec![foreign], Some(5), 5, vec![])),
+        vec![TxnCommand::Fail(TxnFailure::ForeignState {
+            expected: "p".into(),
+            found: "other".into(),
+        })]
+    );
+}
+
+#[test]
+fn an_input_out_of_order_is_a_typed_failure_not_a_panic() {
+    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
+    assert!(matches!(
+        core.handle(TxnInput::Barrier {
+            checkpoint: CheckpointId(1)
+        })
+        .as_slice(),
+        [TxnCommand::Fail(TxnFailure::OutOfOrder { .. })]
+    ));
+    let mut core = running_at_5();
+    assert!(matches!(
+        core.handle(committed("p-0-1")).as_slice(),
+        [TxnCommand::Fail(TxnFailure::OutOfOrder { .. })]
+    ));
+}
+
+#[test]
+fn a_state_round_trips_and_a_foreign_version_is_named() {
+    let original = state(3, 9, vec![entry(9, "p-3-8", 80)]);
+    assert_eq!(
+        SinkTxnState::decode(&original.encode()).ok(),
+        Some(original.clone())
+    );
+    let mut newer = original;
+    newer.version = 2;
+    let error = SinkTxnState::decode(&newer.encode()).expect_err("version 2 is unknown");
+    assert!(error.to_string().contains("version 2"), "{error}");
+    assert!(SinkTxnState::decode(b"{").is_err());
+}
+
+#[test]
+fn a_transaction_timeout_below_what_a_pending_transaction_may_wait_is_refused_naming_both() {
+    use holdfast_kafka::txn::TimeoutBudget;
+    use std::time::Duration;
+    let budget = TimeoutBudget {
+        interval: Duration::from_secs(10),
+        checkpoint_timeout: Duration::from_secs(60),
+        tolerable_failures: 2,
+        recovery: Duration::from_secs(50),
+    };
+    assert_eq!(budget.needed(), Duration::from_secs(140));
+    assert!(budget.check(Duration::from_secs(140)).is_ok());
+    let error = budget
+        .check(Duration::from_secs(60))
+        .expect_err("60 s < 140 s");
+    let text = error.to_string();
+    assert!(text.contains("60s") && text.contains("140s"), "{text}");
+}
