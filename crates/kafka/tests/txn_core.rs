@@ -39,17 +39,24 @@ fn state(subtask: u32, open_from: u64, pending: Vec<PendingTxn>) -> SinkTxnState
 }
 
 fn begin(name: &str) -> TxnCommand {
-    TxnCommand::Begin { name: name.into() }
+    TxnCommand::Begin {
+        name: name.into(),
+        reserve: vec![],
+    }
 }
 
 fn close(name: &str) -> TxnCommand {
     TxnCommand::Close { name: name.into() }
 }
 
-fn fence(names: &[&str]) -> TxnCommand {
-    TxnCommand::Fence {
-        names: names.iter().map(|n| n.to_string()).collect(),
+fn sweep(from: &[(u32, u64)]) -> TxnCommand {
+    TxnCommand::Sweep {
+        from: from.to_vec(),
     }
+}
+
+fn swept() -> TxnInput {
+    TxnInput::Swept { outcome: Ok(()) }
 }
 
 fn begun(name: &str, id: i64) -> TxnInput {
@@ -79,16 +86,10 @@ fn ongoing(id: i64, partitions: Vec<TopicPartition>) -> TxnInput {
     }
 }
 
-fn start(
-    restored: Vec<SinkTxnState>,
-    from: Option<u64>,
-    max: u64,
-    inherited: Vec<u32>,
-) -> TxnInput {
+fn start(restored: Vec<SinkTxnState>, from: Option<u64>, inherited: Vec<u32>) -> TxnInput {
     TxnInput::Start {
         restored,
         restored_from: from.map(CheckpointId),
-        max_issued: CheckpointId(max),
         inherited,
     }
 }
@@ -98,35 +99,33 @@ fn start(
 fn running_at_5() -> SinkTxnCore {
     let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
     assert_eq!(
-        core.handle(start(vec![state(0, 5, vec![])], Some(5), 5, vec![])),
-        vec![begin("p-0-5")]
+        core.handle(start(vec![state(0, 5, vec![])], Some(5), vec![])),
+        vec![sweep(&[(0, 5)])]
     );
+    assert_eq!(core.handle(swept()), vec![begin("p-0-5")]);
     assert_eq!(core.handle(begun("p-0-5", 50)), vec![]);
     assert_eq!(core.phase(), &Phase::Running);
     core
 }
 
 #[test]
-fn a_fresh_start_fences_every_name_up_to_the_highest_issued_then_begins_at_zero() {
+fn a_fresh_start_sweeps_its_names_from_zero_then_begins_at_zero() {
     let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
     assert_eq!(
-        core.handle(start(vec![], None, 3, vec![])),
-        vec![fence(&["p-0-1", "p-0-2", "p-0-3"])]
+        core.handle(start(vec![], None, vec![])),
+        vec![sweep(&[(0, 0)])]
     );
-    assert_eq!(
-        core.handle(TxnInput::Fenced { outcome: Ok(()) }),
-        vec![begin("p-0-0")]
-    );
+    assert_eq!(core.handle(swept()), vec![begin("p-0-0")]);
     assert_eq!(core.handle(begun("p-0-0", 7)), vec![]);
     assert_eq!(core.current_name(), Some("p-0-0"));
 }
 
 #[test]
-fn a_restore_commits_every_pending_entry_before_it_fences_anything() {
+fn a_restore_commits_every_pending_entry_before_it_sweeps_anything() {
     let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
     let restored = state(0, 5, vec![entry(4, "p-0-3", 30), entry(5, "p-0-4", 40)]);
     assert_eq!(
-        core.handle(start(vec![restored], Some(5), 7, vec![])),
+        core.handle(start(vec![restored], Some(5), vec![])),
         vec![TxnCommand::Commit(entry(4, "p-0-3", 30))]
     );
     assert_eq!(
@@ -135,43 +134,30 @@ fn a_restore_commits_every_pending_entry_before_it_fences_anything() {
     );
     assert_eq!(
         core.handle(committed("p-0-4")),
-        vec![close("p-0-4"), fence(&["p-0-6", "p-0-7"])]
+        vec![close("p-0-4"), sweep(&[(0, 5)])]
     );
-    assert_eq!(
-        core.handle(TxnInput::Fenced { outcome: Ok(()) }),
-        vec![begin("p-0-5")]
-    );
+    assert_eq!(core.handle(swept()), vec![begin("p-0-5")]);
     assert_eq!(core.handle(begun("p-0-5", 51)), vec![]);
     assert!(core.pending().is_empty());
 }
 
 #[test]
-fn a_restore_fences_from_the_oldest_name_the_state_knows_open() {
-    // The checkpoint was taken while p-0-2 was open (nothing written at
-    // barriers 3..=5): names 2..=max may hold transactions.
-    let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
-    assert_eq!(
-        core.handle(start(vec![state(0, 2, vec![])], Some(5), 6, vec![])),
-        vec![fence(&["p-0-2", "p-0-3", "p-0-4", "p-0-6"])]
-    );
-}
-
-#[test]
-fn after_a_scale_down_a_subtask_commits_and_fences_what_it_inherits() {
+fn after_a_scale_down_a_subtask_commits_and_sweeps_what_it_inherits() {
     let mut core = SinkTxnCore::new(TxnNames::new(PREFIX), 0);
     let own = state(0, 4, vec![entry(4, "p-0-3", 30)]);
     let old = state(1, 4, vec![entry(4, "p-1-3", 31)]);
     assert_eq!(
-        core.handle(start(vec![own, old], Some(4), 5, vec![1])),
+        core.handle(start(vec![own, old], Some(4), vec![1, 2])),
         vec![TxnCommand::Commit(entry(4, "p-0-3", 30))]
     );
     assert_eq!(
         core.handle(committed("p-0-3")),
         vec![close("p-0-3"), TxnCommand::Commit(entry(4, "p-1-3", 31))]
     );
+    // Old subtask 2 left no state: its names are swept from the restored id.
     assert_eq!(
         core.handle(committed("p-1-3")),
-        vec![close("p-1-3"), fence(&["p-0-5", "p-1-4", "p-1-5"])]
+        vec![close("p-1-3"), sweep(&[(0, 4), (1, 4), (2, 4)])]
     );
 }
 
@@ -209,7 +195,7 @@ fn a_barrier_after_records_pends_the_transaction_and_begins_the_next_name() {
 }
 
 #[test]
-fn a_barrier_with_nothing_written_keeps_the_transaction() {
+fn a_barrier_with_nothing_written_closes_the_empty_transaction_and_rolls_anyway() {
     let mut core = running_at_5();
     core.handle(TxnInput::Barrier {
         checkpoint: CheckpointId(6),
@@ -220,11 +206,11 @@ fn a_barrier_with_nothing_written_keeps_the_transaction() {
             described: None,
         }),
     };
+    assert_eq!(core.handle(empty), vec![close("p-0-5"), begin("p-0-6")]);
     assert_eq!(
-        core.handle(empty),
-        vec![TxnCommand::Snapshot(state(0, 5, vec![]))]
+        core.handle(begun("p-0-6", 60)),
+        vec![TxnCommand::Snapshot(state(0, 6, vec![]))]
     );
-    assert_eq!(core.current_name(), Some("p-0-5"));
 }
 
 #[test]
@@ -253,6 +239,21 @@ fn a_completed_checkpoint_commits_its_entries_and_older_ones_oldest_first() {
     );
     assert_eq!(core.handle(committed("p-0-6")), vec![close("p-0-6")]);
     assert!(core.pending().is_empty());
+}
+
+#[test]
+fn ids_of_barriers_that_never_came_are_reserved_before_the_next_name() {
+    let mut core = running_at_5();
+    core.handle(TxnInput::Barrier {
+        checkpoint: CheckpointId(8),
+    });
+    assert_eq!(
+        core.handle(ongoing(50, vec![tp(0)])),
+        vec![TxnCommand::Begin {
+            name: "p-0-8".into(),
+            reserve: vec!["p-0-6".into(), "p-0-7".into()],
+        }]
+    );
 }
 
 #[test]
@@ -314,7 +315,6 @@ fn an_unreachable_coordinator_restarts_the_task_to_commit_on_restore() {
     core.handle(start(
         vec![state(0, 5, vec![entry(5, "p-0-4", 40)])],
         Some(5),
-        5,
         vec![],
     ));
     let unreachable = TxnInput::Committed {
@@ -378,7 +378,7 @@ fn a_state_of_another_prefix_is_refused_before_anything_is_fenced() {
     let mut foreign = state(0, 5, vec![]);
     foreign.prefix = "other".into();
     assert_eq!(
-        core.handle(start(vec![foreign], Some(5), 5, vec![])),
+        core.handle(start(vec![foreign], Some(5), vec![])),
         vec![TxnCommand::Fail(TxnFailure::ForeignState {
             expected: "p".into(),
             found: "other".into(),

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use holdfast_kafka::txn::{CommitOutcome, DescribedState, PendingTxn, TopicPartition};
+use holdfast_kafka::txn::{CommitOutcome, DescribedState, PendingTxn, TopicPartition, TxnNames};
 use holdfast_kafka::wire::TxnWire;
 use holdfast_testkit::KafkaBroker;
 use holdfast_types::CheckpointId;
@@ -147,7 +147,11 @@ fn a_fenced_transaction_is_lost_and_its_records_stay_invisible() -> anyhow::Resu
     let wire = TxnWire::new(vec![bootstrap.clone()], TIMEOUT);
     let described = wire.describe("t-0-7")?.expect("known");
 
-    assert_eq!(wire.fence(&["t-0-7".into()], TIMEOUT)?, 1);
+    let names = TxnNames::new("t");
+    assert_eq!(
+        wire.sweep(&names, 0, 7, TIMEOUT)?,
+        vec!["t-0-7".to_string()]
+    );
     let after = wire.describe("t-0-7")?.expect("still known");
     assert_ne!(
         after.state,
@@ -177,15 +181,43 @@ fn a_fenced_transaction_is_lost_and_its_records_stay_invisible() -> anyhow::Resu
 }
 
 #[test]
-fn unknown_ids_are_left_alone_and_asking_creates_nothing() -> anyhow::Result<()> {
+fn a_sweep_fences_upward_to_the_first_unknown_name_and_creates_nothing() -> anyhow::Result<()> {
     let broker = KafkaBroker::start()?;
-    let wire = TxnWire::new(vec![broker.bootstrap()], TIMEOUT);
-    assert_eq!(wire.describe("never-used-0-1")?, None);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "out")?;
+    let wire = TxnWire::new(vec![bootstrap.clone()], TIMEOUT);
+    let names = TxnNames::new("s");
+    // An earlier attempt used s-0-3 (reserved empty), s-0-4 (open, data),
+    // s-0-5 (open, data); s-0-6 was never used; s-0-7 is another story
+    // (names are dense, so a sweep never needs to look past a gap).
+    wire.reserve(&["s-0-3".into()], TIMEOUT)?;
+    abandoned_transaction(&bootstrap, "out", "s-0-4", &["four"])?;
+    abandoned_transaction(&bootstrap, "out", "s-0-5", &["five"])?;
+    abandoned_transaction(&bootstrap, "out", "s-0-7", &["seven"])?;
+
     assert_eq!(
-        wire.fence(&["never-used-0-1".into(), "never-used-0-2".into()], TIMEOUT)?,
-        0
+        wire.sweep(&names, 0, 3, TIMEOUT)?,
+        vec!["s-0-3".to_string(), "s-0-4".into(), "s-0-5".into()]
     );
-    assert_eq!(wire.describe("never-used-0-1")?, None);
+    for name in ["s-0-4", "s-0-5"] {
+        let after = wire.describe(name)?.expect("known");
+        assert_ne!(
+            after.state,
+            DescribedState::Ongoing,
+            "{name} must be aborted"
+        );
+    }
+    assert_eq!(
+        wire.describe("s-0-6")?,
+        None,
+        "probing must not create an id"
+    );
+    assert_eq!(
+        wire.describe("s-0-7")?.map(|d| d.state),
+        Some(DescribedState::Ongoing),
+        "the sweep stops at the first unknown name"
+    );
+    assert_eq!(wire.sweep(&names, 1, 0, TIMEOUT)?, Vec::<String>::new());
     Ok(())
 }
 

@@ -4,16 +4,22 @@
 //!
 //! ```text
 //!  Start ─► Restoring: Commit each pending entry (oldest first)
-//!                      ─► Fence [open_from ..= max_issued] of every subtask taken over
+//!                      ─► Sweep every subtask taken over, from its open name up
 //!                      ─► Begin {prefix}-{subtask}-{restored id}
-//!        ─► Running ◄──────────────────────────────────────────────┐
-//!  Barrier n ─► Flush current ─► (nothing written) ─► Snapshot ─────┤
+//!        ─► Running ◄────────────────────────────────────────────────┐
+//!  Barrier n ─► Flush current ─► nothing written: Close it             │
 //!                            └─► check Ongoing, same pair ─► pending += entry
-//!                                ─► Begin {…}-{n} ─► Snapshot ──────┤
-//!  Complete n ─► Commit entries ≤ n, oldest first ─► Close each ─────┘
+//!            ─► Begin {…}-{n}, reserving ids of barriers never seen ─► Snapshot
+//!  Complete n ─► Commit entries ≤ n, oldest first ─► Close each ───────┘
 //! ```
 //!
 //! Why each step:
+//! - Names are dense: every barrier rolls to a new name (its checkpoint
+//!   id), and the ids of barriers that never reached this subtask are
+//!   reserved (created empty) before the next name is used. So a restore
+//!   finds every name an earlier attempt used by probing upward from the
+//!   restored one until the coordinator does not know a name — without
+//!   being told the highest checkpoint id the job issued.
 //! - Pending entries are committed *before* any fence: fencing a name
 //!   with `InitProducerId` aborts what it holds, and a pending entry is
 //!   data a completed checkpoint promised.
@@ -44,9 +50,6 @@ pub enum TxnInput {
         restored: Vec<SinkTxnState>,
         /// The restored checkpoint (`None`: a fresh start).
         restored_from: Option<CheckpointId>,
-        /// The highest checkpoint id the job has issued, read after the
-        /// previous attempts were fenced: no name beyond it was used.
-        max_issued: CheckpointId,
         /// Old subtasks whose names this subtask sweeps besides its own
         /// (after a scale-down: `j` with `j mod parallelism == subtask`).
         inherited: Vec<u32>,
@@ -58,8 +61,8 @@ pub enum TxnInput {
         /// How.
         outcome: CommitOutcome,
     },
-    /// A [`TxnCommand::Fence`] ended.
-    Fenced {
+    /// A [`TxnCommand::Sweep`] ended.
+    Swept {
         /// `Err(cause)` when the names could not be fenced.
         outcome: Result<(), String>,
     },
@@ -94,18 +97,21 @@ pub enum TxnCommand {
     /// session (raw `EndTxn`, retried until the deadline); report
     /// [`TxnInput::Committed`].
     Commit(PendingTxn),
-    /// Abort whatever these transactional ids hold (`InitProducerId` on
-    /// each one that exists); report [`TxnInput::Fenced`].
-    Fence {
-        /// The ids, in order.
-        names: Vec<String>,
+    /// For each `(subtask, k)`: fence that subtask's names `k, k + 1, …`
+    /// (`InitProducerId`, which aborts what a name holds), up to the first
+    /// name the coordinator does not know; report [`TxnInput::Swept`].
+    Sweep {
+        /// Where each subtask's names start.
+        from: Vec<(u32, u64)>,
     },
-    /// Create a producer for this id, initialise it (which fences older
-    /// sessions of the id) and begin a transaction; report
-    /// [`TxnInput::Begun`].
+    /// Create each `reserve` id empty (`InitProducerId`), then a producer
+    /// for `name`: initialise it (which fences older sessions of the id)
+    /// and begin a transaction; report [`TxnInput::Begun`].
     Begin {
         /// The transactional id.
         name: String,
+        /// Ids to create empty first, so that names stay dense.
+        reserve: Vec<String>,
     },
     /// Flush the current transaction and describe it; report
     /// [`TxnInput::Flushed`].
@@ -174,8 +180,8 @@ pub struct SinkTxnCore {
     committing: Option<PendingTxn>,
     /// Commit entries up to here (the latest completed checkpoint).
     complete_up_to: Option<CheckpointId>,
-    /// Restoring: names still to fence (sent as one command).
-    to_fence: Vec<String>,
+    /// Restoring: where each subtask's sweep starts.
+    sweep: Vec<(u32, u64)>,
     current: Option<Current>,
     /// `k` of the attempt's first transaction: the restored checkpoint's id.
     start_k: u64,
@@ -191,7 +197,7 @@ impl SinkTxnCore {
             pending: Vec::new(),
             committing: None,
             complete_up_to: None,
-            to_fence: Vec::new(),
+            sweep: Vec::new(),
             current: None,
             start_k: 0,
         }
@@ -222,16 +228,20 @@ impl SinkTxnCore {
                 TxnInput::Start {
                     restored,
                     restored_from,
-                    max_issued,
                     inherited,
                 },
-            ) => self.start(restored, restored_from, max_issued, inherited),
+            ) => self.start(restored, restored_from, inherited),
             (_, TxnInput::Committed { name, outcome }) => self.committed(&name, outcome),
-            (Phase::Restoring, TxnInput::Fenced { outcome }) => match outcome {
+            (Phase::Restoring, TxnInput::Swept { outcome }) => match outcome {
                 Ok(()) => self.begin_first(),
                 Err(cause) => self.fail(TxnFailure::Io {
-                    step: "fence",
-                    name: self.to_fence.join(", "),
+                    step: "sweep",
+                    name: self
+                        .sweep
+                        .iter()
+                        .map(|(subtask, k)| format!("{} and up", self.names.name(*subtask, *k)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     cause,
                 }),
             },
@@ -268,7 +278,6 @@ impl SinkTxnCore {
         &mut self,
         restored: Vec<SinkTxnState>,
         restored_from: Option<CheckpointId>,
-        max_issued: CheckpointId,
         inherited: Vec<u32>,
     ) -> Vec<TxnCommand> {
         self.phase = Phase::Restoring;
@@ -282,23 +291,17 @@ impl SinkTxnCore {
         self.start_k = from;
         let mut subtasks: BTreeSet<u32> = inherited.into_iter().collect();
         subtasks.insert(self.subtask);
-        let own_first = self.names.name(self.subtask, from);
         for subtask in subtasks {
-            // Names a restored state knows to be open start at its
-            // `open_from`; with no state for a subtask, at the restored id.
-            let lowest = restored
+            // A restored state names the transaction open at its barrier;
+            // with no state for a subtask, its names start at the restored
+            // id (names below it were swept when it was last taken over).
+            let open = restored
                 .iter()
                 .filter(|s| s.subtask == subtask)
                 .map(|s| s.open_from)
                 .min()
-                .unwrap_or(from)
-                .min(from);
-            for k in lowest..=max_issued.0.max(from) {
-                let name = self.names.name(subtask, k);
-                if name != own_first {
-                    self.to_fence.push(name);
-                }
-            }
+                .unwrap_or(from);
+            self.sweep.push((subtask, open.min(from)));
         }
         let mut pending: Vec<PendingTxn> = restored.into_iter().flat_map(|s| s.pending).collect();
         pending.sort_by(|a, b| (a.checkpoint, &a.name).cmp(&(b.checkpoint, &b.name)));
@@ -307,24 +310,19 @@ impl SinkTxnCore {
         self.complete_up_to = self.pending.last().map(|p| p.checkpoint);
         let commits = self.next_commit();
         if commits.is_empty() {
-            self.fence_or_begin()
+            self.sweep_or_begin()
         } else {
             commits
         }
     }
 
-    fn fence_or_begin(&mut self) -> Vec<TxnCommand> {
-        if self.to_fence.is_empty() {
-            self.begin_first()
-        } else {
-            vec![TxnCommand::Fence {
-                names: self.to_fence.clone(),
-            }]
-        }
+    fn sweep_or_begin(&mut self) -> Vec<TxnCommand> {
+        vec![TxnCommand::Sweep {
+            from: self.sweep.clone(),
+        }]
     }
 
     fn begin_first(&mut self) -> Vec<TxnCommand> {
-        self.to_fence.clear();
         let from = self.start_k;
         let name = self.names.name(self.subtask, from);
         self.current = Some(Current {
@@ -332,7 +330,10 @@ impl SinkTxnCore {
             k: from,
             pair: None,
         });
-        vec![TxnCommand::Begin { name }]
+        vec![TxnCommand::Begin {
+            name,
+            reserve: Vec::new(),
+        }]
     }
 
     fn committed(&mut self, name: &str, outcome: CommitOutcome) -> Vec<TxnCommand> {
@@ -348,7 +349,7 @@ impl SinkTxnCore {
                 let mut commands = vec![TxnCommand::Close { name: entry.name }];
                 let next = self.next_commit();
                 if next.is_empty() && self.phase == Phase::Restoring {
-                    commands.extend(self.fence_or_begin());
+                    commands.extend(self.sweep_or_begin());
                 } else {
                     commands.extend(next);
                 }
@@ -441,38 +442,46 @@ impl SinkTxnCore {
                 });
             }
         };
+        let mut commands = Vec::new();
         if report.written.is_empty() {
-            // Nothing to commit: the same transaction goes on.
-            self.phase = Phase::Running;
-            return vec![TxnCommand::Snapshot(self.state())];
-        }
-        let mut written = report.written.clone();
-        written.sort();
-        written.dedup();
-        let expected = current.pair.unwrap_or(ProducerPair { id: -1, epoch: -1 });
-        let open_as_written = report.described.as_ref().is_some_and(|d| {
-            d.state == DescribedState::Ongoing
-                && Some(d.pair) == current.pair
-                && written.iter().all(|w| d.partitions.contains(w))
-        });
-        if !open_as_written {
-            return self.fail(TxnFailure::NotOngoing {
-                name: current.name,
+            // Nothing to commit: the empty transaction's producer goes.
+            commands.push(TxnCommand::Close { name: current.name });
+        } else {
+            let mut written = report.written.clone();
+            written.sort();
+            written.dedup();
+            let expected = current.pair.unwrap_or(ProducerPair { id: -1, epoch: -1 });
+            let open_as_written = report.described.as_ref().is_some_and(|d| {
+                d.state == DescribedState::Ongoing
+                    && Some(d.pair) == current.pair
+                    && written.iter().all(|w| d.partitions.contains(w))
+            });
+            if !open_as_written {
+                return self.fail(TxnFailure::NotOngoing {
+                    name: current.name,
+                    checkpoint,
+                    expected,
+                    written: list(&written),
+                    found: match report.described {
+                        Some(d) => {
+                            format!("{:?} with {} on {}", d.state, d.pair, list(&d.partitions))
+                        }
+                        None => "nothing".to_owned(),
+                    },
+                });
+            }
+            self.pending.push(PendingTxn {
                 checkpoint,
-                expected,
-                written: list(&written),
-                found: match report.described {
-                    Some(d) => format!("{:?} with {} on {}", d.state, d.pair, list(&d.partitions)),
-                    None => "nothing".to_owned(),
-                },
+                name: current.name,
+                pair: expected,
+                partitions: written,
             });
         }
-        self.pending.push(PendingTxn {
-            checkpoint,
-            name: current.name,
-            pair: expected,
-            partitions: written,
-        });
+        // Every barrier rolls to its own id; ids of barriers that never
+        // came are created empty, so that names stay dense.
+        let reserve = (current.k + 1..checkpoint.0)
+            .map(|k| self.names.name(self.subtask, k))
+            .collect();
         let name = self.names.name(self.subtask, checkpoint.0);
         self.current = Some(Current {
             name: name.clone(),
@@ -480,7 +489,8 @@ impl SinkTxnCore {
             pair: None,
         });
         self.phase = Phase::Rolling(checkpoint);
-        vec![TxnCommand::Begin { name }]
+        commands.push(TxnCommand::Begin { name, reserve });
+        commands
     }
 
     /// The state a checkpoint keeps now.
@@ -504,7 +514,7 @@ fn input_name(input: &TxnInput) -> &'static str {
     match input {
         TxnInput::Start { .. } => "start",
         TxnInput::Committed { .. } => "committed",
-        TxnInput::Fenced { .. } => "fenced",
+        TxnInput::Swept { .. } => "swept",
         TxnInput::Begun { .. } => "begun",
         TxnInput::Barrier { .. } => "barrier",
         TxnInput::Flushed { .. } => "flushed",

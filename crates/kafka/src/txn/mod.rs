@@ -10,10 +10,12 @@
 //! dead. [`SinkTxnCore`] decides what to do; the shell only carries out
 //! its [`TxnCommand`]s and reports each one's outcome as a [`TxnInput`].
 //!
-//! Why `k` is a checkpoint id: the HA store's checkpoint counter bounds
-//! every name any attempt can have used, so a restore fences exactly the
-//! names `[oldest open ..= highest issued]` and no lingering transaction
-//! is left to hold back `read_committed` readers.
+//! Why `k` is a checkpoint id: names then follow the checkpoints, so a
+//! restore from checkpoint `n` knows every name below `n` is settled
+//! (committed with the state, or empty), and every barrier rolls to a new
+//! name with gaps reserved, so the names an earlier attempt used above `n`
+//! are found by probing upward to the first unknown one. No lingering
+//! transaction is left to hold back `read_committed` readers.
 
 mod core;
 mod state;

@@ -3,10 +3,10 @@
 //! coordinator, describe a transaction, commit a transaction of another
 //! process's producer session (`EndTxn` v3, the last version under
 //! transaction protocol version 1 — v5 would apply version-2 rules to a
-//! version-1 transaction), and fence a transactional id
+//! version-1 transaction), and fence or create a transactional id
 //! (`InitProducerId`, which aborts what it holds).
 //!
-//! [`TxnWire::commit`] and [`TxnWire::fence`] retry what the protocol calls
+//! [`TxnWire::commit`], [`TxnWire::sweep`] and [`TxnWire::reserve`] retry what the protocol calls
 //! retriable (coordinator moving or loading, a transaction still
 //! completing) until a deadline, looking the coordinator up again each
 //! time; everything else is an answer.
@@ -246,45 +246,80 @@ impl TxnWire {
         }))
     }
 
-    /// Fences every id of `names` the coordinator knows: a new session
-    /// (`InitProducerId`) aborts what the id holds and shuts out every
-    /// older producer of it. Ids it does not know are left alone (asking
-    /// creates nothing). Retries retriable answers until `within`.
-    pub fn fence(&self, names: &[String], within: Duration) -> Result<usize, WireError> {
+    /// Fences `subtask`'s names from `k = from` upward (`names`' scheme)
+    /// up to the first one the coordinator does not know: a new session
+    /// (`InitProducerId`) aborts what each holds and shuts out every older
+    /// producer of it. Asking about an unknown id creates nothing. Retries
+    /// retriable answers until `within`. Returns the names fenced.
+    pub fn sweep(
+        &self,
+        names: &crate::txn::TxnNames,
+        subtask: u32,
+        from: u64,
+        within: Duration,
+    ) -> Result<Vec<String>, WireError> {
         let started = Instant::now();
-        let mut fenced = 0;
-        for name in names {
-            loop {
-                let last = match self.fence_one(name) {
-                    Ok(true) => {
-                        fenced += 1;
-                        break;
-                    }
-                    Ok(false) => break,
-                    Err(WireError::Refused { error, .. }) if is_retriable_name(&error) => error,
-                    Err(
-                        error @ (WireError::Refused { .. }
-                        | WireError::Garbage { .. }
-                        | WireError::Codec { .. }),
-                    ) => return Err(error),
-                    Err(error) => error.to_string(),
-                };
-                if started.elapsed() + BACKOFF > within {
-                    return Err(WireError::Deadline {
-                        waited: started.elapsed(),
-                        last: format!("fencing {name}: {last}"),
-                    });
+        let mut fenced = Vec::new();
+        for k in from.. {
+            let name = names.name(subtask, k);
+            let known = self.retrying(started, within, &name, || {
+                if self.describe(&name)?.is_none() {
+                    return Ok(false);
                 }
-                std::thread::sleep(BACKOFF);
+                self.init_producer_id(&name)?;
+                Ok(true)
+            })?;
+            if !known {
+                break;
             }
+            fenced.push(name);
         }
         Ok(fenced)
     }
 
-    fn fence_one(&self, name: &str) -> Result<bool, WireError> {
-        if self.describe(name)?.is_none() {
-            return Ok(false);
+    /// Creates each id of `names` (or fences it, if it exists): an empty
+    /// session, no transaction. Retries retriable answers until `within`.
+    pub fn reserve(&self, names: &[String], within: Duration) -> Result<(), WireError> {
+        let started = Instant::now();
+        for name in names {
+            self.retrying(started, within, name, || self.init_producer_id(name))?;
         }
+        Ok(())
+    }
+
+    /// Runs `step` until it succeeds, fails for good, or `within` (counted
+    /// from `started`) has passed.
+    fn retrying<T>(
+        &self,
+        started: Instant,
+        within: Duration,
+        name: &str,
+        mut step: impl FnMut() -> Result<T, WireError>,
+    ) -> Result<T, WireError> {
+        loop {
+            let last = match step() {
+                Ok(value) => return Ok(value),
+                Err(WireError::Refused { error, .. }) if is_retriable_name(&error) => error,
+                Err(
+                    error @ (WireError::Refused { .. }
+                    | WireError::Garbage { .. }
+                    | WireError::Codec { .. }),
+                ) => return Err(error),
+                Err(error) => error.to_string(),
+            };
+            if started.elapsed() + BACKOFF > within {
+                return Err(WireError::Deadline {
+                    waited: started.elapsed(),
+                    last: format!("{name}: {last}"),
+                });
+            }
+            std::thread::sleep(BACKOFF);
+        }
+    }
+
+    /// A new session for `name`: aborts what it holds, fences older
+    /// producers, creates the id if it is new.
+    fn init_producer_id(&self, name: &str) -> Result<ProducerPair, WireError> {
         let coordinator = self.coordinator(name)?;
         let mut conn = Conn::open(&coordinator, self.timeout)?;
         let request = InitProducerIdRequest::default()
@@ -303,7 +338,10 @@ impl TxnWire {
                 error: code_name(response.error_code),
             });
         }
-        Ok(true)
+        Ok(ProducerPair {
+            id: response.producer_id.0,
+            epoch: response.producer_epoch,
+        })
     }
 }
 
