@@ -19,6 +19,7 @@
 
 pub mod answers;
 mod error;
+pub(crate) mod path;
 mod read;
 mod savepoints;
 mod write;
@@ -40,8 +41,6 @@ use error::ApiError;
 
 pub use answers::{JobIdWithStatus, JobIdsWithStatus};
 pub use error::RETRY_AFTER_SECS;
-pub(crate) use error::redirect_target;
-pub(crate) use read::{Control, job_id};
 
 /// The largest request body accepted (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
