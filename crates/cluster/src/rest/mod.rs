@@ -12,6 +12,9 @@
 //!                                                 → 307 to the leader, 404, 409, 503 …
 //! ```
 //!
+//! `path.rs` reads the `{jobid}` segment and builds a redirect's target,
+//! for the routes here and the dashboard's pages alike.
+//!
 //! A standby that knows the leader answers a mutating call with
 //! `307 Temporary Redirect` to the same path and query on the leader, so
 //! clients that follow redirects (keeping method and body, as 307 demands)
