@@ -3,13 +3,13 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use holdfast_types::WallTime;
 use maud::{Markup, html};
 
 use super::format;
 use super::frame::{self, Asked, Nav};
 use crate::control::Control;
 use crate::rest::answers::JobSummary;
-use holdfast_types::WallTime;
 
 /// `GET /ui/jobs`.
 pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri: Uri) -> Response {

@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use holdfast_types::WallTime;
 use maud::{Markup, html};
 
 use super::format;
@@ -13,7 +14,6 @@ use super::jobs::jobs_table;
 use super::timeline::events_table;
 use crate::control::Control;
 use crate::rest::answers::HaView;
-use holdfast_types::WallTime;
 
 /// How many of the newest HA events the overview lists.
 const RECENT_EVENTS: usize = 8;
