@@ -26,7 +26,8 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use holdfast_types::wall::{SystemClock, WallClock};
 
 mod client;
 mod config;
@@ -89,11 +90,7 @@ pub struct SystemAuthRuntime;
 impl AuthRuntime for SystemAuthRuntime {
     fn now_unix_ms(&self) -> u64 {
         // A clock before 1970 signs as 0 and is refused as outside the window.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            })
+        SystemClock.wall_now().as_millis()
     }
 
     fn nonce(&self) -> Nonce {

@@ -3,9 +3,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
+use holdfast_types::WallTime;
 
 use crate::rest::answers::{
     CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
@@ -22,6 +24,10 @@ pub struct FromSavepoint {
     /// than refused.
     pub allow_non_restored_state: bool,
 }
+
+/// The state of the REST router and the dashboard's pages: the JobManager
+/// behind them.
+pub(crate) type Control = Arc<dyn ClusterControl>;
 
 /// A boxed future, so the trait stays object-safe.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -81,6 +87,10 @@ pub trait ClusterControl: Send + Sync + 'static {
     fn config(&self) -> Vec<ConfigEntry>;
     /// `GET /ha`.
     fn ha(&self) -> HaView;
+    /// Now on the JobManager's wall clock (its runtime's): the "now" of
+    /// the pages and of a timeline window that does not name its end. The
+    /// one source of wall-clock time for the REST layer and the dashboard.
+    fn wall_now(&self) -> WallTime;
     /// `GET /timeline`: the HA timeline the leader keeps (a standby
     /// answers [`ControlError::NotLeader`]). None by default.
     fn timeline(&self) -> Result<std::sync::Arc<crate::timeline::TimelineLog>, ControlError> {

@@ -8,6 +8,7 @@ use holdfast_ha::stores::{LeaderStore, StoreError};
 use holdfast_ha::types::LeaderToken;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
+use holdfast_types::WallTime;
 use serde::{Deserialize, Serialize};
 
 use crate::rest::answers::{ExceptionEntry, TakeoverView};
@@ -57,10 +58,10 @@ pub struct PastFailure {
 
 impl StoredJob {
     /// A job just submitted.
-    pub fn new(graph: JobGraph, submitted_at_ms: u64) -> StoredJob {
+    pub fn new(graph: JobGraph, submitted_at: WallTime) -> StoredJob {
         StoredJob {
             graph,
-            submitted_at_ms,
+            submitted_at_ms: submitted_at.as_millis(),
             history: Vec::new(),
             restarts: 0,
             ended: None,

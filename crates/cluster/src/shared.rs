@@ -75,11 +75,8 @@ impl ConnectionChanges {
         let kept = changes.clone();
         let record = move |event: holdfast_ha::connection::ConnectionEvent| {
             let ago = runtime.now().since(event.at);
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
             let change = holdfast_rpc::proto::ConnectionChange {
-                at_ms: now_ms.saturating_sub(ago.as_millis() as u64),
+                at_ms: runtime.wall_now().saturating_sub(ago).as_millis(),
                 state: event.state.name().to_owned(),
                 lease_remaining_ms: event
                     .lease_deadline

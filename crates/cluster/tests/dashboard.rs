@@ -11,6 +11,7 @@ use anyhow::Result;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE};
 use rest_fake::{Fake, RUNNING, Role, serve};
+use std::time::Duration;
 
 /// A client that does not follow redirects (the tests look at them).
 fn client() -> reqwest::Client {
@@ -80,6 +81,28 @@ async fn every_page_shows_what_the_api_says() -> Result<()> {
 
     let timeline = page(&format!("{}/ui/timeline", jm.url)).await?;
     assert!(timeline.contains("<svg") && timeline.contains("No HA events recorded yet."));
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_pages_tell_the_time_by_the_jobmanagers_clock() -> Result<()> {
+    // The fake's wall clock, not the system's: 3 min 05 s after the jobs
+    // started (2023-11-14 22:13:20 UTC).
+    let fake = Fake::new(Role::Leader);
+    let clock = fake.clock.clone();
+    let jm = serve(fake).await;
+    let overview = page(&format!("{}/", jm.url)).await?;
+    assert!(
+        overview.contains("As of 2023-11-14 22:16:25 UTC."),
+        "{overview}"
+    );
+    assert!(overview.contains("<td>3 min 05 s</td>"), "the jobs' age");
+    let jobs = page(&format!("{}/ui/jobs", jm.url)).await?;
+    assert_eq!(jobs.matches("<td>3 min 05 s</td>").count(), 2, "{jobs}");
+
+    clock.advance(Duration::from_secs(3600));
+    let jobs = page(&format!("{}/ui/jobs", jm.url)).await?;
+    assert_eq!(jobs.matches("<td>1 h 03 min</td>").count(), 2, "{jobs}");
     Ok(())
 }
 

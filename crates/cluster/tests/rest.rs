@@ -7,7 +7,7 @@ mod rest_fake;
 use anyhow::Result;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
-use rest_fake::{FINISHED, Fake, RUNNING, Role, graph, serve};
+use rest_fake::{FINISHED, Fake, NOW, RUNNING, Role, graph, serve};
 use serde_json::{Value, json};
 
 async fn get(url: &str) -> Result<Value> {
@@ -30,6 +30,22 @@ fn keys(value: &Value) -> Vec<&str> {
         .collect();
     keys.sort_unstable();
     keys
+}
+
+/// A timeline window that names no end ends at the JobManager's "now":
+/// its clock's, not the system's.
+#[tokio::test]
+async fn the_timeline_window_ends_at_the_jobmanagers_now() -> Result<()> {
+    let jm = serve(Fake::new(Role::Leader)).await;
+    let svg = |from: u64| reqwest::get(format!("{}/timeline.svg?from={from}", jm.url));
+    let before = svg(NOW.as_millis() - 1_000).await?;
+    assert_eq!(before.status(), StatusCode::OK);
+    assert_eq!(before.headers()[CONTENT_TYPE], "image/svg+xml");
+    let after = svg(NOW.as_millis() + 1_000).await?;
+    assert_eq!(after.status(), StatusCode::BAD_REQUEST);
+    let error = after.text().await?;
+    assert!(error.contains(&NOW.as_millis().to_string()), "{error}");
+    Ok(())
 }
 
 #[tokio::test]

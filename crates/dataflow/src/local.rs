@@ -200,10 +200,7 @@ pub struct LocalCheckpoints {
 fn local_job_id() -> JobId {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos = holdfast_types::wall::SystemClock.unix_nanos();
     JobId::from_halves(nanos ^ u64::from(std::process::id()), n)
 }
 

@@ -2,10 +2,10 @@
 //! rate-limited sources and periodic work read the clock through it, so
 //! tests can drive them with a [`ManualClock`].
 
+use holdfast_types::wall::WallClock;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::data::Timestamp;
 
@@ -16,16 +16,15 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn now(&self) -> Timestamp;
 }
 
-/// The system's wall clock.
+/// The system's wall clock (read through
+/// [`holdfast_types::wall::SystemClock`], the one place that reads it).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
+        let ms = holdfast_types::wall::SystemClock.wall_now().as_millis();
+        i64::try_from(ms).unwrap_or(i64::MAX)
     }
 }
 

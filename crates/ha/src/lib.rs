@@ -40,7 +40,7 @@ pub mod types;
 
 pub use connection::Connection;
 pub use policy::ErrorPolicy;
-pub use time::{MonoTime, Runtime, TokioRuntime};
+pub use time::{MonoTime, Runtime, TokioRuntime, WallTime};
 pub use types::{
     CheckpointId, ContenderId, Epoch, LeaderInfo, LeaderRecord, LeaderToken, SessionId,
 };

@@ -6,31 +6,42 @@
 //! [`TokioRuntime`] reads tokio's clock, so a test that pauses tokio's time
 //! (`#[tokio::test(start_paused = true)]`) runs the shells on virtual time;
 //! its random numbers come from a seed when one is given.
+//!
+//! The wall clock ([`WallTime`], for timestamps operators read, never for
+//! deadlines) comes from the same seam, [`Runtime::wall_now`]:
+//! [`TokioRuntime`] reads a [`WallClock`], the system's by default, a
+//! [`ManualClock`] in tests ([`TokioRuntime::with_wall_clock`]).
 
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use holdfast_types::sync::lock;
 pub use holdfast_types::time::MonoTime;
+pub use holdfast_types::wall::{ManualClock, SystemClock, WallClock, WallTime};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
 /// Time and randomness for the async shells.
 pub trait Runtime: Send + Sync + fmt::Debug + 'static {
-    /// Now, on a monotonic clock.
+    /// Now, on a monotonic clock (for deadlines, timeouts and leases).
     fn now(&self) -> MonoTime;
+    /// Now, on the wall clock (for timestamps operators read: REST, the
+    /// dashboard, the HA store, the HA timeline).
+    fn wall_now(&self) -> WallTime;
     /// Sleeps until `deadline` (returns at once if it has passed).
     fn sleep_until(&self, deadline: MonoTime) -> tokio::time::Sleep;
     /// A random 64-bit number.
     fn random_u64(&self) -> u64;
 }
 
-/// Tokio's clock (virtual under a paused test runtime) and a seedable random
-/// generator.
+/// Tokio's clock (virtual under a paused test runtime), a wall clock (the
+/// system's unless [`with_wall_clock`](TokioRuntime::with_wall_clock) gave
+/// another) and a seedable random generator.
 #[derive(Debug)]
 pub struct TokioRuntime {
     origin: tokio::time::Instant,
+    wall: Arc<dyn WallClock>,
     random: Mutex<SmallRng>,
 }
 
@@ -48,8 +59,16 @@ impl TokioRuntime {
     fn from_rng(rng: SmallRng) -> TokioRuntime {
         TokioRuntime {
             origin: tokio::time::Instant::now(),
+            wall: Arc::new(SystemClock),
             random: Mutex::new(rng),
         }
+    }
+
+    /// This runtime reading the wall clock from `clock` (e.g. a
+    /// [`ManualClock`] in a test) instead of the system's.
+    pub fn with_wall_clock(mut self, clock: Arc<dyn WallClock>) -> TokioRuntime {
+        self.wall = clock;
+        self
     }
 }
 
@@ -62,6 +81,10 @@ impl Default for TokioRuntime {
 impl Runtime for TokioRuntime {
     fn now(&self) -> MonoTime {
         MonoTime::from_duration(tokio::time::Instant::now().duration_since(self.origin))
+    }
+
+    fn wall_now(&self) -> WallTime {
+        self.wall.wall_now()
     }
 
     fn sleep_until(&self, deadline: MonoTime) -> tokio::time::Sleep {
@@ -87,5 +110,22 @@ mod tests {
         assert_eq!(runtime.now().since(start), Duration::from_secs(30));
         let again = TokioRuntime::seeded(7);
         assert_eq!(runtime.random_u64(), again.random_u64());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_wall_clock_is_the_one_given() {
+        let clock = ManualClock::at(WallTime::from_millis(1_700_000_000_000));
+        let runtime = TokioRuntime::seeded(7).with_wall_clock(clock.clone());
+        assert_eq!(runtime.wall_now(), WallTime::from_millis(1_700_000_000_000));
+        // Tokio's time does not move the wall clock, nor the reverse.
+        let start = runtime.now();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(runtime.wall_now(), WallTime::from_millis(1_700_000_000_000));
+        clock.advance(Duration::from_secs(60));
+        assert_eq!(runtime.wall_now(), WallTime::from_millis(1_700_000_060_000));
+        assert_eq!(runtime.now().since(start), Duration::from_secs(5));
+        // By default: the system's clock.
+        let system = TokioRuntime::seeded(7).wall_now();
+        assert!(system > WallTime::from_millis(1_600_000_000_000));
     }
 }

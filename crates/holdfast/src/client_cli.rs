@@ -6,7 +6,7 @@
 //! unknown flags, a bad job id, malformed `--args`, a bad `--parallelism`).
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{ArgGroup, Args, Subcommand};
@@ -502,7 +502,7 @@ fn time(ms: u64) -> String {
     if ms >= 253_402_300_800_000 {
         return format!("{ms} ms after 1970");
     }
-    let at = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+    let at = holdfast_types::WallTime::from_millis(ms).to_system_time();
     humantime::format_rfc3339_millis(at).to_string()
 }
 

@@ -2,7 +2,7 @@
 //! `etcdctl elect`, on the ZooKeeper backend.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -15,6 +15,7 @@ use holdfast_ha::retrieval::{LeaderRetrieval, RetrievalEvent};
 use holdfast_ha::{Runtime, TokioRuntime};
 use holdfast_ha_zookeeper::ZkBackend;
 use holdfast_types::MonoTime;
+use holdfast_types::wall::{SystemClock, WallClock};
 use nix::time::{ClockId, clock_gettime};
 use serde_json::json;
 
@@ -265,7 +266,7 @@ impl Printer {
 }
 
 fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+    humantime::format_rfc3339_millis(SystemClock.wall_now().to_system_time()).to_string()
 }
 
 /// `at` (a reading of `runtime`'s clock, which starts with the process) on

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use holdfast_cluster::timeline::{self, LayoutOptions, TimelineEvent};
+use holdfast_types::wall::{SystemClock, WallClock};
 
 use crate::client_cli::TimelineArgs;
 
@@ -20,9 +21,7 @@ pub(crate) async fn export(args: TimelineArgs) -> Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let events: Vec<TimelineEvent> = log.events().cloned().collect();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now = SystemClock.wall_now().as_millis();
     let (from, to) = timeline::window(events.first().map(|e| e.at_ms), from, to, None, now)
         .map_err(|e| anyhow::anyhow!("--from/--to: {e}"))?;
     write(&events, from, to, output, format)?;

@@ -14,6 +14,8 @@ use holdfast_cluster::rest;
 use holdfast_cluster::rest::answers::*;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
+use holdfast_types::WallTime;
+use holdfast_types::wall::{SystemClock, WallClock};
 use serde_json::{Value, json};
 
 /// The job every submit creates: CREATED when first asked, then RUNNING.
@@ -31,6 +33,9 @@ struct Fake {
 impl ClusterControl for Fake {
     fn overview(&self) -> Overview {
         Overview::default()
+    }
+    fn wall_now(&self) -> WallTime {
+        SystemClock.wall_now()
     }
     fn jobs(&self) -> Result<JobsOverview, ControlError> {
         let running = self.job(SUBMITTED)?;

@@ -1,10 +1,15 @@
 //! # holdfast-types
 //!
 //! The leaf of holdfast's crate graph: small values every layer shares, with
-//! no runtime, no randomness and no I/O, so that a pure core (such as
+//! no runtime, no randomness and no I/O (reading the system's wall clock in
+//! [`wall::SystemClock`] aside), so that a pure core (such as
 //! `holdfast-runtime`) can use them without pulling in the HA layer.
 //!
-//! - [`time`]: [`MonoTime`], a point on a monotonic clock.
+//! - [`time`]: [`MonoTime`], a point on a monotonic clock (for deadlines).
+//! - [`wall`]: [`WallTime`], a point on the wall clock (for what operators
+//!   see), read through a [`wall::WallClock`]: [`wall::SystemClock`] (the
+//!   one place that reads the system's clock) or, in tests,
+//!   [`wall::ManualClock`].
 //! - [`ids`]: [`Epoch`] (the fencing token), [`SessionId`], [`CheckpointId`]
 //!   and [`ContenderId`].
 //! - [`sync`]: [`sync::lock`] and [`sync::unpoisoned`], the one place that
@@ -26,7 +31,9 @@ pub mod ha;
 pub mod ids;
 pub mod sync;
 pub mod time;
+pub mod wall;
 
 pub use duration::parse_duration;
 pub use ids::{CheckpointId, ContenderId, Epoch, SessionId};
 pub use time::MonoTime;
+pub use wall::WallTime;

@@ -7,7 +7,7 @@ use axum::response::Response;
 use maud::html;
 
 use super::frame::{self, Asked, Nav};
-use crate::rest::Control;
+use crate::control::Control;
 
 /// `GET /ui/config`.
 pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri: Uri) -> Response {

@@ -7,9 +7,9 @@ use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
 use super::format;
-use crate::control::ControlError;
-use crate::rest::Control;
+use crate::control::{Control, ControlError};
 use crate::rest::answers::{ConnectionView, HaView};
+use crate::rest::path::redirect_target;
 
 /// The request header the script sends to get only the `#live` region.
 pub(super) const PARTIAL: &str = "x-holdfast-partial";
@@ -146,8 +146,8 @@ pub(super) fn control_error(
         ControlError::NotLeader {
             leader_rest: Some(leader),
         } => {
-            let to = crate::rest::redirect_target(&leader, &asked.uri);
-            let base = crate::rest::redirect_target(&leader, &Uri::from_static("/"));
+            let to = redirect_target(&leader, &asked.uri);
+            let base = redirect_target(&leader, &Uri::from_static("/"));
             if !is_web(&to) {
                 // Garbage in the leader's published address: name it, do
                 // not follow it.

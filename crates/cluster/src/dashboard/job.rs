@@ -12,11 +12,12 @@ use maud::{Markup, html};
 use super::format;
 use super::frame::{self, Asked, Nav};
 use super::graph;
-use crate::rest::Control;
+use crate::control::Control;
 use crate::rest::answers::{
     CheckpointStats, CheckpointView, JobDetails, JobExceptions, SubtaskView, TakeoverView,
     VertexView,
 };
+use crate::rest::path::job_id;
 
 /// `GET /ui/jobs/{id}`.
 pub(super) async fn page(
@@ -26,10 +27,10 @@ pub(super) async fn page(
     path: Result<Path<String>, PathRejection>,
 ) -> Response {
     let asked = Asked::new(&headers, uri);
-    let id = match crate::rest::job_id(path) {
+    let id = match job_id(path) {
         Ok(id) => id,
         Err(error) => {
-            let body = html! { p.warn { (error.message()) } };
+            let body = html! { p.warn { (error) } };
             return frame::answer(
                 StatusCode::BAD_REQUEST,
                 &control,

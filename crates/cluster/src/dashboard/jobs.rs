@@ -3,25 +3,32 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use holdfast_types::WallTime;
 use maud::{Markup, html};
 
 use super::format;
 use super::frame::{self, Asked, Nav};
-use crate::rest::Control;
+use crate::control::Control;
 use crate::rest::answers::JobSummary;
 
 /// `GET /ui/jobs`.
 pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri: Uri) -> Response {
     let asked = Asked::new(&headers, uri);
     match control.jobs() {
-        Ok(jobs) => frame::page(&control, &asked, Nav::Jobs, "Jobs", jobs_table(&jobs.jobs)),
+        Ok(jobs) => frame::page(
+            &control,
+            &asked,
+            Nav::Jobs,
+            "Jobs",
+            jobs_table(&jobs.jobs, control.wall_now()),
+        ),
         Err(error) => frame::control_error(&control, &asked, Nav::Jobs, "Jobs", error),
     }
 }
 
-/// A table of `jobs`, each linking to its page.
-pub(super) fn jobs_table(jobs: &[JobSummary]) -> Markup {
-    let now = crate::jobmanager::wall_ms();
+/// A table of `jobs`, each linking to its page (their ages as of `now`).
+pub(super) fn jobs_table(jobs: &[JobSummary], now: WallTime) -> Markup {
+    let now = now.as_millis();
     html! {
         @if jobs.is_empty() {
             p.muted { "No jobs yet. Submit one with " code { "holdfast run …" } "." }

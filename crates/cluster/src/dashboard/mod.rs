@@ -36,7 +36,7 @@ mod timeline;
 use axum::Router;
 use axum::routing::get;
 
-use crate::rest::Control;
+use crate::control::Control;
 
 pub use timeline::{
     Section, standalone_page as timeline_page, standalone_report as timeline_report,

@@ -5,13 +5,14 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use holdfast_types::WallTime;
 use maud::{Markup, html};
 
 use super::format;
 use super::frame::{self, Asked, Nav};
 use super::jobs::jobs_table;
 use super::timeline::events_table;
-use crate::rest::Control;
+use crate::control::Control;
 use crate::rest::answers::HaView;
 
 /// How many of the newest HA events the overview lists.
@@ -22,6 +23,7 @@ pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri
     let asked = Asked::new(&headers, uri);
     let overview = control.overview();
     let ha = control.ha();
+    let now = control.wall_now();
     let body = if overview.leader {
         let jobs = control.jobs().map(|j| j.jobs).unwrap_or_default();
         let timeline = control.timeline().unwrap_or_default();
@@ -41,9 +43,9 @@ pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri
                 (tile("Failed", &overview.jobs_failed.to_string(), "/ui/jobs"))
             }
             h2 { "Jobs" }
-            (jobs_table(&jobs))
+            (jobs_table(&jobs, now))
             h2 { "High availability" }
-            (ha_table(&ha))
+            (ha_table(&ha, now))
             h2 { "Newest HA events " a.small href="/ui/timeline" { "the whole timeline" } }
             (events_table(&recent))
         }
@@ -55,7 +57,7 @@ pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri
                 "their pages here send you to the leader."
             }
             h2 { "High availability, as this standby sees it" }
-            (ha_table(&ha))
+            (ha_table(&ha, now))
         }
     };
     frame::page(&control, &asked, Nav::Overview, "Overview", body)
@@ -66,8 +68,8 @@ fn tile(label: &str, value: &str, href: &str) -> Markup {
 }
 
 /// The leader and every process's connection (this JobManager's own, and
-/// each TaskManager's as last reported).
-fn ha_table(ha: &HaView) -> Markup {
+/// each TaskManager's as last reported), as of `now`.
+fn ha_table(ha: &HaView, now: WallTime) -> Markup {
     html! {
         table.ha {
             tr { th { "Leader" } td {
@@ -90,6 +92,6 @@ fn ha_table(ha: &HaView) -> Markup {
         @if ha.taskmanagers.is_empty() && ha.is_leader {
             p.muted { "No TaskManager is registered." }
         }
-        p.muted.small { "As of " (format::time(crate::jobmanager::wall_ms())) "." }
+        p.muted.small { "As of " (format::time(now.as_millis())) "." }
     }
 }

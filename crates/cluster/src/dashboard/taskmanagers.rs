@@ -8,7 +8,7 @@ use maud::html;
 
 use super::format;
 use super::frame::{self, Asked, Nav};
-use crate::rest::Control;
+use crate::control::Control;
 
 /// `GET /ui/taskmanagers`.
 pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri: Uri) -> Response {

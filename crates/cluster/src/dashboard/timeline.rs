@@ -12,7 +12,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::assets;
 use super::format;
 use super::frame::{self, Asked, Nav};
-use crate::rest::Control;
+use crate::control::Control;
 use crate::timeline::{LayoutOptions, TimelineEvent, layout, svg};
 
 /// The picture's width on a page.
@@ -70,7 +70,7 @@ pub(super) async fn page(
         window.from,
         window.to,
         window.last,
-        crate::jobmanager::wall_ms(),
+        control.wall_now().as_millis(),
     ) {
         Ok(window) => window,
         Err(e) => return bad_window(e.to_string()),

@@ -16,7 +16,6 @@ use tonic::Status;
 
 use super::actor::{Actor, ActorParts, Message, term_at};
 use super::term::Term;
-use super::wall_ms;
 use crate::control::ControlError;
 use crate::job_store::StoredJob;
 
@@ -108,7 +107,7 @@ impl<B: Backend> Actor<B> {
         }
         let runtime = &self.parts.runtime;
         let job = JobId::from_halves(runtime.random_u64(), runtime.random_u64());
-        let mut stored = StoredJob::new(graph, wall_ms());
+        let mut stored = StoredJob::new(graph, runtime.wall_now());
         let token = term.token().clone();
         let store = self.parts.store.clone();
         let tx = self.parts.self_tx.clone();

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, RwLock};
 
+use holdfast_ha::{Runtime, WallTime};
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use tokio::sync::{mpsc, oneshot};
@@ -18,6 +19,8 @@ use crate::rest::answers::{
 pub(super) struct Control {
     pub(super) snapshot: Arc<RwLock<Snapshot>>,
     pub(super) actor: mpsc::UnboundedSender<Message>,
+    /// The JobManager's seam for time (the wall clock pages show).
+    pub(super) runtime: Arc<dyn Runtime>,
 }
 
 impl Control {
@@ -124,6 +127,10 @@ impl ClusterControl for Control {
 
     fn timeline(&self) -> Result<std::sync::Arc<crate::timeline::TimelineLog>, ControlError> {
         self.leader_read(|s| std::sync::Arc::clone(&s.timeline))
+    }
+
+    fn wall_now(&self) -> WallTime {
+        self.runtime.wall_now()
     }
 
     fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>> {

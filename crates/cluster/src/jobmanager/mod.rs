@@ -22,7 +22,7 @@ mod term;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use holdfast_executor::TaskRegistry;
 use holdfast_ha::backend::Backend;
@@ -188,9 +188,11 @@ pub async fn start<B: Backend>(
     let store = Arc::new(JobStore::new(connection.clone(), &options.ha_base));
     let (tx, messages) = mpsc::unbounded_channel();
     let snapshot = Arc::new(RwLock::new(snapshot::Snapshot::default()));
+    let runtime = connection.runtime().clone();
     let control: Arc<dyn ClusterControl> = Arc::new(control::Control {
         snapshot: snapshot.clone(),
         actor: tx.clone(),
+        runtime: runtime.clone(),
     });
     let (_, rpc_server) = holdfast_rpc::server::serve_job_manager(
         rpc_listener,
@@ -204,7 +206,6 @@ pub async fn start<B: Backend>(
     })
     .await
     .map_err(StartError::RestServer)?;
-    let runtime = connection.runtime().clone();
     let connection_state = crate::shared::connection_reader(connection.clone());
     let peer = PeerId::new(options.id.clone()).map_err(|e| StartError::bad_option("id", e))?;
     let client_auth = ClientAuth::new(&options.auth, peer);
@@ -278,12 +279,4 @@ async fn bind(
             keys,
             source,
         })
-}
-
-/// Wall-clock milliseconds since the Unix epoch (for what the REST API and
-/// the HA store show).
-pub(crate) fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

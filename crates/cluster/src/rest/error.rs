@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use super::answers::ErrorBody;
+use super::path::{BadJobId, redirect_target};
 use crate::control::ControlError;
 
 /// Seconds a client should wait before retrying while no leader is known.
@@ -35,11 +36,6 @@ impl ApiError {
             location: None,
             retry_after: false,
         }
-    }
-
-    /// What the answer says, in one line.
-    pub(crate) fn message(&self) -> String {
-        self.body.errors.join("; ")
     }
 
     /// 400 Bad Request.
@@ -84,15 +80,10 @@ impl ApiError {
     }
 }
 
-/// `leader` (`http://host:port`, a trailing `/` tolerated, the scheme added
-/// when missing) followed by the request's path and query.
-pub(crate) fn redirect_target(leader: &str, uri: &Uri) -> String {
-    let base = leader.trim_end_matches('/');
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    if base.contains("://") {
-        format!("{base}{path}")
-    } else {
-        format!("http://{base}{path}")
+/// A bad `{jobid}` segment is a 400 naming what is wrong.
+impl From<BadJobId> for ApiError {
+    fn from(bad: BadJobId) -> ApiError {
+        ApiError::bad_request(bad.to_string())
     }
 }
 
@@ -118,19 +109,6 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_redirect_keeps_path_and_query() {
-        let uri: Uri = "/jobs/ab?mode=cancel".parse().unwrap();
-        assert_eq!(
-            redirect_target("http://leader:8081/", &uri),
-            "http://leader:8081/jobs/ab?mode=cancel"
-        );
-        assert_eq!(
-            redirect_target("leader:8081", &uri),
-            "http://leader:8081/jobs/ab?mode=cancel"
-        );
-    }
 
     #[test]
     fn a_leader_address_that_cannot_be_a_header_is_not_a_redirect() {

@@ -12,6 +12,9 @@
 //!                                                 → 307 to the leader, 404, 409, 503 …
 //! ```
 //!
+//! `path.rs` reads the `{jobid}` segment and builds a redirect's target,
+//! for the routes here and the dashboard's pages alike.
+//!
 //! A standby that knows the leader answers a mutating call with
 //! `307 Temporary Redirect` to the same path and query on the leader, so
 //! clients that follow redirects (keeping method and body, as 307 demands)
@@ -19,6 +22,7 @@
 
 pub mod answers;
 mod error;
+pub(crate) mod path;
 mod read;
 mod savepoints;
 mod write;
@@ -40,8 +44,6 @@ use error::ApiError;
 
 pub use answers::{JobIdWithStatus, JobIdsWithStatus};
 pub use error::RETRY_AFTER_SECS;
-pub(crate) use error::redirect_target;
-pub(crate) use read::{Control, job_id};
 
 /// The largest request body accepted (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

@@ -3,49 +3,18 @@
 //! overview, the configuration and the HA view itself and redirects the
 //! rest (jobs and TaskManagers) to the leader.
 
-use std::sync::Arc;
-
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::Uri;
-use holdfast_runtime::ids::JobId;
 
 use super::answers::{
     CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
     JobIdWithStatus, JobIdsWithStatus, JobsOverview, Overview, TaskManagers,
 };
 use super::error::ApiError;
-use crate::control::ClusterControl;
-
-/// The router's state: the JobManager behind the API.
-pub(crate) type Control = Arc<dyn ClusterControl>;
-
-/// An example job id for error messages.
-const EXAMPLE_JOB_ID: &str = "0123456789abcdef0123456789abcdef";
-/// How much of a bad id an error message repeats.
-const MAX_ECHO_CHARS: usize = 80;
-
-/// The `{jobid}` path segment as a [`JobId`], or a 400 naming the segment,
-/// what is wrong with it and the expected shape.
-pub(crate) fn job_id(path: Result<Path<String>, PathRejection>) -> Result<JobId, ApiError> {
-    let Path(raw) = path.map_err(|rejection| {
-        ApiError::bad_request(format!(
-            "invalid job id in the path: {}",
-            rejection.body_text()
-        ))
-    })?;
-    raw.parse().map_err(|error| {
-        let mut echo: String = raw.chars().take(MAX_ECHO_CHARS).collect();
-        if echo.len() < raw.len() {
-            echo.push('…');
-        }
-        ApiError::bad_request(format!(
-            "invalid job id {echo:?}: {error}; a job id is 32 hexadecimal digits, \
-             e.g. {EXAMPLE_JOB_ID}"
-        ))
-    })
-}
+use super::path::job_id;
+use crate::control::Control;
 
 /// `GET /overview`.
 pub(crate) async fn overview(State(control): State<Control>) -> Json<Overview> {
@@ -191,7 +160,7 @@ pub(crate) async fn timeline_svg(
         window.from,
         window.to,
         None,
-        crate::jobmanager::wall_ms(),
+        control.wall_now().as_millis(),
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let layout = crate::timeline::layout(&events, from, to, Default::default());

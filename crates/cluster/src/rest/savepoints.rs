@@ -14,7 +14,8 @@ use serde::Deserialize;
 
 use super::answers::SavepointTriggered;
 use super::error::ApiError;
-use super::read::{Control, job_id};
+use super::path::job_id;
+use crate::control::Control;
 
 /// The body of `POST /jobs/{jobid}/savepoints` (every field optional; an
 /// empty body is all defaults).

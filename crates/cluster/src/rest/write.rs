@@ -16,7 +16,8 @@ use serde_json::json;
 use super::MAX_BODY_BYTES;
 use super::answers::Submitted;
 use super::error::ApiError;
-use super::read::{Control, job_id};
+use super::path::job_id;
+use crate::control::Control;
 
 /// The query of `PATCH /jobs/{jobid}`: `?mode=cancel`.
 #[derive(Debug, Deserialize)]

@@ -1,6 +1,7 @@
 //! A fake JobManager behind the real REST server, for the REST tests: a
 //! [`ClusterControl`] with two known jobs whose role (leader, standby,
-//! unavailable) a test sets, recording every submit and cancel it accepts.
+//! unavailable) a test sets, recording every submit and cancel it accepts,
+//! on a wall clock the test sets.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -11,12 +12,18 @@ use holdfast_cluster::rest;
 use holdfast_cluster::rest::answers::*;
 use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
+use holdfast_types::WallTime;
+use holdfast_types::wall::{ManualClock, WallClock};
 use tokio::sync::oneshot;
 
 /// A running job the fake knows.
 pub const RUNNING: JobId = JobId::from_u128(0xabc);
 /// A finished job the fake knows (cancelling it is a conflict).
 pub const FINISHED: JobId = JobId::from_u128(0xdef);
+/// When both jobs started (2023-11-14 22:13:20 UTC).
+pub const STARTED_MS: u64 = 1_700_000_000_000;
+/// The fake's wall clock at first: 3 min 05 s after the jobs started.
+pub const NOW: WallTime = WallTime::from_millis(STARTED_MS + 185_000);
 
 /// How the fake answers mutating calls.
 #[derive(Clone, Debug)]
@@ -45,6 +52,8 @@ pub struct Fake {
     pub savepoints: Mutex<Vec<(JobId, Option<String>, bool)>>,
     /// Every job submitted from a savepoint, with the savepoint.
     pub from_savepoint: Mutex<Vec<(JobGraph, holdfast_cluster::control::FromSavepoint)>>,
+    /// Its wall clock (at [`NOW`] until a test moves it).
+    pub clock: Arc<ManualClock>,
 }
 
 impl Fake {
@@ -57,6 +66,7 @@ impl Fake {
             name: Mutex::new("wordcount".into()),
             savepoints: Mutex::new(Vec::new()),
             from_savepoint: Mutex::new(Vec::new()),
+            clock: ManualClock::at(NOW),
         })
     }
 
@@ -106,7 +116,7 @@ impl ClusterControl for Fake {
             jid: id.to_string(),
             name: name.into(),
             state: state.into(),
-            start_time: 1_700_000_000_000,
+            start_time: STARTED_MS,
             restarts: 2,
             tasks_total: 2,
             tasks_running: if state == "RUNNING" { 2 } else { 0 },
@@ -138,7 +148,7 @@ impl ClusterControl for Fake {
             jid: id.to_string(),
             name: self.name.lock().unwrap().clone(),
             state: state.into(),
-            start_time: 1_700_000_000_000,
+            start_time: STARTED_MS,
             restarts: 2,
             vertices: vec![VertexView {
                 id: 0,
@@ -262,6 +272,10 @@ impl ClusterControl for Fake {
                 connection: None,
             }],
         }
+    }
+
+    fn wall_now(&self) -> WallTime {
+        self.clock.wall_now()
     }
 
     fn submit(&self, graph: JobGraph) -> BoxFuture<'_, Result<JobId, ControlError>> {

@@ -55,9 +55,7 @@ pub(crate) struct TaskEnv<'a> {
 /// An id no other attempt shares (its number, this process, the time it
 /// started), for part-file names.
 fn attempt_tag(ctx: &TaskContext) -> Arc<str> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+    let nanos = holdfast_types::wall::SystemClock.unix_nanos();
     format!(
         "{}-{:x}-{:x}",
         ctx.attempt().attempt,

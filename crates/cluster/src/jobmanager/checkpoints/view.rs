@@ -1,7 +1,7 @@
 //! A job's checkpoints as the REST API shows them.
 
 use holdfast_runtime::checkpoint::{CheckpointStatus, CheckpointSummary, CheckpointingMode};
-use holdfast_types::MonoTime;
+use holdfast_types::{MonoTime, WallTime};
 
 use holdfast_runtime::recovery::JobRecovery;
 
@@ -12,12 +12,13 @@ use crate::rest::answers::{
     CheckpointView, LatestCheckpoints, MinMaxAvg, RestoredView,
 };
 
-/// Wall-clock time (ms) of `at`, given that `now` is `wall_now`.
-fn wall(at: MonoTime, now: MonoTime, wall_now: u64) -> u64 {
-    wall_now.saturating_sub(now.since(at).as_millis() as u64)
+/// Wall-clock time (ms since the Unix epoch) of `at`, given that `now` is
+/// `wall_now`.
+fn wall(at: MonoTime, now: MonoTime, wall_now: WallTime) -> u64 {
+    wall_now.saturating_sub(now.since(at)).as_millis()
 }
 
-fn view(summary: &CheckpointSummary, now: MonoTime, wall_now: u64) -> CheckpointView {
+fn view(summary: &CheckpointSummary, now: MonoTime, wall_now: WallTime) -> CheckpointView {
     let (status, failure_message) = match &summary.status {
         CheckpointStatus::InProgress => ("IN_PROGRESS", None),
         CheckpointStatus::Completed => ("COMPLETED", None),
@@ -39,13 +40,13 @@ fn view(summary: &CheckpointSummary, now: MonoTime, wall_now: u64) -> Checkpoint
     }
 }
 
-/// `GET /jobs/{id}/checkpoints` of one job at `now` (`wall_now` in ms since
-/// the Unix epoch).
+/// `GET /jobs/{id}/checkpoints` of one job at `now` (`wall_now` on the
+/// wall clock).
 pub(in crate::jobmanager) fn stats(
     job: holdfast_runtime::ids::JobId,
     entry: &JobRecovery,
     now: MonoTime,
-    wall_now: u64,
+    wall_now: WallTime,
 ) -> CheckpointStats {
     let coordinator = entry.coordinator();
     let mut history: Vec<CheckpointView> = coordinator

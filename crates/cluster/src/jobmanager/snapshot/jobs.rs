@@ -5,6 +5,7 @@ use holdfast_runtime::ids::{ExecutionAttemptId, TaskId};
 use holdfast_runtime::lifecycle::task::TaskState;
 use holdfast_runtime::master::JobExecution;
 use holdfast_runtime::restart::{FailureCause, RestartDecision};
+use holdfast_types::WallTime;
 
 use super::graph_view::graph_view;
 use super::names::{decision_text, job_state_name, task_state_name};
@@ -104,11 +105,11 @@ pub(crate) fn failure_entry(
     job: &JobExecution,
     cause: &FailureCause,
     decision: &RestartDecision,
-    wall_ms: u64,
+    at: WallTime,
 ) -> ExceptionEntry {
     ExceptionEntry {
         exception_name: cause.message.clone(),
-        timestamp: wall_ms,
+        timestamp: at.as_millis(),
         task_name: cause.task.map(|t| {
             let vertex = job.graph.vertices.get(t.task.vertex as usize);
             format!("{} ({t})", vertex.map_or("?", |v| v.name.as_str()))

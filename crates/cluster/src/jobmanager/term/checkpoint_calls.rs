@@ -15,7 +15,6 @@ use tonic::Status;
 use super::Term;
 use crate::control::ControlError;
 use crate::jobmanager::checkpoints::view;
-use crate::jobmanager::wall_ms;
 
 impl Term {
     /// `POST /jobs/{id}/savepoints` (`stop`: `…/stop`): a savepoint of
@@ -117,7 +116,7 @@ impl Term {
             return;
         };
         snapshot.checkpoint_config = Some(view::config(&cp.io.options));
-        let (now, wall_now) = (self.runtime.now(), wall_ms());
+        let (now, wall_now) = (self.runtime.now(), self.runtime.wall_now());
         for (job, entry) in cp.core.jobs() {
             snapshot
                 .checkpoints

@@ -6,7 +6,6 @@ use holdfast_runtime::checkpoint::AbortReason;
 use holdfast_runtime::recovery::RecoveryNotice;
 
 use super::Term;
-use crate::jobmanager::wall_ms;
 use crate::metrics::Completed;
 
 impl Term {
@@ -55,7 +54,7 @@ impl Term {
                             duration: stats.duration.as_secs_f64(),
                             bytes: stats.bytes,
                             alignment: stats.alignment.as_secs_f64(),
-                            at: wall_ms() as f64 / 1000.0,
+                            at: self.runtime.wall_now().as_secs_f64(),
                         },
                     );
                 }

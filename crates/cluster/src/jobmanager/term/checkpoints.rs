@@ -24,7 +24,6 @@ use super::Term;
 use crate::jobmanager::checkpoints::savepoints::SavepointOps;
 use crate::jobmanager::checkpoints::{CheckpointIo, view};
 use crate::jobmanager::link::Order;
-use crate::jobmanager::wall_ms;
 use crate::rest::answers::CheckpointStats;
 
 /// The term's checkpoint state: the I/O, the core, and what the views keep.
@@ -184,7 +183,7 @@ impl Term {
                 cp.io.remove_savepoint(dir);
             }
             RecoveryCommand::JobEnded { job, retained } => {
-                let (now, wall_now) = (self.runtime.now(), wall_ms());
+                let (now, wall_now) = (self.runtime.now(), self.runtime.wall_now());
                 if let Some(entry) = cp.core.ended_job(job) {
                     cp.ended.insert(job, view::stats(job, entry, now, wall_now));
                 }
@@ -214,7 +213,7 @@ impl Term {
                 fence: self.fence(),
                 attempt: Some((job, *attempt).into()),
                 checkpoint_id: id.0,
-                timestamp_ms: wall_ms(),
+                timestamp_ms: self.runtime.wall_now().as_millis(),
                 last,
                 stop,
             };

@@ -18,7 +18,6 @@ use super::Term;
 use crate::job_store::PastFailure;
 use crate::jobmanager::link::Order;
 use crate::jobmanager::snapshot;
-use crate::jobmanager::wall_ms;
 
 impl Term {
     /// Feeds the core and carries out what it says.
@@ -167,7 +166,7 @@ impl Term {
         let Some(execution) = self.core.job(job) else {
             return;
         };
-        let entry = snapshot::failure_entry(execution, cause, decision, wall_ms());
+        let entry = snapshot::failure_entry(execution, cause, decision, self.runtime.wall_now());
         let name = execution.graph.name.clone();
         let restarted = matches!(decision, RestartDecision::RestartAfter(_));
         self.record(job, PastFailure { entry, restarted });

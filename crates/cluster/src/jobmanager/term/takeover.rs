@@ -15,7 +15,6 @@ use holdfast_runtime::recovery::RecoveryInput;
 
 use super::Term;
 use crate::job_store::PastFailure;
-use crate::jobmanager::wall_ms;
 use crate::rest::answers::{ExceptionEntry, TakeoverView};
 
 impl Term {
@@ -50,7 +49,7 @@ impl Term {
             })
             .collect();
         let view = TakeoverView {
-            timestamp: wall_ms(),
+            timestamp: self.runtime.wall_now().as_millis(),
             leader: self.contender.to_string(),
             epoch: self.token.epoch.0,
             adopted: adopted.len(),

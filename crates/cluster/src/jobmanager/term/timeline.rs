@@ -19,11 +19,10 @@ use std::time::Duration;
 use holdfast_ha::stores::StoreError;
 use holdfast_rpc::proto;
 use holdfast_runtime::ids::JobId;
-use holdfast_types::CheckpointId;
+use holdfast_types::{CheckpointId, WallTime};
 
 use super::Term;
 use super::store::Write;
-use crate::jobmanager::wall_ms;
 use crate::timeline::{EventKind, TimelineEvent, TimelineLog};
 
 impl Term {
@@ -35,20 +34,21 @@ impl Term {
         kind: EventKind,
         log_line: Option<&str>,
     ) {
-        self.note_at(wall_ms(), process, jobmanager, kind, log_line);
+        let now = self.runtime.wall_now();
+        self.note_at(now, process, jobmanager, kind, log_line);
     }
 
-    /// Records an event of `process` at `at_ms`, and stores the timeline.
+    /// Records an event of `process` at `at`, and stores the timeline.
     pub(super) fn note_at(
         &mut self,
-        at_ms: u64,
+        at: WallTime,
         process: &str,
         jobmanager: bool,
         kind: EventKind,
         log_line: Option<&str>,
     ) {
         let event = TimelineEvent {
-            at_ms,
+            at_ms: at.as_millis(),
             process: process.to_owned(),
             jobmanager,
             kind,
@@ -132,7 +132,7 @@ impl Term {
             }
             newest = Some(newest.map_or(change.at_ms, |n| n.max(change.at_ms)));
             self.note_at(
-                change.at_ms,
+                WallTime::from_millis(change.at_ms),
                 tm,
                 false,
                 EventKind::Connection {
