@@ -23,7 +23,7 @@ mod timeout;
 
 pub use self::core::{Phase, SinkTxnCore, TxnCommand, TxnInput};
 pub use state::{
-    CommitOutcome, DescribedState, FlushReport, PendingTxn, ProducerPair, SinkTxnState, StateError,
-    TopicPartition, TxnDescription, TxnFailure, TxnNames,
+    CommitOutcome, DescribedState, FlushReport, PendingTxn, ProducerPair, STATE_VERSION,
+    SinkTxnState, StateError, TopicPartition, TxnDescription, TxnFailure, TxnNames,
 };
 pub use timeout::{TimeoutBudget, TimeoutTooShort};
