@@ -16,5 +16,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod sink;
 pub mod txn;
 pub mod wire;
+
+pub use sink::{DeliveryGuarantee, KafkaRecord, KafkaSink, Partitioning};

@@ -1,0 +1,168 @@
+//! One librdkafka producer and what its deliveries reported: the
+//! partitions written and the first failure.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use holdfast_types::sync::lock;
+use rdkafka::ClientConfig;
+use rdkafka::ClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+
+use crate::txn::TopicPartition;
+
+/// What a producer's deliveries reported since it was created.
+#[derive(Debug, Default)]
+pub(crate) struct Deliveries {
+    written: BTreeSet<TopicPartition>,
+    failed: Option<String>,
+    delivered: u64,
+}
+
+/// The producer's context: records every delivery report.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tracker(Arc<Mutex<Deliveries>>);
+
+impl ClientContext for Tracker {}
+
+impl ProducerContext for Tracker {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        let mut deliveries = lock(&self.0);
+        match result {
+            Ok(message) => {
+                deliveries.delivered += 1;
+                deliveries.written.insert(TopicPartition {
+                    topic: message.topic().to_owned(),
+                    partition: message.partition(),
+                });
+            }
+            Err((error, message)) => {
+                if deliveries.failed.is_none() {
+                    deliveries.failed = Some(format!(
+                        "a record to {}/{} was not delivered: {error}",
+                        message.topic(),
+                        message.partition()
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A producer, transactional or not.
+pub(crate) struct SinkProducer {
+    producer: BaseProducer<Tracker>,
+    tracker: Tracker,
+}
+
+impl std::fmt::Debug for SinkProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkProducer").finish_non_exhaustive()
+    }
+}
+
+impl SinkProducer {
+    /// A producer with `properties` (librdkafka's names).
+    pub(crate) fn create(
+        properties: &BTreeMap<String, String>,
+    ) -> Result<SinkProducer, KafkaError> {
+        let mut config = ClientConfig::new();
+        for (key, value) in properties {
+            config.set(key, value);
+        }
+        let tracker = Tracker::default();
+        let producer = config.create_with_context(tracker.clone())?;
+        Ok(SinkProducer { producer, tracker })
+    }
+
+    /// Initialises transactions (fencing older sessions of the id) and
+    /// begins one.
+    pub(crate) fn begin(&self, timeout: Duration) -> Result<(), KafkaError> {
+        self.producer.init_transactions(timeout)?;
+        self.producer.begin_transaction()
+    }
+
+    /// Queues one record; while librdkafka's queue is full, serves
+    /// delivery reports until there is room (backpressure).
+    pub(crate) fn send(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<(), String> {
+        if let Some(failed) = &lock(&self.tracker.0).failed {
+            return Err(failed.clone());
+        }
+        let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(value);
+        if let Some(key) = key {
+            record = record.key(key);
+        }
+        if let Some(partition) = partition {
+            record = record.partition(partition);
+        }
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => return Ok(()),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    self.producer.poll(Duration::from_millis(10));
+                }
+                Err((error, _)) => {
+                    return Err(format!("could not queue a record to {topic}: {error}"));
+                }
+            }
+        }
+    }
+
+    /// Serves delivery reports that are ready, without waiting.
+    pub(crate) fn poll(&self) {
+        self.producer.poll(Duration::ZERO);
+    }
+
+    /// Waits until every queued record was delivered (or `timeout`), then
+    /// says which partitions were written, or the first failure.
+    pub(crate) fn flush(&self, timeout: Duration) -> Result<Vec<TopicPartition>, String> {
+        self.producer
+            .flush(timeout)
+            .map_err(|error| format!("flush: {error}"))?;
+        let deliveries = lock(&self.tracker.0);
+        if let Some(failed) = &deliveries.failed {
+            return Err(failed.clone());
+        }
+        Ok(deliveries.written.iter().cloned().collect())
+    }
+
+    /// Commits the open transaction with this producer (no checkpoints:
+    /// the end of the input commits).
+    pub(crate) fn commit(&self, timeout: Duration) -> Result<(), KafkaError> {
+        self.producer.commit_transaction(timeout)
+    }
+
+    /// The number of partitions of `topic`, from the cluster's metadata.
+    pub(crate) fn partitions(&self, topic: &str, timeout: Duration) -> Result<i32, String> {
+        let metadata = self
+            .producer
+            .client()
+            .fetch_metadata(Some(topic), timeout)
+            .map_err(|error| format!("cannot read the metadata of topic {topic}: {error}"))?;
+        let found = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .ok_or_else(|| format!("topic {topic} does not exist"))?;
+        if let Some(error) = found.error() {
+            return Err(format!("topic {topic}: {}", RDKafkaErrorCode::from(error)));
+        }
+        i32::try_from(found.partitions().len())
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("topic {topic} has no partitions"))
+    }
+}

@@ -1,0 +1,189 @@
+//! The exactly-once writer's shell: carries out [`SinkTxnCore`]'s commands
+//! with librdkafka producers and [`TxnWire`], and feeds each outcome back —
+//! the one place they are executed.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use holdfast_executor::TaskFailure;
+
+use super::SinkOptions;
+use super::closer::Closer;
+use super::producer::SinkProducer;
+use crate::txn::{
+    FlushReport, ProducerPair, SinkTxnCore, SinkTxnState, TxnCommand, TxnInput, TxnNames,
+};
+use crate::wire::TxnWire;
+
+/// One exactly-once subtask's transactions.
+pub(crate) struct TxnShell {
+    core: SinkTxnCore,
+    names: TxnNames,
+    wire: TxnWire,
+    options: SinkOptions,
+    producers: BTreeMap<String, SinkProducer>,
+    closer: Closer,
+    /// The state the last barrier produced.
+    snapshot: Option<SinkTxnState>,
+}
+
+impl TxnShell {
+    pub(crate) fn new(options: &SinkOptions, names: TxnNames, subtask: u32) -> TxnShell {
+        let brokers = options
+            .bootstrap
+            .split(',')
+            .map(|b| b.trim().to_owned())
+            .filter(|b| !b.is_empty())
+            .collect();
+        TxnShell {
+            core: SinkTxnCore::new(names.clone(), subtask),
+            names,
+            wire: TxnWire::new(brokers, options.request_timeout),
+            options: options.clone(),
+            producers: BTreeMap::new(),
+            closer: Closer::start(),
+            snapshot: None,
+        }
+    }
+
+    /// The producer of the transaction written into now.
+    pub(crate) fn current(&self) -> Result<&SinkProducer, TaskFailure> {
+        self.core
+            .current_name()
+            .and_then(|name| self.producers.get(name))
+            .ok_or_else(|| TaskFailure::new("the Kafka sink has no open transaction"))
+    }
+
+    /// The state the last barrier produced.
+    pub(crate) fn take_snapshot(&mut self) -> Option<SinkTxnState> {
+        self.snapshot.take()
+    }
+
+    /// Feeds `input` to the core and carries out what follows.
+    pub(crate) fn drive(&mut self, input: TxnInput) -> Result<(), TaskFailure> {
+        let mut queue: VecDeque<TxnCommand> = self.core.handle(input).into();
+        while let Some(command) = queue.pop_front() {
+            let outcome = match command {
+                TxnCommand::Commit(entry) => {
+                    let outcome = self.wire.commit(&entry, self.options.commit_within);
+                    tracing::info!(
+                        transaction = %entry.name,
+                        checkpoint = entry.checkpoint.0,
+                        ?outcome,
+                        "Kafka sink: committing the transaction of checkpoint {}",
+                        entry.checkpoint
+                    );
+                    Some(TxnInput::Committed {
+                        name: entry.name,
+                        outcome,
+                    })
+                }
+                TxnCommand::Sweep { from } => Some(TxnInput::Swept {
+                    outcome: self.sweep(&from),
+                }),
+                TxnCommand::Begin { name, reserve } => {
+                    let outcome = self.begin(&name, &reserve);
+                    Some(TxnInput::Begun { name, outcome })
+                }
+                TxnCommand::Flush { name } => Some(TxnInput::Flushed {
+                    outcome: self.flush(&name),
+                }),
+                TxnCommand::Close { name } => {
+                    if let Some(producer) = self.producers.remove(&name) {
+                        self.closer.close(producer);
+                    }
+                    None
+                }
+                TxnCommand::Snapshot(state) => {
+                    self.snapshot = Some(state);
+                    None
+                }
+                TxnCommand::Fail(failure) => {
+                    tracing::error!(%failure, "Kafka sink: {failure}");
+                    return Err(TaskFailure::with_source("the Kafka sink failed", failure));
+                }
+            };
+            if let Some(outcome) = outcome {
+                queue.extend(self.core.handle(outcome));
+            }
+        }
+        Ok(())
+    }
+
+    fn sweep(&self, from: &[(u32, u64)]) -> Result<(), String> {
+        for (subtask, k) in from {
+            let fenced = self
+                .wire
+                .sweep(&self.names, *subtask, *k, self.options.commit_within)
+                .map_err(|error| error.to_string())?;
+            if !fenced.is_empty() {
+                tracing::info!(
+                    fenced = ?fenced,
+                    "Kafka sink: aborted what earlier attempts left open under {} id(s) from {} up \
+                     (their checkpoints never completed)",
+                    fenced.len(),
+                    self.names.name(*subtask, *k)
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, name: &str, reserve: &[String]) -> Result<ProducerPair, String> {
+        self.wire
+            .reserve(reserve, self.options.commit_within)
+            .map_err(|error| format!("reserving {}: {error}", reserve.join(", ")))?;
+        let mut properties = super::writer::base_properties(&self.options);
+        properties.insert("transactional.id".into(), name.to_owned());
+        properties.insert(
+            "transaction.timeout.ms".into(),
+            self.options.transaction_timeout.as_millis().to_string(),
+        );
+        let producer = SinkProducer::create(&properties).map_err(|error| error.to_string())?;
+        producer
+            .begin(self.options.request_timeout)
+            .map_err(|error| error.to_string())?;
+        let described = self
+            .wire
+            .describe(name)
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| format!("the coordinator does not know {name} right after its init"))?;
+        self.producers.insert(name.to_owned(), producer);
+        Ok(described.pair)
+    }
+
+    fn flush(&self, name: &str) -> Result<FlushReport, String> {
+        let producer = self
+            .producers
+            .get(name)
+            .ok_or_else(|| format!("no producer for {name}"))?;
+        let written = producer.flush(self.options.request_timeout)?;
+        let described = if written.is_empty() {
+            None
+        } else {
+            self.wire
+                .describe(name)
+                .map_err(|error| error.to_string())?
+        };
+        Ok(FlushReport { written, described })
+    }
+
+    /// Commits the current transaction with its own producer (the end of
+    /// the input when the job does not checkpoint).
+    pub(crate) fn commit_current(&self) -> Result<(), TaskFailure> {
+        let producer = self.current()?;
+        producer
+            .flush(self.options.request_timeout)
+            .map_err(TaskFailure::new)?;
+        producer
+            .commit(self.options.request_timeout)
+            .map_err(|error| TaskFailure::with_source("the Kafka sink could not commit", error))
+    }
+}
+
+impl Drop for TxnShell {
+    fn drop(&mut self) {
+        for (_, producer) in std::mem::take(&mut self.producers) {
+            self.closer.close(producer);
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! One sink subtask's writer: plain (`NONE`, `AT_LEAST_ONCE`) or
+//! transactional (`EXACTLY_ONCE`, through [`TxnShell`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use holdfast_dataflow::OperatorContext;
+use holdfast_dataflow::sink::SinkWriter;
+use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
+
+use super::producer::SinkProducer;
+use super::shell::TxnShell;
+use super::{DeliveryGuarantee, KafkaRecord, KafkaSink, Partitioning, Serialize, SinkOptions};
+use crate::txn::{SinkTxnState, TxnInput, TxnNames};
+
+/// librdkafka properties every producer of a sink gets (the sink's own
+/// properties override them).
+pub(crate) fn base_properties(options: &SinkOptions) -> BTreeMap<String, String> {
+    let mut properties = BTreeMap::from([
+        ("bootstrap.servers".to_owned(), options.bootstrap.clone()),
+        // Kafka's Java client's partitioner: the same key, the same
+        // partition, whichever client wrote it.
+        ("partitioner".to_owned(), "murmur2_random".to_owned()),
+        // A barrier waits for the queue to drain: keep it bounded (64 MiB).
+        ("queue.buffering.max.kbytes".to_owned(), "65536".to_owned()),
+        ("linger.ms".to_owned(), "5".to_owned()),
+    ]);
+    properties.extend(options.properties.clone());
+    properties
+}
+
+enum Mode {
+    Plain(SinkProducer),
+    Txn(Box<TxnShell>),
+}
+
+struct KafkaWriter<T> {
+    options: Arc<SinkOptions>,
+    serialize: Serialize<T>,
+    mode: Mode,
+    /// `Fixed`/`RoundRobin`: the topic's partition count.
+    partitions: Option<i32>,
+    subtask: u32,
+    next: u32,
+    checkpointing: bool,
+}
+
+pub(super) fn open<T: 'static>(
+    sink: &KafkaSink<T>,
+    ctx: &OperatorContext,
+) -> Result<Box<dyn SinkWriter<T>>, TaskFailure> {
+    let options = Arc::clone(&sink.options);
+    let mode = match options.delivery {
+        DeliveryGuarantee::ExactlyOnce => {
+            let names = TxnNames::new(format!("{}-{}-{}", options.prefix, ctx.job(), ctx.uid()));
+            let mut shell = TxnShell::new(&options, names, ctx.subtask());
+            let (restored, inherited) = restored_states(ctx)?;
+            shell.drive(TxnInput::Start {
+                restored,
+                restored_from: ctx.restored_from(),
+                inherited,
+            })?;
+            Mode::Txn(Box::new(shell))
+        }
+        DeliveryGuarantee::AtLeastOnce | DeliveryGuarantee::None => {
+            let producer = SinkProducer::create(&base_properties(&options)).map_err(|error| {
+                TaskFailure::with_source("the Kafka sink could not create its producer", error)
+            })?;
+            Mode::Plain(producer)
+        }
+    };
+    let partitions = match options.partitioning {
+        Partitioning::ByKey => None,
+        Partitioning::Fixed | Partitioning::RoundRobin => {
+            let producer = match &mode {
+                Mode::Plain(producer) => producer,
+                Mode::Txn(shell) => shell.current()?,
+            };
+            Some(
+                producer
+                    .partitions(&options.topic, options.request_timeout)
+                    .map_err(|error| {
+                        TaskFailure::new(format!("Kafka sink ({}): {error}", options.bootstrap))
+                    })?,
+            )
+        }
+    };
+    Ok(Box::new(KafkaWriter {
+        options,
+        serialize: Arc::clone(&sink.serialize),
+        mode,
+        partitions,
+        subtask: ctx.subtask(),
+        next: ctx.subtask(),
+        checkpointing: ctx.checkpointing(),
+    }))
+}
+
+/// The states this subtask takes over, and the old subtasks beyond the
+/// new parallelism whose names it sweeps.
+fn restored_states(ctx: &OperatorContext) -> Result<(Vec<SinkTxnState>, Vec<u32>), TaskFailure> {
+    let mut states = Vec::new();
+    let mut old_parallelism = 0;
+    for part in ctx.restored_parts() {
+        old_parallelism = part.parallelism;
+        if part.owned_by(ctx.subtask(), ctx.parallelism()) {
+            let state = SinkTxnState::decode(&part.bytes).map_err(|error| {
+                TaskFailure::with_source(
+                    format!("cannot restore the Kafka sink {}", ctx.operator()),
+                    error,
+                )
+            })?;
+            states.push(state);
+        }
+    }
+    let parallelism = ctx.parallelism().max(1);
+    let inherited = (ctx.parallelism()..old_parallelism)
+        .filter(|old| old % parallelism == ctx.subtask())
+        .collect();
+    Ok((states, inherited))
+}
+
+impl<T> KafkaWriter<T> {
+    fn producer(&self) -> Result<&SinkProducer, TaskFailure> {
+        match &self.mode {
+            Mode::Plain(producer) => Ok(producer),
+            Mode::Txn(shell) => shell.current(),
+        }
+    }
+
+    fn partition(&mut self) -> Option<i32> {
+        let partitions = self.partitions?;
+        match self.options.partitioning {
+            Partitioning::ByKey => None,
+            Partitioning::Fixed => Some((self.subtask % partitions as u32) as i32),
+            Partitioning::RoundRobin => {
+                self.next = self.next.wrapping_add(1);
+                Some((self.next % partitions as u32) as i32)
+            }
+        }
+    }
+
+    fn failure(&self, error: String) -> TaskFailure {
+        TaskFailure::new(format!(
+            "Kafka sink to topic {} on {}: {error}",
+            self.options.topic, self.options.bootstrap
+        ))
+    }
+}
+
+impl<T> SinkWriter<T> for KafkaWriter<T> {
+    fn write(&mut self, batch: &[T]) -> Result<(), TaskFailure> {
+        for record in batch {
+            let KafkaRecord { key, value } = (self.serialize)(record);
+            let partition = self.partition();
+            self.producer()?
+                .send(&self.options.topic, partition, key.as_deref(), &value)
+                .map_err(|error| self.failure(error))?;
+        }
+        self.producer()?.poll();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), TaskFailure> {
+        self.producer()?.poll();
+        Ok(())
+    }
+
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Option<Vec<u8>>, TaskFailure> {
+        match &mut self.mode {
+            Mode::Plain(producer) => {
+                if self.options.delivery == DeliveryGuarantee::AtLeastOnce {
+                    producer
+                        .flush(self.options.request_timeout)
+                        .map_err(|error| self.failure(error))?;
+                }
+                Ok(None)
+            }
+            Mode::Txn(shell) => {
+                shell.drive(TxnInput::Barrier { checkpoint })?;
+                let state = shell.take_snapshot().ok_or_else(|| {
+                    TaskFailure::new("the Kafka sink's barrier produced no state")
+                })?;
+                Ok(Some(state.encode()))
+            }
+        }
+    }
+
+    fn commit(&mut self, checkpoint: CheckpointId) -> Result<(), TaskFailure> {
+        match &mut self.mode {
+            Mode::Plain(_) => Ok(()),
+            Mode::Txn(shell) => shell.drive(TxnInput::Complete { checkpoint }),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), TaskFailure> {
+        match &mut self.mode {
+            Mode::Plain(producer) => {
+                let flushed = producer.flush(self.options.request_timeout);
+                flushed.map(|_| ()).map_err(|error| self.failure(error))
+            }
+            // With checkpoints the task waits for a last one, which
+            // commits; without, the end of the input commits.
+            Mode::Txn(_) if self.checkpointing => Ok(()),
+            Mode::Txn(shell) => shell.commit_current(),
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The Kafka sink in whole jobs run in this process, against the real
+//! broker: exactly once through a kill and a restore, and a checkpoint's
+//! transactions committed by the restore when the process that wrote them
+//! died before it was told the checkpoint completed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use holdfast_dataflow::metrics::DataflowMetrics;
+use holdfast_dataflow::plan::CompiledPlan;
+use holdfast_dataflow::sink::Sink;
+use holdfast_dataflow::source::Generator;
+use holdfast_dataflow::time::SystemClock;
+use holdfast_dataflow::{Dataflow, LocalRun, OperatorContext, RestoredPart};
+use holdfast_kafka::{DeliveryGuarantee, KafkaSink};
+use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_testkit::KafkaBroker;
+use holdfast_types::CheckpointId;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{ClientConfig, Message, TopicPartitionList};
+
+const RECORDS: u64 = 4_000;
+
+fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let results = runtime.block_on(admin.create_topics(
+        &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+        &AdminOptions::new(),
+    ))?;
+    for result in results {
+        result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
+    }
+    Ok(())
+}
+
+/// How often each value was seen by a reader at `isolation`, reading until
+/// `expected` values came and then half a second more (to catch any
+/// duplicate), or until nothing came for 3 s, or 30 s.
+fn read(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    isolation: &str,
+    expected: usize,
+) -> anyhow::Result<BTreeMap<String, usize>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("reader-{isolation}"))
+        .set("isolation.level", isolation)
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..partitions {
+        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut settle: Option<Instant> = None;
+    let mut last = Instant::now();
+    while Instant::now() < deadline
+        && settle.is_none_or(|until| Instant::now() < until)
+        && last.elapsed() < Duration::from_secs(3)
+    {
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message?;
+            last = Instant::now();
+            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+            *seen.entry(value).or_default() += 1;
+        }
+        if settle.is_none() && seen.values().sum::<usize>() >= expected {
+            settle = Some(Instant::now() + Duration::from_millis(500));
+        }
+    }
+    Ok(seen)
+}
+
+fn job(bootstrap: &str, topic: &str) -> Arc<CompiledPlan> {
+    let flow = Dataflow::new("kafka-exactly-once");
+    flow.source("generate", Generator::new(Some(RECORDS), |i| i).rate(4_000))
+        .rebalance()
+        .map("id", |i: u64| i)
+        .sink(
+            "out",
+            KafkaSink::<u64>::lines(bootstrap, topic).delivery(DeliveryGuarantee::ExactlyOnce),
+        );
+    Arc::new(CompiledPlan::compile(flow.build().expect("a valid job"), 2).expect("compiles"))
+}
+
+#[test]
+fn a_killed_job_restored_from_its_checkpoint_writes_every_record_once_for_read_committed()
+-> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "ids", 2)?;
+    let compiled = job(&bootstrap, "ids");
+    let options = LocalRun {
+        parallelism: 2,
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        ..LocalRun::default()
+    };
+    let running = options.start(Arc::clone(&compiled))?;
+    let timeout = Duration::from_secs(30);
+    running.checkpoint(CheckpointId(1), timeout)?;
+    let second = running.checkpoint(CheckpointId(2), timeout)?;
+    // Killed mid-run: its open transactions are left on the broker.
+    running.cancel();
+    running.join()?;
+
+    let committed = read(&bootstrap, "ids", 2, "read_committed", RECORDS as usize)?;
+    let before: usize = committed.values().sum();
+    assert!(
+        before < RECORDS as usize,
+        "killed before the end ({before} committed)"
+    );
+    assert!(committed.values().all(|n| *n == 1), "no duplicate so far");
+
+    let again = LocalRun {
+        restore: Some(second),
+        ..options
+    };
+    again.run_compiled(compiled)?;
+
+    let seen = read(&bootstrap, "ids", 2, "read_committed", RECORDS as usize)?;
+    let expected: BTreeMap<String, usize> = (0..RECORDS).map(|i| (i.to_string(), 1)).collect();
+    let wrong: Vec<(&String, &usize)> = seen.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        wrong.is_empty(),
+        "seen more than once: {:?}",
+        &wrong[..wrong.len().min(10)]
+    );
+    assert_eq!(
+        seen.len(),
+        expected.len(),
+        "every id once for read_committed"
+    );
+    assert_eq!(seen, expected);
+
+    // read_uncommitted may see more (what the killed run wrote after
+    // checkpoint 2), never less.
+    let raw = read(&bootstrap, "ids", 2, "read_uncommitted", RECORDS as usize)?;
+    assert!(raw.len() >= expected.len());
+    Ok(())
+}
+
+fn context(subtask: u32) -> OperatorContext {
+    OperatorContext::new(
+        "hard-case",
+        "out",
+        subtask,
+        1,
+        Arc::new(SystemClock),
+        &DataflowMetrics::default(),
+    )
+}
+
+#[test]
+fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore()
+-> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "hard", 1)?;
+    let sink =
+        KafkaSink::<String>::lines(&bootstrap, "hard").delivery(DeliveryGuarantee::ExactlyOnce);
+
+    let mut writer = sink.open(&context(0))?;
+    writer.write(&["before-1".to_string(), "before-2".to_string()])?;
+    let state = writer
+        .snapshot(CheckpointId(1))?
+        .expect("exactly once keeps state");
+    writer.write(&["after-1".to_string()])?;
+    writer.flush()?;
+    // The checkpoint completed (its pointer is written) but this writer
+    // dies before it hears so.
+    drop(writer);
+    let nothing = read(&bootstrap, "hard", 1, "read_committed", 1)?;
+    assert!(nothing.is_empty(), "nothing is committed yet: {nothing:?}");
+
+    let restored = context(0).restored_with(
+        CheckpointId(1),
+        vec![RestoredPart {
+            subtask: 0,
+            parallelism: 1,
+            bytes: state,
+        }],
+    );
+    let mut writer = sink.open(&restored)?;
+    let seen = read(&bootstrap, "hard", 1, "read_committed", 2)?;
+    let expected: BTreeMap<String, usize> =
+        [("before-1".to_string(), 1), ("before-2".to_string(), 1)].into();
+    assert_eq!(
+        seen, expected,
+        "checkpoint 1's records, and not what came after it"
+    );
+
+    // The restored writer goes on: its next checkpoint commits as usual.
+    writer.write(&["later".to_string()])?;
+    writer.snapshot(CheckpointId(2))?;
+    writer.commit(CheckpointId(2))?;
+    let seen = read(&bootstrap, "hard", 1, "read_committed", 3)?;
+    assert_eq!(seen.get("later"), Some(&1));
+    assert_eq!(
+        seen.get("after-1"),
+        None,
+        "the dead writer's later records stay aborted"
+    );
+    Ok(())
+}
