@@ -23,6 +23,39 @@ mod support;
 
 use support::{BASE, eventually};
 
+/// jm-1 and tm-1 on the given connections, once jm-1 leads with tm-1.
+async fn leader_with_one_taskmanager<B: holdfast_ha::backend::Backend>(
+    jm_link: Connection<B>,
+    tm_link: Connection<B>,
+) -> Result<(jobmanager::JobManagerHandle, taskmanager::TaskManagerHandle)> {
+    let auth = support::auth()?;
+    let registry = Arc::new(TaskRegistry::builtin());
+    let jm = jobmanager::start(
+        support::jobmanager_options(
+            "jm-1",
+            Duration::from_millis(200),
+            &auth,
+            &registry,
+            ClusterMetrics::default(),
+        )?,
+        jm_link,
+        None,
+    )
+    .await?;
+    let tm = taskmanager::start(
+        support::taskmanager_options("tm-1", 2, None, &auth, &registry)?,
+        tm_link,
+    )
+    .await?;
+    let control = jm.control();
+    eventually("jm-1 leads with tm-1", || {
+        let overview = control.overview();
+        (overview.leader && overview.taskmanagers == 1).then_some(())
+    })
+    .await?;
+    Ok((jm, tm))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_in_the_job_store_is_skipped_and_left_in_place() -> Result<()> {
     let runtime = Arc::new(TokioRuntime::new());
@@ -51,31 +84,8 @@ async fn garbage_in_the_job_store_is_skipped_and_left_in_place() -> Result<()> {
             .await?;
     }
 
-    let auth = support::auth()?;
-    let registry = Arc::new(TaskRegistry::builtin());
-    let jm = jobmanager::start(
-        support::jobmanager_options(
-            "jm-1",
-            Duration::from_millis(200),
-            &auth,
-            &registry,
-            ClusterMetrics::default(),
-        )?,
-        connect("jm-1"),
-        None,
-    )
-    .await?;
-    let tm = taskmanager::start(
-        support::taskmanager_options("tm-1", 2, None, &auth, &registry)?,
-        connect("tm-1"),
-    )
-    .await?;
+    let (jm, tm) = leader_with_one_taskmanager(connect("jm-1"), connect("tm-1")).await?;
     let control = jm.control();
-    eventually("jm-1 leads with tm-1", || {
-        let overview = control.overview();
-        (overview.leader && overview.taskmanagers == 1).then_some(())
-    })
-    .await?;
     ensure!(control.jobs()?.jobs.is_empty(), "garbage is not a job");
 
     let job = control
@@ -116,31 +126,8 @@ async fn the_times_shown_come_from_the_runtimes_wall_clock() -> Result<()> {
     let runtime = Arc::new(TokioRuntime::new().with_wall_clock(clock.clone()));
     let cluster = EmbeddedCluster::new(runtime.clone());
     let connect = |link: &str| support::connect(&cluster, &runtime, link);
-    let auth = support::auth()?;
-    let registry = Arc::new(TaskRegistry::builtin());
-    let jm = jobmanager::start(
-        support::jobmanager_options(
-            "jm-1",
-            Duration::from_millis(200),
-            &auth,
-            &registry,
-            ClusterMetrics::default(),
-        )?,
-        connect("jm-1"),
-        None,
-    )
-    .await?;
-    let tm = taskmanager::start(
-        support::taskmanager_options("tm-1", 2, None, &auth, &registry)?,
-        connect("tm-1"),
-    )
-    .await?;
+    let (jm, tm) = leader_with_one_taskmanager(connect("jm-1"), connect("tm-1")).await?;
     let control = jm.control();
-    eventually("jm-1 leads with tm-1", || {
-        let overview = control.overview();
-        (overview.leader && overview.taskmanagers == 1).then_some(())
-    })
-    .await?;
     ensure!(control.wall_now() == at, "what the pages call now");
 
     clock.advance(Duration::from_secs(60));

@@ -17,29 +17,13 @@ use holdfast_kafka::{DeliveryGuarantee, KafkaSink};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_testkit::KafkaBroker;
 use holdfast_types::CheckpointId;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, TopicPartitionList};
 
-const RECORDS: u64 = 4_000;
+mod support;
+use support::create_topic;
 
-fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let results = runtime.block_on(admin.create_topics(
-        &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
-        &AdminOptions::new(),
-    ))?;
-    for result in results {
-        result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
-    }
-    Ok(())
-}
+const RECORDS: u64 = 4_000;
 
 /// How often each value was seen by a reader at `isolation`, reading until
 /// `expected` values came and then half a second more (to catch any

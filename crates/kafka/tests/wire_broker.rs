@@ -14,29 +14,13 @@ use holdfast_types::CheckpointId;
 use rdkafka::ClientConfig;
 use rdkafka::Message;
 use rdkafka::TopicPartitionList;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
-const TIMEOUT: Duration = Duration::from_secs(10);
+mod support;
+use support::create_topic;
 
-fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let results = runtime.block_on(admin.create_topics(
-        &[NewTopic::new(topic, 2, TopicReplication::Fixed(1))],
-        &AdminOptions::new(),
-    ))?;
-    for result in results {
-        result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
-    }
-    Ok(())
-}
+const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Opens a transaction under `name`, writes `values` to partition 0 and 1
 /// of `topic`, flushes, and abandons the producer as a crashed process
@@ -105,7 +89,7 @@ fn a_dead_producers_transaction_is_committed_by_id_and_session_and_again_is_done
 -> anyhow::Result<()> {
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "out")?;
+    create_topic(&bootstrap, "out", 2)?;
     abandoned_transaction(&bootstrap, "out", "t-0-5", &["a", "b", "c"])?;
     let wire = TxnWire::new(vec![bootstrap.clone()], TIMEOUT);
 
@@ -142,7 +126,7 @@ fn a_dead_producers_transaction_is_committed_by_id_and_session_and_again_is_done
 fn a_fenced_transaction_is_lost_and_its_records_stay_invisible() -> anyhow::Result<()> {
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "out")?;
+    create_topic(&bootstrap, "out", 2)?;
     abandoned_transaction(&bootstrap, "out", "t-0-7", &["x", "y"])?;
     let wire = TxnWire::new(vec![bootstrap.clone()], TIMEOUT);
     let described = wire.describe("t-0-7")?.expect("known");
@@ -184,7 +168,7 @@ fn a_fenced_transaction_is_lost_and_its_records_stay_invisible() -> anyhow::Resu
 fn a_sweep_fences_upward_to_the_first_unknown_name_and_creates_nothing() -> anyhow::Result<()> {
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "out")?;
+    create_topic(&bootstrap, "out", 2)?;
     let wire = TxnWire::new(vec![bootstrap.clone()], TIMEOUT);
     let names = TxnNames::new("s");
     // An earlier attempt used s-0-3 (reserved empty), s-0-4 (open, data),
