@@ -17,7 +17,9 @@
 #![warn(missing_docs)]
 
 pub mod sink;
+pub mod source;
 pub mod txn;
 pub mod wire;
 
 pub use sink::{DeliveryGuarantee, KafkaRecord, KafkaSink, Partitioning};
+pub use source::{Fallback, KafkaSource, OnDecodeError, StartingOffsets};

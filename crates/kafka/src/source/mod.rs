@@ -1,0 +1,182 @@
+//! [`KafkaSource`]: records from Kafka topics, each partition a split.
+//!
+//! Partitions are spread over the subtasks by Flink's rule
+//! ([`assign::owner`]); each reader's position (the next offset of each
+//! of its partitions, and where a bounded read stops) is what a checkpoint
+//! keeps, so a restore continues every partition where it was, at any
+//! parallelism. Offsets live in checkpoints only; the consumer group is
+//! not used to decide where to read (except for
+//! [`StartingOffsets::Committed`] on a fresh start). Records are read
+//! `read_committed`: aborted and open transactions are never seen.
+
+pub mod assign;
+mod reader;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_dataflow::OperatorContext;
+use holdfast_dataflow::source::{Source, SourcePosition, SourceReader};
+use holdfast_executor::TaskFailure;
+
+/// Where a partition no checkpoint knows starts, on a fresh start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StartingOffsets {
+    /// The first record kept.
+    #[default]
+    Earliest,
+    /// After the last record now.
+    Latest,
+    /// The consumer group's committed offset; without one, `fallback`.
+    Committed {
+        /// Where to start without a committed offset (`Earliest` or
+        /// `Latest`).
+        fallback: Fallback,
+    },
+    /// The first record with a timestamp at or after this (ms since the
+    /// epoch).
+    Timestamp(i64),
+}
+
+/// Where a committed-offset start goes without a committed offset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fallback {
+    /// The first record kept.
+    #[default]
+    Earliest,
+    /// After the last record now.
+    Latest,
+}
+
+/// What to do with a record that cannot be decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDecodeError {
+    /// Fail the task, naming topic, partition and offset.
+    #[default]
+    Fail,
+    /// Skip it: counted, and logged with topic, partition and offset.
+    Skip,
+}
+
+type Decode<T> = Arc<dyn Fn(Option<&[u8]>, &[u8]) -> Result<T, String> + Send + Sync>;
+
+/// Reads records from Kafka topics.
+pub struct KafkaSource<T> {
+    pub(crate) options: Arc<SourceOptions>,
+    pub(crate) decode: Decode<T>,
+}
+
+/// What every reader of a source shares.
+#[derive(Clone, Debug)]
+pub(crate) struct SourceOptions {
+    pub(crate) bootstrap: String,
+    pub(crate) topics: Vec<String>,
+    pub(crate) group_id: String,
+    pub(crate) starting: StartingOffsets,
+    pub(crate) bounded: bool,
+    pub(crate) on_decode_error: OnDecodeError,
+    pub(crate) request_timeout: Duration,
+    pub(crate) properties: BTreeMap<String, String>,
+}
+
+impl KafkaSource<String> {
+    /// Each record's value as UTF-8 text.
+    pub fn lines(
+        bootstrap: impl Into<String>,
+        topics: &[&str],
+        group_id: impl Into<String>,
+    ) -> Self {
+        KafkaSource::new(bootstrap, topics, group_id, |_, value| {
+            String::from_utf8(value.to_vec()).map_err(|error| format!("not UTF-8: {error}"))
+        })
+    }
+}
+
+impl KafkaSource<Vec<u8>> {
+    /// Each record's value as bytes.
+    pub fn bytes(
+        bootstrap: impl Into<String>,
+        topics: &[&str],
+        group_id: impl Into<String>,
+    ) -> Self {
+        KafkaSource::new(bootstrap, topics, group_id, |_, value| Ok(value.to_vec()))
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> KafkaSource<T> {
+    /// Each record's value as JSON.
+    pub fn json(
+        bootstrap: impl Into<String>,
+        topics: &[&str],
+        group_id: impl Into<String>,
+    ) -> Self {
+        KafkaSource::new(bootstrap, topics, group_id, |_, value| {
+            serde_json::from_slice(value).map_err(|error| format!("not the JSON expected: {error}"))
+        })
+    }
+}
+
+impl<T> KafkaSource<T> {
+    /// Records of `topics` decoded by `decode(key, value)`, read by group
+    /// `group_id` from the earliest offsets, unbounded.
+    pub fn new(
+        bootstrap: impl Into<String>,
+        topics: &[&str],
+        group_id: impl Into<String>,
+        decode: impl Fn(Option<&[u8]>, &[u8]) -> Result<T, String> + Send + Sync + 'static,
+    ) -> KafkaSource<T> {
+        KafkaSource {
+            options: Arc::new(SourceOptions {
+                bootstrap: bootstrap.into(),
+                topics: topics.iter().map(|t| t.to_string()).collect(),
+                group_id: group_id.into(),
+                starting: StartingOffsets::default(),
+                bounded: false,
+                on_decode_error: OnDecodeError::default(),
+                request_timeout: Duration::from_secs(30),
+                properties: BTreeMap::new(),
+            }),
+            decode: Arc::new(decode),
+        }
+    }
+
+    fn with(mut self, change: impl FnOnce(&mut SourceOptions)) -> KafkaSource<T> {
+        change(Arc::make_mut(&mut self.options));
+        self
+    }
+
+    /// Where partitions start on a fresh start.
+    pub fn starting_offsets(self, starting: StartingOffsets) -> Self {
+        self.with(|o| o.starting = starting)
+    }
+
+    /// End at the offsets that are the latest when the job starts (kept in
+    /// checkpoints, so a restore ends at the same place).
+    pub fn bounded(self) -> Self {
+        self.with(|o| o.bounded = true)
+    }
+
+    /// What to do with a record that cannot be decoded.
+    pub fn on_decode_error(self, policy: OnDecodeError) -> Self {
+        self.with(|o| o.on_decode_error = policy)
+    }
+
+    /// A librdkafka consumer property.
+    pub fn property(self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let (key, value) = (key.into(), value.into());
+        self.with(|o| {
+            o.properties.insert(key, value);
+        })
+    }
+}
+
+impl<T: 'static> Source<T> for KafkaSource<T> {
+    fn open(
+        &self,
+        ctx: &OperatorContext,
+        from: &[SourcePosition],
+    ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
+        reader::open(self, ctx, from)
+    }
+}

@@ -1,0 +1,311 @@
+//! One source subtask's reader: a librdkafka consumer assigned its
+//! partitions at exact offsets, polled without waiting.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdfast_dataflow::OperatorContext;
+use holdfast_dataflow::metrics::OperatorCounters;
+use holdfast_dataflow::source::{Poll, SourcePosition, SourceReader};
+use holdfast_executor::TaskFailure;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+
+use super::assign::{self, PartitionPosition, Positions, Start};
+use super::{Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets};
+use crate::txn::TopicPartition;
+
+/// How long the reader says to wait when nothing came.
+const IDLE: Duration = Duration::from_millis(10);
+
+struct Partition {
+    next: i64,
+    stop: Option<i64>,
+    done: bool,
+}
+
+struct KafkaReader<T> {
+    options: Arc<SourceOptions>,
+    decode: Decode<T>,
+    consumer: BaseConsumer,
+    partitions: BTreeMap<TopicPartition, Partition>,
+    counters: Arc<OperatorCounters>,
+}
+
+fn failure(options: &SourceOptions, what: impl std::fmt::Display) -> TaskFailure {
+    TaskFailure::new(format!(
+        "Kafka source (topics {} on {}): {what}",
+        options.topics.join(","),
+        options.bootstrap
+    ))
+}
+
+pub(super) fn open<T: 'static>(
+    source: &KafkaSource<T>,
+    ctx: &OperatorContext,
+    from: &[SourcePosition],
+) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
+    let options = Arc::clone(&source.options);
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &options.bootstrap)
+        .set("group.id", &options.group_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "true")
+        // An offset a checkpoint holds that retention deleted since: the
+        // first record kept.
+        .set("auto.offset.reset", "earliest");
+    for (key, value) in &options.properties {
+        config.set(key, value);
+    }
+    let consumer: BaseConsumer = config
+        .create()
+        .map_err(|error| failure(&options, format!("cannot create the consumer: {error}")))?;
+
+    let positions = from
+        .iter()
+        .map(|p| serde_json::from_value::<Positions>(p.0.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| {
+            failure(
+                &options,
+                format!("cannot resume from the checkpoint: {error}"),
+            )
+        })?;
+    let existing = existing_partitions(&consumer, &options)?;
+    let restored = ctx.restored_from().is_some();
+    let mine = assign::assign(
+        ctx.subtask(),
+        ctx.parallelism(),
+        &existing,
+        &positions,
+        restored,
+        options.bounded,
+    );
+    let mut partitions = BTreeMap::new();
+    for (partition, start, stop) in mine {
+        let (low, high) = consumer
+            .fetch_watermarks(
+                &partition.topic,
+                partition.partition,
+                options.request_timeout,
+            )
+            .map_err(|error| failure(&options, format!("offsets of {partition}: {error}")))?;
+        let next = match start {
+            Start::At(next) => next,
+            Start::Earliest => low,
+            Start::Initial => initial(&consumer, &options, &partition, low, high)?,
+        };
+        // A bounded read ends where the partition ends when the job starts.
+        let stop = if options.bounded {
+            stop.or(Some(high))
+        } else {
+            stop
+        };
+        let done = stop.is_some_and(|stop| next >= stop);
+        partitions.insert(partition, Partition { next, stop, done });
+    }
+    let mut list = TopicPartitionList::new();
+    for (partition, state) in &partitions {
+        list.add_partition_offset(
+            &partition.topic,
+            partition.partition,
+            Offset::Offset(state.next),
+        )
+        .map_err(|error| failure(&options, error))?;
+    }
+    consumer
+        .assign(&list)
+        .map_err(|error| failure(&options, format!("cannot assign partitions: {error}")))?;
+    tracing::info!(
+        subtask = ctx.subtask(),
+        partitions = ?partitions.iter().map(|(p, s)| format!("{p}@{}", s.next)).collect::<Vec<_>>(),
+        "Kafka source: reading {} partition(s)",
+        partitions.len()
+    );
+    Ok(Box::new(KafkaReader {
+        options,
+        decode: Arc::clone(&source.decode),
+        consumer,
+        partitions,
+        counters: Arc::clone(ctx.counters()),
+    }))
+}
+
+/// Every partition of the source's topics; a missing topic is an error
+/// that names it.
+fn existing_partitions(
+    consumer: &BaseConsumer,
+    options: &SourceOptions,
+) -> Result<Vec<TopicPartition>, TaskFailure> {
+    let mut all = Vec::new();
+    for topic in &options.topics {
+        let metadata = consumer
+            .fetch_metadata(Some(topic), options.request_timeout)
+            .map_err(|error| failure(options, format!("cannot read topic {topic}: {error}")))?;
+        let found = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .filter(|t| t.error().is_none() && !t.partitions().is_empty())
+            .ok_or_else(|| failure(options, format!("topic {topic} does not exist")))?;
+        all.extend(found.partitions().iter().map(|p| TopicPartition {
+            topic: topic.clone(),
+            partition: p.id(),
+        }));
+    }
+    Ok(all)
+}
+
+/// Where a partition no checkpoint knows starts on a fresh start.
+fn initial(
+    consumer: &BaseConsumer,
+    options: &SourceOptions,
+    partition: &TopicPartition,
+    low: i64,
+    high: i64,
+) -> Result<i64, TaskFailure> {
+    let ask = |offset: Offset| -> Result<Option<i64>, TaskFailure> {
+        let mut list = TopicPartitionList::new();
+        list.add_partition_offset(&partition.topic, partition.partition, offset)
+            .map_err(|error| failure(options, error))?;
+        let answer = match offset {
+            Offset::Offset(_) => consumer.offsets_for_times(list, options.request_timeout),
+            _ => consumer.committed_offsets(list, options.request_timeout),
+        }
+        .map_err(|error| failure(options, format!("offsets of {partition}: {error}")))?;
+        Ok(answer
+            .find_partition(&partition.topic, partition.partition)
+            .and_then(|p| match p.offset() {
+                Offset::Offset(offset) => Some(offset),
+                _ => None,
+            }))
+    };
+    Ok(match options.starting {
+        StartingOffsets::Earliest => low,
+        StartingOffsets::Latest => high,
+        StartingOffsets::Timestamp(at) => ask(Offset::Offset(at))?.unwrap_or(high),
+        StartingOffsets::Committed { fallback } => match ask(Offset::Stored)? {
+            Some(offset) => offset,
+            None if fallback == Fallback::Latest => high,
+            None => low,
+        },
+    })
+}
+
+impl<T> KafkaReader<T> {
+    /// A partition `eof` reports the end of (librdkafka names only the
+    /// partition number): done where the consumer's position passed the
+    /// stop (transaction markers take offsets no record has).
+    fn reached_end(&mut self, number: i32) -> Result<(), TaskFailure> {
+        let position = self
+            .consumer
+            .position()
+            .map_err(|error| failure(&self.options, format!("position: {error}")))?;
+        for (partition, state) in &mut self.partitions {
+            if partition.partition != number || state.done {
+                continue;
+            }
+            let Some(stop) = state.stop else { continue };
+            let at = position
+                .find_partition(&partition.topic, partition.partition)
+                .and_then(|p| match p.offset() {
+                    Offset::Offset(offset) => Some(offset),
+                    _ => None,
+                })
+                .unwrap_or(state.next);
+            if at >= stop || state.next >= stop {
+                state.next = state.next.max(stop.min(at));
+                state.done = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T> SourceReader<T> for KafkaReader<T> {
+    fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
+        let mut added = 0;
+        while added < max {
+            let Some(result) = self.consumer.poll(Duration::ZERO) else {
+                break;
+            };
+            let message = match result {
+                Ok(message) => message,
+                Err(KafkaError::PartitionEOF(number)) => {
+                    self.reached_end(number)?;
+                    continue;
+                }
+                Err(error) => return Err(failure(&self.options, error)),
+            };
+            let key = TopicPartition {
+                topic: message.topic().to_owned(),
+                partition: message.partition(),
+            };
+            let Some(state) = self.partitions.get_mut(&key) else {
+                continue;
+            };
+            let offset = message.offset();
+            if state.done || state.stop.is_some_and(|stop| offset >= stop) {
+                state.done = true;
+                continue;
+            }
+            state.next = offset + 1;
+            if state.stop.is_some_and(|stop| state.next >= stop) {
+                state.done = true;
+            }
+            match (self.decode)(message.key(), message.payload().unwrap_or_default()) {
+                Ok(record) => {
+                    out.push(record);
+                    added += 1;
+                }
+                Err(error) => match self.options.on_decode_error {
+                    OnDecodeError::Fail => {
+                        return Err(failure(
+                            &self.options,
+                            format!(
+                                "the record at {key} offset {offset} cannot be decoded: {error}"
+                            ),
+                        ));
+                    }
+                    OnDecodeError::Skip => {
+                        self.counters.add_malformed(1);
+                        tracing::warn!(
+                            topic = %key.topic,
+                            partition = key.partition,
+                            offset,
+                            "Kafka source: skipped a record that cannot be decoded: {error}"
+                        );
+                    }
+                },
+            }
+        }
+        let bounded_done = self.options.bounded && self.partitions.values().all(|state| state.done);
+        Ok(if bounded_done {
+            Poll::End
+        } else if added > 0 {
+            Poll::Ready
+        } else {
+            Poll::Idle(IDLE)
+        })
+    }
+
+    fn position(&self) -> SourcePosition {
+        let positions = Positions {
+            partitions: self
+                .partitions
+                .iter()
+                .map(|(partition, state)| PartitionPosition {
+                    partition: partition.clone(),
+                    next: state.next,
+                    stop: state.stop,
+                })
+                .collect(),
+        };
+        SourcePosition(serde_json::to_value(positions).unwrap_or_default())
+    }
+}

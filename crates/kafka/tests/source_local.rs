@@ -1,0 +1,150 @@
+//! Kafka to Kafka in whole jobs run in this process, against the real
+//! broker: a bounded read of a topic written in transactions (so commit
+//! markers take offsets), through a kill and a restore at another
+//! parallelism — every record exactly once for a read_committed reader.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use holdfast_dataflow::plan::CompiledPlan;
+use holdfast_dataflow::{Dataflow, LocalRun};
+use holdfast_kafka::{DeliveryGuarantee, KafkaSink, KafkaSource};
+use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_testkit::KafkaBroker;
+use holdfast_types::CheckpointId;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Message, TopicPartitionList};
+use support::create_topic;
+
+const RECORDS: u64 = 3_000;
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Writes ids 0..RECORDS to `topic`'s 3 partitions in committed
+/// transactions of 500, and one aborted transaction of ids that must never
+/// be read.
+fn fill(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("transactional.id", "filler")
+        .create()?;
+    producer.init_transactions(TIMEOUT)?;
+    for chunk in (0..RECORDS).collect::<Vec<_>>().chunks(500) {
+        producer.begin_transaction()?;
+        for id in chunk {
+            let value = id.to_string();
+            let record = BaseRecord::<(), str>::to(topic)
+                .payload(&value)
+                .partition((id % 3) as i32);
+            producer.send(record).map_err(|(error, _)| error)?;
+        }
+        producer.commit_transaction(TIMEOUT)?;
+        if chunk[0] == 1_000 {
+            producer.begin_transaction()?;
+            let record = BaseRecord::<(), str>::to(topic)
+                .payload("aborted")
+                .partition(1);
+            producer.send(record).map_err(|(error, _)| error)?;
+            producer.flush(TIMEOUT)?;
+            producer.abort_transaction(TIMEOUT)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_committed(
+    bootstrap: &str,
+    topic: &str,
+    expected: usize,
+) -> anyhow::Result<BTreeMap<String, usize>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "checker")
+        .set("isolation.level", "read_committed")
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..2 {
+        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = Instant::now();
+    while Instant::now() < deadline && last.elapsed() < Duration::from_secs(3) {
+        if seen.values().sum::<usize>() >= expected && last.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message?;
+            last = Instant::now();
+            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+            *seen.entry(value).or_default() += 1;
+        }
+    }
+    Ok(seen)
+}
+
+fn job(bootstrap: &str, parallelism: u32) -> anyhow::Result<Arc<CompiledPlan>> {
+    let flow = Dataflow::new("kafka-to-kafka");
+    flow.source(
+        "in",
+        KafkaSource::lines(bootstrap, &["in"], "kafka-to-kafka").bounded(),
+    )
+    // Slow enough that the job is still running when it is killed.
+    .map("slow", |line: String| {
+        std::thread::sleep(Duration::from_micros(500));
+        line
+    })
+    .sink(
+        "out",
+        KafkaSink::<String>::lines(bootstrap, "out").delivery(DeliveryGuarantee::ExactlyOnce),
+    );
+    Ok(Arc::new(CompiledPlan::compile(flow.build()?, parallelism)?))
+}
+
+#[test]
+fn a_bounded_topic_through_a_kill_and_a_restore_at_three_reaches_the_output_exactly_once()
+-> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "in", 3)?;
+    create_topic(&bootstrap, "out", 2)?;
+    fill(&bootstrap, "in")?;
+
+    let options = LocalRun {
+        parallelism: 2,
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        ..LocalRun::default()
+    };
+    let running = options.start(job(&bootstrap, 2)?)?;
+    running.checkpoint(CheckpointId(1), TIMEOUT)?;
+    let second = running.checkpoint(CheckpointId(2), TIMEOUT)?;
+    running.cancel();
+    running.join()?;
+    let before: usize = read_committed(&bootstrap, "out", RECORDS as usize)?
+        .values()
+        .sum();
+    assert!(
+        before < RECORDS as usize,
+        "killed before the end ({before} committed)"
+    );
+
+    let again = LocalRun {
+        parallelism: 3,
+        restore: Some(second),
+        ..options
+    };
+    again.run_compiled(job(&bootstrap, 3)?)?;
+
+    let seen = read_committed(&bootstrap, "out", RECORDS as usize)?;
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).take(10).collect();
+    assert!(twice.is_empty(), "more than once: {twice:?}");
+    let expected: BTreeMap<String, usize> = (0..RECORDS).map(|i| (i.to_string(), 1)).collect();
+    assert_eq!(seen.len(), expected.len(), "every id, nothing aborted");
+    assert_eq!(seen, expected);
+    Ok(())
+}
