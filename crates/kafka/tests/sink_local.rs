@@ -21,7 +21,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{ClientConfig, Message, TopicPartitionList};
 
 mod support;
-use support::create_topic;
+use support::{Gate, Gated, create_topic};
 
 const RECORDS: u64 = 4_000;
 
@@ -67,9 +67,13 @@ fn read(
     Ok(seen)
 }
 
-fn job(bootstrap: &str, topic: &str) -> Arc<CompiledPlan> {
+fn job(bootstrap: &str, topic: &str, gate: Arc<Gate>) -> Arc<CompiledPlan> {
     let flow = Dataflow::new("kafka-exactly-once");
-    flow.source("generate", Generator::new(Some(RECORDS), |i| i).rate(4_000))
+    let source = Gated {
+        source: Generator::new(Some(RECORDS), |i| i),
+        gate,
+    };
+    flow.source("generate", source)
         .rebalance()
         .map("id", |i: u64| i)
         .sink(
@@ -85,17 +89,24 @@ fn a_killed_job_restored_from_its_checkpoint_writes_every_record_once_for_read_c
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "ids", 2)?;
-    let compiled = job(&bootstrap, "ids");
+    let gate = Gate::closed();
     let options = LocalRun {
         parallelism: 2,
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
         ..LocalRun::default()
     };
-    let running = options.start(Arc::clone(&compiled))?;
+    let running = options.start(job(&bootstrap, "ids", Arc::clone(&gate)))?;
     let timeout = Duration::from_secs(30);
+    gate.allow(1_000);
+    gate.wait_made(1_000, timeout)?;
     running.checkpoint(CheckpointId(1), timeout)?;
+    gate.allow(2_000);
+    gate.wait_made(2_000, timeout)?;
     let second = running.checkpoint(CheckpointId(2), timeout)?;
-    // Killed mid-run: its open transactions are left on the broker.
+    gate.allow(3_000);
+    gate.wait_made(3_000, timeout)?;
+    // Killed mid-run, a quarter of its input still to come: what it wrote
+    // after checkpoint 2 is left in open transactions on the broker.
     running.cancel();
     running.join()?;
 
@@ -111,7 +122,7 @@ fn a_killed_job_restored_from_its_checkpoint_writes_every_record_once_for_read_c
         restore: Some(second),
         ..options
     };
-    again.run_compiled(compiled)?;
+    again.run_compiled(job(&bootstrap, "ids", Gate::open()))?;
 
     let seen = read(&bootstrap, "ids", 2, "read_committed", RECORDS as usize)?;
     let expected: BTreeMap<String, usize> = (0..RECORDS).map(|i| (i.to_string(), 1)).collect();

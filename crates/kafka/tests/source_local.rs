@@ -18,7 +18,7 @@ use holdfast_types::CheckpointId;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, Message, TopicPartitionList};
-use support::create_topic;
+use support::{Gate, Gated, create_topic};
 
 const RECORDS: u64 = 3_000;
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -88,18 +88,13 @@ fn read_committed(
     Ok(seen)
 }
 
-fn job(bootstrap: &str, parallelism: u32) -> anyhow::Result<Arc<CompiledPlan>> {
+fn job(bootstrap: &str, parallelism: u32, gate: Arc<Gate>) -> anyhow::Result<Arc<CompiledPlan>> {
     let flow = Dataflow::new("kafka-to-kafka");
-    flow.source(
-        "in",
-        KafkaSource::lines(bootstrap, &["in"], "kafka-to-kafka").bounded(),
-    )
-    // Slow enough that the job is still running when it is killed.
-    .map("slow", |line: String| {
-        std::thread::sleep(Duration::from_micros(500));
-        line
-    })
-    .sink(
+    let source = Gated {
+        source: KafkaSource::lines(bootstrap, &["in"], "kafka-to-kafka").bounded(),
+        gate,
+    };
+    flow.source("in", source).sink(
         "out",
         KafkaSink::<String>::lines(bootstrap, "out").delivery(DeliveryGuarantee::ExactlyOnce),
     );
@@ -120,9 +115,18 @@ fn a_bounded_topic_through_a_kill_and_a_restore_at_three_reaches_the_output_exac
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
         ..LocalRun::default()
     };
-    let running = options.start(job(&bootstrap, 2)?)?;
+    let gate = Gate::closed();
+    let running = options.start(job(&bootstrap, 2, Arc::clone(&gate))?)?;
+    gate.allow(1_000);
+    gate.wait_made(1_000, TIMEOUT)?;
     running.checkpoint(CheckpointId(1), TIMEOUT)?;
+    gate.allow(2_000);
+    gate.wait_made(2_000, TIMEOUT)?;
     let second = running.checkpoint(CheckpointId(2), TIMEOUT)?;
+    gate.allow(2_500);
+    gate.wait_made(2_500, TIMEOUT)?;
+    // Killed with a sixth of the input unread: what it wrote after
+    // checkpoint 2 is left in open transactions.
     running.cancel();
     running.join()?;
     let before: usize = read_committed(&bootstrap, "out", RECORDS as usize)?
@@ -138,7 +142,7 @@ fn a_bounded_topic_through_a_kill_and_a_restore_at_three_reaches_the_output_exac
         restore: Some(second),
         ..options
     };
-    again.run_compiled(job(&bootstrap, 3)?)?;
+    again.run_compiled(job(&bootstrap, 3, Gate::open())?)?;
 
     let seen = read_committed(&bootstrap, "out", RECORDS as usize)?;
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).take(10).collect();

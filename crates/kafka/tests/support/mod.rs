@@ -1,5 +1,15 @@
 //! What the Kafka tests share.
 
+// Each test binary uses its part of this module.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use holdfast_dataflow::OperatorContext;
+use holdfast_dataflow::source::{Poll, Source, SourcePosition, SourceReader};
+use holdfast_executor::TaskFailure;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -20,4 +30,111 @@ pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Re
         result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
     }
     Ok(())
+}
+
+/// Lets a test decide how many records a job's source may produce in all,
+/// so that a kill lands between two checkpoints by construction rather than
+/// by timing: the source idles (barriers still pass) once it has made what
+/// the gate allows.
+#[derive(Default)]
+pub struct Gate {
+    allowed: AtomicU64,
+    made: AtomicU64,
+}
+
+impl Gate {
+    /// A gate that lets nothing through until [`Gate::allow`].
+    pub fn closed() -> Arc<Gate> {
+        Arc::new(Gate::default())
+    }
+
+    /// A gate that lets everything through.
+    pub fn open() -> Arc<Gate> {
+        let gate = Gate::default();
+        gate.allowed.store(u64::MAX, Ordering::SeqCst);
+        Arc::new(gate)
+    }
+
+    /// Lets `total` records through in all (since the job started).
+    pub fn allow(&self, total: u64) {
+        self.allowed.store(total, Ordering::SeqCst);
+    }
+
+    /// Waits until the source has made `total` records, or fails naming
+    /// how many it made within `within`.
+    pub fn wait_made(&self, total: u64, within: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + within;
+        loop {
+            let made = self.made.load(Ordering::SeqCst);
+            if made >= total {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("the source made {made} records of {total} within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Takes up to `max` of what is still allowed.
+    fn reserve(&self, max: u64) -> u64 {
+        let mut reserved = 0;
+        let _ = self
+            .made
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |made| {
+                reserved = self
+                    .allowed
+                    .load(Ordering::SeqCst)
+                    .saturating_sub(made)
+                    .min(max);
+                Some(made + reserved)
+            });
+        reserved
+    }
+
+    fn give_back(&self, unused: u64) {
+        self.made.fetch_sub(unused, Ordering::SeqCst);
+    }
+}
+
+/// `source` behind `gate`.
+pub struct Gated<S> {
+    pub source: S,
+    pub gate: Arc<Gate>,
+}
+
+impl<T: 'static, S: Source<T>> Source<T> for Gated<S> {
+    fn open(
+        &self,
+        ctx: &OperatorContext,
+        from: &[SourcePosition],
+    ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
+        Ok(Box::new(GatedReader {
+            inner: self.source.open(ctx, from)?,
+            gate: Arc::clone(&self.gate),
+        }))
+    }
+}
+
+struct GatedReader<T> {
+    inner: Box<dyn SourceReader<T>>,
+    gate: Arc<Gate>,
+}
+
+impl<T> SourceReader<T> for GatedReader<T> {
+    fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
+        let reserved = self.gate.reserve(max as u64);
+        if reserved == 0 {
+            return Ok(Poll::Idle(Duration::from_millis(5)));
+        }
+        let before = out.len();
+        let poll = self.inner.poll(out, reserved as usize);
+        let made = (out.len() - before) as u64;
+        self.gate.give_back(reserved - made);
+        poll
+    }
+
+    fn position(&self) -> SourcePosition {
+        self.inner.position()
+    }
 }
