@@ -195,6 +195,13 @@ impl OperatorContext {
         self
     }
 
+    /// The same context in a job that checkpoints (for tests of operators
+    /// that need checkpoints, such as transactional sinks).
+    pub fn checkpointed(mut self) -> OperatorContext {
+        self.checkpointing = true;
+        self
+    }
+
     /// The same context, canceled when `flag` is set.
     pub(crate) fn with_cancel_flag(mut self, flag: Arc<AtomicBool>) -> OperatorContext {
         self.canceled = flag;

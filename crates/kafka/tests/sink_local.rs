@@ -155,6 +155,27 @@ fn context(subtask: u32) -> OperatorContext {
         Arc::new(SystemClock),
         &DataflowMetrics::default(),
     )
+    .checkpointed()
+}
+
+#[test]
+fn an_exactly_once_sink_in_a_job_that_does_not_checkpoint_is_refused_naming_the_fix() {
+    let sink =
+        KafkaSink::<String>::lines("127.0.0.1:1", "t").delivery(DeliveryGuarantee::ExactlyOnce);
+    let unchecked = OperatorContext::new(
+        "j",
+        "out",
+        0,
+        1,
+        Arc::new(SystemClock),
+        &DataflowMetrics::default(),
+    );
+    let error = sink.open(&unchecked).err().expect("refused");
+    assert!(
+        error.message().contains("execution.checkpointing.interval"),
+        "{}",
+        error.message()
+    );
 }
 
 #[test]

@@ -435,3 +435,50 @@ fn a_transaction_timeout_below_what_a_pending_transaction_may_wait_is_refused_na
     let text = error.to_string();
     assert!(text.contains("60s") && text.contains("140s"), "{text}");
 }
+
+fn part() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::strategy::Strategy;
+    proptest::collection::vec(proptest::sample::select(vec!["a", "-", "%2D", "%"]), 0..4)
+        .prop_map(|tokens| tokens.concat())
+}
+
+fn sink_name(prefix: &str, job: &str, uid: &str) -> String {
+    TxnNames::for_sink(prefix, job, uid).name(0, 0)
+}
+
+proptest::proptest! {
+    /// Two sinks (configured prefix, job name, operator uid) that differ
+    /// never share a transactional id: not when the same text is cut at
+    /// other dashes (`a` + `b-c` against `a-b` + `c`) ...
+    #[test]
+    fn sinks_cut_at_other_dashes_never_share_a_transactional_id(
+        prefix in part(), job in part(), uid in part(), cuts in (0usize..16, 0usize..16),
+    ) {
+        let joined = format!("{prefix}-{job}-{uid}");
+        let dashes: Vec<usize> = joined.match_indices('-').map(|(at, _)| at).collect();
+        let (mut first, mut second) = (dashes[cuts.0 % dashes.len()], dashes[cuts.1 % dashes.len()]);
+        if first > second {
+            std::mem::swap(&mut first, &mut second);
+        }
+        proptest::prop_assume!(first != second);
+        let other = (&joined[..first], &joined[first + 1..second], &joined[second + 1..]);
+        let same = other == (prefix.as_str(), job.as_str(), uid.as_str());
+        proptest::prop_assert_eq!(same, sink_name(&prefix, &job, &uid) == sink_name(other.0, other.1, other.2));
+    }
+
+    /// ... nor when a name holds what another's escape writes.
+    #[test]
+    fn a_name_holding_an_escape_never_shares_a_transactional_id(
+        prefix in part(), job in part(), uid in part(),
+    ) {
+        let other_job = job.replace('-', "%2D");
+        let same = other_job == job;
+        proptest::prop_assert_eq!(same, sink_name(&prefix, &job, &uid) == sink_name(&prefix, &other_job, &uid));
+    }
+}
+
+#[test]
+fn a_sinks_names_keep_the_configured_prefix_and_escape_the_rest() {
+    let names = TxnNames::for_sink("orders-eu", "kafka-to-kafka", "out");
+    assert_eq!(names.name(2, 7), "orders-eu-kafka%2Dto%2Dkafka-out-2-7");
+}

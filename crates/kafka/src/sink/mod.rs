@@ -157,8 +157,9 @@ impl<T> KafkaSink<T> {
     }
 
     /// The transactional-id prefix (`EXACTLY_ONCE`; default `holdfast`).
-    /// Ids are `{prefix}-{job}-{operator}-{subtask}-{checkpoint}`: two
-    /// running copies of one job need different prefixes.
+    /// Ids are `{prefix}-{job}-{uid}-{subtask}-{k}` (see
+    /// [`TxnNames::for_sink`](crate::txn::TxnNames::for_sink)): two running
+    /// copies of one job need different prefixes.
     pub fn transactional_id_prefix(self, prefix: impl Into<String>) -> KafkaSink<T> {
         let prefix = prefix.into();
         self.with(|o| o.prefix = prefix)

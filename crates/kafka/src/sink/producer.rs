@@ -111,6 +111,11 @@ impl SinkProducer {
             match self.producer.send(record) {
                 Ok(()) => return Ok(()),
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // Backpressure, unless what fills the queue cannot be
+                    // delivered at all: then say why instead of waiting.
+                    if let Some(failed) = &lock(&self.tracker.0).failed {
+                        return Err(format!("a record to {topic} was not delivered: {failed}"));
+                    }
                     record = back;
                     self.producer.poll(Duration::from_millis(10));
                 }

@@ -50,7 +50,12 @@ impl TxnShell {
         self.core
             .current_name()
             .and_then(|name| self.producers.get(name))
-            .ok_or_else(|| TaskFailure::new("the Kafka sink has no open transaction"))
+            .ok_or_else(|| {
+                TaskFailure::new(format!(
+                    "the Kafka sink to topic {} on {} has no open transaction",
+                    self.options.topic, self.options.bootstrap
+                ))
+            })
     }
 
     /// The state the last barrier produced.
@@ -98,8 +103,19 @@ impl TxnShell {
                     None
                 }
                 TxnCommand::Fail(failure) => {
-                    tracing::error!(%failure, "Kafka sink: {failure}");
-                    return Err(TaskFailure::with_source("the Kafka sink failed", failure));
+                    tracing::error!(
+                        %failure,
+                        topic = %self.options.topic,
+                        bootstrap = %self.options.bootstrap,
+                        "Kafka sink: {failure}"
+                    );
+                    return Err(TaskFailure::with_source(
+                        format!(
+                            "the Kafka sink to topic {} on {} failed",
+                            self.options.topic, self.options.bootstrap
+                        ),
+                        failure,
+                    ));
                 }
             };
             if let Some(outcome) = outcome {
@@ -165,18 +181,6 @@ impl TxnShell {
                 .map_err(|error| error.to_string())?
         };
         Ok(FlushReport { written, described })
-    }
-
-    /// Commits the current transaction with its own producer (the end of
-    /// the input when the job does not checkpoint).
-    pub(crate) fn commit_current(&self) -> Result<(), TaskFailure> {
-        let producer = self.current()?;
-        producer
-            .flush(self.options.request_timeout)
-            .map_err(TaskFailure::new)?;
-        producer
-            .commit(self.options.request_timeout)
-            .map_err(|error| TaskFailure::with_source("the Kafka sink could not commit", error))
     }
 }
 

@@ -43,7 +43,6 @@ struct KafkaWriter<T> {
     partitions: Option<i32>,
     subtask: u32,
     next: u32,
-    checkpointing: bool,
 }
 
 pub(super) fn open<T: 'static>(
@@ -53,7 +52,16 @@ pub(super) fn open<T: 'static>(
     let options = Arc::clone(&sink.options);
     let mode = match options.delivery {
         DeliveryGuarantee::ExactlyOnce => {
-            let names = TxnNames::new(format!("{}-{}-{}", options.prefix, ctx.job(), ctx.uid()));
+            if !ctx.checkpointing() {
+                return Err(TaskFailure::new(format!(
+                    "the Kafka sink {} to topic {} is EXACTLY_ONCE but the job does not \
+                     checkpoint, and only a completed checkpoint commits its transactions: set \
+                     execution.checkpointing.interval, or choose AT_LEAST_ONCE",
+                    ctx.operator(),
+                    options.topic
+                )));
+            }
+            let names = TxnNames::for_sink(&options.prefix, ctx.job(), ctx.uid());
             let mut shell = TxnShell::new(&options, names, ctx.subtask());
             let (restored, inherited) = restored_states(ctx)?;
             shell.drive(TxnInput::Start {
@@ -81,7 +89,10 @@ pub(super) fn open<T: 'static>(
                 producer
                     .partitions(&options.topic, options.request_timeout)
                     .map_err(|error| {
-                        TaskFailure::new(format!("Kafka sink ({}): {error}", options.bootstrap))
+                        TaskFailure::new(format!(
+                            "Kafka sink to topic {} on {}: {error}",
+                            options.topic, options.bootstrap
+                        ))
                     })?,
             )
         }
@@ -93,7 +104,6 @@ pub(super) fn open<T: 'static>(
         partitions,
         subtask: ctx.subtask(),
         next: ctx.subtask(),
-        checkpointing: ctx.checkpointing(),
     }))
 }
 
@@ -200,10 +210,8 @@ impl<T> SinkWriter<T> for KafkaWriter<T> {
                 let flushed = producer.flush(self.options.request_timeout);
                 flushed.map(|_| ()).map_err(|error| self.failure(error))
             }
-            // With checkpoints the task waits for a last one, which
-            // commits; without, the end of the input commits.
-            Mode::Txn(_) if self.checkpointing => Ok(()),
-            Mode::Txn(shell) => shell.commit_current(),
+            // The task waits for a last checkpoint, which commits.
+            Mode::Txn(_) => Ok(()),
         }
     }
 }

@@ -29,6 +29,10 @@
 //!   [`TxnFailure::Lost`]: never logged and dropped, as Flink does.
 //! - An aborted checkpoint changes nothing: its entries stay pending and
 //!   the next completed checkpoint commits them.
+//! - The shell is synchronous: it feeds each command's outcome back before
+//!   the task's next input, so a barrier never arrives while a commit is
+//!   outstanding. A shell that ran commands in the background would have
+//!   to hold inputs until the outstanding outcome came back.
 
 use std::collections::BTreeSet;
 

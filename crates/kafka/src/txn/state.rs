@@ -11,8 +11,9 @@ pub const STATE_VERSION: u32 = 1;
 
 /// How a sink's transactional ids are formed: `{prefix}-{subtask}-{k}`.
 ///
-/// The prefix is derived from the configured one, the job and the
-/// operator, so that no two sinks share an id.
+/// A sink's prefix is derived from the configured one, the job's name and
+/// the operator's uid ([`TxnNames::for_sink`]), so that no two sinks share
+/// an id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxnNames {
     prefix: String,
@@ -26,6 +27,15 @@ impl TxnNames {
         }
     }
 
+    /// A sink's names: `{configured}-{job}-{uid}`, with `-` and `%` in the
+    /// job's name and the uid written `%2D` and `%25`, so that no two
+    /// (configured, job, uid) give the same names (`a` + `b-c` is not
+    /// `a-b` + `c`), and the configured prefix stays a literal prefix (for
+    /// Kafka's prefixed ACLs on transactional ids).
+    pub fn for_sink(configured: &str, job: &str, uid: &str) -> TxnNames {
+        TxnNames::new(format!("{configured}-{}-{}", escape(job), escape(uid)))
+    }
+
     /// The prefix.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -35,6 +45,11 @@ impl TxnNames {
     pub fn name(&self, subtask: u32, k: u64) -> String {
         format!("{}-{subtask}-{k}", self.prefix)
     }
+}
+
+/// `part` without `-` (the names' separator): `%` → `%25`, `-` → `%2D`.
+fn escape(part: &str) -> String {
+    part.replace('%', "%25").replace('-', "%2D")
 }
 
 /// A producer session on the transaction coordinator: producer id and

@@ -1,5 +1,6 @@
 //! One blocking connection to a broker: framed requests, correlation ids,
-//! a read/write timeout. Used from the sink's I/O thread only.
+//! a read/write timeout. Blocking: it runs on the task's thread, at a
+//! barrier, a completed checkpoint or a restore.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -24,20 +25,33 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// Connects to `broker` (`HOST:PORT`).
+    /// Connects to `broker` (`HOST:PORT`), trying each address its name
+    /// resolves to in turn.
     pub(crate) fn open(broker: &str, timeout: Duration) -> Result<Conn, WireError> {
         let io = |source| WireError::Io {
             broker: broker.to_owned(),
             source,
         };
-        let addr = broker
-            .to_socket_addrs()
-            .map_err(io)?
-            .next()
-            .ok_or_else(|| WireError::Resolve {
-                broker: broker.to_owned(),
-            })?;
-        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
+        let mut last = None;
+        let mut connected = None;
+        for addr in broker.to_socket_addrs().map_err(io)? {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => {
+                    connected = Some(stream);
+                    break;
+                }
+                Err(error) => last = Some(error),
+            }
+        }
+        let stream = match (connected, last) {
+            (Some(stream), _) => stream,
+            (None, Some(error)) => return Err(io(error)),
+            (None, None) => {
+                return Err(WireError::Resolve {
+                    broker: broker.to_owned(),
+                });
+            }
+        };
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
         stream.set_write_timeout(Some(timeout)).map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;

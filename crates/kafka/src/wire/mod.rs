@@ -24,7 +24,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-pub use answers::{EndTxnAnswer, answer_to_end_txn, code_name};
+pub use answers::{EndTxnAnswer, answer_to_end_txn, code_name, is_retriable};
 use conn::Conn;
 
 use crate::txn::{
@@ -84,6 +84,8 @@ pub enum WireError {
         what: &'static str,
         /// The answer (`NAME (code)`).
         error: String,
+        /// The answer's code.
+        code: i16,
     },
     /// No broker in the list answered.
     #[error("no broker of {brokers} answered: {last}")]
@@ -138,12 +140,21 @@ impl TxnWire {
                 .with_key_type(1)
                 .with_key(StrBytes::from_string(name.to_owned()));
             let response: FindCoordinatorResponse =
-                conn.call(ApiKey::FindCoordinator, &request, FIND_COORDINATOR_VERSION)?;
+                match conn.call(ApiKey::FindCoordinator, &request, FIND_COORDINATOR_VERSION) {
+                    Ok(response) => response,
+                    // This broker went away mid-request: ask the next one.
+                    Err(error @ WireError::Io { .. }) => {
+                        last = error.to_string();
+                        continue;
+                    }
+                    Err(error) => return Err(error),
+                };
             if response.error_code != 0 {
                 return Err(WireError::Refused {
                     broker: broker.clone(),
                     what: "FindCoordinator",
                     error: code_name(response.error_code),
+                    code: response.error_code,
                 });
             }
             return Ok(format!("{}:{}", response.host.as_str(), response.port));
@@ -179,6 +190,11 @@ impl TxnWire {
             let last = match self.end_txn(&pending.name, pending.pair, true) {
                 Ok(EndTxnAnswer::Done) => return CommitOutcome::Committed,
                 Ok(EndTxnAnswer::Lost(answer)) => return CommitOutcome::Lost { answer },
+                Ok(EndTxnAnswer::Refused(answer)) => {
+                    return CommitOutcome::Unreachable {
+                        cause: format!("the coordinator refused the commit with {answer}"),
+                    };
+                }
                 Ok(EndTxnAnswer::Retry(answer)) => answer,
                 Err(error) => error.to_string(),
             };
@@ -218,6 +234,7 @@ impl TxnWire {
                     broker: coordinator,
                     what: "DescribeTransactions",
                     error: code_name(state.error_code),
+                    code: state.error_code,
                 });
             }
         }
@@ -250,7 +267,8 @@ impl TxnWire {
     /// up to the first one the coordinator does not know: a new session
     /// (`InitProducerId`) aborts what each holds and shuts out every older
     /// producer of it. Asking about an unknown id creates nothing. Retries
-    /// retriable answers until `within`. Returns the names fenced.
+    /// retriable answers for each name until `within` has passed since
+    /// that name's first try. Returns the names fenced.
     pub fn sweep(
         &self,
         names: &crate::txn::TxnNames,
@@ -258,11 +276,10 @@ impl TxnWire {
         from: u64,
         within: Duration,
     ) -> Result<Vec<String>, WireError> {
-        let started = Instant::now();
         let mut fenced = Vec::new();
         for k in from.. {
             let name = names.name(subtask, k);
-            let known = self.retrying(started, within, &name, || {
+            let known = self.retrying(within, &name, || {
                 if self.describe(&name)?.is_none() {
                     return Ok(false);
                 }
@@ -278,28 +295,28 @@ impl TxnWire {
     }
 
     /// Creates each id of `names` (or fences it, if it exists): an empty
-    /// session, no transaction. Retries retriable answers until `within`.
+    /// session, no transaction. Retries retriable answers for each name
+    /// until `within` has passed since its first try.
     pub fn reserve(&self, names: &[String], within: Duration) -> Result<(), WireError> {
-        let started = Instant::now();
         for name in names {
-            self.retrying(started, within, name, || self.init_producer_id(name))?;
+            self.retrying(within, name, || self.init_producer_id(name))?;
         }
         Ok(())
     }
 
-    /// Runs `step` until it succeeds, fails for good, or `within` (counted
-    /// from `started`) has passed.
+    /// Runs `step` until it succeeds, fails for good, or `within` has
+    /// passed.
     fn retrying<T>(
         &self,
-        started: Instant,
         within: Duration,
         name: &str,
         mut step: impl FnMut() -> Result<T, WireError>,
     ) -> Result<T, WireError> {
+        let started = Instant::now();
         loop {
             let last = match step() {
                 Ok(value) => return Ok(value),
-                Err(WireError::Refused { error, .. }) if is_retriable_name(&error) => error,
+                Err(WireError::Refused { error, code, .. }) if is_retriable(code) => error,
                 Err(
                     error @ (WireError::Refused { .. }
                     | WireError::Garbage { .. }
@@ -336,6 +353,7 @@ impl TxnWire {
                 broker: coordinator,
                 what: "InitProducerId",
                 error: code_name(response.error_code),
+                code: response.error_code,
             });
         }
         Ok(ProducerPair {
@@ -343,15 +361,4 @@ impl TxnWire {
             epoch: response.producer_epoch,
         })
     }
-}
-
-fn is_retriable_name(error: &str) -> bool {
-    [
-        "ConcurrentTransactions",
-        "NotCoordinator",
-        "CoordinatorNotAvailable",
-        "CoordinatorLoadInProgress",
-    ]
-    .iter()
-    .any(|name| error.starts_with(name))
 }
