@@ -144,12 +144,6 @@ impl SinkProducer {
         Ok(deliveries.written.iter().cloned().collect())
     }
 
-    /// Commits the open transaction with this producer (no checkpoints:
-    /// the end of the input commits).
-    pub(crate) fn commit(&self, timeout: Duration) -> Result<(), KafkaError> {
-        self.producer.commit_transaction(timeout)
-    }
-
     /// The number of partitions of `topic`, from the cluster's metadata.
     pub(crate) fn partitions(&self, topic: &str, timeout: Duration) -> Result<i32, String> {
         let metadata = self
