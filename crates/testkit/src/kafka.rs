@@ -194,6 +194,10 @@ impl KafkaBroker {
         let err = out
             .try_clone()
             .map_err(KitError::io("duplicating the log handle"))?;
+        // Readiness is this start's own announcement in the log, then a
+        // connection: a port that merely accepts may be another process's.
+        let logged_before = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let announcement = format!("127.0.0.1:{}", self.addr.port());
         let child = Command::new(&self.binary)
             .arg("start")
             .arg("--data-dir")
@@ -221,7 +225,9 @@ impl KafkaBroker {
                     log_tail: self.log_tail(40),
                 });
             }
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+            if announced(&log, logged_before, &announcement)
+                && TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
+            {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -233,6 +239,14 @@ impl KafkaBroker {
             log_tail: self.log_tail(40),
         })
     }
+}
+
+/// Whether the log at `path`, past its first `from` bytes, holds `text`.
+fn announced(path: &Path, from: u64, text: &str) -> bool {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| bytes.get(usize::try_from(from).ok()?..).map(<[u8]>::to_vec))
+        .is_some_and(|tail| String::from_utf8_lossy(&tail).contains(text))
 }
 
 impl Drop for KafkaBroker {
