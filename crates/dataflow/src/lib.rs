@@ -32,6 +32,7 @@
 
 pub mod api;
 mod checkpoint;
+pub mod connector;
 mod context;
 pub mod data;
 pub mod jobs;

@@ -15,23 +15,74 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::Dataflow;
+use crate::connector::{Connector, Connectors, InputUse, Target};
 use crate::metrics::DataflowMetrics;
 use crate::plan::compile::DATAFLOW_TASK;
 use crate::plan::{CompiledPlan, PlanError};
+use crate::sink::Sink;
+use crate::source::Source;
 use crate::task::DataflowTask;
 use crate::time::{Clock, SystemClock};
 
-/// The parameters a job is run with (a JSON object, or `null`).
+/// The parameters a job is run with (a JSON object, or `null`), and the
+/// connectors its `input` and `output` may name.
 #[derive(Clone, Copy, Debug)]
 pub struct JobParams<'a> {
     job: &'a str,
     value: &'a Value,
+    connectors: &'a Connectors,
 }
 
+/// No connectors.
+static NO_CONNECTORS: Connectors = Connectors::none();
+
 impl<'a> JobParams<'a> {
-    /// The parameters `value` of job `job`.
+    /// The parameters `value` of job `job` (no connectors: paths only).
     pub fn new(job: &'a str, value: &'a Value) -> JobParams<'a> {
-        JobParams { job, value }
+        JobParams {
+            job,
+            value,
+            connectors: &NO_CONNECTORS,
+        }
+    }
+
+    /// The same parameters, with `connectors`.
+    pub fn with_connectors(self, connectors: &'a Connectors) -> JobParams<'a> {
+        JobParams { connectors, ..self }
+    }
+
+    /// Where `text`, the value of input parameter `argument`, points: a
+    /// path, or a connector's source of lines.
+    pub fn lines_source(
+        &self,
+        argument: &str,
+        text: &str,
+        input: InputUse,
+    ) -> Result<Target<Box<dyn Source<String>>>, JobError> {
+        self.connectors
+            .lines_source(text, self.job, input)
+            .map_err(|reason| self.connector_error(argument, text, reason))
+    }
+
+    /// Where `text`, the value of output parameter `argument`, points: a
+    /// path, or a connector's sink of lines.
+    pub fn lines_sink(
+        &self,
+        argument: &str,
+        text: &str,
+    ) -> Result<Target<Box<dyn Sink<String>>>, JobError> {
+        self.connectors
+            .lines_sink(text, self.job)
+            .map_err(|reason| self.connector_error(argument, text, reason))
+    }
+
+    fn connector_error(&self, argument: &str, text: &str, reason: String) -> JobError {
+        JobError::Connector {
+            job: self.job.to_owned(),
+            argument: argument.to_owned(),
+            target: text.to_owned(),
+            reason,
+        }
     }
 
     /// The job's name.
@@ -67,6 +118,18 @@ pub enum JobError {
     /// The plan is wrong.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// An `input` or `output` names a connector that refuses it.
+    #[error("job {job:?}: argument {argument:?} ({target}): {reason}")]
+    Connector {
+        /// The job.
+        job: String,
+        /// The argument.
+        argument: String,
+        /// Its value.
+        target: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The job's build function panicked.
     #[error("building job {job:?} panicked: {message}")]
     BuildPanicked {
@@ -86,16 +149,19 @@ struct Entry {
     build: Arc<BuildFn>,
 }
 
-/// Job name → how to build it. Cloning is cheap.
+/// Job name → how to build it, and the connectors jobs may read and write
+/// through. Cloning is cheap.
 #[derive(Clone, Default)]
 pub struct JobRegistry {
     jobs: BTreeMap<String, Entry>,
+    connectors: Connectors,
 }
 
 impl std::fmt::Debug for JobRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JobRegistry")
             .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
+            .field("connectors", &self.connectors)
             .finish()
     }
 }
@@ -134,6 +200,18 @@ impl JobRegistry {
         let mut registry = JobRegistry::new();
         crate::jobs::register_all(&mut registry).expect("built-in job names are distinct");
         registry
+    }
+
+    /// The same registry, whose jobs may also read and write through
+    /// `connector` (e.g. `holdfast_kafka::connector()`).
+    pub fn with_connector(mut self, connector: impl Connector) -> JobRegistry {
+        self.connectors.add(connector);
+        self
+    }
+
+    /// The connectors jobs may use.
+    pub fn connectors(&self) -> &Connectors {
+        &self.connectors
     }
 
     /// Registers job `name`.
@@ -201,7 +279,7 @@ impl JobRegistry {
         // A job's own code must not take down the process that builds it
         // (a JobManager validating, a TaskManager deploying).
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            (entry.build)(JobParams::new(name, params))
+            (entry.build)(JobParams::new(name, params).with_connectors(&self.connectors))
         }));
         let flow = built.map_err(|panic| JobError::BuildPanicked {
             job: name.to_owned(),

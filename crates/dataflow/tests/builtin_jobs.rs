@@ -76,6 +76,79 @@ fn enrich_counts_events_per_attribute_and_window_like_a_loop() {
 }
 
 #[test]
+fn wordcount_with_running_counts_writes_each_words_nth_occurrence_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "a b a\nb a\n").unwrap();
+    let output = dir.path().join("out");
+    run(
+        "wordcount",
+        json!({"input": format!("file://{}", input.display()), "output": output, "counts": "running"}),
+        2,
+        1,
+    );
+    let mut lines = committed(&output);
+    lines.sort();
+    assert_eq!(lines, ["a 1", "a 2", "a 3", "b 1", "b 2"]);
+    let error = JobRegistry::builtin()
+        .compile("wordcount", &json!({"input": "x", "counts": "some"}), 1)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("\"final\" or \"running\""),
+        "{error}"
+    );
+}
+
+#[test]
+fn enrich_reads_events_from_lines_and_skips_the_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("table.tsv");
+    table::generate(&path, 50, 7, |_, _| {}).unwrap();
+    let shape = EventShape {
+        users: 60,
+        events_per_second: 100,
+        out_of_orderness_ms: 0,
+    };
+    let mut events = String::new();
+    let mut expected: BTreeMap<(i64, String), u64> = BTreeMap::new();
+    for i in 0..2_000 {
+        let e = enrich::event(i, shape);
+        events.push_str(&format!("{}\t{}\t{}\n", e.time, e.user, e.amount));
+        if i == 10 {
+            events.push_str("not an event\n");
+        }
+        let attribute = if e.user < 50 {
+            table::generated_attribute(e.user, 7)
+        } else {
+            "unknown".to_owned()
+        };
+        let start = e.time - e.time.rem_euclid(5_000);
+        *expected.entry((start, attribute)).or_insert(0) += 1;
+    }
+    let input = dir.path().join("events.tsv");
+    std::fs::write(&input, events).unwrap();
+    let output = dir.path().join("out");
+    let params = json!({
+        "table": path, "input": input, "window_secs": 5, "out_of_orderness_ms": 0, "output": output,
+    });
+    run("enrich", params, 1, 1);
+    let mut got = BTreeMap::new();
+    for line in committed(&output) {
+        let f: Vec<&str> = line.split(' ').collect();
+        got.insert(
+            (f[0].parse::<i64>().unwrap(), f[2].to_owned()),
+            f[3].parse::<u64>().unwrap(),
+        );
+    }
+    assert_eq!(got, expected);
+    assert!(
+        enrich::parse_event("12\tx")
+            .unwrap_err()
+            .contains("the user")
+    );
+}
+
+#[test]
 fn datagen_runs_each_pipeline_and_refuses_an_unknown_one() {
     for pipeline in ["stateless", "keyed", "rebalance"] {
         run(

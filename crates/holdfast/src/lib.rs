@@ -63,13 +63,19 @@ enum Command {
     Client(client_cli::ClientCommand),
 }
 
+/// The `holdfast` binary's jobs: the built-in ones, whose `input` and
+/// `output` may also be `kafka://` topics.
+pub fn builtin_jobs() -> JobRegistry {
+    JobRegistry::builtin().with_connector(holdfast_kafka::connector())
+}
+
 /// Runs holdfast's command line with the dataflow jobs of `jobs`: every role
 /// (JobManager, TaskManager, standalone, client) of a binary that embeds
-/// its own jobs. `holdfast`'s own binary passes [`JobRegistry::builtin`].
+/// its own jobs. `holdfast`'s own binary passes [`builtin_jobs`].
 ///
 /// ```no_run
 /// fn main() -> anyhow::Result<()> {
-///     let mut jobs = holdfast_dataflow::JobRegistry::builtin();
+///     let mut jobs = holdfast::builtin_jobs();
 ///     // jobs.register("my-job", "what it does", my_job::build)?;
 ///     holdfast::main_with(jobs)
 /// }

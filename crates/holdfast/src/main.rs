@@ -1,5 +1,9 @@
-//! The `holdfast` binary: holdfast's command line with the built-in jobs.
+//! The `holdfast` binary: holdfast's command line with the built-in jobs,
+//! whose inputs and outputs may be files or `kafka://` topics.
 
 fn main() -> anyhow::Result<()> {
-    holdfast::main_with(holdfast_dataflow::JobRegistry::builtin())
+    // Fail points from FAILPOINTS, in a build with the `failpoints`
+    // feature (the process tests'); nothing otherwise.
+    let _failpoints = fail::FailScenario::setup();
+    holdfast::main_with(holdfast::builtin_jobs())
 }

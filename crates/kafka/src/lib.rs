@@ -18,10 +18,12 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod connector;
 pub mod sink;
 pub mod source;
 pub mod txn;
 pub mod wire;
 
+pub use connector::{KafkaConnector, connector};
 pub use sink::{DeliveryGuarantee, KafkaRecord, KafkaSink, Partitioning};
 pub use source::{Fallback, KafkaSource, OnDecodeError, StartingOffsets};

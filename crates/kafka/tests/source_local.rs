@@ -152,3 +152,92 @@ fn a_bounded_topic_through_a_kill_and_a_restore_at_three_reaches_the_output_exac
     assert_eq!(seen, expected);
     Ok(())
 }
+
+/// What group `group` has committed for `topic`'s `partitions`, summed.
+fn committed_sum(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    partitions: i32,
+) -> anyhow::Result<i64> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .create()?;
+    let mut list = TopicPartitionList::new();
+    for partition in 0..partitions {
+        list.add_partition(topic, partition);
+    }
+    let committed = consumer.committed_offsets(list, TIMEOUT)?;
+    Ok(committed
+        .elements()
+        .iter()
+        .map(|element| match element.offset() {
+            rdkafka::Offset::Offset(offset) => offset,
+            _ => 0,
+        })
+        .sum())
+}
+
+#[test]
+fn a_completed_checkpoint_commits_its_offsets_to_the_group_for_lag_monitoring() -> anyhow::Result<()>
+{
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "lag", 3)?;
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()?;
+    for id in 0..300u32 {
+        let value = id.to_string();
+        let record = BaseRecord::<(), str>::to("lag")
+            .payload(&value)
+            .partition((id % 3) as i32);
+        producer.send(record).map_err(|(error, _)| error)?;
+    }
+    producer.flush(TIMEOUT)?;
+
+    let gate = Gate::closed();
+    let flow = Dataflow::new("lag");
+    flow.source(
+        "in",
+        Gated {
+            source: KafkaSource::lines(&bootstrap, &["lag"], "lag-watchers"),
+            gate: Arc::clone(&gate),
+        },
+    )
+    .sink("out", holdfast_dataflow::sink::Discard::new());
+    let options = LocalRun {
+        parallelism: 2,
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        ..LocalRun::default()
+    };
+    let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, 2)?))?;
+    let eventually = |expected: i64| -> anyhow::Result<()> {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let sum = committed_sum(&bootstrap, "lag-watchers", "lag", 3)?;
+            if sum == expected {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the group's committed offsets sum to {sum}, not {expected}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    gate.allow(200);
+    gate.wait_made(200, TIMEOUT)?;
+    // Nothing is committed before a checkpoint completes.
+    assert_eq!(committed_sum(&bootstrap, "lag-watchers", "lag", 3)?, 0);
+    running.checkpoint(CheckpointId(1), TIMEOUT)?;
+    eventually(200)?;
+    gate.allow(300);
+    gate.wait_made(300, TIMEOUT)?;
+    running.checkpoint(CheckpointId(2), TIMEOUT)?;
+    eventually(300)?;
+    running.cancel();
+    running.join()?;
+    Ok(())
+}

@@ -10,7 +10,8 @@
 //!   between the source and the sum, across TaskManagers where they run);
 //! - `"rebalance"`: generate → rebalance → map → discard.
 //!
-//! `output` (a directory) replaces the discard with an exactly-once file
+//! `output` (a directory, or a connector's URL such as
+//! `kafka://HOST:PORT/TOPIC`) replaces the discard with an exactly-once
 //! sink: the `stateless` pipeline writes `id<TAB>key<TAB>value` for every
 //! record it keeps, the `keyed` one `key<TAB>sum` for every update — so a
 //! run through failures can be checked line by line. With `rate`, a
@@ -19,6 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::api::Dataflow;
+use crate::connector::Target;
 use crate::registry::{JobError, JobParams};
 use std::fmt::Write as _;
 
@@ -81,12 +83,19 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
                     .sink("discard", Discard::new())
                     .uid("datagen-discard");
             } else {
-                kept.sink(
-                    "write",
-                    FileSink::with_format(output, |r: &Record, line: &mut String| {
-                        let _ = write!(line, "{}\t{}\t{}", r.id, r.key, r.value);
-                    }),
-                )
+                match params.lines_sink("output", &output)? {
+                    Target::Path(path) => kept.sink(
+                        "write",
+                        FileSink::with_format(path, |r: &Record, line: &mut String| {
+                            let _ = write!(line, "{}\t{}\t{}", r.id, r.key, r.value);
+                        }),
+                    ),
+                    Target::Connected(sink) => kept
+                        .map("format", |r: Record| {
+                            format!("{}\t{}\t{}", r.id, r.key, r.value)
+                        })
+                        .sink("write", sink),
+                }
                 .uid("datagen-write");
             }
         }
@@ -98,12 +107,20 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
             if output.is_empty() {
                 sums.sink("discard", Discard::new()).uid("datagen-discard");
             } else {
-                sums.sink(
-                    "write",
-                    FileSink::with_format(output, |(key, sum): &(u32, i64), line: &mut String| {
-                        let _ = write!(line, "{key}\t{sum}");
-                    }),
-                )
+                match params.lines_sink("output", &output)? {
+                    Target::Path(path) => sums.sink(
+                        "write",
+                        FileSink::with_format(
+                            path,
+                            |(key, sum): &(u32, i64), line: &mut String| {
+                                let _ = write!(line, "{key}\t{sum}");
+                            },
+                        ),
+                    ),
+                    Target::Connected(sink) => sums
+                        .map("format", |(key, sum): (u32, i64)| format!("{key}\t{sum}"))
+                        .sink("write", sink),
+                }
                 .uid("datagen-write");
             }
         }

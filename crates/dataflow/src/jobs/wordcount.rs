@@ -1,12 +1,18 @@
-//! `wordcount`: counts the words of text files.
+//! `wordcount`: counts the words of text files or of a topic.
 //!
-//! Parameters: `input` (a file or directory, or a list of them; required),
-//! `output` (a directory for `part-<n>` files of `word count` lines; omitted:
-//! printed). Words are runs of letters and digits, lower-cased.
+//! Parameters: `input` (a file or directory, or a list of them, or a
+//! connector's URL such as `kafka://HOST:PORT/TOPIC`; required), `output`
+//! (a directory for `part-<n>` files of `word count` lines, or a
+//! connector's URL; omitted: printed), `counts` (`"final"`, the default:
+//! each word's count once, at the end of the input — a topic is then read
+//! `bounded` unless its URL says otherwise; `"running"`: `word n` at every
+//! occurrence, the `n`-th, so that an output can be checked line by line).
+//! Words are runs of letters and digits, lower-cased.
 
 use serde_json::Value;
 
 use crate::api::Dataflow;
+use crate::connector::{InputUse, Target};
 use crate::registry::{JobError, JobParams};
 use crate::sink::FileSink;
 use crate::source::FileLines;
@@ -45,32 +51,59 @@ pub(crate) fn paths(
 
 /// Builds the job.
 pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
-    let args = params.args(&["input", "output"])?;
-    let inputs = paths(&params, &args, "input")?;
+    let args = params.args(&["input", "output", "counts"])?;
+    let running = match args.string("counts", "final")?.as_str() {
+        "final" => false,
+        "running" => true,
+        other => {
+            return Err(args
+                .bad_value("counts", &Value::from(other), "\"final\" or \"running\"")
+                .into());
+        }
+    };
     let output = args.string("output", "")?;
     let flow = Dataflow::new(NAME);
-    let counts = flow
-        .source("read", FileLines::new(inputs))
-        .uid("wordcount-read")
+    let input = InputUse {
+        bounded_by_default: !running,
+    };
+    let lines = match params.value().get("input") {
+        Some(Value::String(text)) if !text.is_empty() => {
+            match params.lines_source("input", text, input)? {
+                Target::Path(path) => flow.source("read", FileLines::new([path])),
+                Target::Connected(source) => flow.source("read", source),
+            }
+        }
+        _ => flow.source("read", FileLines::new(paths(&params, &args, "input")?)),
+    }
+    .uid("wordcount-read");
+    let words = lines
         .flat_map("split", |line: String| words(&line).collect::<Vec<_>>())
-        .key_by(|word: &String| word.clone())
-        .aggregate_at_end("count", Count)
-        .uid("wordcount-count");
+        .key_by(|word: &String| word.clone());
+    let counts = if running {
+        words.aggregate("count", Count)
+    } else {
+        words.aggregate_at_end("count", Count)
+    }
+    .uid("wordcount-count");
     if output.is_empty() {
         counts
             .map("format", |(w, n): (String, u64)| format!("{w} {n}"))
             .print("print")
             .uid("wordcount-print");
-    } else {
-        counts
-            .sink(
-                "write",
-                FileSink::with_format(output, |(w, n): &(String, u64), line: &mut String| {
-                    use std::fmt::Write as _;
-                    let _ = write!(line, "{w} {n}");
-                }),
-            )
-            .uid("wordcount-write");
+        return Ok(flow);
     }
+    match params.lines_sink("output", &output)? {
+        Target::Path(path) => counts.sink(
+            "write",
+            FileSink::with_format(path, |(w, n): &(String, u64), line: &mut String| {
+                use std::fmt::Write as _;
+                let _ = write!(line, "{w} {n}");
+            }),
+        ),
+        Target::Connected(sink) => counts
+            .map("format", |(w, n): (String, u64)| format!("{w} {n}"))
+            .sink("write", sink),
+    }
+    .uid("wordcount-write");
     Ok(flow)
 }

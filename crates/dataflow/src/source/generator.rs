@@ -1,15 +1,13 @@
 //! [`Generator`]: a deterministic source for tests and benchmarks.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use holdfast_executor::TaskFailure;
 
 use crate::context::OperatorContext;
-use crate::data::Timestamp;
+use crate::source::rate::RateLimit;
 use crate::source::splits::Splits;
 use crate::source::{Poll, Source, SourcePosition, SourceReader};
-use crate::time::Clock;
 
 type MakeFn<T> = Arc<dyn Fn(u64) -> T + Send + Sync>;
 
@@ -52,22 +50,11 @@ impl<T: 'static> Source<T> for Generator<T> {
         ctx: &OperatorContext,
         from: &[SourcePosition],
     ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
-        let parallelism = u64::from(ctx.parallelism().max(1));
-        let subtask = u64::from(ctx.subtask());
         let splits = Splits::open(ctx, self.count, from, "generator")?;
-        // This subtask's share of the rate: the first `rate % p` subtasks
-        // take one more.
-        let rate = self.rate.map(|rate| {
-            let share = rate / parallelism + u64::from(subtask < rate % parallelism);
-            share.max(1)
-        });
         Ok(Box::new(GeneratorReader {
             make: Arc::clone(&self.make),
-            made_at_start: splits.made(),
             splits,
-            rate,
-            clock: Arc::clone(ctx.clock()),
-            started: None,
+            rate: self.rate.map(|rate| RateLimit::share(rate, ctx)),
         }))
     }
 }
@@ -75,35 +62,7 @@ impl<T: 'static> Source<T> for Generator<T> {
 struct GeneratorReader<T> {
     make: MakeFn<T>,
     splits: Splits,
-    rate: Option<u64>,
-    clock: Arc<dyn Clock>,
-    started: Option<Timestamp>,
-    made_at_start: u64,
-}
-
-impl<T> GeneratorReader<T> {
-    /// How many more records this subtask may make now, and if none, how
-    /// long until the next one.
-    fn allowance(&mut self, max: u64) -> Result<u64, Duration> {
-        let Some(rate) = self.rate else {
-            return Ok(max);
-        };
-        let now = self.clock.now();
-        let started = *self.started.get_or_insert(now);
-        let elapsed = u128::try_from(now.saturating_sub(started)).unwrap_or(0);
-        let due = (elapsed * u128::from(rate) / 1000) as u64;
-        let done = self.splits.made() - self.made_at_start;
-        if due > done {
-            Ok((due - done).min(max))
-        } else {
-            // The next record is due at (done + 1) / rate seconds.
-            let next_ms = ((u128::from(done) + 1) * 1000).div_ceil(u128::from(rate));
-            let wait = next_ms.saturating_sub(elapsed).max(1);
-            Err(Duration::from_millis(
-                u64::try_from(wait).unwrap_or(u64::MAX),
-            ))
-        }
-    }
+    rate: Option<RateLimit>,
 }
 
 impl<T> SourceReader<T> for GeneratorReader<T> {
@@ -112,10 +71,16 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
         if remaining == 0 {
             return Ok(Poll::End);
         }
-        let n = match self.allowance((max as u64).min(remaining)) {
-            Ok(n) => n,
-            Err(wait) => return Ok(Poll::Idle(wait)),
+        let n = match self.rate.as_mut() {
+            None => (max as u64).min(remaining),
+            Some(rate) => match rate.allowance((max as u64).min(remaining)) {
+                Ok(n) => n,
+                Err(wait) => return Ok(Poll::Idle(wait)),
+            },
         };
+        if let Some(rate) = self.rate.as_mut() {
+            rate.record(n);
+        }
         out.reserve(n as usize);
         let make = &self.make;
         self.splits.take(n, |index| out.push(make(index)));
@@ -135,7 +100,8 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
 mod tests {
     use super::*;
     use crate::metrics::DataflowMetrics;
-    use crate::time::ManualClock;
+    use crate::time::{Clock, ManualClock};
+    use std::time::Duration;
 
     fn ctx(subtask: u32, parallelism: u32, clock: Arc<dyn Clock>) -> OperatorContext {
         OperatorContext::new(

@@ -6,18 +6,21 @@
 
 pub(crate) mod file;
 mod generator;
+mod rate;
 mod splits;
 mod values;
 
 use std::time::Duration;
 
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
 use serde_json::Value;
 
 use crate::context::OperatorContext;
 
 pub use file::FileLines;
 pub use generator::Generator;
+pub use rate::RateLimit;
 pub use values::Values;
 
 /// A source: a description (cheap, shared by all subtasks) that opens one
@@ -56,6 +59,23 @@ pub trait SourceReader<T> {
     /// Where the reader is: reopening at this position continues with the
     /// first record not yet returned.
     fn position(&self) -> SourcePosition;
+
+    /// Checkpoint `checkpoint` holds the position just taken (called at
+    /// its barrier, right after [`position`](Self::position)).
+    fn snapshotted(&mut self, _checkpoint: CheckpointId) {}
+
+    /// Checkpoint `checkpoint` completed (`completed`) or was aborted: a
+    /// reader may tell an external system the position that checkpoint
+    /// holds (a Kafka reader commits its offsets to its group, for lag
+    /// monitoring). Never for correctness: a restore reads positions from
+    /// the checkpoint.
+    fn checkpoint_ended(
+        &mut self,
+        _checkpoint: CheckpointId,
+        _completed: bool,
+    ) -> Result<(), TaskFailure> {
+        Ok(())
+    }
 }
 
 /// A reader's position, as JSON (so it can be stored with a checkpoint).

@@ -137,7 +137,7 @@ impl TaskCheckpoints {
                     if self.halted.is_some_and(|halted| id > halted) {
                         self.halted = None;
                     }
-                    source.chain().checkpoint_ended(id, true)?
+                    source.checkpoint_ended(id, true)?
                 }
                 CheckpointRequest::Aborted(id) => {
                     if self.halted == Some(id) {
@@ -145,10 +145,10 @@ impl TaskCheckpoints {
                             "the stop-with-savepoint was aborted: the source goes on");
                         self.halted = None;
                     }
-                    source.chain().checkpoint_ended(id, false)?
+                    source.checkpoint_ended(id, false)?
                 }
                 CheckpointRequest::Stop(id) => {
-                    source.chain().checkpoint_ended(id, true)?;
+                    source.checkpoint_ended(id, true)?;
                     return Ok(Flow::Stop);
                 }
             }

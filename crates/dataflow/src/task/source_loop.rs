@@ -25,6 +25,9 @@ pub(crate) trait SourceLoop {
     /// Checkpoint `id` starts here: the reader's position into `snapshot`,
     /// then the barrier through the chain.
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure>;
+    /// Checkpoint `id` completed or was aborted: the reader, then the
+    /// chain.
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure>;
 }
 
 /// The [`SourceLoop`] of record type `T`.
@@ -75,6 +78,12 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
                 .map_err(|e| TaskFailure::with_source("cannot encode the source's position", e))?;
             Ok(Some(Part::Bytes(bytes)))
         })?;
+        self.reader.snapshotted(id);
         self.chain.barrier(id, snapshot)
+    }
+
+    fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
+        self.reader.checkpoint_ended(id, completed)?;
+        self.chain.checkpoint_ended(id, completed)
     }
 }

@@ -130,6 +130,17 @@ impl Cluster {
     /// Starts `holdfast taskmanager` named `id` (its ZooKeeper connection
     /// through `quorum` when given) and waits until it serves.
     pub async fn taskmanager(&self, id: &str, quorum: Option<&str>) -> Result<TaskManager> {
+        self.taskmanager_with_env(id, quorum, &[]).await
+    }
+
+    /// [`taskmanager`](Self::taskmanager) with environment variables
+    /// `env` (such as `FAILPOINTS`).
+    pub async fn taskmanager_with_env(
+        &self,
+        id: &str,
+        quorum: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Result<TaskManager> {
         let resource = format!("taskmanager.resource-id={id}");
         let mut extra = vec!["-D", &resource, "--metrics-addr", "127.0.0.1:0"];
         let quorum_arg;
@@ -137,7 +148,7 @@ impl Cluster {
             quorum_arg = format!("high-availability.zookeeper.quorum={quorum}");
             extra.extend(["-D", &quorum_arg]);
         }
-        let mut process = Holdfast::spawn(id, &self.args("taskmanager", &extra))?;
+        let mut process = Holdfast::spawn_with_env(id, &self.args("taskmanager", &extra), env)?;
         let started = process.next("started").await?;
         Ok(TaskManager {
             rpc: field(&started, "rpc")?,

@@ -100,7 +100,14 @@ pub struct Holdfast {
 impl Holdfast {
     /// Starts `holdfast ARGS`; `name` names it in failures.
     pub fn spawn(name: &str, args: &[String]) -> Result<Holdfast> {
+        Holdfast::spawn_with_env(name, args, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with environment variables `env` (such as
+    /// `FAILPOINTS`).
+    pub fn spawn_with_env(name: &str, args: &[String], env: &[(&str, &str)]) -> Result<Holdfast> {
         let mut child = command(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -76,6 +76,7 @@ pub(crate) struct SourceOptions {
     pub(crate) starting: StartingOffsets,
     pub(crate) bounded: bool,
     pub(crate) on_decode_error: OnDecodeError,
+    pub(crate) rate: Option<u64>,
     pub(crate) request_timeout: Duration,
     pub(crate) properties: BTreeMap<String, String>,
 }
@@ -134,6 +135,7 @@ impl<T> KafkaSource<T> {
                 starting: StartingOffsets::default(),
                 bounded: false,
                 on_decode_error: OnDecodeError::default(),
+                rate: None,
                 request_timeout: Duration::from_secs(30),
                 properties: BTreeMap::new(),
             }),
@@ -160,6 +162,13 @@ impl<T> KafkaSource<T> {
     /// What to do with a record that cannot be decoded.
     pub fn on_decode_error(self, policy: OnDecodeError) -> Self {
         self.with(|o| o.on_decode_error = policy)
+    }
+
+    /// At most `per_second` records per second in all (split over the
+    /// subtasks; at least 1): a backfill that must not flood what comes
+    /// after it.
+    pub fn rate(self, per_second: u64) -> Self {
+        self.with(|o| o.rate = Some(per_second.max(1)))
     }
 
     /// A librdkafka consumer property.

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::metrics::OperatorCounters;
-use holdfast_dataflow::source::{Poll, SourcePosition, SourceReader};
+use holdfast_dataflow::source::{Poll, RateLimit, SourcePosition, SourceReader};
 use holdfast_executor::TaskFailure;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use holdfast_types::CheckpointId;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
@@ -32,7 +33,16 @@ struct KafkaReader<T> {
     consumer: BaseConsumer,
     partitions: BTreeMap<TopicPartition, Partition>,
     counters: Arc<OperatorCounters>,
+    rate: Option<RateLimit>,
+    /// The offsets each checkpoint not yet ended holds, oldest first: the
+    /// group hears them when it completes.
+    to_commit: BTreeMap<CheckpointId, Vec<(TopicPartition, i64)>>,
+    subtask: u32,
 }
+
+/// Checkpoints whose offsets wait for their end, at most (older ones are
+/// dropped: a later completion commits later offsets anyway).
+const MAX_TO_COMMIT: usize = 16;
 
 fn failure(options: &SourceOptions, what: impl std::fmt::Display) -> TaskFailure {
     TaskFailure::new(format!(
@@ -133,6 +143,9 @@ pub(super) fn open<T: 'static>(
         consumer,
         partitions,
         counters: Arc::clone(ctx.counters()),
+        rate: options.rate.map(|rate| RateLimit::share(rate, ctx)),
+        to_commit: BTreeMap::new(),
+        subtask: ctx.subtask(),
     }))
 }
 
@@ -229,6 +242,11 @@ impl<T> KafkaReader<T> {
 
 impl<T> SourceReader<T> for KafkaReader<T> {
     fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
+        let max = match self.rate.as_mut().map(|rate| rate.allowance(max as u64)) {
+            None => max,
+            Some(Ok(allowed)) => allowed as usize,
+            Some(Err(wait)) => return Ok(Poll::Idle(wait)),
+        };
         let mut added = 0;
         while added < max {
             let Some(result) = self.consumer.poll(Duration::ZERO) else {
@@ -284,6 +302,9 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                 },
             }
         }
+        if let Some(rate) = self.rate.as_mut() {
+            rate.record(added as u64);
+        }
         let bounded_done = self.options.bounded && self.partitions.values().all(|state| state.done);
         Ok(if bounded_done {
             Poll::End
@@ -307,5 +328,60 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                 .collect(),
         };
         SourcePosition(serde_json::to_value(positions).unwrap_or_default())
+    }
+
+    fn snapshotted(&mut self, checkpoint: CheckpointId) {
+        let offsets = self
+            .partitions
+            .iter()
+            .map(|(partition, state)| (partition.clone(), state.next))
+            .collect();
+        self.to_commit.insert(checkpoint, offsets);
+        while self.to_commit.len() > MAX_TO_COMMIT {
+            self.to_commit.pop_first();
+        }
+    }
+
+    /// A completed checkpoint's offsets go to the group (asynchronously;
+    /// for lag monitoring only, so a failure is logged, not fatal).
+    fn checkpoint_ended(
+        &mut self,
+        checkpoint: CheckpointId,
+        completed: bool,
+    ) -> Result<(), TaskFailure> {
+        let Some(offsets) = self.to_commit.remove(&checkpoint) else {
+            return Ok(());
+        };
+        if !completed {
+            return Ok(());
+        }
+        // Older checkpoints are subsumed by this one.
+        self.to_commit.retain(|id, _| *id > checkpoint);
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let mut list = TopicPartitionList::new();
+        for (partition, next) in &offsets {
+            if let Err(error) = list.add_partition_offset(
+                &partition.topic,
+                partition.partition,
+                Offset::Offset(*next),
+            ) {
+                tracing::warn!(%error, "Kafka source: cannot list {partition} to commit");
+            }
+        }
+        if let Err(error) = self.consumer.commit(&list, CommitMode::Async) {
+            tracing::warn!(
+                %error,
+                group = %self.options.group_id,
+                subtask = self.subtask,
+                checkpoint = checkpoint.0,
+                "Kafka source: could not commit checkpoint {checkpoint}'s offsets to group {}; \
+                 lag monitoring shows older offsets until a later checkpoint's commit succeeds \
+                 (the job is not affected: it restores from its checkpoints)",
+                self.options.group_id
+            );
+        }
+        Ok(())
     }
 }

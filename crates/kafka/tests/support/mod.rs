@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::source::{Poll, Source, SourcePosition, SourceReader};
 use holdfast_executor::TaskFailure;
+use holdfast_types::CheckpointId;
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -136,5 +137,17 @@ impl<T> SourceReader<T> for GatedReader<T> {
 
     fn position(&self) -> SourcePosition {
         self.inner.position()
+    }
+
+    fn snapshotted(&mut self, checkpoint: CheckpointId) {
+        self.inner.snapshotted(checkpoint);
+    }
+
+    fn checkpoint_ended(
+        &mut self,
+        checkpoint: CheckpointId,
+        completed: bool,
+    ) -> Result<(), TaskFailure> {
+        self.inner.checkpoint_ended(checkpoint, completed)
     }
 }

@@ -18,7 +18,10 @@
 //! (event-time density, default 10,000), `window_secs` (default 60),
 //! `lateness_secs` (allowed lateness, default 0), `out_of_orderness_ms`
 //! (default 1,000), `reload_secs` (reload the table this often; default
-//! never), `output` (a directory; default print).
+//! never), `output` (a directory or a connector's URL; default print),
+//! `input` (instead of generated events, lines `TIME_MS<TAB>USER[<TAB>AMOUNT]`
+//! from a connector's URL such as `kafka://HOST:PORT/TOPIC`, or from files;
+//! a line that does not parse is counted as malformed and skipped).
 
 pub mod cache;
 pub mod table;
@@ -31,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use smol_str::SmolStr;
 
 use crate::api::Dataflow;
+use crate::connector::{InputUse, Target};
 use crate::context::OperatorContext;
 use crate::data::Timestamp;
 use crate::plan::kit::{boxed, unbox};
@@ -38,7 +42,7 @@ use crate::plan::{AnyBox, MakeOperator};
 use crate::push::{BoxPush, Push, forward_control};
 use crate::registry::{JobError, JobParams};
 use crate::sink::FileSink;
-use crate::source::Generator;
+use crate::source::{FileLines, Generator};
 use crate::window::{WindowResult, WindowSpec};
 
 use self::cache::SharedTable;
@@ -122,7 +126,28 @@ const KNOWN: &[&str] = &[
     "out_of_orderness_ms",
     "reload_secs",
     "output",
+    "input",
 ];
+
+/// An event from a line `TIME_MS<TAB>USER[<TAB>AMOUNT]`.
+pub fn parse_event(line: &str) -> Result<Event, String> {
+    let mut fields = line.trim_end_matches(['\r', '\n']).split('\t');
+    let time = fields
+        .next()
+        .and_then(|f| f.trim().parse::<i64>().ok())
+        .ok_or_else(|| format!("{line:?}: the first field must be the event time in ms"))?;
+    let user = fields
+        .next()
+        .and_then(|f| f.trim().parse::<u64>().ok())
+        .ok_or_else(|| format!("{line:?}: the second field must be the user (a whole number)"))?;
+    let amount = match fields.next() {
+        None => 0,
+        Some(f) => f.trim().parse::<u32>().map_err(|_| {
+            format!("{line:?}: the third field must be the amount (a whole number)")
+        })?,
+    };
+    Ok(Event { user, time, amount })
+}
 
 /// Builds the job.
 pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
@@ -152,12 +177,26 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
         .opt_u64("reload_secs", None)?
         .map(|s| Duration::from_secs(s.max(1)));
     let output = args.string("output", "")?;
+    let input = args.string("input", "")?;
 
     let flow = Dataflow::new(NAME);
-    let mut generator = Generator::new(events, move |i| event(i, shape));
-    if let Some(rate) = rate {
-        generator = generator.rate(rate);
-    }
+    let events = if input.is_empty() {
+        let mut generator = Generator::new(events, move |i| event(i, shape));
+        if let Some(rate) = rate {
+            generator = generator.rate(rate);
+        }
+        flow.source("events", generator)
+    } else {
+        let unbounded = InputUse {
+            bounded_by_default: false,
+        };
+        match params.lines_source("input", &input, unbounded)? {
+            Target::Path(path) => flow.source("events-read", FileLines::new([path])),
+            Target::Connected(source) => flow.source("events-read", source),
+        }
+        .uid("enrich-read")
+        .try_map("events", |line: String| parse_event(&line))
+    };
     let table_path = std::path::PathBuf::from(table);
     let make: MakeOperator = Arc::new(move |ctx: &OperatorContext, out: AnyBox| {
         let next = unbox::<Enriched>(out, ctx.operator())?;
@@ -170,8 +209,7 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
             next,
         })))
     });
-    let counts = flow
-        .source("events", generator)
+    let counts = events
         .uid("enrich-events")
         .assign_timestamps(
             "event-time",
@@ -198,9 +236,11 @@ pub fn build(params: JobParams<'_>) -> Result<Dataflow, JobError> {
     if output.is_empty() {
         counts.print("print").uid("enrich-print");
     } else {
-        counts
-            .sink("write", FileSink::lines(output))
-            .uid("enrich-write");
+        match params.lines_sink("output", &output)? {
+            Target::Path(path) => counts.sink("write", FileSink::lines(path)),
+            Target::Connected(sink) => counts.sink("write", sink),
+        }
+        .uid("enrich-write");
     }
     Ok(flow)
 }

@@ -1,0 +1,179 @@
+//! `kafka://` in the built-in jobs: a URL's options are checked when the job
+//! is built (a misspelt option or a bad server list refuses the job, naming
+//! it), and `wordcount` reads a topic and writes its running counts to
+//! another, exactly once for a read_committed reader, on the real broker.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use holdfast_dataflow::{JobError, JobRegistry, LocalRun};
+use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_testkit::KafkaBroker;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Message, TopicPartitionList};
+use serde_json::json;
+use support::create_topic;
+
+fn jobs() -> JobRegistry {
+    JobRegistry::builtin().with_connector(holdfast_kafka::connector())
+}
+
+fn refusal(params: serde_json::Value) -> String {
+    match jobs().compile("wordcount", &params, 1) {
+        Err(error @ JobError::Connector { .. }) => error.to_string(),
+        other => panic!("expected a connector's refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_kafka_url_is_checked_when_the_job_is_built_naming_what_is_wrong() {
+    let error = refusal(json!({
+        "input": "kafka://127.0.0.1:9092/in?bounded=true",
+        "output": "kafka://127.0.0.1:9092/out?delivry=exactly-once",
+    }));
+    assert!(
+        error.contains("argument \"output\"")
+            && error.contains("unknown option(s) delivry; known: delivery,"),
+        "{error}"
+    );
+    let error = refusal(json!({"input": "kafka://broker/in"}));
+    assert!(
+        error.contains("bootstrap server \"broker\" is not HOST:PORT"),
+        "{error}"
+    );
+    let error = refusal(json!({"input": "kafka://b:1/in?starting=yesterday"}));
+    assert!(
+        error.contains("starting=yesterday: expected earliest"),
+        "{error}"
+    );
+    let error = refusal(json!({"input": "kafka://b:1/", "output": "x"}));
+    assert!(error.contains("no topic"), "{error}");
+    let error = refusal(json!({"input": "in.txt", "output": "kafka://b:1/a,b"}));
+    assert!(error.contains("an output is one topic"), "{error}");
+    // Without the connector, the scheme is named as unknown.
+    let error = JobRegistry::builtin()
+        .compile("wordcount", &json!({"input": "kafka://b:1/in"}), 1)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(error.contains("no connector for kafka://"), "{error}");
+    // Good URLs build (nothing connects before the job runs).
+    jobs()
+        .compile(
+            "wordcount",
+            &json!({
+                "input": "kafka://b:1,c:2/in?group=g&starting=committed&fallback=latest&property.fetch.min.bytes=1",
+                "output": "kafka://b:1/out?delivery=at-least-once&partitioning=round-robin",
+                "counts": "running",
+            }),
+            2,
+        )
+        .expect("builds");
+}
+
+const TEXT: &[&str] = &[
+    "the quick brown fox",
+    "jumps over the lazy dog",
+    "The dog sleeps; the fox runs",
+    "a fox, a dog, the end",
+];
+
+/// Lines written to `topic` in one transaction per line.
+fn write_lines(bootstrap: &str, topic: &str, lines: &[String]) -> anyhow::Result<()> {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("transactional.id", "text-writer")
+        .create()?;
+    let timeout = Duration::from_secs(10);
+    producer.init_transactions(timeout)?;
+    for (i, line) in lines.iter().enumerate() {
+        producer.begin_transaction()?;
+        let record = BaseRecord::<(), str>::to(topic)
+            .payload(line)
+            .partition((i % 2) as i32);
+        producer.send(record).map_err(|(error, _)| error)?;
+        producer.commit_transaction(timeout)?;
+    }
+    Ok(())
+}
+
+/// Every value on `topic` a read_committed reader sees, with how often.
+fn read_committed(
+    bootstrap: &str,
+    topic: &str,
+    expected: usize,
+) -> anyhow::Result<BTreeMap<String, usize>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "checker")
+        .set("isolation.level", "read_committed")
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..2 {
+        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = Instant::now();
+    while Instant::now() < deadline && last.elapsed() < Duration::from_secs(3) {
+        if seen.values().sum::<usize>() >= expected && last.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message?;
+            last = Instant::now();
+            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+            *seen.entry(value).or_default() += 1;
+        }
+    }
+    Ok(seen)
+}
+
+#[test]
+fn wordcount_reads_a_topic_and_writes_running_counts_to_a_topic_exactly_once() -> anyhow::Result<()>
+{
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "text", 2)?;
+    create_topic(&bootstrap, "counts", 2)?;
+    let lines: Vec<String> = (0..50)
+        .flat_map(|_| TEXT.iter().map(|line| (*line).to_owned()))
+        .collect();
+    write_lines(&bootstrap, "text", &lines)?;
+
+    let params = json!({
+        "input": format!("kafka://{bootstrap}/text?bounded=true"),
+        "output": format!("kafka://{bootstrap}/counts"),
+        "counts": "running",
+    });
+    let compiled = Arc::new(jobs().compile("wordcount", &params, 2)?);
+    let options = LocalRun {
+        parallelism: 2,
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        ..LocalRun::default()
+    };
+    options.run_compiled(compiled)?;
+
+    // Every word's n-th occurrence is one line "word n", once.
+    let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+    for line in &lines {
+        for word in holdfast_dataflow::jobs::wordcount::words(line) {
+            *totals.entry(word).or_default() += 1;
+        }
+    }
+    let expected: BTreeMap<String, usize> = totals
+        .iter()
+        .flat_map(|(word, n)| (1..=*n).map(move |i| (format!("{word} {i}"), 1)))
+        .collect();
+    let seen = read_committed(&bootstrap, "counts", expected.len())?;
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).take(10).collect();
+    assert!(twice.is_empty(), "more than once: {twice:?}");
+    assert_eq!(seen, expected);
+    Ok(())
+}
