@@ -57,8 +57,7 @@ fn a_kafka_url_is_checked_when_the_job_is_built_naming_what_is_wrong() {
     // Without the connector, the scheme is named as unknown.
     let error = JobRegistry::builtin()
         .compile("wordcount", &json!({"input": "kafka://b:1/in"}), 1)
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(error.contains("no connector for kafka://"), "{error}");
     // Good URLs build (nothing connects before the job runs).

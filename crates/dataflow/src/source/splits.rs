@@ -180,6 +180,7 @@ impl Splits {
     }
 
     /// Indexes made by the owned splits so far (before this subtask too).
+    #[cfg(test)]
     pub(crate) fn made(&self) -> u64 {
         self.made
     }

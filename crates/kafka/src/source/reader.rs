@@ -137,13 +137,14 @@ pub(super) fn open<T: 'static>(
         "Kafka source: reading {} partition(s)",
         partitions.len()
     );
+    let rate = options.rate.map(|rate| RateLimit::share(rate, ctx));
     Ok(Box::new(KafkaReader {
         options,
         decode: Arc::clone(&source.decode),
         consumer,
         partitions,
         counters: Arc::clone(ctx.counters()),
-        rate: options.rate.map(|rate| RateLimit::share(rate, ctx)),
+        rate,
         to_commit: BTreeMap::new(),
         subtask: ctx.subtask(),
     }))
