@@ -59,27 +59,32 @@ fn expected() -> BTreeMap<String, usize> {
 }
 
 /// The broker with topic `text` (3 partitions) filled and `counts` empty.
-fn broker() -> Result<KafkaBroker> {
+async fn broker() -> Result<KafkaBroker> {
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", &bootstrap)
         .create()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let created = runtime.block_on(admin.create_topics(
-        &[
-            NewTopic::new("text", 3, TopicReplication::Fixed(1)),
-            NewTopic::new("counts", OUTPUT_PARTITIONS, TopicReplication::Fixed(1)),
-        ],
-        &AdminOptions::new(),
-    ))?;
+    let created = admin
+        .create_topics(
+            &[
+                NewTopic::new("text", 3, TopicReplication::Fixed(1)),
+                NewTopic::new("counts", OUTPUT_PARTITIONS, TopicReplication::Fixed(1)),
+            ],
+            &AdminOptions::new(),
+        )
+        .await?;
     for result in created {
         result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
     }
+    tokio::task::spawn_blocking(move || fill(&bootstrap)).await??;
+    Ok(broker)
+}
+
+/// Writes the input lines to `text`, round-robin over its partitions.
+fn fill(bootstrap: &str) -> Result<()> {
     let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
+        .set("bootstrap.servers", bootstrap)
         .set("enable.idempotence", "true")
         .create()?;
     for i in 0..LINES {
@@ -98,7 +103,7 @@ fn broker() -> Result<KafkaBroker> {
         }
     }
     producer.flush(Duration::from_secs(30))?;
-    Ok(broker)
+    Ok(())
 }
 
 fn config(checkpoints: &Path, heartbeat_timeout: &str) -> String {
@@ -187,7 +192,7 @@ async fn check_output(bootstrap: &str) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_task_manager_costs_no_record_and_repeats_none_on_kafka() -> Result<()> {
-    let broker = broker()?;
+    let broker = broker().await?;
     let data = tempfile::tempdir()?;
     let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
     let jm = cluster.jobmanager("jm-a").await?;
@@ -214,7 +219,7 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none_on_kafka() -> Re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_costs_no_record_and_repeats_none_on_kafka() -> Result<()> {
-    let broker = broker()?;
+    let broker = broker().await?;
     let data = tempfile::tempdir()?;
     let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
     let mut jm_a = cluster.jobmanager("jm-a").await?;
@@ -243,7 +248,7 @@ async fn a_killed_leader_costs_no_record_and_repeats_none_on_kafka() -> Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_manager_stopped_past_the_heartbeat_timeout_costs_no_record_on_kafka() -> Result<()>
 {
-    let broker = broker()?;
+    let broker = broker().await?;
     let data = tempfile::tempdir()?;
     let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "3s")).await?;
     let jm = cluster.jobmanager("jm-a").await?;
@@ -277,7 +282,7 @@ async fn a_task_manager_stopped_past_the_heartbeat_timeout_costs_no_record_on_ka
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_restarted_mid_run_costs_no_record_and_repeats_none() -> Result<()> {
-    let mut broker = broker()?;
+    let mut broker = broker().await?;
     let data = tempfile::tempdir()?;
     let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
     let jm = cluster.jobmanager("jm-a").await?;
@@ -299,7 +304,7 @@ async fn a_broker_restarted_mid_run_costs_no_record_and_repeats_none() -> Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_manager_killed_after_a_checkpoint_completed_before_its_sinks_were_told()
 -> Result<()> {
-    let broker = broker()?;
+    let broker = broker().await?;
     let data = tempfile::tempdir()?;
     let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
     let jm = cluster.jobmanager("jm-a").await?;
