@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use holdfast_types::CheckpointId;
 
 use crate::checkpoint::RestoredPart;
-use crate::metrics::{DataflowMetrics, OperatorCounters};
+use crate::metrics::{ConnectorMetrics, DataflowMetrics, OperatorCounters};
 use crate::time::Clock;
 
 /// Where one subtask of an operator runs: the job, the operator, the subtask
@@ -20,6 +20,7 @@ pub struct OperatorContext {
     max_parallelism: u32,
     clock: Arc<dyn Clock>,
     counters: Arc<OperatorCounters>,
+    connector: Arc<ConnectorMetrics>,
     canceled: Arc<AtomicBool>,
     uid: Arc<str>,
     attempt_tag: Arc<str>,
@@ -49,6 +50,7 @@ impl OperatorContext {
             max_parallelism: crate::keys::DEFAULT_MAX_PARALLELISM,
             clock,
             counters: metrics.operator(job, operator),
+            connector: metrics.connector(job, operator),
             canceled: Arc::default(),
             uid: operator.into(),
             attempt_tag: "0".into(),
@@ -99,6 +101,12 @@ impl OperatorContext {
     /// The operator's counters.
     pub fn counters(&self) -> &Arc<OperatorCounters> {
         &self.counters
+    }
+
+    /// The operator's connector series (a source's lag, a sink's
+    /// transactions), exported beside its counters.
+    pub fn connector_metrics(&self) -> &Arc<ConnectorMetrics> {
+        &self.connector
     }
 
     /// Whether the task was canceled: an operator that waits for something

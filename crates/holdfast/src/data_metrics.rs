@@ -1,12 +1,14 @@
 //! The data plane's Prometheus metrics, read on each scrape: every dataflow
 //! operator's record counters in this process (the [`DataflowMetrics`] its
-//! tasks count into), the exchanges' traffic and backpressure, and
+//! tasks count into), the connectors' series (a Kafka source's lag, a
+//! sink's transactions), the exchanges' traffic and backpressure, and
 //! lookup-table loads of the `enrich` job.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use holdfast_dataflow::jobs::enrich::cache;
-use holdfast_dataflow::metrics::DataflowMetrics;
+use holdfast_dataflow::metrics::{DataflowMetrics, Series, SeriesKind};
 use holdfast_exchange::{Exchange, ExchangeMetrics};
 use holdfast_types::sync::lock;
 use prometheus_client::collector::Collector;
@@ -67,6 +69,9 @@ impl DataMetrics {
 
 type Labels = Vec<(&'static str, String)>;
 
+/// One family's samples.
+type Samples = Vec<(Labels, i64)>;
+
 fn counter_family(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
@@ -91,6 +96,44 @@ fn gauge_family<N: EncodeGaugeValue + Copy + std::fmt::Debug>(
         ConstGauge::new(*value).encode(family.encode_family(labels)?)?;
     }
     Ok(())
+}
+
+impl DataMetrics {
+    /// The connectors' series (a Kafka source's lag, a sink's
+    /// transactions): one family per series, every operator's samples with
+    /// its `job` and `operator` labels.
+    fn encode_connectors(
+        &self,
+        encoder: &mut DescriptorEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        let mut families: BTreeMap<&'static str, (Series, Samples)> = BTreeMap::new();
+        for (key, samples) in self.dataflow.connector_snapshot() {
+            for (series, labels, value) in samples {
+                let mut all: Labels =
+                    vec![("job", key.job.clone()), ("operator", key.operator.clone())];
+                all.extend(labels);
+                families
+                    .entry(series.name)
+                    .or_insert_with(|| (series, Vec::new()))
+                    .1
+                    .push((all, value));
+            }
+        }
+        for (name, (series, samples)) in families {
+            let name = format!("holdfast_{name}");
+            match series.kind {
+                SeriesKind::Counter => {
+                    let samples: Vec<(Labels, u64)> = samples
+                        .into_iter()
+                        .map(|(labels, value)| (labels, u64::try_from(value).unwrap_or(0)))
+                        .collect();
+                    counter_family(encoder, &name, series.help, &samples)?;
+                }
+                SeriesKind::Gauge => gauge_family(encoder, &name, series.help, &samples)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Collector for DataMetrics {
@@ -158,6 +201,7 @@ impl Collector for DataMetrics {
                 &[(Vec::new(), gauge(x.blocked_sends))],
             )?;
         }
+        self.encode_connectors(&mut encoder)?;
         let loads = cache::loads();
         if !loads.is_empty() {
             let path = |p: &std::path::Path| vec![("table", p.display().to_string())];
@@ -208,6 +252,10 @@ mod tests {
         let metrics = DataMetrics::register(&mut registry, Arc::clone(&dataflow));
         metrics.add_exchange(Exchange::local("tm-doc", 2));
         dataflow.operator("doc-job", "doc-op").add_in(1);
+        let connector = dataflow.connector("doc-job", "doc-kafka");
+        for series in holdfast_kafka::metrics::ALL {
+            connector.add(*series, vec![("subtask", "0".to_owned())], 1);
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.tsv");
         holdfast_dataflow::jobs::enrich::table::generate(&path, 10, 2, |_, _| {}).unwrap();
@@ -230,7 +278,7 @@ mod tests {
             );
             names += 1;
         }
-        assert_eq!(names, 9, "{text}");
+        assert_eq!(names, 9 + holdfast_kafka::metrics::ALL.len(), "{text}");
         assert!(
             text.contains(
                 r#"holdfast_dataflow_records_total{job="doc-job",operator="doc-op",kind="in"} 1"#

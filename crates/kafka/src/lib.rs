@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod connector;
+pub mod metrics;
 pub mod sink;
 pub mod source;
 pub mod txn;

@@ -146,16 +146,34 @@ fn a_killed_job_restored_from_its_checkpoint_writes_every_record_once_for_read_c
     Ok(())
 }
 
-fn context(subtask: u32) -> OperatorContext {
+fn context(subtask: u32, metrics: &DataflowMetrics) -> OperatorContext {
     OperatorContext::new(
         "hard-case",
         "out",
         subtask,
         1,
         Arc::new(SystemClock),
-        &DataflowMetrics::default(),
+        metrics,
     )
     .checkpointed()
+}
+
+/// `kafka_sink_transactions` of the hard case's sink, by outcome.
+fn transactions(metrics: &DataflowMetrics) -> BTreeMap<String, i64> {
+    metrics
+        .connector("hard-case", "out")
+        .snapshot()
+        .into_iter()
+        .filter(|(series, _, _)| *series == holdfast_kafka::metrics::SINK_TRANSACTIONS)
+        .map(|(_, labels, value)| {
+            let outcome = labels
+                .iter()
+                .find(|(name, _)| *name == "outcome")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            (outcome, value)
+        })
+        .collect()
 }
 
 #[test]
@@ -187,7 +205,8 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
     let sink =
         KafkaSink::<String>::lines(&bootstrap, "hard").delivery(DeliveryGuarantee::ExactlyOnce);
 
-    let mut writer = sink.open(&context(0))?;
+    let metrics = DataflowMetrics::default();
+    let mut writer = sink.open(&context(0, &metrics))?;
     writer.write(&["before-1".to_string(), "before-2".to_string()])?;
     let state = writer
         .snapshot(CheckpointId(1))?
@@ -200,7 +219,7 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
     let nothing = read(&bootstrap, "hard", 1, "read_committed", 1)?;
     assert!(nothing.is_empty(), "nothing is committed yet: {nothing:?}");
 
-    let restored = context(0).restored_with(
+    let restored = context(0, &metrics).restored_with(
         CheckpointId(1),
         vec![RestoredPart {
             subtask: 0,
@@ -217,6 +236,13 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
         "checkpoint 1's records, and not what came after it"
     );
 
+    // Checkpoint 1's transaction was recovered by the restore; the one the
+    // dead writer opened after it ("after-1") was aborted by the sweep.
+    assert_eq!(
+        transactions(&metrics),
+        BTreeMap::from([("aborted".to_owned(), 1), ("recovered".to_owned(), 1)])
+    );
+
     // The restored writer goes on: its next checkpoint commits as usual.
     writer.write(&["later".to_string()])?;
     writer.snapshot(CheckpointId(2))?;
@@ -228,5 +254,6 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
         None,
         "the dead writer's later records stay aborted"
     );
+    assert_eq!(transactions(&metrics).get("committed"), Some(&1));
     Ok(())
 }

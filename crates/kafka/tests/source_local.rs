@@ -207,12 +207,23 @@ fn a_completed_checkpoint_commits_its_offsets_to_the_group_for_lag_monitoring() 
         },
     )
     .sink("out", holdfast_dataflow::sink::Discard::new());
+    let metrics = Arc::new(holdfast_dataflow::metrics::DataflowMetrics::default());
     let options = LocalRun {
         parallelism: 2,
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        metrics: Arc::clone(&metrics),
         ..LocalRun::default()
     };
     let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, 2)?))?;
+    let series_sum = |series: holdfast_dataflow::metrics::Series| -> i64 {
+        metrics
+            .connector("lag", "in")
+            .snapshot()
+            .iter()
+            .filter(|(s, _, _)| *s == series)
+            .map(|(_, _, value)| value)
+            .sum()
+    };
     let eventually = |expected: i64| -> anyhow::Result<()> {
         let deadline = Instant::now() + TIMEOUT;
         loop {
@@ -229,6 +240,8 @@ fn a_completed_checkpoint_commits_its_offsets_to_the_group_for_lag_monitoring() 
     };
     gate.allow(200);
     gate.wait_made(200, TIMEOUT)?;
+    assert_eq!(series_sum(holdfast_kafka::metrics::SOURCE_RECORDS), 200);
+    assert_eq!(series_sum(holdfast_kafka::metrics::SOURCE_NEXT_OFFSET), 200);
     // Nothing is committed before a checkpoint completes.
     assert_eq!(committed_sum(&bootstrap, "lag-watchers", "lag", 3)?, 0);
     running.checkpoint(CheckpointId(1), TIMEOUT)?;
@@ -237,6 +250,71 @@ fn a_completed_checkpoint_commits_its_offsets_to_the_group_for_lag_monitoring() 
     gate.wait_made(300, TIMEOUT)?;
     running.checkpoint(CheckpointId(2), TIMEOUT)?;
     eventually(300)?;
+    running.cancel();
+    running.join()?;
+    Ok(())
+}
+
+#[test]
+fn the_lag_gauges_show_what_is_left_to_read_while_a_slow_source_reads() -> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "slow", 3)?;
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .create()?;
+    for id in 0..120u32 {
+        let value = id.to_string();
+        let record = BaseRecord::<(), str>::to("slow")
+            .payload(&value)
+            .partition((id % 3) as i32);
+        producer.send(record).map_err(|(error, _)| error)?;
+    }
+    producer.flush(TIMEOUT)?;
+
+    let flow = Dataflow::new("slow");
+    flow.source(
+        "in",
+        // 40 records a second: three seconds of reading.
+        KafkaSource::lines(&bootstrap, &["slow"], "slow-readers")
+            .rate(40)
+            .property("statistics.interval.ms", "100"),
+    )
+    .sink("out", holdfast_dataflow::sink::Discard::new());
+    let metrics = Arc::new(holdfast_dataflow::metrics::DataflowMetrics::default());
+    let options = LocalRun {
+        parallelism: 1,
+        metrics: Arc::clone(&metrics),
+        ..LocalRun::default()
+    };
+    let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, 1)?))?;
+    let lag = || -> (usize, i64) {
+        let samples: Vec<i64> = metrics
+            .connector("slow", "in")
+            .snapshot()
+            .iter()
+            .filter(|(series, _, _)| *series == holdfast_kafka::metrics::SOURCE_LAG)
+            .map(|(_, _, value)| *value)
+            .collect();
+        (samples.len(), samples.iter().sum())
+    };
+    let mut behind = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (partitions, sum) = lag();
+        if partitions == 3 {
+            behind.push(sum);
+            if sum == 0 {
+                break;
+            }
+        }
+        anyhow::ensure!(Instant::now() < deadline, "lag never reached 0: {behind:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        behind.iter().any(|sum| (1..120).contains(sum)),
+        "the lag showed records still to read on the way: {behind:?}"
+    );
     running.cancel();
     running.join()?;
     Ok(())

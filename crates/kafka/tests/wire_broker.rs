@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use holdfast_kafka::txn::{CommitOutcome, DescribedState, PendingTxn, TopicPartition, TxnNames};
-use holdfast_kafka::wire::TxnWire;
+use holdfast_kafka::wire::{Fenced, TxnWire};
 use holdfast_testkit::KafkaBroker;
 use holdfast_types::CheckpointId;
 use rdkafka::ClientConfig;
@@ -134,7 +134,10 @@ fn a_fenced_transaction_is_lost_and_its_records_stay_invisible() -> anyhow::Resu
     let names = TxnNames::new("t");
     assert_eq!(
         wire.sweep(&names, 0, 7, TIMEOUT)?,
-        vec!["t-0-7".to_string()]
+        vec![Fenced {
+            name: "t-0-7".into(),
+            aborted: true
+        }]
     );
     let after = wire.describe("t-0-7")?.expect("still known");
     assert_ne!(
@@ -179,9 +182,18 @@ fn a_sweep_fences_upward_to_the_first_unknown_name_and_creates_nothing() -> anyh
     abandoned_transaction(&bootstrap, "out", "s-0-5", &["five"])?;
     abandoned_transaction(&bootstrap, "out", "s-0-7", &["seven"])?;
 
+    let fenced = |name: &str, aborted: bool| Fenced {
+        name: name.into(),
+        aborted,
+    };
     assert_eq!(
         wire.sweep(&names, 0, 3, TIMEOUT)?,
-        vec!["s-0-3".to_string(), "s-0-4".into(), "s-0-5".into()]
+        vec![
+            fenced("s-0-3", false),
+            fenced("s-0-4", true),
+            fenced("s-0-5", true)
+        ],
+        "an empty reserved name held nothing to abort"
     );
     for name in ["s-0-4", "s-0-5"] {
         let after = wire.describe(name)?.expect("known");
@@ -201,7 +213,7 @@ fn a_sweep_fences_upward_to_the_first_unknown_name_and_creates_nothing() -> anyh
         Some(DescribedState::Ongoing),
         "the sweep stops at the first unknown name"
     );
-    assert_eq!(wire.sweep(&names, 1, 0, TIMEOUT)?, Vec::<String>::new());
+    assert_eq!(wire.sweep(&names, 1, 0, TIMEOUT)?, Vec::<Fenced>::new());
     Ok(())
 }
 

@@ -4,13 +4,20 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use std::sync::Arc;
+
+use holdfast_dataflow::OperatorContext;
+use holdfast_dataflow::metrics::ConnectorMetrics;
+use holdfast_dataflow::time::Clock;
 use holdfast_executor::TaskFailure;
 
 use super::SinkOptions;
 use super::closer::Closer;
 use super::producer::SinkProducer;
+use crate::metrics::{SINK_OPEN_SINCE, SINK_TRANSACTIONS};
 use crate::txn::{
-    FlushReport, ProducerPair, SinkTxnCore, SinkTxnState, TxnCommand, TxnInput, TxnNames,
+    CommitOutcome, FlushReport, Phase, ProducerPair, SinkTxnCore, SinkTxnState, TxnCommand,
+    TxnInput, TxnNames,
 };
 use crate::wire::TxnWire;
 
@@ -24,10 +31,14 @@ pub(crate) struct TxnShell {
     closer: Closer,
     /// The state the last barrier produced.
     snapshot: Option<SinkTxnState>,
+    metrics: Arc<ConnectorMetrics>,
+    clock: Arc<dyn Clock>,
+    subtask: u32,
 }
 
 impl TxnShell {
-    pub(crate) fn new(options: &SinkOptions, names: TxnNames, subtask: u32) -> TxnShell {
+    pub(crate) fn new(options: &SinkOptions, names: TxnNames, ctx: &OperatorContext) -> TxnShell {
+        let subtask = ctx.subtask();
         let brokers = options
             .bootstrap
             .split(',')
@@ -42,6 +53,9 @@ impl TxnShell {
             producers: BTreeMap::new(),
             closer: Closer::start(),
             snapshot: None,
+            metrics: Arc::clone(ctx.connector_metrics()),
+            clock: Arc::clone(ctx.clock()),
+            subtask,
         }
     }
 
@@ -70,6 +84,15 @@ impl TxnShell {
             let outcome = match command {
                 TxnCommand::Commit(entry) => {
                     let outcome = self.wire.commit(&entry, self.options.commit_within);
+                    if outcome == CommitOutcome::Committed {
+                        // A restore commits what a dead writer was never told to.
+                        let how = if *self.core.phase() == Phase::Restoring {
+                            "recovered"
+                        } else {
+                            "committed"
+                        };
+                        self.count_transaction(how, 1);
+                    }
                     tracing::info!(
                         transaction = %entry.name,
                         checkpoint = entry.checkpoint.0,
@@ -87,6 +110,11 @@ impl TxnShell {
                 }),
                 TxnCommand::Begin { name, reserve } => {
                     let outcome = self.begin(&name, &reserve);
+                    if outcome.is_ok() {
+                        let seconds = self.clock.now().div_euclid(1000);
+                        self.metrics
+                            .set(SINK_OPEN_SINCE, self.subtask_label(), seconds);
+                    }
                     Some(TxnInput::Begun { name, outcome })
                 }
                 TxnCommand::Flush { name } => Some(TxnInput::Flushed {
@@ -131,17 +159,38 @@ impl TxnShell {
                 .wire
                 .sweep(&self.names, *subtask, *k, self.options.commit_within)
                 .map_err(|error| error.to_string())?;
+            let aborted: Vec<&str> = fenced
+                .iter()
+                .filter(|f| f.aborted)
+                .map(|f| f.name.as_str())
+                .collect();
+            self.count_transaction("aborted", aborted.len() as u64);
             if !fenced.is_empty() {
                 tracing::info!(
-                    fenced = ?fenced,
-                    "Kafka sink: aborted what earlier attempts left open under {} id(s) from {} up \
-                     (their checkpoints never completed)",
+                    fenced = fenced.len(),
+                    ?aborted,
+                    "Kafka sink: fenced {} id(s) from {} up that earlier attempts used; {} held an \
+                     open transaction, now aborted (their checkpoints never completed, so their \
+                     records were never promised)",
                     fenced.len(),
-                    self.names.name(*subtask, *k)
+                    self.names.name(*subtask, *k),
+                    aborted.len()
                 );
             }
         }
         Ok(())
+    }
+
+    fn subtask_label(&self) -> Vec<(&'static str, String)> {
+        vec![("subtask", self.subtask.to_string())]
+    }
+
+    fn count_transaction(&self, outcome: &str, n: u64) {
+        if n > 0 {
+            let mut labels = self.subtask_label();
+            labels.push(("outcome", outcome.to_owned()));
+            self.metrics.add(SINK_TRANSACTIONS, labels, n);
+        }
     }
 
     fn begin(&mut self, name: &str, reserve: &[String]) -> Result<ProducerPair, String> {

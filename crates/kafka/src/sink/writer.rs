@@ -12,7 +12,9 @@ use holdfast_types::CheckpointId;
 use super::producer::SinkProducer;
 use super::shell::TxnShell;
 use super::{DeliveryGuarantee, KafkaRecord, KafkaSink, Partitioning, Serialize, SinkOptions};
+use crate::metrics::{SINK_BYTES, SINK_RECORDS};
 use crate::txn::{SinkTxnState, TxnInput, TxnNames};
+use holdfast_dataflow::metrics::ConnectorMetrics;
 
 /// librdkafka properties every producer of a sink gets (the sink's own
 /// properties override them).
@@ -43,6 +45,7 @@ struct KafkaWriter<T> {
     partitions: Option<i32>,
     subtask: u32,
     next: u32,
+    metrics: Arc<ConnectorMetrics>,
 }
 
 pub(super) fn open<T: 'static>(
@@ -62,7 +65,7 @@ pub(super) fn open<T: 'static>(
                 )));
             }
             let names = TxnNames::for_sink(&options.prefix, ctx.job(), ctx.uid());
-            let mut shell = TxnShell::new(&options, names, ctx.subtask());
+            let mut shell = TxnShell::new(&options, names, ctx);
             let (restored, inherited) = restored_states(ctx)?;
             shell.drive(TxnInput::Start {
                 restored,
@@ -104,6 +107,7 @@ pub(super) fn open<T: 'static>(
         partitions,
         subtask: ctx.subtask(),
         next: ctx.subtask(),
+        metrics: Arc::clone(ctx.connector_metrics()),
     }))
 }
 
@@ -161,14 +165,23 @@ impl<T> KafkaWriter<T> {
 
 impl<T> SinkWriter<T> for KafkaWriter<T> {
     fn write(&mut self, batch: &[T]) -> Result<(), TaskFailure> {
+        let mut bytes = 0u64;
         for record in batch {
             let KafkaRecord { key, value } = (self.serialize)(record);
+            bytes += (value.len() + key.as_ref().map_or(0, Vec::len)) as u64;
             let partition = self.partition();
             self.producer()?
                 .send(&self.options.topic, partition, key.as_deref(), &value)
                 .map_err(|error| self.failure(error))?;
         }
         self.producer()?.poll();
+        let labels = vec![
+            ("topic", self.options.topic.clone()),
+            ("subtask", self.subtask.to_string()),
+        ];
+        self.metrics
+            .add(SINK_RECORDS, labels.clone(), batch.len() as u64);
+        self.metrics.add(SINK_BYTES, labels, bytes);
         Ok(())
     }
 

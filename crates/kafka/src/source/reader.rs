@@ -2,21 +2,72 @@
 //! partitions at exact offsets, polled without waiting.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::metrics::OperatorCounters;
+use holdfast_dataflow::metrics::{ConnectorMetrics, SeriesLabels};
 use holdfast_dataflow::source::{Poll, RateLimit, SourcePosition, SourceReader};
 use holdfast_executor::TaskFailure;
 use holdfast_types::CheckpointId;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use holdfast_types::sync::lock;
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
+use rdkafka::statistics::Statistics;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::assign::{self, PartitionPosition, Positions, Start};
 use super::{Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets};
+use crate::metrics::{SOURCE_BYTES, SOURCE_LAG, SOURCE_NEXT_OFFSET, SOURCE_RECORDS};
 use crate::txn::TopicPartition;
+
+/// librdkafka's statistics every so often: the lag per partition.
+const STATISTICS_INTERVAL_MS: &str = "5000";
+
+/// The consumer's context: librdkafka's statistics say where each
+/// partition ends (its last stable offset: what read_committed can read);
+/// the reader turns that and its own position into the lag gauges
+/// (librdkafka's own `consumer_lag` counts from the group's committed
+/// offset, which holdfast does not read from).
+#[derive(Default)]
+struct SourceContext {
+    ends: Mutex<BTreeMap<TopicPartition, i64>>,
+    fresh: AtomicBool,
+}
+
+impl ClientContext for SourceContext {
+    fn stats(&self, statistics: Statistics) {
+        let mut ends = lock(&self.ends);
+        for (topic, stats) in statistics.topics {
+            for (partition, stats) in stats.partitions {
+                // -1: librdkafka's internal partition; a negative offset:
+                // not known yet.
+                if partition >= 0 && stats.ls_offset >= 0 {
+                    let key = TopicPartition {
+                        topic: topic.clone(),
+                        partition,
+                    };
+                    ends.insert(key, stats.ls_offset);
+                }
+            }
+        }
+        self.fresh.store(true, Ordering::Release);
+    }
+}
+
+impl ConsumerContext for SourceContext {}
+
+type KafkaConsumer = BaseConsumer<SourceContext>;
+
+fn labels(topic: &str, partition: i32) -> SeriesLabels {
+    vec![
+        ("topic", topic.to_owned()),
+        ("partition", partition.to_string()),
+    ]
+}
 
 /// How long the reader says to wait when nothing came.
 const IDLE: Duration = Duration::from_millis(10);
@@ -30,7 +81,8 @@ struct Partition {
 struct KafkaReader<T> {
     options: Arc<SourceOptions>,
     decode: Decode<T>,
-    consumer: BaseConsumer,
+    consumer: KafkaConsumer,
+    metrics: Arc<ConnectorMetrics>,
     partitions: BTreeMap<TopicPartition, Partition>,
     counters: Arc<OperatorCounters>,
     rate: Option<RateLimit>,
@@ -68,12 +120,14 @@ pub(super) fn open<T: 'static>(
         .set("enable.partition.eof", "true")
         // An offset a checkpoint holds that retention deleted since: the
         // first record kept.
-        .set("auto.offset.reset", "earliest");
+        .set("auto.offset.reset", "earliest")
+        .set("statistics.interval.ms", STATISTICS_INTERVAL_MS);
     for (key, value) in &options.properties {
         config.set(key, value);
     }
-    let consumer: BaseConsumer = config
-        .create()
+    let metrics = Arc::clone(ctx.connector_metrics());
+    let consumer: KafkaConsumer = config
+        .create_with_context(SourceContext::default())
         .map_err(|error| failure(&options, format!("cannot create the consumer: {error}")))?;
 
     let positions = from
@@ -142,6 +196,7 @@ pub(super) fn open<T: 'static>(
         options,
         decode: Arc::clone(&source.decode),
         consumer,
+        metrics,
         partitions,
         counters: Arc::clone(ctx.counters()),
         rate,
@@ -153,7 +208,7 @@ pub(super) fn open<T: 'static>(
 /// Every partition of the source's topics; a missing topic is an error
 /// that names it.
 fn existing_partitions(
-    consumer: &BaseConsumer,
+    consumer: &KafkaConsumer,
     options: &SourceOptions,
 ) -> Result<Vec<TopicPartition>, TaskFailure> {
     let mut all = Vec::new();
@@ -177,7 +232,7 @@ fn existing_partitions(
 
 /// Where a partition no checkpoint knows starts on a fresh start.
 fn initial(
-    consumer: &BaseConsumer,
+    consumer: &KafkaConsumer,
     options: &SourceOptions,
     partition: &TopicPartition,
     low: i64,
@@ -249,6 +304,8 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             Some(Err(wait)) => return Ok(Poll::Idle(wait)),
         };
         let mut added = 0;
+        // Records and bytes per partition this poll (counted once, after).
+        let mut read: BTreeMap<TopicPartition, (u64, u64)> = BTreeMap::new();
         while added < max {
             let Some(result) = self.consumer.poll(Duration::ZERO) else {
                 break;
@@ -277,6 +334,11 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             if state.stop.is_some_and(|stop| state.next >= stop) {
                 state.done = true;
             }
+            let bytes =
+                message.payload().map_or(0, <[u8]>::len) + message.key().map_or(0, <[u8]>::len);
+            let counted = read.entry(key.clone()).or_default();
+            counted.0 += 1;
+            counted.1 += bytes as u64;
             match (self.decode)(message.key(), message.payload().unwrap_or_default()) {
                 Ok(record) => {
                     out.push(record);
@@ -305,6 +367,28 @@ impl<T> SourceReader<T> for KafkaReader<T> {
         }
         if let Some(rate) = self.rate.as_mut() {
             rate.record(added as u64);
+        }
+        for (partition, (records, bytes)) in &read {
+            let labels = labels(&partition.topic, partition.partition);
+            self.metrics.add(SOURCE_RECORDS, labels.clone(), *records);
+            self.metrics.add(SOURCE_BYTES, labels.clone(), *bytes);
+            if let Some(state) = self.partitions.get(partition) {
+                self.metrics.set(SOURCE_NEXT_OFFSET, labels, state.next);
+            }
+        }
+        let context = self.consumer.context();
+        if context.fresh.swap(false, Ordering::AcqRel) || !read.is_empty() {
+            let ends = lock(&context.ends);
+            for (partition, state) in &self.partitions {
+                if let Some(end) = ends.get(partition) {
+                    let lag = end.saturating_sub(state.next).max(0);
+                    self.metrics.set(
+                        SOURCE_LAG,
+                        labels(&partition.topic, partition.partition),
+                        lag,
+                    );
+                }
+            }
         }
         let bounded_done = self.options.bounded && self.partitions.values().all(|state| state.done);
         Ok(if bounded_done {

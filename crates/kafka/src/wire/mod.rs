@@ -105,6 +105,15 @@ pub enum WireError {
     },
 }
 
+/// A name a sweep fenced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fenced {
+    /// The transactional id.
+    pub name: String,
+    /// Whether it held an open transaction (which the fence aborted).
+    pub aborted: bool,
+}
+
 /// The codec's own error, as text with its chain (the codec reports
 /// `anyhow` errors, which are not `std::error::Error`).
 #[derive(Debug, thiserror::Error)]
@@ -268,28 +277,29 @@ impl TxnWire {
     /// (`InitProducerId`) aborts what each holds and shuts out every older
     /// producer of it. Asking about an unknown id creates nothing. Retries
     /// retriable answers for each name until `within` has passed since
-    /// that name's first try. Returns the names fenced.
+    /// that name's first try. Returns the names fenced, each saying
+    /// whether it held an open transaction.
     pub fn sweep(
         &self,
         names: &crate::txn::TxnNames,
         subtask: u32,
         from: u64,
         within: Duration,
-    ) -> Result<Vec<String>, WireError> {
+    ) -> Result<Vec<Fenced>, WireError> {
         let mut fenced = Vec::new();
         for k in from.. {
             let name = names.name(subtask, k);
             let known = self.retrying(within, &name, || {
-                if self.describe(&name)?.is_none() {
-                    return Ok(false);
-                }
+                let Some(described) = self.describe(&name)? else {
+                    return Ok(None);
+                };
                 self.init_producer_id(&name)?;
-                Ok(true)
+                Ok(Some(described.state == DescribedState::Ongoing))
             })?;
-            if !known {
+            let Some(aborted) = known else {
                 break;
-            }
-            fenced.push(name);
+            };
+            fenced.push(Fenced { name, aborted });
         }
         Ok(fenced)
     }

@@ -5,11 +5,15 @@
 //! Prometheus; `standalone` shows it while a job runs). Subtasks of one
 //! operator counting into one registry share its counters.
 
+mod connector;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use holdfast_types::sync::lock;
+
+pub use connector::{ConnectorMetrics, Series, SeriesKind, SeriesLabels};
 
 /// One operator's counters (shared by its subtasks in this process).
 #[derive(Debug, Default)]
@@ -74,7 +78,11 @@ pub struct OperatorKey {
 #[derive(Debug, Default)]
 pub struct DataflowMetrics {
     operators: Mutex<BTreeMap<OperatorKey, Arc<OperatorCounters>>>,
+    connectors: Mutex<BTreeMap<OperatorKey, Arc<ConnectorMetrics>>>,
 }
+
+/// Every operator's connector samples, by operator.
+pub type ConnectorSnapshot = Vec<(OperatorKey, Vec<(Series, SeriesLabels, i64)>)>;
 
 impl DataflowMetrics {
     /// The counters of `operator` of `job`, created at zero if new.
@@ -85,6 +93,25 @@ impl DataflowMetrics {
         };
         let mut operators = lock(&self.operators);
         Arc::clone(operators.entry(key).or_default())
+    }
+
+    /// The connector series of `operator` of `job`, created empty if new.
+    pub fn connector(&self, job: &str, operator: &str) -> Arc<ConnectorMetrics> {
+        let key = OperatorKey {
+            job: job.to_owned(),
+            operator: operator.to_owned(),
+        };
+        Arc::clone(lock(&self.connectors).entry(key).or_default())
+    }
+
+    /// Every operator's connector samples now, ordered by job and
+    /// operator.
+    pub fn connector_snapshot(&self) -> ConnectorSnapshot {
+        lock(&self.connectors)
+            .iter()
+            .map(|(key, metrics)| (key.clone(), metrics.snapshot()))
+            .filter(|(_, samples)| !samples.is_empty())
+            .collect()
     }
 
     /// Every operator's counters now, ordered by job and operator.
