@@ -7,7 +7,8 @@
 //! timeout, the broker restarted, and a TaskManager killed after a
 //! checkpoint completed but before its sinks were told, a read_committed
 //! reader sees every `word n` line exactly once; a read_uncommitted one may
-//! see more, never less.
+//! see more, never less. So too for a job stopped with a savepoint and
+//! resumed at parallelism 3, then stopped and resumed at 1.
 
 mod support;
 
@@ -27,7 +28,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, Message, TopicPartitionList};
 use serde_json::json;
-use support::cluster::{Cluster, logged, registered, rest};
+use support::cluster::{
+    Cluster, JobManager, all_running, cli, last_line, logged, registered, rest,
+};
 use support::datagen_job::{completed, finished};
 
 /// Lines in the input topic, and how fast the job reads them (about 6 s).
@@ -109,18 +112,24 @@ fn fill(bootstrap: &str) -> Result<()> {
 fn config(checkpoints: &Path, heartbeat_timeout: &str) -> String {
     format!(
         "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         execution.checkpointing.savepoint-dir: {}\ntaskmanager.numberOfTaskSlots: 3\n\
          restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: {heartbeat_timeout}",
-        checkpoints.display()
+        checkpoints.display(),
+        checkpoints.with_extension("savepoints").display()
     )
 }
 
-async fn submit(client: &RestClient, bootstrap: &str) -> Result<JobId> {
-    let params = json!({
-        "input": format!("kafka://{bootstrap}/text?bounded=true&rate={RATE}"),
+/// The job's parameters, reading at `rate` lines per second.
+fn params(bootstrap: &str, rate: u64) -> serde_json::Value {
+    json!({
+        "input": format!("kafka://{bootstrap}/text?bounded=true&rate={rate}"),
         "output": format!("kafka://{bootstrap}/counts"),
         "counts": "running",
-    });
-    let graph = holdfast::builtin_jobs().job_graph(wordcount::NAME, &params, 2)?;
+    })
+}
+
+async fn submit(client: &RestClient, bootstrap: &str) -> Result<JobId> {
+    let graph = holdfast::builtin_jobs().job_graph(wordcount::NAME, &params(bootstrap, RATE), 2)?;
     Ok(client.submit(&graph).await?)
 }
 
@@ -340,4 +349,77 @@ async fn a_task_manager_killed_after_a_checkpoint_completed_before_its_sinks_wer
     .await?;
     finished(&client, job).await?;
     check_output(&broker.bootstrap()).await
+}
+
+/// `holdfast stop JOB`: the savepoint, once the job FINISHED.
+async fn stop(jm: &JobManager, client: &RestClient, job: JobId) -> Result<std::path::PathBuf> {
+    let savepoint = last_line(&cli(jm, &["stop", &job.to_string()]).await?)?;
+    ensure!(
+        client.job(job).await?.state == "FINISHED",
+        "a stopped job is FINISHED"
+    );
+    Ok(savepoint)
+}
+
+/// `holdfast run wordcount` from `savepoint` at `parallelism`, as an
+/// operator would; waits until it runs and checkpointed twice.
+async fn resume(
+    jm: &JobManager,
+    client: &RestClient,
+    params: &str,
+    parallelism: u32,
+    savepoint: &Path,
+) -> Result<JobId> {
+    let (p, sp) = (parallelism.to_string(), savepoint.display().to_string());
+    let args = [
+        "run",
+        "wordcount",
+        "--args",
+        params,
+        "--parallelism",
+        &p,
+        "--from-savepoint",
+        &sp,
+    ];
+    let out = cli(jm, &args).await?;
+    let job: JobId = out.lines().last().context("a job id")?.trim().parse()?;
+    all_running(client, job, "the resumed job runs").await?;
+    let before = jm.process.stderr().matches("checkpoint complete").count();
+    completed(jm, before + 2).await?;
+    Ok(job)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kafka_job_resized_through_savepoints_two_three_one_commits_every_line_once() -> Result<()>
+{
+    let broker = broker().await?;
+    let bootstrap = broker.bootstrap();
+    let data = tempfile::tempdir()?;
+    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let _tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&client, 2).await?;
+    // Slower than the other tests (about 15 s of input): three runs.
+    let params = params(&bootstrap, 400).to_string();
+    let graph =
+        holdfast::builtin_jobs().job_graph(wordcount::NAME, &serde_json::from_str(&params)?, 2)?;
+    let first = client.submit(&graph).await?;
+    all_running(&client, first, "the job runs").await?;
+    completed(&jm, 2).await?;
+
+    let savepoint = stop(&jm, &client, first).await?;
+    let second = resume(&jm, &client, &params, 3, &savepoint).await?;
+    let details = client.job(second).await?;
+    ensure!(
+        details.vertices.iter().all(|v| v.parallelism == 3),
+        "the second run has parallelism 3: {details:?}"
+    );
+    let savepoint = stop(&jm, &client, second).await?;
+    let third = resume(&jm, &client, &params, 1, &savepoint).await?;
+    finished(&client, third).await?;
+    check_output(&bootstrap).await
 }

@@ -17,7 +17,9 @@ use anyhow::{Context, Result, ensure};
 use holdfast_cluster::client::RestClient;
 use holdfast_runtime::ids::JobId;
 use serde_json::json;
-use support::cluster::{Cluster, JobManager, eventually, registered, rest};
+use support::cluster::{
+    Cluster, JobManager, cli, cli_fails, eventually, last_line, registered, rest,
+};
 use support::datagen_job::{Datagen, completed, finished};
 
 /// About 8 s of records over 30 keys.
@@ -34,38 +36,6 @@ fn config(data: &Path) -> String {
         data.join("checkpoints").display(),
         data.join("savepoints").display()
     )
-}
-
-/// `holdfast ARGS --jobmanager REST`, and what it printed.
-async fn holdfast(jm: &JobManager, args: &[&str]) -> Result<(bool, String, String)> {
-    let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    all.extend(["--jobmanager".to_owned(), jm.rest.clone()]);
-    let output = support::run(&all).await?;
-    Ok((
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    ))
-}
-
-/// `holdfast ARGS`, which must succeed; its stdout.
-async fn cli(jm: &JobManager, args: &[&str]) -> Result<String> {
-    let (ok, stdout, stderr) = holdfast(jm, args).await?;
-    ensure!(ok, "holdfast {args:?} failed: {stderr}{stdout}");
-    Ok(stdout)
-}
-
-/// `holdfast ARGS`, which must fail; its stderr.
-async fn cli_fails(jm: &JobManager, args: &[&str]) -> Result<String> {
-    let (ok, _, stderr) = holdfast(jm, args).await?;
-    ensure!(!ok, "holdfast {args:?} succeeded");
-    Ok(stderr)
-}
-
-fn last_line(text: &str) -> Result<PathBuf> {
-    Ok(PathBuf::from(
-        text.lines().last().context("no output")?.trim(),
-    ))
 }
 
 fn params(output: Option<&Path>, pipeline: &str) -> String {

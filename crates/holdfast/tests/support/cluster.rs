@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use holdfast_cluster::client::RestClient;
 use holdfast_cluster::rest::answers::JobDetails;
 use holdfast_runtime::graph::JobGraph;
@@ -314,4 +314,37 @@ pub async fn leader_standby_and_two_taskmanagers(
     ];
     registered(&leader_rest, 2).await?;
     Ok((a, b, tms))
+}
+
+/// `holdfast ARGS --jobmanager REST`, and what it printed.
+pub async fn holdfast(jm: &JobManager, args: &[&str]) -> Result<(bool, String, String)> {
+    let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    all.extend(["--jobmanager".to_owned(), jm.rest.clone()]);
+    let output = super::run(&all).await?;
+    Ok((
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+/// `holdfast ARGS`, which must succeed; its stdout.
+pub async fn cli(jm: &JobManager, args: &[&str]) -> Result<String> {
+    let (ok, stdout, stderr) = holdfast(jm, args).await?;
+    ensure!(ok, "holdfast {args:?} failed: {stderr}{stdout}");
+    Ok(stdout)
+}
+
+/// `holdfast ARGS`, which must fail; its stderr.
+pub async fn cli_fails(jm: &JobManager, args: &[&str]) -> Result<String> {
+    let (ok, _, stderr) = holdfast(jm, args).await?;
+    ensure!(!ok, "holdfast {args:?} succeeded");
+    Ok(stderr)
+}
+
+/// The last line of `text`, as a path (what `savepoint` and `stop` print).
+pub fn last_line(text: &str) -> Result<PathBuf> {
+    Ok(PathBuf::from(
+        text.lines().last().context("no output")?.trim(),
+    ))
 }
