@@ -79,6 +79,25 @@ impl TaskFailure {
         }
     }
 
+    /// A failure no restart can mend (the job fails, whatever the restart
+    /// strategy allows), saying `message`, caused by `source`.
+    pub fn unrecoverable(
+        message: impl Into<String>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> TaskFailure {
+        TaskFailure::with_source(message, source).beyond_restart()
+    }
+
+    /// The same failure, one no restart can mend.
+    pub fn beyond_restart(self) -> TaskFailure {
+        self.of_kind(FailureKind::Unrecoverable)
+    }
+
+    /// Whether no restart can mend it.
+    pub fn is_unrecoverable(&self) -> bool {
+        self.kind == FailureKind::Unrecoverable
+    }
+
     /// The same failure, of `kind` (a neighbour's failure seen through the
     /// exchange, the machinery around the task …).
     pub fn of_kind(mut self, kind: FailureKind) -> TaskFailure {

@@ -257,3 +257,44 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
     assert_eq!(transactions(&metrics).get("committed"), Some(&1));
     Ok(())
 }
+
+#[test]
+fn a_restore_whose_promised_transaction_was_aborted_fails_beyond_restart_naming_it()
+-> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "gone", 1)?;
+    let sink =
+        KafkaSink::<String>::lines(&bootstrap, "gone").delivery(DeliveryGuarantee::ExactlyOnce);
+    let metrics = DataflowMetrics::default();
+    let mut writer = sink.open(&context(0, &metrics))?;
+    writer.write(&["promised".to_string()])?;
+    let state = writer
+        .snapshot(CheckpointId(1))?
+        .expect("exactly once keeps state");
+    drop(writer);
+    // Someone re-initialises the transactional id before the restore (as a
+    // transaction.timeout.ms too short would abort it): the records
+    // checkpoint 1 promised are gone.
+    let pending = holdfast_kafka::txn::SinkTxnState::decode(&state)?.pending;
+    let wire = holdfast_kafka::wire::TxnWire::new(vec![bootstrap.clone()], Duration::from_secs(10));
+    wire.reserve(&[pending[0].name.clone()], Duration::from_secs(10))?;
+
+    let restored = context(0, &metrics).restored_with(
+        CheckpointId(1),
+        vec![RestoredPart {
+            subtask: 0,
+            parallelism: 1,
+            bytes: state,
+        }],
+    );
+    let failure = sink.open(&restored).err().expect("the restore fails");
+    assert!(failure.is_unrecoverable(), "{}", failure.report());
+    let report = failure.report();
+    assert!(
+        report.contains(&pending[0].name) && report.contains("checkpoint 1"),
+        "{report}"
+    );
+    assert!(read(&bootstrap, "gone", 1, "read_committed", 1)?.is_empty());
+    Ok(())
+}

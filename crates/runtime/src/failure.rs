@@ -47,11 +47,16 @@ pub enum FailureKind {
     /// does not match the job, a kind this JobManager does not know, …):
     /// not the task's code.
     Infrastructure,
+    /// The task's own code says a restart cannot help (a Kafka transaction
+    /// a completed checkpoint promised was aborted by the broker; a
+    /// configuration the job cannot run with): the job fails, whatever the
+    /// restart strategy allows.
+    Unrecoverable,
 }
 
 impl FailureKind {
     /// Every kind, in order.
-    pub const ALL: [FailureKind; 13] = [
+    pub const ALL: [FailureKind; 14] = [
         FailureKind::UserCode,
         FailureKind::Upstream,
         FailureKind::Downstream,
@@ -65,6 +70,7 @@ impl FailureKind {
         FailureKind::NewLeader,
         FailureKind::DeployFailed,
         FailureKind::Infrastructure,
+        FailureKind::Unrecoverable,
     ];
 
     /// Whether this is a neighbour's failure seen through the exchange:
@@ -91,6 +97,7 @@ impl FailureKind {
             FailureKind::NewLeader => "new-leader",
             FailureKind::DeployFailed => "deploy-failed",
             FailureKind::Infrastructure => "infrastructure",
+            FailureKind::Unrecoverable => "unrecoverable",
         }
     }
 
@@ -211,6 +218,7 @@ mod tests {
                 (FailureKind::NewLeader, "new-leader"),
                 (FailureKind::DeployFailed, "deploy-failed"),
                 (FailureKind::Infrastructure, "infrastructure"),
+                (FailureKind::Unrecoverable, "unrecoverable"),
             ]
         );
     }

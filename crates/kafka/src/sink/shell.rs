@@ -17,7 +17,7 @@ use super::producer::SinkProducer;
 use crate::metrics::{SINK_OPEN_SINCE, SINK_TRANSACTIONS};
 use crate::txn::{
     CommitOutcome, FlushReport, Phase, ProducerPair, SinkTxnCore, SinkTxnState, TxnCommand,
-    TxnInput, TxnNames,
+    TxnFailure, TxnInput, TxnNames,
 };
 use crate::wire::TxnWire;
 
@@ -137,13 +137,19 @@ impl TxnShell {
                         bootstrap = %self.options.bootstrap,
                         "Kafka sink: {failure}"
                     );
-                    return Err(TaskFailure::with_source(
-                        format!(
-                            "the Kafka sink to topic {} on {} failed",
-                            self.options.topic, self.options.bootstrap
-                        ),
-                        failure,
-                    ));
+                    let message = format!(
+                        "the Kafka sink to topic {} on {} failed",
+                        self.options.topic, self.options.bootstrap
+                    );
+                    // A lost transaction or another sink's state stays so
+                    // through any restart: the job fails instead of
+                    // looping through restores that fail the same way.
+                    return Err(match failure {
+                        TxnFailure::Lost { .. } | TxnFailure::ForeignState { .. } => {
+                            TaskFailure::unrecoverable(message, failure)
+                        }
+                        _ => TaskFailure::with_source(message, failure),
+                    });
                 }
             };
             if let Some(outcome) = outcome {

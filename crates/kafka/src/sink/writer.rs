@@ -62,7 +62,8 @@ pub(super) fn open<T: 'static>(
                      execution.checkpointing.interval, or choose AT_LEAST_ONCE",
                     ctx.operator(),
                     options.topic
-                )));
+                ))
+                .beyond_restart());
             }
             let names = TxnNames::for_sink(&options.prefix, ctx.job(), ctx.uid());
             let mut shell = TxnShell::new(&options, names, ctx);

@@ -39,6 +39,9 @@ pub enum GiveUpReason {
         /// The window's length.
         interval: Duration,
     },
+    /// The task's code said a restart cannot help
+    /// ([`FailureKind::Unrecoverable`](crate::failure::FailureKind::Unrecoverable)).
+    Unrecoverable,
     /// Exponential delay: `attempts` restarts since the last reset.
     AttemptsBeforeResetExhausted {
         /// The configured number of attempts before a reset.
@@ -98,7 +101,14 @@ impl RestartTracker {
         random: u64,
     ) -> RestartDecision {
         let stable_for = self.running_since.take().map(|since| now.since(since));
-        let decision = self.decide(now, stable_for, random);
+        let decision = if cause.kind == crate::failure::FailureKind::Unrecoverable {
+            // Not counted against the strategy: no restart is tried at all.
+            RestartDecision::GiveUp {
+                reason: GiveUpReason::Unrecoverable,
+            }
+        } else {
+            self.decide(now, stable_for, random)
+        };
         self.history.push(FailureRecord {
             at: now,
             cause,

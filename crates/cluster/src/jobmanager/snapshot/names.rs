@@ -43,6 +43,9 @@ pub(crate) fn decision_text(decision: &RestartDecision) -> String {
 fn give_up_text(reason: &GiveUpReason) -> String {
     match reason {
         GiveUpReason::NoRestartStrategy => "restart-strategy.type is none".to_owned(),
+        GiveUpReason::Unrecoverable => {
+            "the task said a restart cannot help (see its failure)".to_owned()
+        }
         GiveUpReason::AttemptsExhausted { attempts } => {
             format!("all {attempts} fixed-delay restart attempts were used")
         }

@@ -120,6 +120,25 @@ fn none_gives_up_at_once() {
 }
 
 #[test]
+fn an_unrecoverable_failure_gives_up_whatever_the_strategy_allows_and_uses_no_attempt() {
+    let mut t = RestartTracker::new(RestartStrategy::FixedDelay {
+        attempts: 100,
+        delay: secs(1),
+    })
+    .unwrap();
+    let unrecoverable = FailureCause::new(crate::failure::Failure::new(
+        crate::failure::FailureKind::Unrecoverable,
+        "transaction lost",
+    ));
+    assert_eq!(
+        t.on_failure(at(1), unrecoverable, 0),
+        give_up(GiveUpReason::Unrecoverable)
+    );
+    // A later ordinary failure still has every attempt.
+    assert_eq!(fail(&mut t, at(2)), restart(secs(1)));
+}
+
+#[test]
 fn fixed_delay_stops_after_attempts_and_never_resets() {
     let mut t = RestartTracker::new(RestartStrategy::FixedDelay {
         attempts: 2,
