@@ -289,6 +289,10 @@ impl<T: 'static> Sink<T> for Box<dyn Sink<T>> {
     ) -> Result<Box<dyn crate::sink::SinkWriter<T>>, holdfast_executor::TaskFailure> {
         self.as_ref().open(ctx)
     }
+
+    fn check(&self, checkpointing: crate::sink::Checkpointing<'_>) -> Result<(), String> {
+        self.as_ref().check(checkpointing)
+    }
 }
 
 #[cfg(test)]

@@ -251,7 +251,11 @@ impl LocalRun {
                         checkpoint: c.id,
                         files: c.files_for(task, vertex.parallelism),
                     });
-                    info = info.with_checkpointing(TaskCheckpointing { mode, restore });
+                    info = info.with_checkpointing(TaskCheckpointing {
+                        mode,
+                        restore,
+                        timing: None,
+                    });
                 }
                 let key = AttemptRef::new(job, ExecutionAttemptId::new(task, 0));
                 let (ctx, cancel, inbox) =

@@ -19,7 +19,7 @@ use crate::connector::{Connector, Connectors, InputUse, Target};
 use crate::metrics::DataflowMetrics;
 use crate::plan::compile::DATAFLOW_TASK;
 use crate::plan::{CompiledPlan, PlanError};
-use crate::sink::Sink;
+use crate::sink::{Checkpointing, Sink};
 use crate::source::Source;
 use crate::task::DataflowTask;
 use crate::time::{Clock, SystemClock};
@@ -360,6 +360,16 @@ impl JobRegistry {
                 Arc::clone(&clock),
                 Arc::clone(&metrics),
             )?;
+            let checkpointing = match &info.checkpointing {
+                None => Checkpointing::Off,
+                Some(task) => Checkpointing::On(task.timing.as_ref()),
+            };
+            task.compiled()
+                .check_sinks(checkpointing)
+                .map_err(|error| ArgsError::Refused {
+                    task: DATAFLOW_TASK.to_owned(),
+                    reason: error.to_string(),
+                })?;
             task.check_parallelism(info.parallelism)
                 .map_err(|expected| ArgsError::BadValue {
                     task: DATAFLOW_TASK.to_owned(),

@@ -36,6 +36,16 @@ pub enum ArgsError {
         /// The arguments the task takes.
         known: Vec<String>,
     },
+    /// The task cannot run as the cluster is configured (an exactly-once
+    /// sink in a job that does not checkpoint, a transaction timeout its
+    /// checkpoints could outlast).
+    #[error("task {task:?} cannot run as configured: {reason}")]
+    Refused {
+        /// The task.
+        task: String,
+        /// What is wrong and how to mend it.
+        reason: String,
+    },
     /// An argument with a value of the wrong type or out of range.
     #[error("task {task:?}: argument {argument:?} is {got}; expected {expected}")]
     BadValue {

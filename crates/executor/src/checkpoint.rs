@@ -244,6 +244,24 @@ pub struct TaskCheckpointing {
     /// The state to start from; `None`: from the beginning (no checkpoint
     /// completed yet).
     pub restore: Option<RestoredState>,
+    /// How often and how long checkpoints run, where it is known (a
+    /// JobManager checking a submission); `None` elsewhere.
+    pub timing: Option<CheckpointTiming>,
+}
+
+/// What a submission knows of a job's checkpoints: what a task that must
+/// outlast them (a Kafka transaction) checks its own settings against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointTiming {
+    /// `execution.checkpointing.interval`.
+    pub interval: std::time::Duration,
+    /// `execution.checkpointing.timeout`.
+    pub timeout: std::time::Duration,
+    /// `execution.checkpointing.tolerable-failed-checkpoints`.
+    pub tolerable_failures: u32,
+    /// How long a restart and restore may take: the restart strategy's
+    /// longest delay plus `heartbeat.timeout` (a lost TaskManager).
+    pub recovery: std::time::Duration,
 }
 
 #[cfg(test)]

@@ -50,9 +50,9 @@ mod thread;
 
 pub use args::{Args, ArgsError};
 pub use checkpoint::{
-    CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, EncodeError,
-    EncodeState, NO_CHECKPOINT, ReadStateError, RestoredFile, RestoredState, StateSource,
-    TaskCheckpointing,
+    CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, CheckpointTiming,
+    EncodeError, EncodeState, NO_CHECKPOINT, ReadStateError, RestoredFile, RestoredState,
+    StateSource, TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
 pub use context::{CancelHandle, CheckpointInbox, TaskContext};

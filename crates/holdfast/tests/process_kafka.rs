@@ -423,3 +423,37 @@ async fn a_kafka_job_resized_through_savepoints_two_three_one_commits_every_line
     finished(&client, third).await?;
     check_output(&bootstrap).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_whose_transactions_its_checkpoints_could_outlast_is_refused() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let config = format!(
+        "execution.checkpointing.interval: 10min\nexecution.checkpointing.timeout: 10min\n\
+         execution.checkpointing.dir: {}",
+        data.path().join("chk").display()
+    );
+    let cluster = Cluster::start("lease", &config).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    // No broker is needed: the JobManager refuses before anything runs.
+    let params = json!({
+        "input": "kafka://127.0.0.1:9/text",
+        "output": "kafka://127.0.0.1:9/counts?transaction-timeout=1min",
+        "counts": "running",
+    })
+    .to_string();
+    let (ok, stdout, stderr) = support::cluster::holdfast(
+        &jm,
+        &["run", "wordcount", "--args", &params, "--parallelism", "1"],
+    )
+    .await?;
+    ensure!(!ok, "refused: {stdout}");
+    ensure!(
+        stderr.contains("transaction.timeout.ms is 60s")
+            && stderr.contains("execution.checkpointing.interval 600s")
+            && stderr.contains("Raise transaction.timeout.ms"),
+        "the refusal names both values and the fix: {stderr}"
+    );
+    ensure!(client.jobs().await?.jobs.is_empty(), "no job was accepted");
+    Ok(())
+}

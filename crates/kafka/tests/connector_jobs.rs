@@ -176,3 +176,46 @@ fn wordcount_reads_a_topic_and_writes_running_counts_to_a_topic_exactly_once() -
     assert_eq!(seen, expected);
     Ok(())
 }
+
+#[test]
+fn an_exactly_once_output_the_checkpoints_could_outlast_is_refused_naming_both_values() {
+    use holdfast_dataflow::sink::Checkpointing;
+    use holdfast_executor::CheckpointTiming;
+    let compiled = |timeout: &str| {
+        let params = json!({
+            "input": "in.txt",
+            "output": format!("kafka://b:1/out?transaction-timeout={timeout}"),
+        });
+        jobs().compile("wordcount", &params, 1).expect("builds")
+    };
+    let timing = CheckpointTiming {
+        interval: Duration::from_secs(600),
+        timeout: Duration::from_secs(600),
+        tolerable_failures: 0,
+        recovery: Duration::from_secs(30),
+    };
+    let error = compiled("1min")
+        .check_sinks(Checkpointing::On(Some(&timing)))
+        .expect_err("1 min is less than 10 + 10 min + 30 s")
+        .to_string();
+    assert!(
+        error.contains("sink \"write\"")
+            && error.contains("transaction.timeout.ms is 60s")
+            && error.contains("1230s"),
+        "{error}"
+    );
+    compiled("1h")
+        .check_sinks(Checkpointing::On(Some(&timing)))
+        .expect("an hour outlives it");
+    compiled("1min")
+        .check_sinks(Checkpointing::On(None))
+        .expect("a TaskManager does not know the timing: nothing to refuse");
+    let error = compiled("1h")
+        .check_sinks(Checkpointing::Off)
+        .expect_err("exactly once needs checkpoints")
+        .to_string();
+    assert!(
+        error.contains("execution.checkpointing.interval"),
+        "{error}"
+    );
+}

@@ -67,6 +67,20 @@ pub enum RestartStrategy {
 }
 
 impl RestartStrategy {
+    /// The longest it waits before one restart (none: zero).
+    pub fn longest_delay(&self) -> Duration {
+        match self {
+            RestartStrategy::None => Duration::ZERO,
+            RestartStrategy::FixedDelay { delay, .. }
+            | RestartStrategy::FailureRate { delay, .. } => *delay,
+            RestartStrategy::ExponentialDelay {
+                max_backoff,
+                jitter_factor,
+                ..
+            } => max_backoff.mul_f64(1.0 + jitter_factor.clamp(0.0, 1.0)),
+        }
+    }
+
     /// Fixed delay with Flink's defaults: 1 attempt, 1 s delay.
     pub fn fixed_delay() -> RestartStrategy {
         RestartStrategy::FixedDelay {

@@ -164,8 +164,26 @@ impl<B: Backend> ActorParts<B> {
     /// Whether the graph's tasks exist and take its arguments.
     fn validate(&self, graph: &JobGraph) -> Result<(), String> {
         graph.validate().map_err(|e| e.to_string())?;
+        // The job's checkpoints as the tasks will run them: a sink checks
+        // its own settings against them (a Kafka transaction timeout).
+        let checkpointing = self.options.checkpointing.as_ref().map(|options| {
+            let config = &options.config;
+            holdfast_executor::TaskCheckpointing {
+                mode: config.mode,
+                restore: None,
+                timing: Some(holdfast_executor::CheckpointTiming {
+                    interval: config.interval,
+                    timeout: config.timeout,
+                    tolerable_failures: config.tolerable_failures,
+                    recovery: self.options.master.restart.longest_delay()
+                        + self.options.master.heartbeat_timeout,
+                }),
+            }
+        });
         for (index, vertex) in graph.vertices.iter().enumerate() {
-            let info = holdfast_executor::TaskInfo::new(vertex.task.clone(), vertex.parallelism);
+            let mut info =
+                holdfast_executor::TaskInfo::new(vertex.task.clone(), vertex.parallelism);
+            info.checkpointing = checkpointing.clone();
             self.options
                 .registry
                 .validate(&vertex.task, &vertex.args, &info)

@@ -252,7 +252,11 @@ pub(super) fn task_checkpointing(
             })
         }
     };
-    Ok(TaskCheckpointing { mode, restore })
+    Ok(TaskCheckpointing {
+        mode,
+        restore,
+        timing: None,
+    })
 }
 
 impl Actor {

@@ -80,6 +80,7 @@ impl Dataflow {
                     watermark_interval_ms: DEFAULT_WATERMARK_INTERVAL.as_millis() as i64,
                     nodes: Vec::new(),
                     edges: Vec::new(),
+                    sink_checks: Vec::new(),
                 },
                 errors: Vec::new(),
             })),
@@ -186,13 +187,18 @@ pub(crate) fn add_node(
 }
 
 /// A typed sink factory for the plan.
-pub(crate) fn make_sink<T: Data>(sink: impl crate::sink::Sink<T>) -> crate::plan::MakeSink {
+pub(crate) fn make_sink<T: Data>(
+    sink: impl crate::sink::Sink<T>,
+) -> (crate::plan::MakeSink, crate::plan::CheckSink) {
     let sink = Arc::new(sink);
-    Arc::new(move |ctx: &OperatorContext| {
+    let checked = Arc::clone(&sink);
+    let check: crate::plan::CheckSink = Arc::new(move |checkpointing| checked.check(checkpointing));
+    let make: crate::plan::MakeSink = Arc::new(move |ctx: &OperatorContext| {
         let writer = sink.open(ctx)?;
         Ok(boxed::<T>(Box::new(crate::ops::sink::SinkPush::new(
             writer,
             ctx.clone(),
         ))))
-    })
+    });
+    (make, check)
 }

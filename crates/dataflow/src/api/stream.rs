@@ -254,14 +254,15 @@ impl<T: Data> Stream<T> {
 
     /// Writes the records to `sink`, in operator `name`.
     pub fn sink(&self, name: &str, sink: impl Sink<T>) -> SinkHandle {
+        let (make, check) = make_sink(sink);
+        self.flow
+            .borrow_mut()
+            .plan
+            .sink_checks
+            .push((name.to_owned(), check));
         let node = add_node(
             &self.flow,
-            Node::new(
-                name,
-                NodeOp::Sink(make_sink(sink)),
-                Some(Kit::<T>::shared()),
-                None,
-            ),
+            Node::new(name, NodeOp::Sink(make), Some(Kit::<T>::shared()), None),
             vec![self.edge()],
         );
         SinkHandle {

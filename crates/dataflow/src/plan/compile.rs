@@ -22,6 +22,16 @@ pub const DATAFLOW_TASK: &str = "dataflow";
 /// Why a plan cannot run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    /// A sink refuses how the job checkpoints.
+    #[error("job {job:?}: sink {sink:?} refuses to run: {reason}")]
+    SinkRefused {
+        /// The job.
+        job: String,
+        /// The sink.
+        sink: String,
+        /// What is wrong and how to mend it.
+        reason: String,
+    },
     /// Two operators share a name.
     #[error(
         "job {job:?}: two operators are named {name:?}; operator names must be unique in a job"
@@ -172,6 +182,22 @@ pub struct CompiledPlan {
 }
 
 impl CompiledPlan {
+    /// Checks every sink against how the job checkpoints (see
+    /// [`Sink::check`](crate::sink::Sink::check)).
+    pub fn check_sinks(
+        &self,
+        checkpointing: crate::sink::Checkpointing<'_>,
+    ) -> Result<(), PlanError> {
+        for (sink, check) in &self.plan.sink_checks {
+            check(checkpointing).map_err(|reason| PlanError::SinkRefused {
+                job: self.plan.name.clone(),
+                sink: sink.clone(),
+                reason,
+            })?;
+        }
+        Ok(())
+    }
+
     /// Compiles `plan`; operators without a parallelism of their own (and a
     /// plan without a default) get `default_parallelism`.
     pub fn compile(plan: Plan, default_parallelism: u32) -> Result<CompiledPlan, PlanError> {

@@ -40,6 +40,11 @@ pub(crate) type MakeOperator =
 pub(crate) type MakeSink =
     Arc<dyn Fn(&OperatorContext) -> Result<AnyBox, TaskFailure> + Send + Sync>;
 
+/// Checks a sink against how its job checkpoints (see
+/// [`Sink::check`](crate::sink::Sink::check)).
+pub(crate) type CheckSink =
+    Arc<dyn Fn(crate::sink::Checkpointing<'_>) -> Result<(), String> + Send + Sync>;
+
 /// What a node does.
 #[derive(Clone)]
 pub(crate) enum NodeOp {
@@ -156,6 +161,8 @@ pub struct Plan {
     pub(crate) watermark_interval_ms: i64,
     pub(crate) nodes: Vec<Node>,
     pub(crate) edges: Vec<PlanEdge>,
+    /// Each sink's name and its check.
+    pub(crate) sink_checks: Vec<(String, CheckSink)>,
 }
 
 impl std::fmt::Debug for Plan {

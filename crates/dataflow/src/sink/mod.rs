@@ -8,7 +8,7 @@ mod file;
 mod parts;
 mod print;
 
-use holdfast_executor::TaskFailure;
+use holdfast_executor::{CheckpointTiming, TaskFailure};
 use holdfast_types::CheckpointId;
 
 use crate::context::OperatorContext;
@@ -29,6 +29,24 @@ pub trait Sink<T>: Send + Sync + 'static {
     /// what it had pending, idempotently, and drop anything else left
     /// uncommitted by earlier attempts).
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>, TaskFailure>;
+
+    /// Checks the sink against how its job checkpoints, before any subtask
+    /// runs (a JobManager checking a submission, a TaskManager deploying):
+    /// `Err` says what is wrong and how to mend it, and the job is refused.
+    /// Everything passes by default.
+    fn check(&self, _checkpointing: Checkpointing<'_>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// How a job checkpoints, as a sink's [`check`](Sink::check) sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checkpointing<'a> {
+    /// The job does not checkpoint.
+    Off,
+    /// It does; how often and how long, where that is known (a JobManager
+    /// checking a submission knows; a TaskManager deploying does not).
+    On(Option<&'a CheckpointTiming>),
 }
 
 /// One subtask's writer.

@@ -46,6 +46,11 @@ pub struct DataflowTask {
 }
 
 impl DataflowTask {
+    /// The compiled job this task runs a vertex of.
+    pub fn compiled(&self) -> &Arc<CompiledPlan> {
+        &self.compiled
+    }
+
     /// Vertex `vertex` of `compiled`, exchanging records through `exchange`
     /// (`None`: the task can be validated but not run).
     pub fn new(

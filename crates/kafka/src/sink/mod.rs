@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast_dataflow::OperatorContext;
-use holdfast_dataflow::sink::{Sink, SinkWriter};
+use holdfast_dataflow::sink::{Checkpointing, Sink, SinkWriter};
 use holdfast_executor::TaskFailure;
 
 /// One record for Kafka: an optional key and a value.
@@ -190,5 +190,30 @@ impl<T> KafkaSink<T> {
 impl<T: 'static> Sink<T> for KafkaSink<T> {
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>, TaskFailure> {
         writer::open(self, ctx)
+    }
+
+    /// `EXACTLY_ONCE` needs checkpoints, and a `transaction.timeout.ms`
+    /// that outlives the longest a pending transaction may wait for its
+    /// commit ([`TimeoutBudget`](crate::txn::TimeoutBudget)).
+    fn check(&self, checkpointing: Checkpointing<'_>) -> Result<(), String> {
+        if self.options.delivery != DeliveryGuarantee::ExactlyOnce {
+            return Ok(());
+        }
+        match checkpointing {
+            Checkpointing::Off => Err(format!(
+                "EXACTLY_ONCE to topic {} needs checkpoints (only a completed checkpoint commits \
+                 its transactions): set execution.checkpointing.interval, or choose AT_LEAST_ONCE",
+                self.options.topic
+            )),
+            Checkpointing::On(None) => Ok(()),
+            Checkpointing::On(Some(timing)) => crate::txn::TimeoutBudget {
+                interval: timing.interval,
+                checkpoint_timeout: timing.timeout,
+                tolerable_failures: timing.tolerable_failures,
+                recovery: timing.recovery,
+            }
+            .check(self.options.transaction_timeout)
+            .map_err(|error| format!("to topic {}: {error}", self.options.topic)),
+        }
     }
 }
