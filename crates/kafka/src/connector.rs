@@ -5,6 +5,8 @@
 //!
 //! | option | as | default |
 //! |---|---|---|
+//! | `topic-pattern` | input, instead of a path: every topic whose whole name matches this regular expression | |
+//! | `partition-discovery` | input: how often an unbounded read looks for new partitions (a duration, or `off`) | `5min` |
 //! | `group` | input: the consumer group (offsets are committed there for lag monitoring only) | `holdfast-{job}` |
 //! | `starting` | input: `earliest`, `latest`, `committed` (then `fallback`), or `timestamp:MS` | `earliest` |
 //! | `fallback` | input: where `committed` starts for a partition the group has no offset for: `earliest` or `latest` | `earliest` |
@@ -27,6 +29,8 @@ use crate::{
 };
 
 const SOURCE_OPTIONS: &[&str] = &[
+    "topic-pattern",
+    "partition-discovery",
     "group",
     "starting",
     "fallback",
@@ -71,9 +75,26 @@ impl Connector for KafkaConnector {
             .filter(|topic| !topic.is_empty())
             .map(str::to_owned)
             .collect();
-        if topics.is_empty() {
-            return Err("no topic: write kafka://HOST:PORT/TOPIC[,TOPIC…]".into());
+        let pattern = endpoint.take("topic-pattern");
+        match (&pattern, topics.is_empty()) {
+            (None, true) => {
+                return Err("no topic: write kafka://HOST:PORT/TOPIC[,TOPIC…] or \
+                     kafka://HOST:PORT/?topic-pattern=REGEX"
+                    .into());
+            }
+            (Some(_), false) => {
+                return Err("topics and a topic-pattern: give one of them".into());
+            }
+            _ => {}
         }
+        let discovery = match endpoint.take("partition-discovery").as_deref() {
+            None => Some(crate::source::DEFAULT_DISCOVERY),
+            Some("off") => None,
+            Some(text) => Some(
+                holdfast_types::parse_duration(text)
+                    .map_err(|error| format!("partition-discovery={text}: {error} (or off)"))?,
+            ),
+        };
         let group = endpoint
             .take("group")
             .unwrap_or_else(|| format!("holdfast-{job}"));
@@ -127,7 +148,13 @@ impl Connector for KafkaConnector {
         let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
         let mut source = KafkaSource::lines(bootstrap, &topics, group)
             .starting_offsets(starting)
-            .on_decode_error(on_decode_error);
+            .on_decode_error(on_decode_error)
+            .partition_discovery(discovery);
+        if let Some(pattern) = pattern {
+            source = source
+                .topic_pattern(&pattern)
+                .map_err(|error| format!("topic-pattern={pattern}: {error}"))?;
+        }
         if bounded {
             source = source.bounded();
         }

@@ -52,6 +52,12 @@ fn a_kafka_url_is_checked_when_the_job_is_built_naming_what_is_wrong() {
     );
     let error = refusal(json!({"input": "kafka://b:1/", "output": "x"}));
     assert!(error.contains("no topic"), "{error}");
+    let error = refusal(json!({"input": "kafka://b:1/?topic-pattern=orders-(", "output": "x"}));
+    assert!(error.contains("topic-pattern=orders-("), "{error}");
+    let error = refusal(json!({"input": "kafka://b:1/t?topic-pattern=t.*", "output": "x"}));
+    assert!(error.contains("give one of them"), "{error}");
+    let error = refusal(json!({"input": "kafka://b:1/t?partition-discovery=often", "output": "x"}));
+    assert!(error.contains("partition-discovery=often"), "{error}");
     let error = refusal(json!({"input": "in.txt", "output": "kafka://b:1/a,b"}));
     assert!(error.contains("an output is one topic"), "{error}");
     // Without the connector, the scheme is named as unknown.
@@ -65,7 +71,7 @@ fn a_kafka_url_is_checked_when_the_job_is_built_naming_what_is_wrong() {
         .compile(
             "wordcount",
             &json!({
-                "input": "kafka://b:1,c:2/in?group=g&starting=committed&fallback=latest&property.fetch.min.bytes=1",
+                "input": "kafka://b:1,c:2/?topic-pattern=in-.*&partition-discovery=30s&group=g&starting=committed&fallback=latest&property.fetch.min.bytes=1",
                 "output": "kafka://b:1/out?delivery=at-least-once&partitioning=round-robin",
                 "counts": "running",
             }),

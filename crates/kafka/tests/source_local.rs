@@ -319,3 +319,74 @@ fn the_lag_gauges_show_what_is_left_to_read_while_a_slow_source_reads() -> anyho
     running.join()?;
     Ok(())
 }
+
+/// Writes `count` records `{topic}-{i}` to partition 0 of `topic`.
+fn write_to(bootstrap: &str, topic: &str, count: u32) -> anyhow::Result<()> {
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    for i in 0..count {
+        let value = format!("{topic}-{i}");
+        let record = BaseRecord::<(), str>::to(topic)
+            .payload(&value)
+            .partition(0);
+        producer.send(record).map_err(|(error, _)| error)?;
+    }
+    producer.flush(TIMEOUT)?;
+    Ok(())
+}
+
+#[test]
+fn a_pattern_reads_every_matching_topic_and_finds_one_created_while_it_runs() -> anyhow::Result<()>
+{
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "orders-eu", 1)?;
+    create_topic(&bootstrap, "orders-us-archive", 1)?;
+    create_topic(&bootstrap, "refunds", 1)?;
+    for topic in ["orders-eu", "orders-us-archive", "refunds"] {
+        write_to(&bootstrap, topic, 5)?;
+    }
+    let collected = holdfast_dataflow::sink::Collect::new();
+    let flow = Dataflow::new("patterns");
+    flow.source(
+        "in",
+        KafkaSource::lines(&bootstrap, &[], "pattern-readers")
+            // The whole name must match: not orders-us-archive.
+            .topic_pattern("orders-[a-z]{2}")?
+            .partition_discovery(Some(Duration::from_millis(200))),
+    )
+    .sink("out", collected.clone());
+    let options = LocalRun {
+        parallelism: 2,
+        ..LocalRun::default()
+    };
+    let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, 2)?))?;
+    let until = |what: &str, done: &dyn Fn(&[String]) -> bool| -> anyhow::Result<()> {
+        let deadline = Instant::now() + TIMEOUT;
+        while !done(&collected.records()) {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{what}: read {:?}",
+                collected.records()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    };
+    until("orders-eu read", &|records| records.len() == 5)?;
+    // A topic created while the job runs is found and read from its start.
+    create_topic(&bootstrap, "orders-us", 1)?;
+    write_to(&bootstrap, "orders-us", 5)?;
+    until("orders-us found", &|records| records.len() == 10)?;
+    running.cancel();
+    running.join()?;
+    let mut records = collected.records();
+    records.sort();
+    let expected: Vec<String> = ["orders-eu", "orders-us"]
+        .iter()
+        .flat_map(|topic| (0..5).map(move |i| format!("{topic}-{i}")))
+        .collect();
+    assert_eq!(records, expected);
+    Ok(())
+}

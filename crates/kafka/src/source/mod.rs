@@ -10,6 +10,7 @@
 //! `read_committed`: aborted and open transactions are never seen.
 
 pub mod assign;
+mod discovery;
 mod reader;
 
 use std::collections::BTreeMap;
@@ -59,6 +60,19 @@ pub enum OnDecodeError {
     Skip,
 }
 
+/// How often an unbounded read looks for new partitions by default.
+pub const DEFAULT_DISCOVERY: Duration = Duration::from_secs(300);
+
+impl SourceOptions {
+    /// The topics, or the pattern, for messages.
+    pub(crate) fn describe_topics(&self) -> String {
+        match &self.pattern {
+            Some(pattern) => format!("topics matching {}", pattern.as_str()),
+            None => format!("topics {}", self.topics.join(",")),
+        }
+    }
+}
+
 type Decode<T> = Arc<dyn Fn(Option<&[u8]>, &[u8]) -> Result<T, String> + Send + Sync>;
 
 /// Reads records from Kafka topics.
@@ -72,6 +86,11 @@ pub struct KafkaSource<T> {
 pub(crate) struct SourceOptions {
     pub(crate) bootstrap: String,
     pub(crate) topics: Vec<String>,
+    /// Instead of `topics`: every topic whose whole name matches.
+    pub(crate) pattern: Option<regex::Regex>,
+    /// How often an unbounded read looks for new partitions (`None`:
+    /// never).
+    pub(crate) discovery: Option<Duration>,
     pub(crate) group_id: String,
     pub(crate) starting: StartingOffsets,
     pub(crate) bounded: bool,
@@ -131,6 +150,8 @@ impl<T> KafkaSource<T> {
             options: Arc::new(SourceOptions {
                 bootstrap: bootstrap.into(),
                 topics: topics.iter().map(|t| t.to_string()).collect(),
+                pattern: None,
+                discovery: Some(DEFAULT_DISCOVERY),
                 group_id: group_id.into(),
                 starting: StartingOffsets::default(),
                 bounded: false,
@@ -169,6 +190,25 @@ impl<T> KafkaSource<T> {
     /// after it.
     pub fn rate(self, per_second: u64) -> Self {
         self.with(|o| o.rate = Some(per_second.max(1)))
+    }
+
+    /// Every topic whose whole name matches `pattern` (a regular
+    /// expression), instead of the listed topics; topics that appear later
+    /// are found by the partition discovery.
+    pub fn topic_pattern(self, pattern: &str) -> Result<Self, regex::Error> {
+        let whole = regex::Regex::new(&format!("^(?:{pattern})$"))?;
+        Ok(self.with(|o| {
+            o.topics.clear();
+            o.pattern = Some(whole);
+        }))
+    }
+
+    /// How often an unbounded read looks for new partitions (Flink's
+    /// `partition.discovery.interval.ms`; default 5 min); `None`: never.
+    /// A bounded read never does (its partitions are fixed when it
+    /// starts).
+    pub fn partition_discovery(self, every: Option<Duration>) -> Self {
+        self.with(|o| o.discovery = every)
     }
 
     /// A librdkafka consumer property.

@@ -20,6 +20,7 @@ use rdkafka::statistics::Statistics;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::assign::{self, PartitionPosition, Positions, Start};
+use super::discovery::{self, Discovery};
 use super::{Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets};
 use crate::metrics::{SOURCE_BYTES, SOURCE_LAG, SOURCE_NEXT_OFFSET, SOURCE_RECORDS};
 use crate::txn::TopicPartition;
@@ -90,6 +91,8 @@ struct KafkaReader<T> {
     /// group hears them when it completes.
     to_commit: BTreeMap<CheckpointId, Vec<(TopicPartition, i64)>>,
     subtask: u32,
+    /// New partitions while an unbounded read runs.
+    discovery: Option<Discovery>,
 }
 
 /// Checkpoints whose offsets wait for their end, at most (older ones are
@@ -98,8 +101,8 @@ const MAX_TO_COMMIT: usize = 16;
 
 fn failure(options: &SourceOptions, what: impl std::fmt::Display) -> TaskFailure {
     TaskFailure::new(format!(
-        "Kafka source (topics {} on {}): {what}",
-        options.topics.join(","),
+        "Kafka source ({} on {}): {what}",
+        options.describe_topics(),
         options.bootstrap
     ))
 }
@@ -140,7 +143,8 @@ pub(super) fn open<T: 'static>(
                 format!("cannot resume from the checkpoint: {error}"),
             )
         })?;
-    let existing = existing_partitions(&consumer, &options)?;
+    let existing =
+        discovery::partitions(&consumer, &options).map_err(|error| failure(&options, error))?;
     let restored = ctx.restored_from().is_some();
     let mine = assign::assign(
         ctx.subtask(),
@@ -192,6 +196,19 @@ pub(super) fn open<T: 'static>(
         partitions.len()
     );
     let rate = options.rate.map(|rate| RateLimit::share(rate, ctx));
+    let discovery = match options.discovery {
+        Some(interval) if !options.bounded => Some(
+            Discovery::start(
+                (*options).clone(),
+                interval,
+                ctx.subtask(),
+                ctx.parallelism(),
+                existing.iter().cloned().collect(),
+            )
+            .map_err(|error| failure(&options, error))?,
+        ),
+        _ => None,
+    };
     Ok(Box::new(KafkaReader {
         options,
         decode: Arc::clone(&source.decode),
@@ -202,32 +219,8 @@ pub(super) fn open<T: 'static>(
         rate,
         to_commit: BTreeMap::new(),
         subtask: ctx.subtask(),
+        discovery,
     }))
-}
-
-/// Every partition of the source's topics; a missing topic is an error
-/// that names it.
-fn existing_partitions(
-    consumer: &KafkaConsumer,
-    options: &SourceOptions,
-) -> Result<Vec<TopicPartition>, TaskFailure> {
-    let mut all = Vec::new();
-    for topic in &options.topics {
-        let metadata = consumer
-            .fetch_metadata(Some(topic), options.request_timeout)
-            .map_err(|error| failure(options, format!("cannot read topic {topic}: {error}")))?;
-        let found = metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .filter(|t| t.error().is_none() && !t.partitions().is_empty())
-            .ok_or_else(|| failure(options, format!("topic {topic} does not exist")))?;
-        all.extend(found.partitions().iter().map(|p| TopicPartition {
-            topic: topic.clone(),
-            partition: p.id(),
-        }));
-    }
-    Ok(all)
 }
 
 /// Where a partition no checkpoint knows starts on a fresh start.
@@ -267,6 +260,46 @@ fn initial(
 }
 
 impl<T> KafkaReader<T> {
+    /// Takes partitions the discovery found: read from their beginning
+    /// (nothing in them was read), the whole assignment given again at the
+    /// exact positions.
+    fn take_discovered(&mut self) -> Result<(), TaskFailure> {
+        let Some(discovery) = &self.discovery else {
+            return Ok(());
+        };
+        let found = discovery.take();
+        if found.is_empty() {
+            return Ok(());
+        }
+        for (partition, low) in &found {
+            tracing::info!(
+                subtask = self.subtask,
+                partition = %partition,
+                offset = low,
+                "Kafka source: found a new partition; reading it from its beginning"
+            );
+            self.partitions
+                .entry(partition.clone())
+                .or_insert(Partition {
+                    next: *low,
+                    stop: None,
+                    done: false,
+                });
+        }
+        let mut list = TopicPartitionList::new();
+        for (partition, state) in &self.partitions {
+            list.add_partition_offset(
+                &partition.topic,
+                partition.partition,
+                Offset::Offset(state.next),
+            )
+            .map_err(|error| failure(&self.options, error))?;
+        }
+        self.consumer
+            .assign(&list)
+            .map_err(|error| failure(&self.options, format!("cannot assign partitions: {error}")))
+    }
+
     /// A partition `eof` reports the end of (librdkafka names only the
     /// partition number): done where the consumer's position passed the
     /// stop (transaction markers take offsets no record has).
@@ -298,6 +331,7 @@ impl<T> KafkaReader<T> {
 
 impl<T> SourceReader<T> for KafkaReader<T> {
     fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
+        self.take_discovered()?;
         let max = match self.rate.as_mut().map(|rate| rate.allowance(max as u64)) {
             None => max,
             Some(Ok(allowed)) => allowed as usize,
