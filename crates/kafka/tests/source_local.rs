@@ -390,3 +390,74 @@ fn a_pattern_reads_every_matching_topic_and_finds_one_created_while_it_runs() ->
     assert_eq!(records, expected);
     Ok(())
 }
+
+#[test]
+fn a_quiet_partition_stops_holding_event_time_back_once_it_idles() -> anyhow::Result<()> {
+    use holdfast_dataflow::window::{WindowResult, WindowSpec};
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "events", 2)?;
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("linger.ms", "0")
+        .create()?;
+    let send = |partition: i32, time: i64| -> anyhow::Result<()> {
+        let value = time.to_string();
+        let record = BaseRecord::<(), str>::to("events")
+            .payload(&value)
+            .partition(partition);
+        producer.send(record).map_err(|(error, _)| error)?;
+        producer.flush(TIMEOUT)?;
+        Ok(())
+    };
+    // Partition 1: one event at time 0, then nothing.
+    send(1, 0)?;
+
+    let time = |line: &String| line.parse::<i64>().unwrap_or(0);
+    let windows = holdfast_dataflow::sink::Collect::new();
+    let flow = Dataflow::new("event-time");
+    flow.source(
+        "in",
+        KafkaSource::lines(&bootstrap, &["events"], "event-time").watermarks(
+            time,
+            Duration::ZERO,
+            Some(Duration::from_millis(300)),
+        ),
+    )
+    .with_timestamps(time)
+    .key_by(|_: &String| 0u8)
+    .window(WindowSpec::tumbling(1_000))
+    .count("per-second")
+    .sink("out", windows.clone());
+    let options = LocalRun {
+        parallelism: 1,
+        ..LocalRun::default()
+    };
+    let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, 1)?))?;
+    // Partition 0 stays busy: an event every 20 ms, 100 ms of event time
+    // apart. Windows close only if partition 1, quiet, stops holding the
+    // watermark at its one event.
+    let deadline = Instant::now() + TIMEOUT;
+    let mut next = 0;
+    while windows.records().len() < 3 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "windows fired by event time {next}: {:?}",
+            windows.records()
+        );
+        send(0, next)?;
+        next += 100;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    running.cancel();
+    running.join()?;
+    let counts: Vec<(i64, u64)> = windows
+        .records()
+        .iter()
+        .take(3)
+        .map(|r: &WindowResult<u8, u64>| (r.window.start, r.value))
+        .collect();
+    // [0, 1000) holds partition 0's ten events and partition 1's one.
+    assert_eq!(counts, [(0, 11), (1_000, 10), (2_000, 10)]);
+    Ok(())
+}

@@ -7,6 +7,7 @@
 pub(crate) mod file;
 mod generator;
 mod rate;
+mod split_watermarks;
 mod splits;
 mod values;
 
@@ -21,6 +22,7 @@ use crate::context::OperatorContext;
 pub use file::FileLines;
 pub use generator::Generator;
 pub use rate::RateLimit;
+pub use split_watermarks::SplitWatermarks;
 pub use values::Values;
 
 /// A source: a description (cheap, shared by all subtasks) that opens one
@@ -59,6 +61,14 @@ pub trait SourceReader<T> {
     /// Where the reader is: reopening at this position continues with the
     /// first record not yet returned.
     fn position(&self) -> SourcePosition;
+
+    /// Event time this reader vouches for: records with earlier
+    /// timestamps are late. Asked after every poll; `None` (the default):
+    /// the reader keeps no event time (an `assign_timestamps` downstream
+    /// does), or it did not advance.
+    fn watermark(&mut self) -> Option<crate::data::Timestamp> {
+        None
+    }
 
     /// Checkpoint `checkpoint` holds the position just taken (called at
     /// its barrier, right after [`position`](Self::position)).

@@ -64,6 +64,9 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
             self.chain.push(&mut self.batch)?;
             self.batch.clear();
         }
+        if let Some(watermark) = self.reader.watermark() {
+            self.chain.watermark(watermark)?;
+        }
         Ok((poll, n))
     }
 

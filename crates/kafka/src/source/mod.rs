@@ -79,6 +79,28 @@ type Decode<T> = Arc<dyn Fn(Option<&[u8]>, &[u8]) -> Result<T, String> + Send + 
 pub struct KafkaSource<T> {
     pub(crate) options: Arc<SourceOptions>,
     pub(crate) decode: Decode<T>,
+    /// Event time per partition, if the source keeps it.
+    pub(crate) event_time: Option<EventTime<T>>,
+}
+
+/// A record's event time, in ms since the epoch.
+pub(crate) type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
+
+/// How the source keeps event time: per partition.
+pub(crate) struct EventTime<T> {
+    pub(crate) timestamp: TimestampFn<T>,
+    pub(crate) out_of_orderness: Duration,
+    pub(crate) idleness: Option<Duration>,
+}
+
+impl<T> Clone for EventTime<T> {
+    fn clone(&self) -> Self {
+        EventTime {
+            timestamp: Arc::clone(&self.timestamp),
+            out_of_orderness: self.out_of_orderness,
+            idleness: self.idleness,
+        }
+    }
 }
 
 /// What every reader of a source shares.
@@ -161,7 +183,29 @@ impl<T> KafkaSource<T> {
                 properties: BTreeMap::new(),
             }),
             decode: Arc::new(decode),
+            event_time: None,
         }
+    }
+
+    /// Event time per partition: each record's time is `timestamp(record)`
+    /// (ms since the epoch); each partition's watermark trails the largest
+    /// it read by `out_of_orderness`, and the source's is the least over
+    /// its partitions — except those that read nothing for `idleness`
+    /// (Flink's `forBoundedOutOfOrderness(…).withIdleness(…)` applied per
+    /// split), so one quiet partition does not hold event time back.
+    /// Declare the same time downstream with `with_timestamps`.
+    pub fn watermarks(
+        mut self,
+        timestamp: impl Fn(&T) -> i64 + Send + Sync + 'static,
+        out_of_orderness: Duration,
+        idleness: Option<Duration>,
+    ) -> Self {
+        self.event_time = Some(EventTime {
+            timestamp: Arc::new(timestamp),
+            out_of_orderness,
+            idleness,
+        });
+        self
     }
 
     fn with(mut self, change: impl FnOnce(&mut SourceOptions)) -> KafkaSource<T> {

@@ -9,7 +9,8 @@ use std::time::Duration;
 use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::metrics::OperatorCounters;
 use holdfast_dataflow::metrics::{ConnectorMetrics, SeriesLabels};
-use holdfast_dataflow::source::{Poll, RateLimit, SourcePosition, SourceReader};
+use holdfast_dataflow::source::{Poll, RateLimit, SourcePosition, SourceReader, SplitWatermarks};
+use holdfast_dataflow::time::Clock;
 use holdfast_executor::TaskFailure;
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
@@ -21,7 +22,9 @@ use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::assign::{self, PartitionPosition, Positions, Start};
 use super::discovery::{self, Discovery};
-use super::{Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets};
+use super::{
+    Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets, TimestampFn,
+};
 use crate::metrics::{SOURCE_BYTES, SOURCE_LAG, SOURCE_NEXT_OFFSET, SOURCE_RECORDS};
 use crate::txn::TopicPartition;
 
@@ -93,6 +96,11 @@ struct KafkaReader<T> {
     subtask: u32,
     /// New partitions while an unbounded read runs.
     discovery: Option<Discovery>,
+    /// Event time per partition, if the source keeps it.
+    event_time: Option<(TimestampFn<T>, SplitWatermarks<TopicPartition>)>,
+    clock: Arc<dyn Clock>,
+    /// A watermark the last poll advanced to, not yet asked for.
+    watermark: Option<i64>,
 }
 
 /// Checkpoints whose offsets wait for their end, at most (older ones are
@@ -209,6 +217,21 @@ pub(super) fn open<T: 'static>(
         ),
         _ => None,
     };
+    let clock = Arc::clone(ctx.clock());
+    let event_time = source.event_time.as_ref().map(|event_time| {
+        let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let mut splits = SplitWatermarks::new(
+            millis(event_time.out_of_orderness),
+            event_time.idleness.map(millis),
+        );
+        let now = clock.now();
+        for (partition, state) in &partitions {
+            if !state.done {
+                splits.add(partition.clone(), now);
+            }
+        }
+        (Arc::clone(&event_time.timestamp), splits)
+    });
     Ok(Box::new(KafkaReader {
         options,
         decode: Arc::clone(&source.decode),
@@ -220,6 +243,9 @@ pub(super) fn open<T: 'static>(
         to_commit: BTreeMap::new(),
         subtask: ctx.subtask(),
         discovery,
+        event_time,
+        clock,
+        watermark: None,
     }))
 }
 
@@ -375,6 +401,9 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             counted.1 += bytes as u64;
             match (self.decode)(message.key(), message.payload().unwrap_or_default()) {
                 Ok(record) => {
+                    if let Some((timestamp, splits)) = &mut self.event_time {
+                        splits.observe(&key, timestamp(&record), self.clock.now());
+                    }
                     out.push(record);
                     added += 1;
                 }
@@ -424,6 +453,16 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                 }
             }
         }
+        if let Some((_, splits)) = &mut self.event_time {
+            for (partition, state) in &self.partitions {
+                if state.done {
+                    splits.finish(partition);
+                }
+            }
+            if let Some(watermark) = splits.advance(self.clock.now()) {
+                self.watermark = Some(watermark);
+            }
+        }
         let bounded_done = self.options.bounded && self.partitions.values().all(|state| state.done);
         Ok(if bounded_done {
             Poll::End
@@ -447,6 +486,10 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                 .collect(),
         };
         SourcePosition(serde_json::to_value(positions).unwrap_or_default())
+    }
+
+    fn watermark(&mut self) -> Option<i64> {
+        self.watermark.take()
     }
 
     fn snapshotted(&mut self, checkpoint: CheckpointId) {

@@ -139,6 +139,10 @@ impl<T> SourceReader<T> for GatedReader<T> {
         self.inner.position()
     }
 
+    fn watermark(&mut self) -> Option<i64> {
+        self.inner.watermark()
+    }
+
     fn snapshotted(&mut self, checkpoint: CheckpointId) {
         self.inner.snapshotted(checkpoint);
     }
