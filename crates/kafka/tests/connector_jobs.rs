@@ -87,7 +87,8 @@ const TEXT: &[&str] = &[
     "a fox, a dog, the end",
 ];
 
-/// Lines written to `topic` in one transaction per line.
+/// Lines written to `topic` in transactions of 50 lines (so that commit
+/// markers take offsets among the records).
 fn write_lines(bootstrap: &str, topic: &str, lines: &[String]) -> anyhow::Result<()> {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
@@ -95,12 +96,14 @@ fn write_lines(bootstrap: &str, topic: &str, lines: &[String]) -> anyhow::Result
         .create()?;
     let timeout = Duration::from_secs(10);
     producer.init_transactions(timeout)?;
-    for (i, line) in lines.iter().enumerate() {
+    for (chunk, lines) in lines.chunks(50).enumerate() {
         producer.begin_transaction()?;
-        let record = BaseRecord::<(), str>::to(topic)
-            .payload(line)
-            .partition((i % 2) as i32);
-        producer.send(record).map_err(|(error, _)| error)?;
+        for (i, line) in lines.iter().enumerate() {
+            let record = BaseRecord::<(), str>::to(topic)
+                .payload(line)
+                .partition(((chunk + i) % 2) as i32);
+            producer.send(record).map_err(|(error, _)| error)?;
+        }
         producer.commit_transaction(timeout)?;
     }
     Ok(())
