@@ -133,6 +133,35 @@ async fn submit(client: &RestClient, bootstrap: &str) -> Result<JobId> {
     Ok(client.submit(&graph).await?)
 }
 
+/// The broker with its topics, a ZooKeeper and a leading JobManager whose
+/// TaskManagers are lost after `heartbeat_timeout`.
+struct Setup {
+    broker: KafkaBroker,
+    cluster: Cluster,
+    jm: JobManager,
+    client: RestClient,
+    _data: tempfile::TempDir,
+}
+
+async fn setup(heartbeat_timeout: &str) -> Result<Setup> {
+    let broker = broker().await?;
+    let data = tempfile::tempdir()?;
+    let cluster = Cluster::start(
+        "lease",
+        &config(&data.path().join("chk"), heartbeat_timeout),
+    )
+    .await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    Ok(Setup {
+        broker,
+        cluster,
+        jm,
+        client,
+        _data: data,
+    })
+}
+
 /// Every value of `counts` a reader at `isolation` sees, with how often:
 /// read until `expected` values came and half a second more, or nothing
 /// came for 3 s.
@@ -201,11 +230,13 @@ async fn check_output(bootstrap: &str) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_task_manager_costs_no_record_and_repeats_none_on_kafka() -> Result<()> {
-    let broker = broker().await?;
-    let data = tempfile::tempdir()?;
-    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
-    let jm = cluster.jobmanager("jm-a").await?;
-    let client = rest(&jm.rest)?;
+    let Setup {
+        broker,
+        cluster,
+        jm,
+        client,
+        _data,
+    } = setup("20s").await?;
     let _tm1 = cluster.taskmanager("tm-1", None).await?;
     let mut tm2 = cluster.taskmanager("tm-2", None).await?;
     registered(&client, 2).await?;
@@ -228,11 +259,13 @@ async fn a_killed_task_manager_costs_no_record_and_repeats_none_on_kafka() -> Re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_costs_no_record_and_repeats_none_on_kafka() -> Result<()> {
-    let broker = broker().await?;
-    let data = tempfile::tempdir()?;
-    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
-    let mut jm_a = cluster.jobmanager("jm-a").await?;
-    let client_a = rest(&jm_a.rest)?;
+    let Setup {
+        broker,
+        cluster,
+        jm: mut jm_a,
+        client: client_a,
+        _data,
+    } = setup("20s").await?;
     let _tms = [
         cluster.taskmanager("tm-1", None).await?,
         cluster.taskmanager("tm-2", None).await?,
@@ -257,11 +290,13 @@ async fn a_killed_leader_costs_no_record_and_repeats_none_on_kafka() -> Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_manager_stopped_past_the_heartbeat_timeout_costs_no_record_on_kafka() -> Result<()>
 {
-    let broker = broker().await?;
-    let data = tempfile::tempdir()?;
-    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "3s")).await?;
-    let jm = cluster.jobmanager("jm-a").await?;
-    let client = rest(&jm.rest)?;
+    let Setup {
+        broker,
+        cluster,
+        jm,
+        client,
+        _data,
+    } = setup("3s").await?;
     let _tm1 = cluster.taskmanager("tm-1", None).await?;
     let tm2 = cluster.taskmanager("tm-2", None).await?;
     registered(&client, 2).await?;
@@ -291,11 +326,13 @@ async fn a_task_manager_stopped_past_the_heartbeat_timeout_costs_no_record_on_ka
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_restarted_mid_run_costs_no_record_and_repeats_none() -> Result<()> {
-    let mut broker = broker().await?;
-    let data = tempfile::tempdir()?;
-    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
-    let jm = cluster.jobmanager("jm-a").await?;
-    let client = rest(&jm.rest)?;
+    let Setup {
+        mut broker,
+        cluster,
+        jm,
+        client,
+        _data,
+    } = setup("20s").await?;
     let _tms = [
         cluster.taskmanager("tm-1", None).await?,
         cluster.taskmanager("tm-2", None).await?,
@@ -313,11 +350,13 @@ async fn a_broker_restarted_mid_run_costs_no_record_and_repeats_none() -> Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_manager_killed_after_a_checkpoint_completed_before_its_sinks_were_told()
 -> Result<()> {
-    let broker = broker().await?;
-    let data = tempfile::tempdir()?;
-    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
-    let jm = cluster.jobmanager("jm-a").await?;
-    let client = rest(&jm.rest)?;
+    let Setup {
+        broker,
+        cluster,
+        jm,
+        client,
+        _data,
+    } = setup("20s").await?;
     let _tm1 = cluster.taskmanager("tm-1", None).await?;
     // tm-2 dies (SIGKILL, by its own hand) when the fourth notice of a
     // completed checkpoint reaches it, before its sinks hear of it: the
@@ -392,12 +431,14 @@ async fn resume(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kafka_job_resized_through_savepoints_two_three_one_commits_every_line_once() -> Result<()>
 {
-    let broker = broker().await?;
+    let Setup {
+        broker,
+        cluster,
+        jm,
+        client,
+        _data,
+    } = setup("20s").await?;
     let bootstrap = broker.bootstrap();
-    let data = tempfile::tempdir()?;
-    let cluster = Cluster::start("lease", &config(&data.path().join("chk"), "20s")).await?;
-    let jm = cluster.jobmanager("jm-a").await?;
-    let client = rest(&jm.rest)?;
     let _tms = [
         cluster.taskmanager("tm-1", None).await?,
         cluster.taskmanager("tm-2", None).await?,

@@ -7,16 +7,15 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use holdfast_dataflow::{JobError, JobRegistry, LocalRun};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_testkit::KafkaBroker;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{ClientConfig, Message, TopicPartitionList};
 use serde_json::json;
-use support::create_topic;
+use support::{create_topic, read};
 
 fn jobs() -> JobRegistry {
     JobRegistry::builtin().with_connector(holdfast_kafka::connector())
@@ -109,40 +108,6 @@ fn write_lines(bootstrap: &str, topic: &str, lines: &[String]) -> anyhow::Result
     Ok(())
 }
 
-/// Every value on `topic` a read_committed reader sees, with how often.
-fn read_committed(
-    bootstrap: &str,
-    topic: &str,
-    expected: usize,
-) -> anyhow::Result<BTreeMap<String, usize>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "checker")
-        .set("isolation.level", "read_committed")
-        .set("enable.auto.commit", "false")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..2 {
-        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
-    }
-    consumer.assign(&assignment)?;
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = Instant::now();
-    while Instant::now() < deadline && last.elapsed() < Duration::from_secs(3) {
-        if seen.values().sum::<usize>() >= expected && last.elapsed() > Duration::from_millis(500) {
-            break;
-        }
-        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-            let message = message?;
-            last = Instant::now();
-            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
-            *seen.entry(value).or_default() += 1;
-        }
-    }
-    Ok(seen)
-}
-
 #[test]
 fn wordcount_reads_a_topic_and_writes_running_counts_to_a_topic_exactly_once() -> anyhow::Result<()>
 {
@@ -179,7 +144,7 @@ fn wordcount_reads_a_topic_and_writes_running_counts_to_a_topic_exactly_once() -
         .iter()
         .flat_map(|(word, n)| (1..=*n).map(move |i| (format!("{word} {i}"), 1)))
         .collect();
-    let seen = read_committed(&bootstrap, "counts", expected.len())?;
+    let seen = read(&bootstrap, "counts", 2, "read_committed", expected.len())?;
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).take(10).collect();
     assert!(twice.is_empty(), "more than once: {twice:?}");
     assert_eq!(seen, expected);

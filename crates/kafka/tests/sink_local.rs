@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use holdfast_dataflow::metrics::DataflowMetrics;
 use holdfast_dataflow::plan::CompiledPlan;
@@ -17,55 +17,11 @@ use holdfast_kafka::{DeliveryGuarantee, KafkaSink};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_testkit::KafkaBroker;
 use holdfast_types::CheckpointId;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{ClientConfig, Message, TopicPartitionList};
 
 mod support;
-use support::{Gate, Gated, create_topic};
+use support::{Gate, Gated, create_topic, read};
 
 const RECORDS: u64 = 4_000;
-
-/// How often each value was seen by a reader at `isolation`, reading until
-/// `expected` values came and then half a second more (to catch any
-/// duplicate), or until nothing came for 3 s, or 30 s.
-fn read(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    isolation: &str,
-    expected: usize,
-) -> anyhow::Result<BTreeMap<String, usize>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", format!("reader-{isolation}"))
-        .set("isolation.level", isolation)
-        .set("enable.auto.commit", "false")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..partitions {
-        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
-    }
-    consumer.assign(&assignment)?;
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut settle: Option<Instant> = None;
-    let mut last = Instant::now();
-    while Instant::now() < deadline
-        && settle.is_none_or(|until| Instant::now() < until)
-        && last.elapsed() < Duration::from_secs(3)
-    {
-        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-            let message = message?;
-            last = Instant::now();
-            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
-            *seen.entry(value).or_default() += 1;
-        }
-        if settle.is_none() && seen.values().sum::<usize>() >= expected {
-            settle = Some(Instant::now() + Duration::from_millis(500));
-        }
-    }
-    Ok(seen)
-}
 
 fn job(bootstrap: &str, topic: &str, gate: Arc<Gate>) -> Arc<CompiledPlan> {
     let flow = Dataflow::new("kafka-exactly-once");

@@ -17,8 +17,8 @@ use holdfast_testkit::KafkaBroker;
 use holdfast_types::CheckpointId;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{ClientConfig, Message, TopicPartitionList};
-use support::{Gate, Gated, create_topic};
+use rdkafka::{ClientConfig, TopicPartitionList};
+use support::{Gate, Gated, create_topic, read};
 
 const RECORDS: u64 = 3_000;
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,39 +53,6 @@ fn fill(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn read_committed(
-    bootstrap: &str,
-    topic: &str,
-    expected: usize,
-) -> anyhow::Result<BTreeMap<String, usize>> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "checker")
-        .set("isolation.level", "read_committed")
-        .set("enable.auto.commit", "false")
-        .create()?;
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..2 {
-        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
-    }
-    consumer.assign(&assignment)?;
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = Instant::now();
-    while Instant::now() < deadline && last.elapsed() < Duration::from_secs(3) {
-        if seen.values().sum::<usize>() >= expected && last.elapsed() > Duration::from_millis(500) {
-            break;
-        }
-        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-            let message = message?;
-            last = Instant::now();
-            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
-            *seen.entry(value).or_default() += 1;
-        }
-    }
-    Ok(seen)
 }
 
 fn job(bootstrap: &str, parallelism: u32, gate: Arc<Gate>) -> anyhow::Result<Arc<CompiledPlan>> {
@@ -129,7 +96,7 @@ fn a_bounded_topic_through_a_kill_and_a_restore_at_three_reaches_the_output_exac
     // checkpoint 2 is left in open transactions.
     running.cancel();
     running.join()?;
-    let before: usize = read_committed(&bootstrap, "out", RECORDS as usize)?
+    let before: usize = read(&bootstrap, "out", 2, "read_committed", RECORDS as usize)?
         .values()
         .sum();
     assert!(
@@ -144,7 +111,7 @@ fn a_bounded_topic_through_a_kill_and_a_restore_at_three_reaches_the_output_exac
     };
     again.run_compiled(job(&bootstrap, 3, Gate::open())?)?;
 
-    let seen = read_committed(&bootstrap, "out", RECORDS as usize)?;
+    let seen = read(&bootstrap, "out", 2, "read_committed", RECORDS as usize)?;
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).take(10).collect();
     assert!(twice.is_empty(), "more than once: {twice:?}");
     let expected: BTreeMap<String, usize> = (0..RECORDS).map(|i| (i.to_string(), 1)).collect();

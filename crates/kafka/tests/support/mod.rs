@@ -3,6 +3,7 @@
 // Each test binary uses its part of this module.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -11,9 +12,11 @@ use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::source::{Poll, Source, SourcePosition, SourceReader};
 use holdfast_executor::TaskFailure;
 use holdfast_types::CheckpointId;
-use rdkafka::ClientConfig;
+
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{ClientConfig, Message, TopicPartitionList};
 
 /// Creates `topic` with `partitions` partitions (one replica).
 pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
@@ -154,4 +157,46 @@ impl<T> SourceReader<T> for GatedReader<T> {
     ) -> Result<(), TaskFailure> {
         self.inner.checkpoint_ended(checkpoint, completed)
     }
+}
+
+/// How often each value was seen by a reader at `isolation`, reading until
+/// `expected` values came and then half a second more (to catch any
+/// duplicate), or until nothing came for 3 s, or 30 s.
+pub fn read(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    isolation: &str,
+    expected: usize,
+) -> anyhow::Result<BTreeMap<String, usize>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", format!("reader-{isolation}"))
+        .set("isolation.level", isolation)
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let mut assignment = TopicPartitionList::new();
+    for partition in 0..partitions {
+        assignment.add_partition_offset(topic, partition, rdkafka::Offset::Beginning)?;
+    }
+    consumer.assign(&assignment)?;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut settle: Option<Instant> = None;
+    let mut last = Instant::now();
+    while Instant::now() < deadline
+        && settle.is_none_or(|until| Instant::now() < until)
+        && last.elapsed() < Duration::from_secs(3)
+    {
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message?;
+            last = Instant::now();
+            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+            *seen.entry(value).or_default() += 1;
+        }
+        if settle.is_none() && seen.values().sum::<usize>() >= expected {
+            settle = Some(Instant::now() + Duration::from_millis(500));
+        }
+    }
+    Ok(seen)
 }
