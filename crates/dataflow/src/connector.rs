@@ -16,14 +16,55 @@ use std::sync::Arc;
 use crate::sink::Sink;
 use crate::source::Source;
 
-/// A parsed `SCHEME://AUTHORITY/PATH?KEY=VALUE&…`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed `SCHEME://AUTHORITY/PATH?KEY=VALUE&…`. Its `Debug` hides the
+/// values of options that look secret ([`redacted`]).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Endpoint {
     text: String,
     scheme: String,
     authority: String,
     path: String,
     options: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Endpoint")
+            .field(&redacted(&self.text))
+            .finish()
+    }
+}
+
+/// Whether option `key` holds a secret (a password, a client secret, a
+/// private key, a JAAS configuration): its value is never shown.
+pub fn is_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "password",
+        "secret",
+        "jaas",
+        "key.pem",
+        "token",
+        "credential",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// `text` (a connector URL) with the values of secret options ([`is_secret`])
+/// written `***`, for errors and logs.
+pub fn redacted(text: &str) -> String {
+    let Some((location, query)) = text.split_once('?') else {
+        return text.to_owned();
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if is_secret(key) => format!("{key}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{location}?{}", pairs.join("&"))
 }
 
 impl Endpoint {
@@ -136,9 +177,8 @@ fn decode(text: &str) -> Result<String, String> {
                 .get(i + 1..i + 3)
                 .and_then(|hex| std::str::from_utf8(hex).ok())
                 .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-                .ok_or_else(|| {
-                    format!("{text:?} has a % that is not followed by two hex digits")
-                })?;
+                // The text may be a secret's value: it is not repeated.
+                .ok_or_else(|| "a % that is not followed by two hex digits".to_owned())?;
             out.push(hex);
             i += 3;
         } else {
@@ -146,7 +186,8 @@ fn decode(text: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("{text:?} decodes to bytes that are not UTF-8"))
+    String::from_utf8(out)
+        .map_err(|_| "a %-escape that decodes to bytes that are not UTF-8".to_owned())
 }
 
 /// What a job says about the input it reads.
@@ -332,6 +373,25 @@ mod tests {
         assert_eq!(left.take("bounded"), None);
         let error = left.finish(&["bounded"]).unwrap_err();
         assert_eq!(error, "unknown option(s) bounde; known: bounded");
+    }
+
+    #[test]
+    fn secrets_never_show_in_errors_or_debug() {
+        let text = "kafka://b:1/t?property.sasl.password=hunter2&group=g&property.sasl.oauthbearer.client.secret=s3";
+        assert_eq!(
+            redacted(text),
+            "kafka://b:1/t?property.sasl.password=***&group=g&property.sasl.oauthbearer.client.secret=***"
+        );
+        let endpoint = Endpoint::parse(text).unwrap().unwrap();
+        let debug = format!("{endpoint:?}");
+        assert!(
+            !debug.contains("hunter2") && !debug.contains("s3"),
+            "{debug}"
+        );
+        let escape = Endpoint::parse("kafka://b/t?property.sasl.password=hunter%2")
+            .unwrap()
+            .unwrap_err();
+        assert!(!escape.contains("hunter"), "{escape}");
     }
 
     #[test]

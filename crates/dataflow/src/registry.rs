@@ -80,7 +80,7 @@ impl<'a> JobParams<'a> {
         JobError::Connector {
             job: self.job.to_owned(),
             argument: argument.to_owned(),
-            target: text.to_owned(),
+            target: crate::connector::redacted(text),
             reason,
         }
     }

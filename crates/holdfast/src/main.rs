@@ -3,7 +3,8 @@
 
 fn main() -> anyhow::Result<()> {
     // Fail points from FAILPOINTS, in a build with the `failpoints`
-    // feature (the process tests'); nothing otherwise.
+    // feature (the process tests') only: a release never reads it.
+    #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
     holdfast::main_with(holdfast::builtin_jobs())
 }

@@ -276,6 +276,10 @@ async fn a_killed_leader_costs_no_record_and_repeats_none_on_kafka() -> Result<(
     let job = submit(&client_a, &broker.bootstrap()).await?;
 
     completed(&jm_a, 2).await?;
+    ensure!(
+        client_a.job(job).await?.state == "RUNNING",
+        "the leader dies mid-run"
+    );
     jm_a.process.kill()?;
     logged(
         &jm_b.process,
@@ -341,6 +345,10 @@ async fn a_broker_restarted_mid_run_costs_no_record_and_repeats_none() -> Result
     let job = submit(&client, &broker.bootstrap()).await?;
 
     completed(&jm, 2).await?;
+    ensure!(
+        client.job(job).await?.state == "RUNNING",
+        "the broker restarts mid-run"
+    );
     // Gracefully (SIGINT: it saves its data), on the same port.
     broker.restart().context("restarting the broker")?;
     finished(&client, job).await?;
@@ -357,7 +365,7 @@ async fn a_task_manager_killed_after_a_checkpoint_completed_before_its_sinks_wer
         client,
         _data,
     } = setup("20s").await?;
-    let _tm1 = cluster.taskmanager("tm-1", None).await?;
+    let tm1 = cluster.taskmanager("tm-1", None).await?;
     // tm-2 dies (SIGKILL, by its own hand) when the fourth notice of a
     // completed checkpoint reaches it, before its sinks hear of it: the
     // transactions that checkpoint holds are left open, to be committed
@@ -387,7 +395,22 @@ async fn a_task_manager_killed_after_a_checkpoint_completed_before_its_sinks_wer
     )
     .await?;
     finished(&client, job).await?;
-    check_output(&broker.bootstrap()).await
+    check_output(&broker.bootstrap()).await?;
+    // The restore on tm-1 committed what tm-2's sinks were never told to.
+    let metrics = reqwest::get(&tm1.metrics).await?.text().await?;
+    let recovered: f64 = metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("holdfast_kafka_sink_transactions_total{")
+                && line.contains(r#"outcome="recovered""#)
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    ensure!(
+        recovered >= 1.0,
+        "a restore recovered a transaction: {recovered}"
+    );
+    Ok(())
 }
 
 /// `holdfast stop JOB`: the savepoint, once the job FINISHED.

@@ -20,6 +20,7 @@
 
 pub mod connector;
 pub mod metrics;
+mod properties;
 pub mod sink;
 pub mod source;
 pub mod txn;

@@ -388,7 +388,9 @@ fn a_quiet_partition_stops_holding_event_time_back_once_it_idles() -> anyhow::Re
         KafkaSource::lines(&bootstrap, &["events"], "event-time").watermarks(
             time,
             Duration::ZERO,
-            Some(Duration::from_millis(300)),
+            // Long enough that partition 1's first fetch, however slow,
+            // comes before it counts as idle.
+            Some(Duration::from_secs(1)),
         ),
     )
     .with_timestamps(time)

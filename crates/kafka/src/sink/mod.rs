@@ -103,7 +103,7 @@ pub(crate) struct SinkOptions {
     pub(crate) transaction_timeout: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) commit_within: Duration,
-    pub(crate) properties: BTreeMap<String, String>,
+    pub(crate) properties: crate::properties::Properties,
 }
 
 impl<T: fmt::Display> KafkaSink<T> {
@@ -135,7 +135,7 @@ impl<T> KafkaSink<T> {
                 transaction_timeout: Duration::from_secs(15 * 60),
                 request_timeout: Duration::from_secs(30),
                 commit_within: Duration::from_secs(60),
-                properties: BTreeMap::new(),
+                properties: crate::properties::Properties::default(),
             }),
             serialize: Arc::new(serialize),
         }

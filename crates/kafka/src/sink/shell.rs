@@ -16,8 +16,8 @@ use super::closer::Closer;
 use super::producer::SinkProducer;
 use crate::metrics::{SINK_OPEN_SINCE, SINK_TRANSACTIONS};
 use crate::txn::{
-    CommitOutcome, FlushReport, Phase, ProducerPair, SinkTxnCore, SinkTxnState, TxnCommand,
-    TxnFailure, TxnInput, TxnNames,
+    CommitOutcome, DescribedState, FlushReport, Phase, ProducerPair, SinkTxnCore, SinkTxnState,
+    TxnCommand, TxnFailure, TxnInput, TxnNames,
 };
 use crate::wire::TxnWire;
 
@@ -34,6 +34,10 @@ pub(crate) struct TxnShell {
     metrics: Arc<ConnectorMetrics>,
     clock: Arc<dyn Clock>,
     subtask: u32,
+    /// When each transaction not yet committed (open or pending) began,
+    /// in Unix seconds: the oldest is what `transaction.timeout.ms`
+    /// threatens.
+    began: BTreeMap<String, i64>,
 }
 
 impl TxnShell {
@@ -56,6 +60,7 @@ impl TxnShell {
             metrics: Arc::clone(ctx.connector_metrics()),
             clock: Arc::clone(ctx.clock()),
             subtask,
+            began: BTreeMap::new(),
         }
     }
 
@@ -83,16 +88,26 @@ impl TxnShell {
         while let Some(command) = queue.pop_front() {
             let outcome = match command {
                 TxnCommand::Commit(entry) => {
-                    let outcome = self.wire.commit(&entry, self.options.commit_within);
-                    if outcome == CommitOutcome::Committed {
-                        // A restore commits what a dead writer was never told to.
-                        let how = if *self.core.phase() == Phase::Restoring {
-                            "recovered"
-                        } else {
-                            "committed"
-                        };
-                        self.count_transaction(how, 1);
-                    }
+                    let restoring = *self.core.phase() == Phase::Restoring;
+                    let outcome = if restoring && self.already_committed(&entry) {
+                        tracing::info!(
+                            transaction = %entry.name,
+                            checkpoint = entry.checkpoint.0,
+                            "Kafka sink: the transaction of checkpoint {} was committed already \
+                             (its writer was told before it stopped); nothing to recover",
+                            entry.checkpoint
+                        );
+                        CommitOutcome::Committed
+                    } else {
+                        let outcome = self.wire.commit(&entry, self.options.commit_within);
+                        if outcome == CommitOutcome::Committed {
+                            // A restore commits what a dead writer was
+                            // never told to.
+                            let how = if restoring { "recovered" } else { "committed" };
+                            self.count_transaction(how, 1);
+                        }
+                        outcome
+                    };
                     tracing::info!(
                         transaction = %entry.name,
                         checkpoint = entry.checkpoint.0,
@@ -111,9 +126,8 @@ impl TxnShell {
                 TxnCommand::Begin { name, reserve } => {
                     let outcome = self.begin(&name, &reserve);
                     if outcome.is_ok() {
-                        let seconds = self.clock.now().div_euclid(1000);
-                        self.metrics
-                            .set(SINK_OPEN_SINCE, self.subtask_label(), seconds);
+                        self.began
+                            .insert(name.clone(), self.clock.now().div_euclid(1000));
                     }
                     Some(TxnInput::Begun { name, outcome })
                 }
@@ -121,6 +135,7 @@ impl TxnShell {
                     outcome: self.flush(&name),
                 }),
                 TxnCommand::Close { name } => {
+                    self.began.remove(&name);
                     if let Some(producer) = self.producers.remove(&name) {
                         self.closer.close(producer);
                     }
@@ -156,7 +171,25 @@ impl TxnShell {
                 queue.extend(self.core.handle(outcome));
             }
         }
+        match self.began.values().min() {
+            Some(oldest) => self
+                .metrics
+                .set(SINK_OPEN_SINCE, self.subtask_label(), *oldest),
+            None => self.metrics.remove(SINK_OPEN_SINCE, &self.subtask_label()),
+        }
         Ok(())
+    }
+
+    /// Whether the coordinator shows `entry` committed already (by its
+    /// session): a writer told before it stopped. Unknown answers say no,
+    /// and the commit that follows decides.
+    fn already_committed(&self, entry: &crate::txn::PendingTxn) -> bool {
+        matches!(
+            self.wire.describe(&entry.name),
+            Ok(Some(description))
+                if description.pair == entry.pair
+                    && description.state == DescribedState::Other("CompleteCommit".into())
+        )
     }
 
     fn sweep(&self, from: &[(u32, u64)]) -> Result<(), String> {
@@ -241,6 +274,7 @@ impl TxnShell {
 
 impl Drop for TxnShell {
     fn drop(&mut self) {
+        self.metrics.remove(SINK_OPEN_SINCE, &self.subtask_label());
         for (_, producer) in std::mem::take(&mut self.producers) {
             self.closer.close(producer);
         }

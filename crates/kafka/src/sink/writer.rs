@@ -28,7 +28,12 @@ pub(crate) fn base_properties(options: &SinkOptions) -> BTreeMap<String, String>
         ("queue.buffering.max.kbytes".to_owned(), "65536".to_owned()),
         ("linger.ms".to_owned(), "5".to_owned()),
     ]);
-    properties.extend(options.properties.clone());
+    properties.extend(
+        options
+            .properties
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone())),
+    );
     properties
 }
 

@@ -119,7 +119,7 @@ pub(crate) struct SourceOptions {
     pub(crate) on_decode_error: OnDecodeError,
     pub(crate) rate: Option<u64>,
     pub(crate) request_timeout: Duration,
-    pub(crate) properties: BTreeMap<String, String>,
+    pub(crate) properties: crate::properties::Properties,
 }
 
 impl KafkaSource<String> {
@@ -180,7 +180,7 @@ impl<T> KafkaSource<T> {
                 on_decode_error: OnDecodeError::default(),
                 rate: None,
                 request_timeout: Duration::from_secs(30),
-                properties: BTreeMap::new(),
+                properties: crate::properties::Properties::default(),
             }),
             decode: Arc::new(decode),
             event_time: None,

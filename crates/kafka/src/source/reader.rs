@@ -62,7 +62,17 @@ impl ClientContext for SourceContext {
     }
 }
 
-impl ConsumerContext for SourceContext {}
+impl ConsumerContext for SourceContext {
+    /// An offset commit to the group failed (for lag monitoring only: the
+    /// job restores from its checkpoints).
+    fn commit_callback(&self, result: rdkafka::error::KafkaResult<()>, _: &TopicPartitionList) {
+        if let Err(error) = result {
+            tracing::warn!(%error,
+                "Kafka source: the group did not take a completed checkpoint's offsets; lag \
+                 monitoring shows older ones until a later commit succeeds (the job is not affected)");
+        }
+    }
+}
 
 type KafkaConsumer = BaseConsumer<SourceContext>;
 
@@ -285,6 +295,18 @@ fn initial(
     })
 }
 
+impl<T> Drop for KafkaReader<T> {
+    /// Its partitions' gauges go with it (another reader, here or on
+    /// another TaskManager, reads them now, or the job ended).
+    fn drop(&mut self) {
+        for partition in self.partitions.keys() {
+            let labels = labels(&partition.topic, partition.partition);
+            self.metrics.remove(SOURCE_LAG, &labels);
+            self.metrics.remove(SOURCE_NEXT_OFFSET, &labels);
+        }
+    }
+}
+
 impl<T> KafkaReader<T> {
     /// Takes partitions the discovery found: read from their beginning
     /// (nothing in them was read), the whole assignment given again at the
@@ -311,6 +333,11 @@ impl<T> KafkaReader<T> {
                     stop: None,
                     done: false,
                 });
+            // It holds event time back like the others (its backlog is not
+            // late).
+            if let Some((_, splits)) = &mut self.event_time {
+                splits.add(partition.clone(), self.clock.now());
+            }
         }
         let mut list = TopicPartitionList::new();
         for (partition, state) in &self.partitions {
@@ -440,15 +467,26 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             }
         }
         let context = self.consumer.context();
-        if context.fresh.swap(false, Ordering::AcqRel) || !read.is_empty() {
+        if context.fresh.swap(false, Ordering::AcqRel) {
+            // The consumer's position passes transaction markers no record
+            // carries, so a partition read to its end shows no lag.
+            let positions = self.consumer.position().ok();
             let ends = lock(&context.ends);
             for (partition, state) in &self.partitions {
                 if let Some(end) = ends.get(partition) {
-                    let lag = end.saturating_sub(state.next).max(0);
+                    let position = positions
+                        .as_ref()
+                        .and_then(|list| list.find_partition(&partition.topic, partition.partition))
+                        .and_then(|p| match p.offset() {
+                            Offset::Offset(offset) => Some(offset),
+                            _ => None,
+                        })
+                        .unwrap_or(state.next)
+                        .max(state.next);
                     self.metrics.set(
                         SOURCE_LAG,
                         labels(&partition.topic, partition.partition),
-                        lag,
+                        end.saturating_sub(position).max(0),
                     );
                 }
             }
