@@ -14,7 +14,6 @@ mod producer;
 mod shell;
 mod writer;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;

@@ -80,7 +80,7 @@ impl Discovery {
     ) -> Result<Discovery, String> {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &options.bootstrap);
-        for (key, value) in &options.properties {
+        for (key, value) in options.properties.iter() {
             config.set(key, value);
         }
         let consumer: BaseConsumer = config

@@ -13,7 +13,6 @@ pub mod assign;
 mod discovery;
 mod reader;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 

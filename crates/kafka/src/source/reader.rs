@@ -143,7 +143,7 @@ pub(super) fn open<T: 'static>(
         // first record kept.
         .set("auto.offset.reset", "earliest")
         .set("statistics.interval.ms", STATISTICS_INTERVAL_MS);
-    for (key, value) in &options.properties {
+    for (key, value) in options.properties.iter() {
         config.set(key, value);
     }
     let metrics = Arc::clone(ctx.connector_metrics());
