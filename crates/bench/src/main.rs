@@ -11,6 +11,7 @@
 //! cargo run --release -p holdfast-bench -- dataflow [--records 20000000] [--events 10000000] [--table-entries 10000000]
 //! cargo run --release -p holdfast-bench -- table-load [--entries 10000000] [--session-timeout 10] [--rounds 5]
 //! cargo run --release -p holdfast-bench -- task-isolation [--ticks 1000] [--period-ms 10] [--rounds 3]
+//! cargo run --release -p holdfast-bench -- kafka [--lines 2000000] [--intervals 1s,100ms] [--rate 20000]
 //! cargo run --release -p holdfast-bench -- all
 //! ```
 //!
@@ -37,7 +38,7 @@ use serde_json::{Value, json};
 
 use crate::output::Report;
 use crate::scenario::{
-    checkpoints, cluster, dataflow, failover, isolation, notify, ops, probe, table_load,
+    checkpoints, cluster, dataflow, failover, isolation, kafka, notify, ops, probe, table_load,
 };
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
@@ -90,6 +91,10 @@ enum Scenario {
     /// Task threads burning every core against a service thread's timer:
     /// the ticks' lateness at nice 10 and at the same priority.
     TaskIsolation(isolation::IsolationArgs),
+    /// Kafka → keyed job → Kafka exactly once on the test broker, against
+    /// a plain rdkafka loop: throughput, end-to-end latency at each
+    /// checkpoint interval, and what the sink's requests cost (issue #22).
+    Kafka(kafka::KafkaArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -142,6 +147,10 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::Checkpoints(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || checkpoints::run(&args)).await??]
+        }
+        Scenario::Kafka(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || kafka::run(&args)).await??]
         }
         Scenario::All => vec![
             notify::run(&defaults(), tick).await?,

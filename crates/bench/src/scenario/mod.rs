@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod dataflow;
 pub mod failover;
 pub mod isolation;
+pub mod kafka;
 pub mod notify;
 pub mod ops;
 pub mod probe;
