@@ -25,6 +25,8 @@ mod report;
 mod steps;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -151,6 +153,7 @@ pub fn run(args: &KafkaArgs) -> Result<Report> {
                             output: out.clone(),
                             threads: *threads,
                             commit_every: *every,
+                            until: None,
                         };
                         let marks = relay.run(&format!("{}-{round}", config.tag))?;
                         (
@@ -191,51 +194,11 @@ pub fn run(args: &KafkaArgs) -> Result<Report> {
     if args.parts.contains(&Part::Latency) {
         for round in 0..args.latency_rounds {
             for interval in &args.intervals {
-                let tag = format!("lat-{}ms-{round}", interval.as_millis());
-                let (input, output) = (format!("{tag}-in"), format!("{tag}-out"));
-                data::create_topic(&bootstrap, &input, args.partitions)?;
-                data::create_topic(&bootstrap, &output, args.partitions)?;
-                eprintln!(
-                    "kafka: latency round {} of {}, checkpoints every {interval:?}",
-                    round + 1,
-                    args.latency_rounds
-                );
-                let spec = bench.job_spec(
-                    &format!("{input}?starting=earliest"),
-                    &output,
-                    *interval,
-                    &tag,
-                    round,
-                );
-                let mut job = Standalone::start(&spec, &args.logs, &tag)?;
-                job.until_running(Duration::from_secs(60))?;
-                let load = latency::Load {
-                    bootstrap: bootstrap.clone(),
-                    input: input.clone(),
-                    output: output.clone(),
-                    output_partitions: args.partitions,
-                    rate: args.rate,
-                    warmup: args.warmup,
-                    measure: args.measure,
-                    drain_within: Duration::from_secs(10).max(*interval * 5),
-                };
-                let (cpu0, broker0, started) = (job.cpu(), broker_cpu(), Instant::now());
-                let seen = load.run(&mut lines)?;
-                let seconds = started.elapsed().as_secs_f64();
-                let run = LatencyRun {
-                    interval: *interval,
-                    round,
-                    seen,
-                    job_cpu_per_second: job.cpu().saturating_sub(cpu0).as_secs_f64() / seconds,
-                    broker_cpu_per_second: broker_cpu().saturating_sub(broker0).as_secs_f64()
-                        / seconds,
-                    checkpoints: job.checkpoints().unwrap_or_default(),
-                };
-                eprintln!("kafka:   {}", run.describe());
-                report.latency(run);
-                drop(job);
-                data::delete_topic(&bootstrap, &input)?;
-                data::delete_topic(&bootstrap, &output)?;
+                for subject in [Subject::Relay, Subject::Job] {
+                    let run = bench.latency(subject, *interval, round, &mut lines, &broker_cpu)?;
+                    eprintln!("kafka:   {}", run.describe());
+                    report.latency(run);
+                }
             }
         }
     }
@@ -247,7 +210,21 @@ pub fn run(args: &KafkaArgs) -> Result<Report> {
         );
         report.steps(steps::measure(&bootstrap, "steps", args.step_rounds)?);
     }
-    Ok(report.finish())
+    let report = report.finish();
+    let saved = args.logs.join("kafka.json");
+    std::fs::create_dir_all(&args.logs)?;
+    std::fs::write(&saved, serde_json::to_string_pretty(&report.json)?)?;
+    eprintln!("kafka: the results as JSON are in {}", saved.display());
+    Ok(report)
+}
+
+/// What carries the latency run's lines.
+#[derive(Clone, Copy, Debug)]
+enum Subject {
+    /// The transactional relay committing every interval (one thread).
+    Relay,
+    /// The job checkpointing every interval.
+    Job,
 }
 
 /// What every run shares.
@@ -310,6 +287,97 @@ impl Bench<'_> {
             });
         }
         configs
+    }
+
+    /// One latency run: fresh topics, `subject` carrying lines at the rate
+    /// from one to the other, committing every `interval`.
+    fn latency(
+        &self,
+        subject: Subject,
+        interval: Duration,
+        round: usize,
+        lines: &mut Lines,
+        broker_cpu: &dyn Fn() -> Duration,
+    ) -> Result<LatencyRun> {
+        let args = self.args;
+        let tag = format!("lat-{subject:?}-{}ms-{round}", interval.as_millis()).to_lowercase();
+        let (input, output) = (format!("{tag}-in"), format!("{tag}-out"));
+        data::create_topic(&self.bootstrap, &input, args.partitions)?;
+        data::create_topic(&self.bootstrap, &output, args.partitions)?;
+        eprintln!(
+            "kafka: latency round {} of {}, {subject:?} committing every {interval:?}",
+            round + 1,
+            args.latency_rounds
+        );
+        let load = latency::Load {
+            bootstrap: self.bootstrap.clone(),
+            input: input.clone(),
+            output: output.clone(),
+            output_partitions: args.partitions,
+            rate: args.rate,
+            warmup: args.warmup,
+            measure: args.measure,
+            drain_within: Duration::from_secs(10).max(interval * 5),
+        };
+        let broker0 = broker_cpu();
+        let started = Instant::now();
+        let (seen, job_cpu, checkpoints) = match subject {
+            Subject::Relay => {
+                let stop = Arc::new(AtomicBool::new(false));
+                let relay = relay::Relay {
+                    bootstrap: self.bootstrap.clone(),
+                    input: input.clone(),
+                    partitions: args.partitions,
+                    lines: 0,
+                    output: output.clone(),
+                    threads: 1,
+                    commit_every: Some(interval),
+                    until: Some(Arc::clone(&stop)),
+                };
+                let relaying = std::thread::spawn(move || relay.run(&tag));
+                let seen = load.run(lines);
+                stop.store(true, Ordering::SeqCst);
+                relaying
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the relay panicked"))??;
+                (seen?, None, serde_json::Value::Null)
+            }
+            Subject::Job => {
+                let spec = self.job_spec(
+                    &format!("{input}?starting=earliest"),
+                    &output,
+                    interval,
+                    &tag,
+                    round,
+                );
+                let mut job = Standalone::start(&spec, &args.logs, &tag)?;
+                job.until_running(Duration::from_secs(60))?;
+                let (cpu0, started) = (job.cpu(), Instant::now());
+                let seen = load.run(lines)?;
+                let cpu = job.cpu().saturating_sub(cpu0).as_secs_f64();
+                let per_second = cpu / started.elapsed().as_secs_f64();
+                (
+                    seen,
+                    Some(per_second),
+                    job.checkpoints().unwrap_or_default(),
+                )
+            }
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        data::delete_topic(&self.bootstrap, &input)?;
+        data::delete_topic(&self.bootstrap, &output)?;
+        Ok(LatencyRun {
+            subject: match subject {
+                Subject::Relay => "relay, transactions".into(),
+                Subject::Job => format!("holdfast, p = {}", args.parallelism),
+            },
+            interval,
+            round,
+            seen,
+            job_cpu_per_second: job_cpu,
+            broker_cpu_per_second: broker_cpu().saturating_sub(broker0).as_secs_f64() / seconds,
+            checkpoints,
+        })
     }
 
     /// The job from `input` (a topic with its options) to topic `output`;

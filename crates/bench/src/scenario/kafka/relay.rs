@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -46,6 +46,9 @@ pub struct Relay {
     pub threads: usize,
     /// Commit a transaction this often; `None`: no transactions.
     pub commit_every: Option<Duration>,
+    /// Run until this is set instead of to the input's end (the latency
+    /// control).
+    pub until: Option<Arc<AtomicBool>>,
 }
 
 impl Relay {
@@ -104,9 +107,11 @@ impl Relay {
         let mut next: HashMap<i32, i64> = HashMap::new();
         let mut committed_at = Instant::now();
         let mut value = String::new();
-        let done = |next: &HashMap<i32, i64>| {
-            ends.iter()
-                .all(|(p, end)| next.get(p).copied().unwrap_or(0) >= *end)
+        let done = |next: &HashMap<i32, i64>| match &self.until {
+            Some(flag) => flag.load(Ordering::SeqCst),
+            None => ends
+                .iter()
+                .all(|(p, end)| next.get(p).copied().unwrap_or(0) >= *end),
         };
         while !done(&next) {
             if let Some(every) = self.commit_every

@@ -50,14 +50,17 @@ impl ThroughputRun {
 
 /// One latency run.
 pub struct LatencyRun {
-    /// The checkpoint interval.
+    /// What carried the lines: the job or the relay.
+    pub subject: String,
+    /// The checkpoint (or commit) interval.
     pub interval: Duration,
     /// Which round.
     pub round: usize,
     /// What the consumer saw.
     pub seen: Seen,
-    /// `holdfast`'s CPU seconds per second while it ran.
-    pub job_cpu_per_second: f64,
+    /// `holdfast`'s CPU seconds per second while it ran (`None`: the
+    /// relay, which shares the benchmark's process with the load).
+    pub job_cpu_per_second: Option<f64>,
     /// The broker's.
     pub broker_cpu_per_second: f64,
     /// `GET /jobs/{id}/checkpoints` at the end.
@@ -69,7 +72,7 @@ impl LatencyRun {
     pub fn describe(&self) -> String {
         let summary = Summary::of(&self.seen.latencies_ms);
         format!(
-            "{} of {} tokens, {} duplicates; p50 {} ms, p99 {} ms, max {} ms; CPU/s holdfast {:.2}, broker {:.2}; checkpoints {}",
+            "{} of {} tokens, {} duplicates; p50 {} ms, p99 {} ms, max {} ms; CPU/s holdfast {:.2?}, broker {:.2}; checkpoints {}",
             self.seen.latencies_ms.len(),
             self.seen.expected,
             self.seen.duplicates,
@@ -145,7 +148,7 @@ impl Builder {
                 "broker_probe": summary_json(&run.probe_ms),
             })).collect::<Vec<_>>(),
             "latency": self.latency.iter().map(|run| json!({
-                "interval_ms": run.interval.as_millis(), "round": run.round,
+                "subject": run.subject, "interval_ms": run.interval.as_millis(), "round": run.round,
                 "latency": summary_json(&run.seen.latencies_ms),
                 "expected": run.seen.expected, "seen": run.seen.latencies_ms.len(),
                 "duplicates": run.seen.duplicates,
@@ -199,6 +202,8 @@ impl Builder {
                 "of the best plain relay",
                 "CPU s",
                 "broker CPU s",
+                "others' CPU s",
+                "probe max ms",
             ],
         );
         for label in labels {
@@ -245,6 +250,7 @@ impl Builder {
         let mut table = Table::new(
             "Latency, produce to read_committed consume (ms; min / median / max over rounds)",
             &[
+                "carried by",
                 "interval",
                 "rounds",
                 "p50",
@@ -258,15 +264,17 @@ impl Builder {
                 "CPU/s broker",
             ],
         );
-        let mut intervals: Vec<Duration> = self.latency.iter().map(|r| r.interval).collect();
-        intervals.dedup();
-        intervals.sort_by(|a, b| b.cmp(a));
-        intervals.dedup();
-        for interval in intervals {
+        let mut groups: Vec<(&str, Duration)> = Vec::new();
+        for run in &self.latency {
+            if !groups.contains(&(run.subject.as_str(), run.interval)) {
+                groups.push((&run.subject, run.interval));
+            }
+        }
+        for (subject, interval) in groups {
             let runs: Vec<&LatencyRun> = self
                 .latency
                 .iter()
-                .filter(|r| r.interval == interval)
+                .filter(|r| r.subject == subject && r.interval == interval)
                 .collect();
             let of = |pick: fn(&Summary) -> f64| -> Vec<f64> {
                 runs.iter()
@@ -283,16 +291,18 @@ impl Builder {
             };
             let durations: Vec<String> = runs
                 .iter()
+                .filter(|r| !r.checkpoints.is_null())
                 .map(|r| {
                     let d = &r.checkpoints["summary"]["end_to_end_duration"];
                     format!("{}/{}", d["avg"], d["max"])
                 })
                 .collect();
-            let per_second = |pick: fn(&LatencyRun) -> f64| -> String {
-                let values: Vec<f64> = runs.iter().map(|r| pick(r)).collect();
+            let per_second = |pick: fn(&LatencyRun) -> Option<f64>| -> String {
+                let values: Vec<f64> = runs.iter().filter_map(|r| pick(r)).collect();
                 spread(&values, |v| format!("{v:.2}"))
             };
             table.row(vec![
+                subject.to_owned(),
                 format!("{interval:?}"),
                 runs.len().to_string(),
                 spread(&of(|s| s.p50), cell),
@@ -306,7 +316,7 @@ impl Builder {
                 format!("{}/{}", counts("completed"), counts("failed")),
                 durations.join(", "),
                 per_second(|r| r.job_cpu_per_second),
-                per_second(|r| r.broker_cpu_per_second),
+                per_second(|r| Some(r.broker_cpu_per_second)),
             ]);
         }
         table
