@@ -165,6 +165,13 @@ impl Standalone {
             let Some(progress) = Progress::parse(&line.text) else {
                 continue;
             };
+            if progress.restarts > 0 {
+                bail!(
+                    "the job restarted, which makes the run no measurement (did the broker \
+                     die?); {}",
+                    self.tail()
+                );
+            }
             let at = line.at - self.started;
             marks.observe(at, progress.read);
             match progress.state.as_str() {
@@ -255,6 +262,7 @@ struct Progress {
     /// `tasks A/B running` with `A = B > 0`.
     all_running: bool,
     read: u64,
+    restarts: u64,
 }
 
 impl Progress {
@@ -264,15 +272,21 @@ impl Progress {
         let state = fields.nth(1)?.to_owned();
         let tasks = fields.nth(1)?.split_once('/')?;
         let all_running = tasks.0 == tasks.1 && tasks.0 != "0";
-        let read = fields
-            .skip_while(|field| *field != "read")
-            .nth(1)?
-            .parse()
-            .ok()?;
+        let mut after = |name: &str| -> Option<u64> {
+            fields
+                .by_ref()
+                .skip_while(|field| *field != name)
+                .nth(1)?
+                .parse()
+                .ok()
+        };
+        let read = after("read")?;
+        let restarts = after("restarts")?;
         Some(Progress {
             state,
             all_running,
             read,
+            restarts,
         })
     }
 }
@@ -289,7 +303,8 @@ mod tests {
             Some(Progress {
                 state: "RUNNING".into(),
                 all_running: true,
-                read: 1_265_664
+                read: 1_265_664,
+                restarts: 0
             })
         );
         assert_eq!(Progress::parse("submitted job 49163163"), None);
