@@ -174,7 +174,12 @@ pub fn run(args: &KafkaArgs) -> Result<Report> {
                 let machine = machine_busy_time()
                     .unwrap_or_default()
                     .saturating_sub(machine0);
-                let known = broker_used + own.max(process_cpu);
+                // The relay's CPU is the benchmark's own; the job's is
+                // holdfast's, beside the benchmark's probe.
+                let known = match config.kind {
+                    Kind::Relay { .. } => broker_used + own,
+                    Kind::Job { .. } => broker_used + own + process_cpu,
+                };
                 let run = ThroughputRun {
                     label: config.label.clone(),
                     round,
