@@ -138,7 +138,13 @@ pub(super) fn open<T: 'static>(
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("isolation.level", "read_committed")
-        .set("enable.partition.eof", "true")
+        // Only a bounded read needs to hear of a partition's end; an
+        // unbounded one at the end of a quiet topic would hear (and log) it
+        // at every fetch.
+        .set(
+            "enable.partition.eof",
+            if options.bounded { "true" } else { "false" },
+        )
         // An offset a checkpoint holds that retention deleted since: the
         // first record kept.
         .set("auto.offset.reset", "earliest")
