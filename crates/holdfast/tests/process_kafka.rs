@@ -30,7 +30,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, Message, TopicPartitionList};
 use serde_json::json;
 use support::cluster::{
-    Cluster, JobManager, all_running, cli, last_line, logged, registered, rest,
+    Cluster, JobManager, all_running, cli, last_line, logged, registered, rest, run_from_savepoint,
 };
 use support::datagen_job::{completed, finished};
 
@@ -408,19 +408,7 @@ async fn resume(
     parallelism: u32,
     savepoint: &Path,
 ) -> Result<JobId> {
-    let (p, sp) = (parallelism.to_string(), savepoint.display().to_string());
-    let args = [
-        "run",
-        "wordcount",
-        "--args",
-        params,
-        "--parallelism",
-        &p,
-        "--from-savepoint",
-        &sp,
-    ];
-    let out = cli(jm, &args).await?;
-    let job: JobId = out.lines().last().context("a job id")?.trim().parse()?;
+    let job = run_from_savepoint(jm, "wordcount", params, parallelism, savepoint, &[]).await?;
     all_running(client, job, "the resumed job runs").await?;
     let before = jm.process.stderr().matches("checkpoint complete").count();
     completed(jm, before + 2).await?;

@@ -19,6 +19,7 @@ use holdfast_runtime::ids::JobId;
 use serde_json::json;
 use support::cluster::{
     Cluster, JobManager, cli, cli_fails, eventually, last_line, registered, rest,
+    run_from_savepoint,
 };
 use support::datagen_job::{Datagen, completed, finished};
 
@@ -56,21 +57,7 @@ async fn resume(
     savepoint: &Path,
     extra: &[&str],
 ) -> Result<JobId> {
-    let p = parallelism.to_string();
-    let sp = savepoint.display().to_string();
-    let mut args = vec![
-        "run",
-        "datagen",
-        "--args",
-        params,
-        "--parallelism",
-        &p,
-        "--from-savepoint",
-        &sp,
-    ];
-    args.extend(extra);
-    let out = cli(jm, &args).await?;
-    Ok(out.lines().last().context("a job id")?.trim().parse()?)
+    run_from_savepoint(jm, "datagen", params, parallelism, savepoint, extra).await
 }
 
 /// Waits until `job` has every subtask running and `n` more checkpoints

@@ -348,3 +348,30 @@ pub fn last_line(text: &str) -> Result<PathBuf> {
         text.lines().last().context("no output")?.trim(),
     ))
 }
+
+/// `holdfast run JOB --args PARAMS --parallelism P --from-savepoint DIR
+/// EXTRA…`, as an operator would; the new job's id.
+pub async fn run_from_savepoint(
+    jm: &JobManager,
+    job: &str,
+    params: &str,
+    parallelism: u32,
+    savepoint: &std::path::Path,
+    extra: &[&str],
+) -> Result<JobId> {
+    let p = parallelism.to_string();
+    let sp = savepoint.display().to_string();
+    let mut args = vec![
+        "run",
+        job,
+        "--args",
+        params,
+        "--parallelism",
+        &p,
+        "--from-savepoint",
+        &sp,
+    ];
+    args.extend(extra);
+    let out = cli(jm, &args).await?;
+    Ok(out.lines().last().context("a job id")?.trim().parse()?)
+}
