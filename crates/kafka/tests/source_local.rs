@@ -152,17 +152,11 @@ fn a_completed_checkpoint_commits_its_offsets_to_the_group_for_lag_monitoring() 
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "lag", 3)?;
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .create()?;
-    for id in 0..300u32 {
-        let value = id.to_string();
-        let record = BaseRecord::<(), str>::to("lag")
-            .payload(&value)
-            .partition((id % 3) as i32);
-        producer.send(record).map_err(|(error, _)| error)?;
-    }
-    producer.flush(TIMEOUT)?;
+    produce(
+        &bootstrap,
+        "lag",
+        (0..300u32).map(|id| ((id % 3) as i32, id.to_string())),
+    )?;
 
     let gate = Gate::closed();
     let flow = Dataflow::new("lag");
@@ -227,17 +221,11 @@ fn the_lag_gauges_show_what_is_left_to_read_while_a_slow_source_reads() -> anyho
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "slow", 3)?;
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .create()?;
-    for id in 0..120u32 {
-        let value = id.to_string();
-        let record = BaseRecord::<(), str>::to("slow")
-            .payload(&value)
-            .partition((id % 3) as i32);
-        producer.send(record).map_err(|(error, _)| error)?;
-    }
-    producer.flush(TIMEOUT)?;
+    produce(
+        &bootstrap,
+        "slow",
+        (0..120u32).map(|id| ((id % 3) as i32, id.to_string())),
+    )?;
 
     let flow = Dataflow::new("slow");
     flow.source(
@@ -287,20 +275,32 @@ fn the_lag_gauges_show_what_is_left_to_read_while_a_slow_source_reads() -> anyho
     Ok(())
 }
 
-/// Writes `count` records `{topic}-{i}` to partition 0 of `topic`.
-fn write_to(bootstrap: &str, topic: &str, count: u32) -> anyhow::Result<()> {
+/// Writes each `(partition, value)` to `topic`, outside transactions.
+fn produce(
+    bootstrap: &str,
+    topic: &str,
+    records: impl IntoIterator<Item = (i32, String)>,
+) -> anyhow::Result<()> {
     let producer: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()?;
-    for i in 0..count {
-        let value = format!("{topic}-{i}");
+    for (partition, value) in records {
         let record = BaseRecord::<(), str>::to(topic)
             .payload(&value)
-            .partition(0);
+            .partition(partition);
         producer.send(record).map_err(|(error, _)| error)?;
     }
     producer.flush(TIMEOUT)?;
     Ok(())
+}
+
+/// Writes `count` records `{topic}-{i}` to partition 0 of `topic`.
+fn write_to(bootstrap: &str, topic: &str, count: u32) -> anyhow::Result<()> {
+    produce(
+        bootstrap,
+        topic,
+        (0..count).map(|i| (0, format!("{topic}-{i}"))),
+    )
 }
 
 #[test]
