@@ -68,6 +68,31 @@ async fn every_page_shows_what_the_api_says() -> Result<()> {
     // The graph, the failure with the restart strategy's decision.
     assert!(job.contains(r#"<svg class="graph""#));
     assert!(job.contains("task 0.1 failed: boom") && job.contains("restart in 1s"));
+    // Its connectors: each partition with offset, end and lag, the
+    // sink's transactions with their age.
+    assert!(job.contains(r#"id="connectors""#), "{job}");
+    assert_eq!(job.matches(r#"<tr class="split""#).count(), 2, "{job}");
+    assert!(job.contains("total lag 500"), "{job}");
+    assert!(
+        job.contains(r#"data-split="orders/0"><td>kafka-in"#)
+            && job.contains(
+                "<td class=\"num\">1,000</td><td class=\"num\">1,500</td><td class=\"num\">500</td>"
+            ),
+        "{job}"
+    );
+    assert_eq!(
+        job.matches(r#"<tr class="transaction""#).count(),
+        2,
+        "{job}"
+    );
+    assert!(
+        job.contains("counts-2") && job.contains(r#"data-state="open""#),
+        "{job}"
+    );
+    assert!(
+        job.contains("2.5 s"),
+        "the awaiting-commit transaction's age: {job}"
+    );
     // The fake's job does not checkpoint: no checkpoint section.
     assert!(!job.contains(r#"id="checkpoints""#));
 

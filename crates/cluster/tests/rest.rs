@@ -97,6 +97,19 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     let subtask = &job["vertices"][0]["subtasks"][1];
     assert_eq!(subtask["taskmanager"], "tm-1");
     assert_eq!(subtask["status"], "RUNNING");
+    // Its connectors: a source's partitions, a sink's transactions.
+    let source = &job["vertices"][0]["subtasks"][0]["connectors"][0];
+    assert_eq!(source["operator"], "kafka-in");
+    assert_eq!(
+        source["splits"][0],
+        json!({"name": "orders/0", "position": 1000, "end": 1500, "lag": 500, "finished": false})
+    );
+    let txn = &subtask["connectors"][0]["transactions"][1];
+    assert_eq!(keys(txn), ["age-ms", "id", "start-time", "state"], "{txn}");
+    assert_eq!(
+        (&txn["state"], &txn["age-ms"]),
+        (&json!("open"), &json!(400))
+    );
     let node = &job["plan"]["nodes"][0];
     assert_eq!(
         (&node["id"], &node["parallelism"], &node["description"]),

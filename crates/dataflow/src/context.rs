@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use holdfast_executor::{ConnectorStatus, SplitStatus, TaskMeters, TransactionStatus};
 use holdfast_types::CheckpointId;
 
 use crate::checkpoint::RestoredPart;
@@ -21,6 +22,8 @@ pub struct OperatorContext {
     clock: Arc<dyn Clock>,
     counters: Arc<OperatorCounters>,
     connector: Arc<ConnectorMetrics>,
+    /// The attempt's meters, where a connector reports its status.
+    task_meters: Arc<TaskMeters>,
     canceled: Arc<AtomicBool>,
     uid: Arc<str>,
     attempt_tag: Arc<str>,
@@ -51,6 +54,7 @@ impl OperatorContext {
             clock,
             counters: metrics.operator(job, operator),
             connector: metrics.connector(job, operator),
+            task_meters: Arc::default(),
             canceled: Arc::default(),
             uid: operator.into(),
             attempt_tag: "0".into(),
@@ -107,6 +111,25 @@ impl OperatorContext {
     /// transactions), exported beside its counters.
     pub fn connector_metrics(&self) -> &Arc<ConnectorMetrics> {
         &self.connector
+    }
+
+    /// Reports what this connector subtask reads or writes now — a
+    /// source's splits, a sink's open transactions — replacing what it
+    /// reported before; the JobManager shows the latest on the job's page.
+    /// Cheap enough for a few times a second, not for every record.
+    pub fn report_connector(&self, splits: Vec<SplitStatus>, transactions: Vec<TransactionStatus>) {
+        self.task_meters.set_connector(ConnectorStatus {
+            operator: self.operator.to_string(),
+            splits,
+            transactions,
+        });
+    }
+
+    /// The same context reporting into `meters`, the attempt's (tests read
+    /// what a connector reported from theirs).
+    pub fn with_task_meters(mut self, meters: Arc<TaskMeters>) -> OperatorContext {
+        self.task_meters = meters;
+        self
     }
 
     /// Whether the task was canceled: an operator that waits for something

@@ -16,8 +16,8 @@ use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{
     CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport, CheckpointRequest,
-    EncodeError, RestoredFile, RestoredState, StateSource, TaskCheckpointing, TaskCode,
-    TaskContext, TaskFailure, TaskInfo,
+    EncodeError, MetersSnapshot, RestoredFile, RestoredState, StateSource, TaskCheckpointing,
+    TaskCode, TaskContext, TaskFailure, TaskInfo, TaskMeters,
 };
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
@@ -179,6 +179,8 @@ pub struct LocalJob {
     exchanges: Vec<Exchange>,
     runtime: Option<tokio::runtime::Runtime>,
     checkpoints: Arc<LocalCheckpoints>,
+    /// Each subtask's meters (its connectors' status among them).
+    meters: Vec<(TaskId, Arc<TaskMeters>)>,
 }
 
 /// Takes checkpoints of a [`LocalJob`] (shareable with a thread that
@@ -235,6 +237,7 @@ impl LocalRun {
         let mut cancels = Vec::new();
         let mut threads = Vec::new();
         let mut inboxes = Vec::new();
+        let mut meters = Vec::new();
         let (reports_tx, reports) = tokio::sync::mpsc::unbounded_channel();
         let (done_tx, done) = std::sync::mpsc::channel();
         for (v, vertex) in graph.vertices.iter().enumerate() {
@@ -261,6 +264,7 @@ impl LocalRun {
                 let (ctx, cancel, inbox) =
                     TaskContext::standalone_with_checkpoints(key, info, reports_tx.clone());
                 inboxes.push((task, graph.inputs_of(v as u32).next().is_none(), inbox));
+                meters.push((task, Arc::clone(ctx.meters())));
                 let mut code = DataflowTask::new(
                     Arc::clone(&compiled),
                     v as u32,
@@ -293,6 +297,7 @@ impl LocalRun {
         }
         Ok(LocalJob {
             job,
+            meters,
             cancels,
             threads,
             done,
@@ -561,6 +566,15 @@ impl LocalCheckpoints {
 }
 
 impl LocalJob {
+    /// Each subtask's meters now (records out, watermark, what its
+    /// connectors report), by task.
+    pub fn meters(&self) -> Vec<(TaskId, MetersSnapshot)> {
+        self.meters
+            .iter()
+            .map(|(task, meters)| (*task, meters.snapshot()))
+            .collect()
+    }
+
     /// Asks every subtask to stop.
     pub fn cancel(&self) {
         self.checkpoints.canceled.store(true, Ordering::Release);

@@ -37,6 +37,7 @@ mod args;
 pub mod builtin;
 mod checkpoint;
 mod code;
+mod connector_status;
 mod context;
 mod error;
 mod executor;
@@ -55,6 +56,7 @@ pub use checkpoint::{
     StateSource, TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
+pub use connector_status::{ConnectorStatus, SplitStatus, TransactionState, TransactionStatus};
 pub use context::{CancelHandle, CheckpointInbox, TaskContext};
 pub use error::{ForgetError, StartError};
 pub use executor::TaskExecutor;

@@ -1,11 +1,19 @@
 //! What an attempt's code measures besides its processed counter
 //! ([`TaskMeters`]): records it sent downstream, how long it waited for
-//! room downstream (backpressure) and its current watermark. The executor
-//! reports them in its snapshots; the JobManager shows them on the job's
-//! page. Plain atomics: updating one costs a relaxed add.
+//! room downstream (backpressure), its current watermark and what its
+//! connectors report ([`ConnectorStatus`]). The executor reports them in
+//! its snapshots; the JobManager shows them on the job's page. Plain
+//! atomics: updating one costs a relaxed add (a connector's status, set
+//! now and then, takes a lock).
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
+
+use holdfast_types::sync::lock;
+
+use crate::connector_status::ConnectorStatus;
 
 /// No watermark yet.
 const NO_WATERMARK: i64 = i64::MIN;
@@ -16,6 +24,8 @@ pub struct TaskMeters {
     records_out: AtomicU64,
     backpressured_us: AtomicU64,
     watermark: AtomicI64,
+    /// Each connector operator's status, by operator name.
+    connectors: Mutex<BTreeMap<String, ConnectorStatus>>,
 }
 
 impl Default for TaskMeters {
@@ -24,12 +34,13 @@ impl Default for TaskMeters {
             records_out: AtomicU64::new(0),
             backpressured_us: AtomicU64::new(0),
             watermark: AtomicI64::new(NO_WATERMARK),
+            connectors: Mutex::default(),
         }
     }
 }
 
 /// A copy of an attempt's meters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MetersSnapshot {
     /// Records sent downstream.
     pub records_out: u64,
@@ -37,6 +48,8 @@ pub struct MetersSnapshot {
     pub backpressured_ms: u64,
     /// The attempt's current watermark (event time, ms), once it has one.
     pub watermark: Option<i64>,
+    /// What its connector operators last reported, by operator name.
+    pub connectors: Vec<ConnectorStatus>,
 }
 
 impl TaskMeters {
@@ -57,6 +70,11 @@ impl TaskMeters {
         self.watermark.store(watermark, Ordering::Relaxed);
     }
 
+    /// Replaces what connector operator `status.operator` reports.
+    pub fn set_connector(&self, status: ConnectorStatus) {
+        lock(&self.connectors).insert(status.operator.clone(), status);
+    }
+
     /// The meters now.
     pub fn snapshot(&self) -> MetersSnapshot {
         let watermark = self.watermark.load(Ordering::Relaxed);
@@ -64,6 +82,7 @@ impl TaskMeters {
             records_out: self.records_out.load(Ordering::Relaxed),
             backpressured_ms: self.backpressured_us.load(Ordering::Relaxed) / 1000,
             watermark: (watermark != NO_WATERMARK).then_some(watermark),
+            connectors: lock(&self.connectors).values().cloned().collect(),
         }
     }
 }
@@ -87,7 +106,30 @@ mod tests {
                 records_out: 7,
                 backpressured_ms: 2,
                 watermark: Some(-5),
+                connectors: Vec::new(),
             }
+        );
+    }
+
+    #[test]
+    fn a_connector_status_replaces_the_last_one_of_its_operator() {
+        let meters = TaskMeters::default();
+        let status = |operator: &str, lag| ConnectorStatus {
+            operator: operator.to_owned(),
+            splits: vec![crate::SplitStatus {
+                name: "t/0".into(),
+                lag: Some(lag),
+                ..Default::default()
+            }],
+            transactions: Vec::new(),
+        };
+        meters.set_connector(status("source", 5));
+        meters.set_connector(status("sink", 1));
+        meters.set_connector(status("source", 2));
+        assert_eq!(
+            meters.snapshot().connectors,
+            vec![status("sink", 1), status("source", 2)],
+            "one per operator, the newest, by name"
         );
     }
 }

@@ -446,10 +446,56 @@ async fn a_kafka_job_resized_through_savepoints_two_three_one_commits_every_line
         details.vertices.iter().all(|v| v.parallelism == 3),
         "the second run has parallelism 3: {details:?}"
     );
+    connectors_shown(&client, second, 3).await?;
     let savepoint = stop(&jm, &client, second).await?;
     let third = resume(&jm, &client, &params, 1, &savepoint).await?;
     finished(&client, third).await?;
     check_output(&bootstrap).await
+}
+
+/// Waits until the job's page shows every partition of `text` read by one
+/// of the `parallelism` source subtasks (where it is, where the partition
+/// ends, the lag; spread over them all) and every sink subtask's open
+/// transaction.
+async fn connectors_shown(client: &RestClient, job: JobId, parallelism: u32) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let details = client.job(job).await?;
+        let subtasks = details.vertices.iter().flat_map(|v| &v.subtasks);
+        let mut splits: Vec<(u32, String)> = Vec::new();
+        let mut open = 0;
+        for subtask in subtasks {
+            for connector in &subtask.connectors {
+                splits.extend(
+                    connector
+                        .splits
+                        .iter()
+                        .filter(|s| s.position.is_some() && s.end.is_some() && s.lag.is_some())
+                        .map(|s| (subtask.subtask, s.name.clone())),
+                );
+                open += connector
+                    .transactions
+                    .iter()
+                    .filter(|t| t.state == "open" && t.id.contains("wordcount"))
+                    .count();
+            }
+        }
+        let mut names: Vec<&str> = splits.iter().map(|(_, name)| name.as_str()).collect();
+        names.sort();
+        let readers: std::collections::BTreeSet<u32> = splits.iter().map(|(s, _)| *s).collect();
+        // Three partitions over `parallelism` subtasks, each read by one.
+        if names == ["text/0", "text/1", "text/2"]
+            && readers.len() == parallelism.min(3) as usize
+            && open == parallelism as usize
+        {
+            return Ok(());
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the job's page shows partitions {splits:?} and {open} open transaction(s): {details:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

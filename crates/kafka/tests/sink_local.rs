@@ -13,6 +13,7 @@ use holdfast_dataflow::sink::Sink;
 use holdfast_dataflow::source::Generator;
 use holdfast_dataflow::time::SystemClock;
 use holdfast_dataflow::{Dataflow, LocalRun, OperatorContext, RestoredPart};
+use holdfast_executor::TaskMeters;
 use holdfast_kafka::{DeliveryGuarantee, KafkaSink};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_testkit::KafkaBroker;
@@ -162,13 +163,24 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
         KafkaSink::<String>::lines(&bootstrap, "hard").delivery(DeliveryGuarantee::ExactlyOnce);
 
     let metrics = DataflowMetrics::default();
-    let mut writer = sink.open(&context(0, &metrics))?;
+    let meters = Arc::new(TaskMeters::default());
+    let mut writer = sink.open(&context(0, &metrics).with_task_meters(Arc::clone(&meters)))?;
     writer.write(&["before-1".to_string(), "before-2".to_string()])?;
     let state = writer
         .snapshot(CheckpointId(1))?
         .expect("exactly once keeps state");
     writer.write(&["after-1".to_string()])?;
     writer.flush()?;
+    // The job's page shows checkpoint 1's transaction waiting for its
+    // commit and the next one open, each by its transactional id.
+    let shown = transaction_states(&meters);
+    assert_eq!(
+        shown.iter().map(|(_, state)| *state).collect::<Vec<_>>(),
+        ["awaiting-commit", "open"],
+        "{shown:?}"
+    );
+    let pending = holdfast_kafka::txn::SinkTxnState::decode(&state)?.pending;
+    assert_eq!(shown[0].0, pending[0].name);
     // The checkpoint completed (its pointer is written) but this writer
     // dies before it hears so.
     drop(writer);
@@ -183,7 +195,8 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
             bytes: state,
         }],
     );
-    let mut writer = sink.open(&restored)?;
+    let meters = Arc::new(TaskMeters::default());
+    let mut writer = sink.open(&restored.with_task_meters(Arc::clone(&meters)))?;
     let seen = read(&bootstrap, "hard", 1, "read_committed", 2)?;
     let expected: BTreeMap<String, usize> =
         [("before-1".to_string(), 1), ("before-2".to_string(), 1)].into();
@@ -211,7 +224,25 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
         "the dead writer's later records stay aborted"
     );
     assert_eq!(transactions(&metrics).get("committed"), Some(&1));
+    let shown = transaction_states(&meters);
+    assert_eq!(
+        shown.iter().map(|(_, state)| *state).collect::<Vec<_>>(),
+        ["open"],
+        "only the transaction after checkpoint 2 is left: {shown:?}"
+    );
     Ok(())
+}
+
+/// The transactions a sink reported for the job's page: (id, state),
+/// oldest first.
+fn transaction_states(meters: &TaskMeters) -> Vec<(String, &'static str)> {
+    meters
+        .snapshot()
+        .connectors
+        .iter()
+        .flat_map(|c| &c.transactions)
+        .map(|t| (t.id.clone(), t.state.name()))
+        .collect()
 }
 
 #[test]

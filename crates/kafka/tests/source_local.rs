@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use holdfast_dataflow::plan::CompiledPlan;
 use holdfast_dataflow::{Dataflow, LocalRun};
+use holdfast_executor::SplitStatus;
 use holdfast_kafka::{DeliveryGuarantee, KafkaSink, KafkaSource};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_testkit::KafkaBroker;
@@ -270,6 +271,31 @@ fn the_lag_gauges_show_what_is_left_to_read_while_a_slow_source_reads() -> anyho
         behind.iter().any(|sum| (1..120).contains(sum)),
         "the lag showed records still to read on the way: {behind:?}"
     );
+    // The job's page hears the same, once a second: every partition read
+    // to offset 40, nothing left.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let shown: Vec<SplitStatus> = running
+            .meters()
+            .into_iter()
+            .flat_map(|(_, m)| m.connectors)
+            .flat_map(|c| c.splits)
+            .collect();
+        let expected: Vec<SplitStatus> = (0..3)
+            .map(|p| SplitStatus {
+                name: format!("slow/{p}"),
+                position: Some(40),
+                end: Some(40),
+                lag: Some(0),
+                finished: false,
+            })
+            .collect();
+        if shown == expected {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the partitions shown: {shown:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     running.cancel();
     running.join()?;
     Ok(())

@@ -1,5 +1,6 @@
 //! `/ui/jobs/{id}`: one job — its graph, every subtask with where it runs,
-//! records in and out with rates, backpressure and watermark; checkpoints;
+//! records in and out with rates, backpressure and watermark; its
+//! connectors' partitions and transactions; checkpoints;
 //! take-overs; restarts and failures with what the restart strategy
 //! decided.
 
@@ -9,6 +10,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use maud::{Markup, html};
 
+use super::connectors;
 use super::format;
 use super::frame::{self, Asked, Nav};
 use super::graph;
@@ -75,6 +77,7 @@ fn body(
         (graph::render(job))
         h2 { "Subtasks" }
         @for vertex in &job.vertices { (vertex_table(vertex)) }
+        (connectors::section(job))
         @if let Some(stats) = checkpoints {
             h2 #checkpoints { "Checkpoints" }
             (checkpoints_section(stats))

@@ -11,7 +11,8 @@
 //!                        └─ (X-Holdfast-Navigate if partial)└─ X-Holdfast-Partial: only #live
 //!
 //!  overview.rs  cluster at a glance (also on a standby: its own HA view)
-//!  jobs.rs      every job            job.rs   one job (graph.rs: its graph)
+//!  jobs.rs      every job            job.rs   one job (graph.rs: its graph,
+//!                                             connectors.rs: partitions, transactions)
 //!  taskmanagers.rs  slots, heartbeats, connections and leases
 //!  config.rs    the configuration, secrets masked
 //!  timeline.rs  the HA timeline with details on hover and click
@@ -24,6 +25,7 @@
 
 mod assets;
 mod config;
+mod connectors;
 mod format;
 mod frame;
 mod graph;

@@ -1,6 +1,6 @@
 //! Turning what the executor says into what the JobManager is told.
 
-use holdfast_executor::{TaskSnapshot, TaskStatus};
+use holdfast_executor::{ConnectorStatus, TaskSnapshot, TaskStatus};
 use holdfast_rpc::proto;
 use holdfast_runtime::failure::Failure;
 use holdfast_runtime::ids::AttemptRef;
@@ -48,6 +48,12 @@ pub(super) fn snapshot_report(
         records_out: task.meters.records_out,
         backpressured_ms: task.meters.backpressured_ms,
         watermark: task.meters.watermark,
+        connectors: task
+            .meters
+            .connectors
+            .iter()
+            .map(connector_report)
+            .collect(),
         ..task_report(
             task.key,
             task.slot,
@@ -55,5 +61,32 @@ pub(super) fn snapshot_report(
             task.processed,
             fail_reason,
         )
+    }
+}
+
+/// The proto report of one connector's status.
+fn connector_report(status: &ConnectorStatus) -> proto::ConnectorReport {
+    proto::ConnectorReport {
+        operator: status.operator.clone(),
+        splits: status
+            .splits
+            .iter()
+            .map(|split| proto::SplitReport {
+                name: split.name.clone(),
+                position: split.position,
+                end: split.end,
+                lag: split.lag,
+                finished: split.finished,
+            })
+            .collect(),
+        transactions: status
+            .transactions
+            .iter()
+            .map(|t| proto::TransactionReport {
+                id: t.id.clone(),
+                started_ms: t.started_ms,
+                state: t.state.name().to_owned(),
+            })
+            .collect(),
     }
 }

@@ -143,6 +143,7 @@ impl ClusterControl for Fake {
             records_out_per_second: 120.0,
             backpressure: 0.6,
             watermark: Some(1_700_000_000_000),
+            connectors: connectors(index),
         };
         Ok(JobDetails {
             jid: id.to_string(),
@@ -403,4 +404,35 @@ pub async fn serve(fake: Arc<Fake>) -> Served {
 /// A valid graph of one vertex.
 pub fn graph() -> JobGraph {
     JobGraph::single("wordcount", "counter", serde_json::json!({"limit": 10}), 2)
+}
+
+/// What subtask `index` of the fake job's one vertex reports: 0 reads two
+/// partitions, 1 writes in transactions.
+fn connectors(index: u32) -> Vec<ConnectorView> {
+    if index == 0 {
+        let split = |partition: u32, position, end| SplitView {
+            name: format!("orders/{partition}"),
+            position: Some(position),
+            end: Some(end),
+            lag: Some(end - position),
+            finished: false,
+        };
+        vec![ConnectorView {
+            operator: "kafka-in".into(),
+            splits: vec![split(0, 1_000, 1_500), split(1, 70, 70)],
+            transactions: Vec::new(),
+        }]
+    } else {
+        let txn = |k: u32, state: &str, age_ms| TransactionView {
+            id: format!("counts-{k}"),
+            state: state.into(),
+            start_time: 1_700_000_000_000,
+            age_ms,
+        };
+        vec![ConnectorView {
+            operator: "kafka-out".into(),
+            splits: Vec::new(),
+            transactions: vec![txn(1, "awaiting-commit", 2_500), txn(2, "open", 400)],
+        }]
+    }
 }

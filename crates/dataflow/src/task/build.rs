@@ -262,6 +262,7 @@ impl Chain<'_> {
             self.env.metrics,
         )
         .with_cancel_flag(Arc::clone(self.env.canceled))
+        .with_task_meters(Arc::clone(self.ctx.meters()))
         .with_max_parallelism(compiled.max_parallelism())
         .for_attempt(
             Arc::from(uid.as_str()),

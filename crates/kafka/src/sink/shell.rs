@@ -9,7 +9,7 @@ use std::sync::Arc;
 use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::metrics::ConnectorMetrics;
 use holdfast_dataflow::time::Clock;
-use holdfast_executor::TaskFailure;
+use holdfast_executor::{TaskFailure, TransactionState, TransactionStatus};
 
 use super::SinkOptions;
 use super::closer::Closer;
@@ -35,9 +35,11 @@ pub(crate) struct TxnShell {
     clock: Arc<dyn Clock>,
     subtask: u32,
     /// When each transaction not yet committed (open or pending) began,
-    /// in Unix seconds: the oldest is what `transaction.timeout.ms`
-    /// threatens.
+    /// in ms since the Unix epoch: the oldest is what
+    /// `transaction.timeout.ms` threatens.
     began: BTreeMap<String, i64>,
+    /// Where the transactions are reported for the job's page.
+    ctx: OperatorContext,
 }
 
 impl TxnShell {
@@ -61,6 +63,7 @@ impl TxnShell {
             clock: Arc::clone(ctx.clock()),
             subtask,
             began: BTreeMap::new(),
+            ctx: ctx.clone(),
         }
     }
 
@@ -126,8 +129,7 @@ impl TxnShell {
                 TxnCommand::Begin { name, reserve } => {
                     let outcome = self.begin(&name, &reserve);
                     if outcome.is_ok() {
-                        self.began
-                            .insert(name.clone(), self.clock.now().div_euclid(1000));
+                        self.began.insert(name.clone(), self.clock.now());
                     }
                     Some(TxnInput::Begun { name, outcome })
                 }
@@ -171,13 +173,37 @@ impl TxnShell {
                 queue.extend(self.core.handle(outcome));
             }
         }
+        self.report();
+        Ok(())
+    }
+
+    /// The transactions not committed yet, to the oldest-open gauge and
+    /// the job's page.
+    fn report(&self) {
         match self.began.values().min() {
-            Some(oldest) => self
-                .metrics
-                .set(SINK_OPEN_SINCE, self.subtask_label(), *oldest),
+            Some(oldest) => self.metrics.set(
+                SINK_OPEN_SINCE,
+                self.subtask_label(),
+                oldest.div_euclid(1000),
+            ),
             None => self.metrics.remove(SINK_OPEN_SINCE, &self.subtask_label()),
         }
-        Ok(())
+        let current = self.core.current_name();
+        let mut transactions: Vec<TransactionStatus> = self
+            .began
+            .iter()
+            .map(|(name, started_ms)| TransactionStatus {
+                id: name.clone(),
+                started_ms: *started_ms,
+                state: if current == Some(name.as_str()) {
+                    TransactionState::Open
+                } else {
+                    TransactionState::AwaitingCommit
+                },
+            })
+            .collect();
+        transactions.sort_by_key(|t| t.started_ms);
+        self.ctx.report_connector(Vec::new(), transactions);
     }
 
     /// Whether the coordinator shows `entry` committed already (by its

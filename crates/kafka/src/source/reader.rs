@@ -11,7 +11,7 @@ use holdfast_dataflow::metrics::OperatorCounters;
 use holdfast_dataflow::metrics::{ConnectorMetrics, SeriesLabels};
 use holdfast_dataflow::source::{Poll, RateLimit, SourcePosition, SourceReader, SplitWatermarks};
 use holdfast_dataflow::time::Clock;
-use holdfast_executor::TaskFailure;
+use holdfast_executor::{SplitStatus, TaskFailure};
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
 use rdkafka::client::ClientContext;
@@ -90,7 +90,26 @@ struct Partition {
     next: i64,
     stop: Option<i64>,
     done: bool,
+    /// Where the partition ends (its last stable offset) and the lag to
+    /// it, as last heard: shown on the job's page.
+    end: Option<i64>,
+    lag: Option<i64>,
 }
+
+impl Partition {
+    fn new(next: i64, stop: Option<i64>) -> Partition {
+        Partition {
+            next,
+            stop,
+            done: stop.is_some_and(|stop| next >= stop),
+            end: None,
+            lag: None,
+        }
+    }
+}
+
+/// How often the reader reports its partitions to the job's page at most.
+const REPORT_EVERY_MS: i64 = 1_000;
 
 struct KafkaReader<T> {
     options: Arc<SourceOptions>,
@@ -111,6 +130,9 @@ struct KafkaReader<T> {
     clock: Arc<dyn Clock>,
     /// A watermark the last poll advanced to, not yet asked for.
     watermark: Option<i64>,
+    /// Where the partitions are reported, and when they last were.
+    ctx: OperatorContext,
+    reported_at: Option<i64>,
 }
 
 /// Checkpoints whose offsets wait for their end, at most (older ones are
@@ -198,8 +220,10 @@ pub(super) fn open<T: 'static>(
         } else {
             stop
         };
-        let done = stop.is_some_and(|stop| next >= stop);
-        partitions.insert(partition, Partition { next, stop, done });
+        let mut state = Partition::new(next, stop);
+        state.end = Some(high);
+        state.lag = Some(high.saturating_sub(next).max(0));
+        partitions.insert(partition, state);
     }
     let mut list = TopicPartitionList::new();
     for (partition, state) in &partitions {
@@ -262,6 +286,8 @@ pub(super) fn open<T: 'static>(
         event_time,
         clock,
         watermark: None,
+        ctx: ctx.clone(),
+        reported_at: None,
     }))
 }
 
@@ -334,11 +360,7 @@ impl<T> KafkaReader<T> {
             );
             self.partitions
                 .entry(partition.clone())
-                .or_insert(Partition {
-                    next: *low,
-                    stop: None,
-                    done: false,
-                });
+                .or_insert(Partition::new(*low, None));
             // It holds event time back like the others (its backlog is not
             // late).
             if let Some((_, splits)) = &mut self.event_time {
@@ -357,6 +379,33 @@ impl<T> KafkaReader<T> {
         self.consumer
             .assign(&list)
             .map_err(|error| failure(&self.options, format!("cannot assign partitions: {error}")))
+    }
+
+    /// Reports the partitions to the job's page: at most once a
+    /// [`REPORT_EVERY_MS`], or now if `now_too`.
+    fn report(&mut self, now_too: bool) {
+        let now = self.clock.now();
+        if !now_too
+            && self
+                .reported_at
+                .is_some_and(|at| now.saturating_sub(at) < REPORT_EVERY_MS)
+        {
+            return;
+        }
+        self.reported_at = Some(now);
+        let splits = self
+            .partitions
+            .iter()
+            .map(|(partition, state)| SplitStatus {
+                name: partition.to_string(),
+                position: Some(state.next),
+                end: state.end,
+                // Read to its stop: nothing left this job will read.
+                lag: if state.done { Some(0) } else { state.lag },
+                finished: state.done,
+            })
+            .collect();
+        self.ctx.report_connector(splits, Vec::new());
     }
 
     /// A partition `eof` reports the end of (librdkafka names only the
@@ -478,7 +527,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             // carries, so a partition read to its end shows no lag.
             let positions = self.consumer.position().ok();
             let ends = lock(&context.ends);
-            for (partition, state) in &self.partitions {
+            for (partition, state) in &mut self.partitions {
                 if let Some(end) = ends.get(partition) {
                     let position = positions
                         .as_ref()
@@ -489,10 +538,13 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                         })
                         .unwrap_or(state.next)
                         .max(state.next);
+                    let lag = end.saturating_sub(position).max(0);
+                    state.end = Some(*end);
+                    state.lag = Some(lag);
                     self.metrics.set(
                         SOURCE_LAG,
                         labels(&partition.topic, partition.partition),
-                        end.saturating_sub(position).max(0),
+                        lag,
                     );
                 }
             }
@@ -508,6 +560,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             }
         }
         let bounded_done = self.options.bounded && self.partitions.values().all(|state| state.done);
+        self.report(bounded_done);
         Ok(if bounded_done {
             Poll::End
         } else if added > 0 {

@@ -11,8 +11,10 @@ use super::graph_view::graph_view;
 use super::names::{decision_text, job_state_name, task_state_name};
 use crate::job_store::PastFailure;
 use crate::rest::answers::{
-    ExceptionEntry, JobDetails, JobExceptions, JobSummary, SubtaskView, TakeoverView, VertexView,
+    ConnectorView, ExceptionEntry, JobDetails, JobExceptions, JobSummary, SplitView, SubtaskView,
+    TakeoverView, TransactionView, VertexView,
 };
+use holdfast_rpc::proto;
 
 pub(super) fn summary(job: &JobExecution, restarts: usize) -> JobSummary {
     JobSummary {
@@ -35,6 +37,7 @@ pub(super) fn details(
     restarts: usize,
     takeovers: &[TakeoverView],
     meters: &super::Meters,
+    wall: WallTime,
 ) -> JobDetails {
     let vertices = job
         .graph
@@ -52,7 +55,7 @@ pub(super) fn details(
                 .map(|(task, t)| {
                     let m = meters
                         .get(job.id, ExecutionAttemptId::new(*task, t.attempt))
-                        .copied()
+                        .cloned()
                         .unwrap_or_default();
                     SubtaskView {
                         subtask: task.subtask,
@@ -66,6 +69,11 @@ pub(super) fn details(
                         records_out_per_second: m.out_per_second,
                         backpressure: m.backpressure,
                         watermark: m.watermark,
+                        connectors: m
+                            .connectors
+                            .iter()
+                            .map(|c| connector_view(c, wall))
+                            .collect(),
                     }
                 })
                 .collect(),
@@ -80,6 +88,37 @@ pub(super) fn details(
         vertices,
         plan: graph_view(job.id, &job.graph),
         takeovers: takeovers.to_vec(),
+    }
+}
+
+/// What a connector reported, with its transactions' ages at `wall`.
+fn connector_view(report: &proto::ConnectorReport, wall: WallTime) -> ConnectorView {
+    let now_ms = i64::try_from(wall.as_millis()).unwrap_or(i64::MAX);
+    ConnectorView {
+        operator: report.operator.clone(),
+        splits: report
+            .splits
+            .iter()
+            .map(|s| SplitView {
+                name: s.name.clone(),
+                position: s.position,
+                end: s.end,
+                lag: s.lag,
+                finished: s.finished,
+            })
+            .collect(),
+        transactions: report
+            .transactions
+            .iter()
+            .map(|t| TransactionView {
+                id: t.id.clone(),
+                state: t.state.clone(),
+                start_time: t.started_ms,
+                // A TaskManager clock ahead of this one: age 0, not
+                // negative.
+                age_ms: u64::try_from(now_ms.saturating_sub(t.started_ms)).unwrap_or(0),
+            })
+            .collect(),
     }
 }
 

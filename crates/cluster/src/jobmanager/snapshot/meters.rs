@@ -19,7 +19,7 @@ const FORGET_AFTER: Duration = Duration::from_secs(300);
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// One attempt's meters as last reported, with rates.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct AttemptMeters {
     /// Records processed (in).
     pub records_in: u64,
@@ -33,6 +33,9 @@ pub(crate) struct AttemptMeters {
     pub backpressure: f64,
     /// Its current watermark.
     pub watermark: Option<i64>,
+    /// What its connectors last reported (a source's partitions, a sink's
+    /// transactions).
+    pub connectors: Vec<proto::ConnectorReport>,
     /// The sample the rates are taken from: (records in, records out, ms
     /// waited, when).
     base: Option<(u64, u64, u64, MonoTime)>,
@@ -67,6 +70,7 @@ impl Meters {
             report.watermark,
             now,
         );
+        entry.connectors.clone_from(&report.connectors);
     }
 
     /// Forgets attempts not reported for five minutes (looked for at most
@@ -150,23 +154,23 @@ mod tests {
             ExecutionAttemptId::new(TaskId::new(0, 0), 0),
         );
         meters.observe(&report(100, 50, 0), at(1_000));
-        let first = meters.get(key.0, key.1).copied().unwrap();
+        let first = meters.get(key.0, key.1).cloned().unwrap();
         assert_eq!((first.records_in, first.in_per_second), (100, 0.0));
         meters.observe(&report(2_100, 1_050, 500), at(3_000));
-        let second = meters.get(key.0, key.1).copied().unwrap();
+        let second = meters.get(key.0, key.1).cloned().unwrap();
         assert_eq!(second.in_per_second, 1_000.0);
         assert_eq!(second.out_per_second, 500.0);
         assert_eq!(second.backpressure, 0.25);
         assert_eq!(second.watermark, Some(42));
         // 100 ms later: the newest counts, the rates as they were.
         meters.observe(&report(2_200, 1_100, 500), at(3_100));
-        let third = meters.get(key.0, key.1).copied().unwrap();
+        let third = meters.get(key.0, key.1).cloned().unwrap();
         assert_eq!((third.records_in, third.records_out), (2_200, 1_100));
         assert_eq!(third.in_per_second, 1_000.0);
         // The rates move on from the base sample (3 s), not from the skipped one.
         meters.observe(&report(4_100, 1_050 + 1_000, 500), at(4_000));
         assert_eq!(
-            meters.get(key.0, key.1).copied().unwrap().in_per_second,
+            meters.get(key.0, key.1).cloned().unwrap().in_per_second,
             2_000.0
         );
         meters.forget_old(at(4_000 + 299_000));

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::master::{JobExecution, JobMasterCore};
-use holdfast_types::MonoTime;
+use holdfast_types::{MonoTime, WallTime};
 
 use crate::job_store::StoredJob;
 use crate::rest::answers::{
@@ -85,6 +85,7 @@ pub(crate) fn fill_leader(
     stored: &HashMap<JobId, StoredJob>,
     meters: &Meters,
     now: MonoTime,
+    wall: WallTime,
 ) {
     let mut jobs: Vec<&JobExecution> = core.jobs().collect();
     jobs.sort_by_key(|j| std::cmp::Reverse((j.submitted_at_ms, j.id)));
@@ -94,7 +95,7 @@ pub(crate) fn fill_leader(
         .iter()
         .map(|j| {
             let takeovers = stored.get(&j.id).map_or(&[][..], |s| &s.takeovers);
-            (j.id, jobs::details(j, restarts(j), takeovers, meters))
+            (j.id, jobs::details(j, restarts(j), takeovers, meters, wall))
         })
         .collect();
     snapshot.exceptions = jobs

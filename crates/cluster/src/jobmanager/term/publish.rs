@@ -26,6 +26,7 @@ impl Term {
             &self.stored,
             &self.meters,
             self.runtime.now(),
+            self.runtime.wall_now(),
         );
         self.fill_checkpoints(snapshot);
         snapshot.timeline = self.timeline();

@@ -100,6 +100,58 @@ pub struct SubtaskView {
     /// it has one.
     #[serde(default)]
     pub watermark: Option<i64>,
+    /// What its connectors report (a Kafka source's partitions, a sink's
+    /// transactions not committed yet); absent for tasks without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connectors: Vec<ConnectorView>,
+}
+
+/// One connector operator of a subtask, as its TaskManager last reported
+/// it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorView {
+    /// The operator's name.
+    pub operator: String,
+    /// The splits a source reads (for Kafka: its partitions).
+    #[serde(default)]
+    pub splits: Vec<SplitView>,
+    /// The transactions a sink has not committed yet, oldest first.
+    #[serde(default)]
+    pub transactions: Vec<TransactionView>,
+}
+
+/// One split a source subtask reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SplitView {
+    /// `topic/partition` for Kafka.
+    pub name: String,
+    /// The offset it reads next.
+    pub position: Option<i64>,
+    /// Where the split ends now (for Kafka its last stable offset: what
+    /// a read_committed consumer can reach).
+    pub end: Option<i64>,
+    /// Records between the position and the end.
+    pub lag: Option<i64>,
+    /// Read to the end a bounded read stops at.
+    #[serde(default)]
+    pub finished: bool,
+}
+
+/// One transaction a sink subtask has not committed yet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TransactionView {
+    /// Its transactional id.
+    pub id: String,
+    /// `open` (written into now) or `awaiting-commit` (flushed at a
+    /// barrier, committed when its checkpoint completes).
+    pub state: String,
+    /// When it began (ms since the Unix epoch, the TaskManager's clock).
+    pub start_time: i64,
+    /// Its age when the leader last published the job (ms): an age near
+    /// the sink's `transaction.timeout.ms` means the broker is about to
+    /// abort it.
+    pub age_ms: u64,
 }
 
 /// The `plan` of `GET /jobs/{id}` (Flink's `JobPlanInfo.Plan` shape).

@@ -32,7 +32,10 @@ pub use checkpoints::{
 pub use error::ErrorBody;
 pub use exceptions::{ExceptionEntry, JobExceptions};
 pub use ha::{ConnectionView, HaView, LeaderView, TaskManagerHa};
-pub use job::{JobDetails, PlanInput, PlanNode, PlanView, SubtaskView, TakeoverView, VertexView};
+pub use job::{
+    ConnectorView, JobDetails, PlanInput, PlanNode, PlanView, SplitView, SubtaskView, TakeoverView,
+    TransactionView, VertexView,
+};
 pub use jobs::{JobIdWithStatus, JobIdsWithStatus, JobSummary, JobsOverview, Submitted};
 pub use overview::{ConfigEntry, Overview};
 pub use taskmanagers::{TaskManagerView, TaskManagers};
