@@ -23,6 +23,13 @@ pub(crate) trait Push<T> {
     /// than before).
     fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure>;
 
+    /// The input's event time went idle (`true`: nothing upstream produces
+    /// records, so consumers do not wait for this task's watermark) or
+    /// active again (`false`, before its next records or watermark) —
+    /// Flink's watermark status. Operators pass it on unchanged; outputs
+    /// send it downstream.
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure>;
+
     /// Processing time is now `now`: fire what is due.
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure>;
 
@@ -60,6 +67,9 @@ macro_rules! forward_time {
             watermark: $crate::data::Timestamp,
         ) -> Result<(), holdfast_executor::TaskFailure> {
             self.$next.watermark(watermark)
+        }
+        fn idle(&mut self, idle: bool) -> Result<(), holdfast_executor::TaskFailure> {
+            self.$next.idle(idle)
         }
         fn on_time(
             &mut self,
@@ -143,6 +153,9 @@ macro_rules! ignore_time {
         ) -> Result<(), holdfast_executor::TaskFailure> {
             Ok(())
         }
+        fn idle(&mut self, _: bool) -> Result<(), holdfast_executor::TaskFailure> {
+            Ok(())
+        }
         fn on_time(
             &mut self,
             _: $crate::data::Timestamp,
@@ -191,6 +204,10 @@ impl<T: Clone> Push<T> for Tee<T> {
         self.targets
             .iter_mut()
             .try_for_each(|t| t.watermark(watermark))
+    }
+
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        self.targets.iter_mut().try_for_each(|t| t.idle(idle))
     }
 
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
@@ -252,6 +269,7 @@ pub(crate) mod testing {
     pub(crate) enum Seen<T> {
         Batch(Vec<T>),
         Watermark(Timestamp),
+        Idle(bool),
         Flush,
         Finish,
         Barrier(CheckpointId),
@@ -290,6 +308,10 @@ pub(crate) mod testing {
         }
         fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure> {
             self.0.borrow_mut().push(Seen::Watermark(watermark));
+            Ok(())
+        }
+        fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+            self.0.borrow_mut().push(Seen::Idle(idle));
             Ok(())
         }
         fn on_time(&mut self, _: Timestamp) -> Result<(), TaskFailure> {

@@ -82,8 +82,8 @@ impl ChannelCore {
                 }
             }
             // Never merged: a watermark after a barrier must not replace
-            // one before it, nor a barrier vanish.
-            Event::Barrier(_) => {}
+            // one before it, nor a barrier or a change of idleness vanish.
+            Event::Barrier(_) | Event::Idle(_) => {}
             Event::End => self.end_queued = true,
         }
         self.events.push_back(event);
@@ -264,6 +264,34 @@ mod tests {
         core.offer(Event::Barrier(CheckpointId(6)));
         let no_credit = |e: &Event| !e.is_batch();
         assert!(matches!(core.pop_if(no_credit), Ok(None)));
+    }
+
+    #[test]
+    fn idleness_takes_no_slot_and_is_never_merged_away() {
+        let mut core = ChannelCore::new(1, true);
+        core.offer(batch(1));
+        core.offer(Event::Watermark(1));
+        core.offer(Event::Idle(true));
+        core.offer(Event::Idle(false));
+        core.offer(Event::Watermark(2));
+        let no_credit = |e: &Event| !e.is_batch();
+        assert_eq!(records(core.pop().unwrap()), Some(1));
+        assert!(matches!(
+            core.pop_if(no_credit),
+            Ok(Some(Event::Watermark(1)))
+        ));
+        assert!(matches!(
+            core.pop_if(no_credit),
+            Ok(Some(Event::Idle(true)))
+        ));
+        assert!(matches!(
+            core.pop_if(no_credit),
+            Ok(Some(Event::Idle(false)))
+        ));
+        assert!(matches!(
+            core.pop_if(no_credit),
+            Ok(Some(Event::Watermark(2)))
+        ));
     }
 
     #[test]

@@ -30,6 +30,12 @@ pub enum Event {
     /// the checkpoint, nothing after. Takes no credit and is never merged
     /// or dropped, so it keeps its place among batches and watermarks.
     Barrier(CheckpointId),
+    /// The producer's event time is idle (`true`: none of its input
+    /// produces records, so a consumer does not wait for this channel's
+    /// watermark) or active again (`false`, sent before its next records
+    /// or watermark) — Flink's watermark status. Takes no credit and is
+    /// never merged or dropped.
+    Idle(bool),
     /// The producer will send nothing more on this channel. Takes no
     /// credit; always the last event of a channel.
     End,
@@ -48,6 +54,8 @@ impl Event {
             Event::Batch(Batch::Encoded { .. }) => "encoded batch",
             Event::Watermark(_) => "watermark",
             Event::Barrier(_) => "barrier",
+            Event::Idle(true) => "idle",
+            Event::Idle(false) => "active",
             Event::End => "end",
         }
     }

@@ -164,6 +164,7 @@ impl PartitionWriter {
                     bytes: bytes.clone(),
                 }),
                 Event::Watermark(w) => Event::Watermark(*w),
+                Event::Idle(idle) => Event::Idle(*idle),
                 Event::Barrier(id) => Event::Barrier(*id),
                 Event::End if self.ended[subpartition] => continue,
                 Event::End => Event::End,

@@ -386,6 +386,28 @@ fn a_pattern_reads_every_matching_topic_and_finds_one_created_while_it_runs() ->
 
 #[test]
 fn a_quiet_partition_stops_holding_event_time_back_once_it_idles() -> anyhow::Result<()> {
+    quiet_partition(1)
+}
+
+/// At parallelism 2 subtask 1 reads only the quiet partition: it tells the
+/// window's subtasks it is idle, through the exchange (over TCP to the
+/// other TaskManager).
+#[test]
+fn a_subtask_whose_only_partition_is_quiet_stops_holding_the_job_back() -> anyhow::Result<()> {
+    quiet_partition(2)
+}
+
+/// At parallelism 3 one subtask reads no partition at all: idle from the
+/// start.
+#[test]
+fn a_subtask_without_partitions_does_not_hold_the_job_back() -> anyhow::Result<()> {
+    quiet_partition(3)
+}
+
+/// Partition 0 of a two-partition topic busy, partition 1 quiet after one
+/// event, read at `parallelism`: event-time windows of a keyed count still
+/// close, each holding every event of its second.
+fn quiet_partition(parallelism: u32) -> anyhow::Result<()> {
     use holdfast_dataflow::window::{WindowResult, WindowSpec};
     let broker = KafkaBroker::start()?;
     let bootstrap = broker.bootstrap();
@@ -425,10 +447,12 @@ fn a_quiet_partition_stops_holding_event_time_back_once_it_idles() -> anyhow::Re
     .count("per-second")
     .sink("out", windows.clone());
     let options = LocalRun {
-        parallelism: 1,
+        parallelism,
+        // Above 1, two TaskManagers: idleness crosses loopback TCP too.
+        taskmanagers: parallelism.min(2),
         ..LocalRun::default()
     };
-    let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, 1)?))?;
+    let running = options.start(Arc::new(CompiledPlan::compile(flow.build()?, parallelism)?))?;
     // Partition 0 stays busy: an event every 20 ms, 100 ms of event time
     // apart. Windows close only if partition 1, quiet, stops holding the
     // watermark at its one event.

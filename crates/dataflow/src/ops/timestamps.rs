@@ -82,6 +82,12 @@ impl<T> Push<T> for AssignTimestamps<T> {
         Ok(())
     }
 
+    /// Upstream idle sends no records, so this operator's watermarks stop
+    /// too: consumers need not wait for them.
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        self.next.idle(idle)
+    }
+
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
         self.next.on_time(now)
     }

@@ -111,6 +111,10 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
         self.next.watermark(watermark)
     }
 
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        self.next.idle(idle)
+    }
+
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
         if self.processing_time() {
             self.core.on_processing_time(now, &mut self.out);

@@ -147,6 +147,10 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
         self.next.watermark(watermark)
     }
 
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        self.next.idle(idle)
+    }
+
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
         self.fire(TimeDomainOf::ProcessingTime, now)?;
         self.next.on_time(now)

@@ -70,6 +70,15 @@ pub trait SourceReader<T> {
         None
     }
 
+    /// Whether the reader's event time is idle now: it reads no split, or
+    /// every split it reads produced nothing for the idleness timeout.
+    /// Downstream tasks then stop waiting for its watermark until it reads
+    /// records again. Asked after every poll; `false` (the default): the
+    /// reader is never idle.
+    fn idle(&mut self) -> bool {
+        false
+    }
+
     /// Checkpoint `checkpoint` holds the position just taken (called at
     /// its barrier, right after [`position`](Self::position)).
     fn snapshotted(&mut self, _checkpoint: CheckpointId) {}

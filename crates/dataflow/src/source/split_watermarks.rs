@@ -66,6 +66,15 @@ impl<K: Ord + Clone> SplitWatermarks<K> {
         self.splits.remove(split);
     }
 
+    /// Whether no split is active at processing time `now`: the reader has
+    /// none, or each produced nothing for the idleness timeout.
+    pub fn idle(&self, now: Timestamp) -> bool {
+        self.splits.values().all(|split| {
+            self.idleness
+                .is_some_and(|idle| now.saturating_sub(split.last_active) >= idle)
+        })
+    }
+
     /// A watermark to emit at processing time `now`, if it advanced: the
     /// least over the active splits (every split idle, or none: none).
     pub fn advance(&mut self, now: Timestamp) -> Option<Timestamp> {
@@ -132,5 +141,31 @@ mod tests {
         idle.observe(&0, 100, 0);
         assert_eq!(idle.advance(5), Some(99));
         assert_eq!(idle.advance(50), None, "all idle: nothing to emit");
+    }
+
+    #[test]
+    fn a_reader_is_idle_with_no_split_or_every_split_quiet_for_the_timeout() {
+        let mut w = SplitWatermarks::new(0, Some(10));
+        assert!(w.idle(0), "no split at all");
+        w.add("p0", 0);
+        w.add("p1", 0);
+        assert!(!w.idle(9));
+        w.observe(&"p1", 100, 5);
+        assert!(!w.idle(12), "p1 produced 7 ms ago");
+        assert!(w.idle(15), "both quiet for 10 ms");
+        w.observe(&"p0", 200, 20);
+        assert!(!w.idle(20), "p0 is back");
+        w.finish(&"p0");
+        w.finish(&"p1");
+        assert!(w.idle(20), "every split finished");
+
+        let mut never = SplitWatermarks::new(0, None);
+        never.add("p0", 0);
+        assert!(
+            !never.idle(i64::MAX),
+            "no idleness timeout: a split never idles"
+        );
+        never.finish(&"p0");
+        assert!(never.idle(0), "but a reader with no split is idle");
     }
 }

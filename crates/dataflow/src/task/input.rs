@@ -24,6 +24,7 @@ pub(crate) trait InputPort {
 /// The control side of a chain (everything but typed batches).
 pub(crate) trait Chain {
     fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure>;
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure>;
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure>;
     fn next_timer(&self) -> Option<Timestamp>;
     fn flush(&mut self) -> Result<(), TaskFailure>;
@@ -35,6 +36,9 @@ pub(crate) trait Chain {
 impl<T> Chain for BoxPush<T> {
     fn watermark(&mut self, watermark: Timestamp) -> Result<(), TaskFailure> {
         Push::watermark(self.as_mut(), watermark)
+    }
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        Push::idle(self.as_mut(), idle)
     }
     fn on_time(&mut self, now: Timestamp) -> Result<(), TaskFailure> {
         Push::on_time(self.as_mut(), now)
@@ -107,13 +111,18 @@ impl<T: crate::data::Data> InputPort for TypedInput<T> {
     }
 }
 
-/// The combined watermark of a task's input channels.
+/// The combined watermark of a task's input channels: the least over the
+/// channels neither ended nor idle (Flink's status watermark valve). The
+/// task is idle itself while every open channel is.
 #[derive(Debug)]
 pub(crate) struct Watermarks {
     channels: Vec<Timestamp>,
     ended: Vec<bool>,
+    idle: Vec<bool>,
     open: usize,
     current: Timestamp,
+    /// Whether the task said downstream that it is idle.
+    said_idle: bool,
 }
 
 impl Watermarks {
@@ -122,8 +131,10 @@ impl Watermarks {
         Watermarks {
             channels: vec![MIN_WATERMARK; channels],
             ended: vec![false; channels],
+            idle: vec![false; channels],
             open: channels,
             current: MIN_WATERMARK,
+            said_idle: false,
         }
     }
 
@@ -154,6 +165,39 @@ impl Watermarks {
         self.recompute()
     }
 
+    /// Channel `channel` went idle (`true`) or active again: the combined
+    /// watermark if it advanced (an idle channel no longer holds the
+    /// others back; one active again holds back only what comes after, as
+    /// the watermark never goes back).
+    pub(crate) fn set_idle(&mut self, channel: usize, idle: bool) -> Option<Timestamp> {
+        let slot = self.idle.get_mut(channel)?;
+        if *slot == idle {
+            return None;
+        }
+        *slot = idle;
+        self.recompute()
+    }
+
+    /// Whether the task's own idleness changed since it last said: `true`
+    /// once every open channel is idle, `false` once one is active again
+    /// (call after each change and tell downstream what it returns;
+    /// nothing once every channel ended: the end says the rest).
+    pub(crate) fn idleness_change(&mut self) -> Option<bool> {
+        if self.open == 0 {
+            return None;
+        }
+        let idle = self.open > 0
+            && self
+                .ended
+                .iter()
+                .zip(&self.idle)
+                .all(|(ended, idle)| *ended || *idle);
+        (idle != self.said_idle).then(|| {
+            self.said_idle = idle;
+            idle
+        })
+    }
+
     /// Whether every channel ended.
     pub(crate) fn all_ended(&self) -> bool {
         self.open == 0
@@ -163,8 +207,8 @@ impl Watermarks {
         let min = self
             .channels
             .iter()
-            .zip(&self.ended)
-            .filter(|(_, ended)| !**ended)
+            .zip(self.ended.iter().zip(&self.idle))
+            .filter(|(_, (ended, idle))| !**ended && !**idle)
             .map(|(w, _)| *w)
             .min()?;
         (min > self.current).then(|| {
@@ -193,5 +237,47 @@ mod tests {
         assert_eq!(w.end(0), Some(20));
         assert_eq!(w.end(1), None);
         assert!(w.all_ended());
+    }
+
+    #[test]
+    fn an_idle_channel_holds_nothing_back_until_it_is_active_again() {
+        let mut w = Watermarks::new(3);
+        w.advance(0, 10);
+        w.advance(1, 20);
+        assert_eq!(w.set_idle(2, true), Some(10), "channel 2 never spoke");
+        assert_eq!(w.idleness_change(), None, "two channels are active");
+        assert_eq!(w.set_idle(2, true), None, "idle twice changes nothing");
+        assert_eq!(w.set_idle(0, true), Some(20));
+        // Channel 2 comes back behind: the watermark does not go back,
+        // and it holds back what comes after.
+        assert_eq!(w.set_idle(2, false), None);
+        assert_eq!(w.advance(1, 30), None, "channel 2 is at nothing yet");
+        assert_eq!(w.advance(2, 25), Some(25));
+        // Channel 0 back at 10 holds the watermark at 25 until it passes.
+        assert_eq!(w.set_idle(0, false), None);
+        assert_eq!(w.advance(2, 45), None, "channel 0 is at 10");
+        assert_eq!(w.advance(0, 40), Some(30));
+    }
+
+    #[test]
+    fn the_task_is_idle_while_every_open_channel_is() {
+        let mut w = Watermarks::new(2);
+        assert_eq!(w.idleness_change(), None);
+        w.set_idle(0, true);
+        assert_eq!(w.idleness_change(), None, "channel 1 is active");
+        w.set_idle(1, true);
+        assert_eq!(w.idleness_change(), Some(true));
+        assert_eq!(w.idleness_change(), None, "said once");
+        w.set_idle(1, false);
+        assert_eq!(w.idleness_change(), Some(false));
+        // Channel 1 ends: channel 0, idle, is all that is left.
+        w.end(1);
+        assert_eq!(w.idleness_change(), Some(true));
+        w.end(0);
+        assert_eq!(
+            w.idleness_change(),
+            None,
+            "nothing open: the end says the rest"
+        );
     }
 }

@@ -277,10 +277,23 @@ fn run_input(
                         port.chain().watermark(w)?;
                     }
                 }
+                Event::Idle(idle) => {
+                    let advanced = watermarks.set_idle(channel, idle);
+                    if let Some(idle) = watermarks.idleness_change() {
+                        port.chain().idle(idle)?;
+                    }
+                    if let Some(w) = advanced {
+                        ctx.meters().set_watermark(w);
+                        port.chain().watermark(w)?;
+                    }
+                }
                 Event::End => {
                     if let Some(w) = watermarks.end(channel) {
                         ctx.meters().set_watermark(w);
                         port.chain().watermark(w)?;
+                    }
+                    if let Some(idle) = watermarks.idleness_change() {
+                        port.chain().idle(idle)?;
                     }
                     checkpoints.on_end(ctx, port.chain(), &mut gate, channel)?;
                 }

@@ -212,6 +212,14 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
             .map_err(exchange_failure)
     }
 
+    fn idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        // Records before the change go first, as for a watermark.
+        self.send_all()?;
+        self.writer()?
+            .broadcast_event(Event::Idle(idle))
+            .map_err(exchange_failure)
+    }
+
     fn on_time(&mut self, _: Timestamp) -> Result<(), TaskFailure> {
         Ok(())
     }

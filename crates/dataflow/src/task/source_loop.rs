@@ -37,6 +37,8 @@ pub(crate) struct TypedSourceLoop<T> {
     batch: Vec<T>,
     counters: Arc<OperatorCounters>,
     uid: Arc<str>,
+    /// Whether the chain was told the reader is idle.
+    idle: bool,
 }
 
 impl<T> TypedSourceLoop<T> {
@@ -51,7 +53,20 @@ impl<T> TypedSourceLoop<T> {
             batch: Vec::new(),
             counters: Arc::clone(ctx.counters()),
             uid: Arc::from(ctx.uid()),
+            idle: false,
         }
+    }
+}
+
+impl<T> TypedSourceLoop<T> {
+    /// Tells the chain (and so every consumer) when the reader's event time
+    /// goes idle or active again.
+    fn set_idle(&mut self, idle: bool) -> Result<(), TaskFailure> {
+        if idle != self.idle {
+            self.idle = idle;
+            self.chain.idle(idle)?;
+        }
+        Ok(())
     }
 }
 
@@ -60,12 +75,19 @@ impl<T> SourceLoop for TypedSourceLoop<T> {
         let poll = self.reader.poll(&mut self.batch, max)?;
         let n = self.batch.len() as u64;
         if n > 0 {
+            // Active again before the records.
+            self.set_idle(false)?;
             self.counters.add_out(n);
             self.chain.push(&mut self.batch)?;
             self.batch.clear();
         }
         if let Some(watermark) = self.reader.watermark() {
+            self.set_idle(false)?;
             self.chain.watermark(watermark)?;
+        }
+        if poll != Poll::End {
+            let idle = self.reader.idle();
+            self.set_idle(idle)?;
         }
         Ok((poll, n))
     }

@@ -106,6 +106,7 @@ async fn channel(net: &Net, spec: &ChannelSpec, pipe: &Pipe, notify: &Notify) ->
                     Event::Batch(Batch::Encoded { records, bytes })
                 }
                 Frame::Watermark(w) => Event::Watermark(w),
+                Frame::Idle(idle) => Event::Idle(idle),
                 Frame::Barrier(id) => Event::Barrier(holdfast_types::CheckpointId(id)),
                 Frame::End => Event::End,
                 Frame::Error {

@@ -11,6 +11,7 @@
 //!  6 Watermark  i64
 //!  7 End
 //!  9 Barrier  checkpoint id u64                                       (server → client)
+//! 10 Idle     idle u8 (1: idle, 0: active again)                      (server → client)
 //!  8 Error    code u8 | detail u64 | message (UTF-8)                  (either way, then close)
 //! ```
 //!
@@ -25,8 +26,8 @@ use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use crate::ids::PartitionId;
 
 /// The protocol version this crate speaks, sent in `Hello` (2: barriers;
-/// a peer of another version is refused by name).
-pub(crate) const VERSION: u16 = 2;
+/// 3: idleness; a peer of another version is refused by name).
+pub(crate) const VERSION: u16 = 3;
 /// The first bytes of every `Hello`: tells a data connection from garbage.
 pub(crate) const MAGIC: &[u8; 4] = b"HFDX";
 /// The length prefix.
@@ -57,6 +58,8 @@ pub(crate) enum Frame {
     Watermark(i64),
     /// A checkpoint barrier.
     Barrier(u64),
+    /// The producer's event time went idle (`true`) or active again.
+    Idle(bool),
     /// The channel's end.
     End,
     /// Why the sender is closing the connection.
@@ -85,6 +88,9 @@ pub(crate) enum FrameError {
     /// The payload is longer than its kind allows.
     #[error("{kind} frame has {extra} unexpected trailing bytes")]
     Trailing { kind: &'static str, extra: usize },
+    /// A field holding a value its kind does not define.
+    #[error("{kind} frame holds {value}, which it does not define")]
+    BadValue { kind: &'static str, value: u64 },
     /// A `Hello` without the magic: not a holdfast data client.
     #[error("not a holdfast data connection (bad magic)")]
     BadMagic,
@@ -101,6 +107,7 @@ impl Frame {
             Frame::Batch { .. } => "Batch",
             Frame::Watermark(_) => "Watermark",
             Frame::Barrier(_) => "Barrier",
+            Frame::Idle(_) => "Idle",
             Frame::End => "End",
             Frame::Error { .. } => "Error",
         }
@@ -153,6 +160,10 @@ impl Frame {
             Frame::Barrier(id) => {
                 out.put_u8(9);
                 out.put_u64(*id);
+            }
+            Frame::Idle(idle) => {
+                out.put_u8(10);
+                out.put_u8(u8::from(*idle));
             }
             Frame::Error {
                 code,
@@ -256,6 +267,16 @@ fn parse(kind: u8, mut body: Bytes) -> Result<Frame, FrameError> {
         6 => Frame::Watermark(get(&mut body, "Watermark", Buf::try_get_i64)?),
         7 => Frame::End,
         9 => Frame::Barrier(get(&mut body, "Barrier", Buf::try_get_u64)?),
+        10 => match get(&mut body, "Idle", Buf::try_get_u8)? {
+            0 => Frame::Idle(false),
+            1 => Frame::Idle(true),
+            other => {
+                return Err(FrameError::BadValue {
+                    kind: "Idle",
+                    value: u64::from(other),
+                });
+            }
+        },
         8 => {
             let code = get(&mut body, "Error", Buf::try_get_u8)?;
             let detail = get(&mut body, "Error", Buf::try_get_u64)?;

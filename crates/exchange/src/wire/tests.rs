@@ -43,6 +43,8 @@ fn every_kind() -> Vec<Frame> {
         },
         Frame::Watermark(i64::MIN),
         Frame::Barrier(u64::MAX),
+        Frame::Idle(true),
+        Frame::Idle(false),
         Frame::End,
         Frame::Error {
             code: 4,
@@ -129,6 +131,14 @@ fn bad_frames_say_what_is_wrong() {
         (frame(4, b"\x00\x01"), FrameError::Truncated("Credit")),
         (frame(3, &[0; 39]), FrameError::Truncated("Request")),
         (frame(6, &[0; 7]), FrameError::Truncated("Watermark")),
+        (frame(10, b""), FrameError::Truncated("Idle")),
+        (
+            frame(10, &[2]),
+            FrameError::BadValue {
+                kind: "Idle",
+                value: 2,
+            },
+        ),
         (frame(1, b"XXXX\x00\x01\x00\x00"), FrameError::BadMagic),
         (
             frame(1, b"HFDX\x00\x01\x00\x05abc"),

@@ -589,6 +589,17 @@ impl<T> SourceReader<T> for KafkaReader<T> {
         self.watermark.take()
     }
 
+    /// Idle while it reads no partition (more subtasks than partitions),
+    /// or, keeping event time with an idleness timeout, while every
+    /// partition it reads has been quiet that long: downstream tasks then
+    /// stop waiting for its watermark.
+    fn idle(&mut self) -> bool {
+        match &self.event_time {
+            Some((_, splits)) => splits.idle(self.clock.now()),
+            None => self.partitions.values().all(|state| state.done),
+        }
+    }
+
     fn snapshotted(&mut self, checkpoint: CheckpointId) {
         let offsets = self
             .partitions
