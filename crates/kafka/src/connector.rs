@@ -12,6 +12,7 @@
 //! | `fallback` | input: where `committed` starts for a partition the group has no offset for: `earliest` or `latest` | `earliest` |
 //! | `bounded` | input: `true` ends at the offsets latest when the job starts | the job's (`true` for a count at the end) |
 //! | `rate` | input: at most so many records per second in all | unlimited |
+//! | `request-timeout` | input: how long a request may take, and a consumer error other than a lost connection (a deleted topic, a denied authorisation) may last before the task fails | `30s` |
 //! | `on-decode-error` | input: `fail` or `skip` (counted, logged with topic, partition and offset) | `fail` |
 //! | `delivery` | output: `exactly-once`, `at-least-once` or `none` | `exactly-once` |
 //! | `transactional-id-prefix` | output, exactly once | `holdfast` |
@@ -36,6 +37,7 @@ const SOURCE_OPTIONS: &[&str] = &[
     "fallback",
     "bounded",
     "rate",
+    "request-timeout",
     "on-decode-error",
     "property.NAME",
 ];
@@ -136,6 +138,17 @@ impl Connector for KafkaConnector {
                 }
             },
         };
+        let request_timeout = match endpoint.take("request-timeout") {
+            None => None,
+            Some(text) => Some(
+                holdfast_types::parse_duration(&text)
+                    .ok()
+                    .filter(|timeout| !timeout.is_zero())
+                    .ok_or_else(|| {
+                        format!("request-timeout={text}: expected a duration above zero (30s)")
+                    })?,
+            ),
+        };
         let on_decode_error = match endpoint.take("on-decode-error").as_deref() {
             None | Some("fail") => OnDecodeError::Fail,
             Some("skip") => OnDecodeError::Skip,
@@ -160,6 +173,9 @@ impl Connector for KafkaConnector {
         }
         if let Some(rate) = rate {
             source = source.rate(rate);
+        }
+        if let Some(timeout) = request_timeout {
+            source = source.request_timeout(timeout);
         }
         for (key, value) in properties {
             source = source.property(key, value);

@@ -480,3 +480,114 @@ fn quiet_partition(parallelism: u32) -> anyhow::Result<()> {
     assert_eq!(counts, [(0, 11), (1_000, 10), (2_000, 10)]);
     Ok(())
 }
+
+/// The broker stopped gracefully while a source reads, and started again
+/// two seconds later: the source rides it out, reads what is written
+/// after, and every record reaches the job once.
+#[test]
+fn a_broker_restarted_while_a_source_reads_costs_no_record_and_repeats_none() -> anyhow::Result<()>
+{
+    const HALF: u32 = 300;
+    let mut broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "restarted", 2)?;
+    let write = |ids: std::ops::Range<u32>| {
+        produce(
+            &bootstrap,
+            "restarted",
+            ids.map(|id| ((id % 2) as i32, id.to_string())),
+        )
+    };
+    write(0..HALF)?;
+
+    let collected = holdfast_dataflow::sink::Collect::new();
+    let flow = Dataflow::new("restarted");
+    flow.source(
+        "in",
+        KafkaSource::lines(&bootstrap, &["restarted"], "restarted"),
+    )
+    .sink("out", collected.clone());
+    let running =
+        LocalRun::with_parallelism(2).start(Arc::new(CompiledPlan::compile(flow.build()?, 2)?))?;
+    let read = |n: u32| -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while collected.records().len() < n as usize {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the job read {} of {n} records",
+                collected.records().len()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    };
+    read(HALF)?;
+    // Down for two seconds: longer than librdkafka's reconnect backoff,
+    // so the source's fetches fail meanwhile.
+    broker.stop()?;
+    std::thread::sleep(Duration::from_secs(2));
+    broker.restart()?;
+    write(HALF..2 * HALF)?;
+    read(2 * HALF)?;
+    running.cancel();
+    running.join()?;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for record in collected.records() {
+        *seen.entry(record).or_default() += 1;
+    }
+    let expected: BTreeMap<String, usize> = (0..2 * HALF).map(|id| (id.to_string(), 1)).collect();
+    assert_eq!(seen, expected);
+    Ok(())
+}
+
+/// The topic deleted while the job reads it: the task fails, naming the
+/// partition and the brokers, once librdkafka reported it (the test broker
+/// takes about 30 s) and the source's request timeout passed with the
+/// metadata confirming it.
+#[test]
+fn a_topic_deleted_while_a_source_reads_fails_the_task_naming_it() -> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "doomed", 1)?;
+    write_to(&bootstrap, "doomed", 10)?;
+    let collected = holdfast_dataflow::sink::Collect::new();
+    let flow = Dataflow::new("doomed");
+    flow.source(
+        "in",
+        KafkaSource::lines(&bootstrap, &["doomed"], "doomed")
+            .request_timeout(Duration::from_secs(3)),
+    )
+    .sink("out", collected.clone());
+    let running =
+        LocalRun::with_parallelism(1).start(Arc::new(CompiledPlan::compile(flow.build()?, 1)?))?;
+    let deadline = Instant::now() + TIMEOUT;
+    while collected.records().len() < 10 {
+        anyhow::ensure!(Instant::now() < deadline, "the job never read the topic");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .create()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let deleted =
+        runtime.block_on(admin.delete_topics(&["doomed"], &rdkafka::admin::AdminOptions::new()))?;
+    for result in deleted {
+        result.map_err(|(topic, code)| anyhow::anyhow!("deleting {topic}: {code}"))?;
+    }
+    let started = Instant::now();
+    let error = running.join().expect_err("the job fails");
+    let message = error.to_string();
+    assert!(
+        message.contains("doomed") && message.contains(&bootstrap),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "failed after the grace, not at the first error: {:?} {message}",
+        started.elapsed()
+    );
+    Ok(())
+}

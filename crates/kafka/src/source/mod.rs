@@ -11,6 +11,7 @@
 
 pub mod assign;
 mod discovery;
+mod outage;
 mod reader;
 
 use std::sync::Arc;
@@ -252,6 +253,16 @@ impl<T> KafkaSource<T> {
     /// starts).
     pub fn partition_discovery(self, every: Option<Duration>) -> Self {
         self.with(|o| o.discovery = every)
+    }
+
+    /// How long a request to the brokers may take (offsets, metadata;
+    /// default 30 s), and how long a consumer error other than a lost
+    /// connection — a deleted topic, a denied authorisation — may last
+    /// before the task fails naming it. A broker that cannot be reached is
+    /// waited for however long it takes (the job keeps running, logging
+    /// every minute).
+    pub fn request_timeout(self, timeout: Duration) -> Self {
+        self.with(|o| o.request_timeout = timeout)
     }
 
     /// A librdkafka consumer property.

@@ -1,7 +1,7 @@
 //! One source subtask's reader: a librdkafka consumer assigned its
 //! partitions at exact offsets, polled without waiting.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,10 +18,12 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::assign::{self, PartitionPosition, Positions, Start};
 use super::discovery::{self, Discovery};
+use super::outage::{ErrorClass, Outage, Verdict, classify};
 use super::{
     Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets, TimestampFn,
 };
@@ -83,6 +85,19 @@ fn labels(topic: &str, partition: i32) -> SeriesLabels {
     ]
 }
 
+/// A record came at `now` after consumer errors: says reading resumed.
+fn resumed(outage: &mut Outage, options: &SourceOptions, subtask: u32, now: i64) {
+    if let Some(ms) = outage.recovered(now) {
+        tracing::info!(
+            subtask,
+            "Kafka source ({} on {}): reading again after {:.1} s of errors",
+            options.describe_topics(),
+            options.bootstrap,
+            ms as f64 / 1000.0
+        );
+    }
+}
+
 /// How long the reader says to wait when nothing came.
 const IDLE: Duration = Duration::from_millis(10);
 
@@ -133,6 +148,8 @@ struct KafkaReader<T> {
     /// Where the partitions are reported, and when they last were.
     ctx: OperatorContext,
     reported_at: Option<i64>,
+    /// The consumer's errors since the last record.
+    outage: Outage,
 }
 
 /// Checkpoints whose offsets wait for their end, at most (older ones are
@@ -272,6 +289,8 @@ pub(super) fn open<T: 'static>(
         }
         (Arc::clone(&event_time.timestamp), splits)
     });
+    let outage =
+        Outage::new(i64::try_from(options.request_timeout.as_millis()).unwrap_or(i64::MAX));
     Ok(Box::new(KafkaReader {
         options,
         decode: Arc::clone(&source.decode),
@@ -288,6 +307,7 @@ pub(super) fn open<T: 'static>(
         watermark: None,
         ctx: ctx.clone(),
         reported_at: None,
+        outage,
     }))
 }
 
@@ -381,6 +401,108 @@ impl<T> KafkaReader<T> {
             .map_err(|error| failure(&self.options, format!("cannot assign partitions: {error}")))
     }
 
+    /// The consumer reported `error` instead of a record: ride it out,
+    /// logging what an operator needs, or fail (see [`Outage`]).
+    fn consumer_error(&mut self, error: KafkaError) -> Result<(), TaskFailure> {
+        let class = match &error {
+            KafkaError::MessageConsumption(code) => classify(*code, false),
+            KafkaError::MessageConsumptionFatal(code) => classify(*code, true),
+            _ => ErrorClass::Fatal,
+        };
+        let topics = self.options.describe_topics();
+        let bootstrap = &self.options.bootstrap;
+        match self.outage.error(class, self.clock.now()) {
+            Verdict::Quiet => Ok(()),
+            Verdict::Warn { for_ms } if class == ErrorClass::Unreachable => {
+                tracing::warn!(subtask = self.subtask, %error, down_s = for_ms / 1000,
+                    "Kafka source ({topics} on {bootstrap}): cannot read: {error}. The client \
+                     reconnects by itself; the job keeps running and reads on where it was once \
+                     the brokers answer (its lag grows meanwhile). Check the brokers if this lasts");
+                Ok(())
+            }
+            Verdict::Warn { .. } => {
+                tracing::warn!(subtask = self.subtask, %error,
+                    "Kafka source ({topics} on {bootstrap}): cannot read: {error}. In {} s the \
+                     source asks the brokers whether its topics and partitions are still there \
+                     and readable, and fails the task if not (a deleted topic, a denied \
+                     authorisation)",
+                    self.options.request_timeout.as_secs());
+                Ok(())
+            }
+            Verdict::Fail => Err(failure(&self.options, format!("{error} (fatal)"))),
+        }
+    }
+
+    /// A consumer error that may mean a topic is gone began a grace period
+    /// ago with no record since: asks the metadata whether every partition
+    /// read is still there and readable. Gone or denied fails the task,
+    /// naming it; no answer asks again a grace period later.
+    fn check_partitions(&mut self) -> Result<(), TaskFailure> {
+        let now = self.clock.now();
+        let lasted = self.outage.lasted(now) / 1000;
+        let topics: BTreeSet<String> = self.partitions.keys().map(|p| p.topic.clone()).collect();
+        for topic in &topics {
+            let metadata = match self
+                .consumer
+                .fetch_metadata(Some(topic), self.options.request_timeout)
+            {
+                Ok(metadata) => metadata,
+                Err(error) => {
+                    tracing::warn!(subtask = self.subtask, %error,
+                        "Kafka source ({} on {}): cannot ask whether topic {topic} is still there \
+                         ({error}); asking again in {} s",
+                        self.options.describe_topics(), self.options.bootstrap,
+                        self.options.request_timeout.as_secs());
+                    self.outage.postpone(now);
+                    return Ok(());
+                }
+            };
+            let found = metadata.topics().iter().find(|t| t.name() == topic);
+            if let Some(code) = found.and_then(|t| t.error()) {
+                let code = RDKafkaErrorCode::from(code);
+                if code != RDKafkaErrorCode::UnknownTopicOrPartition {
+                    return Err(failure(
+                        &self.options,
+                        format!(
+                            "the brokers answer {code} for topic {topic} (reading has failed for \
+                             {lasted} s): check this client's rights"
+                        ),
+                    ));
+                }
+            }
+            let there: BTreeSet<i32> = found
+                .filter(|t| t.error().is_none())
+                .map(|t| t.partitions().iter().map(|p| p.id()).collect())
+                .unwrap_or_default();
+            let gone: Vec<String> = self
+                .partitions
+                .keys()
+                .filter(|p| &p.topic == topic && !there.contains(&p.partition))
+                .map(ToString::to_string)
+                .collect();
+            if !gone.is_empty() {
+                return Err(failure(
+                    &self.options,
+                    format!(
+                        "partition {} no longer exist{} (reading has failed for {lasted} s): the \
+                         topic was deleted or shrunk. The job cannot read on where its checkpoint \
+                         says; recreate the topic and start the job anew",
+                        gone.join(", "),
+                        if gone.len() == 1 { "s" } else { "" }
+                    ),
+                ));
+            }
+        }
+        self.outage.checked_fine();
+        tracing::info!(
+            subtask = self.subtask,
+            "Kafka source ({} on {}): every topic and partition it reads is there; reading on",
+            self.options.describe_topics(),
+            self.options.bootstrap
+        );
+        Ok(())
+    }
+
     /// Reports the partitions to the job's page: at most once a
     /// [`REPORT_EVERY_MS`], or now if `now_too`.
     fn report(&mut self, now_too: bool) {
@@ -440,6 +562,9 @@ impl<T> KafkaReader<T> {
 impl<T> SourceReader<T> for KafkaReader<T> {
     fn poll(&mut self, out: &mut Vec<T>, max: usize) -> Result<Poll, TaskFailure> {
         self.take_discovered()?;
+        if self.outage.check_due(self.clock.now()) {
+            self.check_partitions()?;
+        }
         let max = match self.rate.as_mut().map(|rate| rate.allowance(max as u64)) {
             None => max,
             Some(Ok(allowed)) => allowed as usize,
@@ -458,8 +583,16 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                     self.reached_end(number)?;
                     continue;
                 }
-                Err(error) => return Err(failure(&self.options, error)),
+                Err(error) => {
+                    // librdkafka retries by itself: poll again later.
+                    self.consumer_error(error)?;
+                    break;
+                }
             };
+            if self.outage.ongoing() {
+                let now = self.clock.now();
+                resumed(&mut self.outage, &self.options, self.subtask, now);
+            }
             let key = TopicPartition {
                 topic: message.topic().to_owned(),
                 partition: message.partition(),
