@@ -64,6 +64,25 @@ pub const SINK_OPEN_SINCE: Series = Series {
     kind: SeriesKind::Gauge,
 };
 
+/// Transactions a sink began, by subtask and how their producer was made.
+pub const SINK_BEGINS: Series = Series {
+    name: "kafka_sink_transaction_begins",
+    help: "transactions an exactly-once Kafka sink subtask began, by producer: prepared (made \
+           ahead off the task thread for the name the barrier brought) or created (on the task \
+           thread: the first after a start or restore, a barrier after skipped checkpoint ids, a \
+           failed preparation)",
+    kind: SeriesKind::Counter,
+};
+
+/// The task thread's time in beginning transactions, by subtask.
+pub const SINK_BEGIN_MICROS: Series = Series {
+    name: "kafka_sink_begin_microseconds",
+    help: "microseconds the task thread of an exactly-once Kafka sink subtask spent beginning \
+           transactions (reserving skipped ids, creating or taking the producer); over \
+           kafka_sink_transaction_begins, the cost of each barrier's begin",
+    kind: SeriesKind::Counter,
+};
+
 /// Every series of this crate.
 pub const ALL: &[Series] = &[
     SOURCE_RECORDS,
@@ -74,4 +93,6 @@ pub const ALL: &[Series] = &[
     SINK_BYTES,
     SINK_TRANSACTIONS,
     SINK_OPEN_SINCE,
+    SINK_BEGINS,
+    SINK_BEGIN_MICROS,
 ];

@@ -6,8 +6,9 @@ use std::sync::mpsc;
 
 use super::producer::SinkProducer;
 
-/// A thread that drops what it is sent; it ends when the closer is dropped.
-#[derive(Debug)]
+/// A thread that drops what it is sent; it ends when the closer and its
+/// clones are dropped.
+#[derive(Clone, Debug)]
 pub(crate) struct Closer(Option<mpsc::Sender<SinkProducer>>);
 
 impl Closer {

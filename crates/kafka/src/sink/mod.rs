@@ -10,6 +10,7 @@
 //!   `docs/KAFKA.md` the why).
 
 mod closer;
+mod prepare;
 mod producer;
 mod shell;
 mod writer;

@@ -88,6 +88,44 @@ impl SinkProducer {
         self.producer.begin_transaction()
     }
 
+    /// [`begin`](Self::begin) for a preparation: `init_transactions` a
+    /// `slice` at a time (librdkafka resumes a timed-out call where it
+    /// was), giving up between slices once `unwanted()` says so, or on a
+    /// retriable error once `timeout` has passed.
+    pub(crate) fn begin_unless(
+        &self,
+        timeout: Duration,
+        slice: Duration,
+        unwanted: &dyn Fn() -> bool,
+    ) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let asked = std::time::Instant::now();
+            let left = deadline.saturating_duration_since(asked);
+            match self.producer.init_transactions(left.min(slice)) {
+                Ok(()) => break,
+                Err(KafkaError::Transaction(error))
+                    if error.is_retriable()
+                        && !error.is_fatal()
+                        && std::time::Instant::now() < deadline =>
+                {
+                    if unwanted() {
+                        return Err("no longer wanted".into());
+                    }
+                    // A retriable answer well before the slice ran out:
+                    // do not ask again at once.
+                    if asked.elapsed() < slice / 2 {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+        self.producer
+            .begin_transaction()
+            .map_err(|error| error.to_string())
+    }
+
     /// Queues one record; while librdkafka's queue is full, serves
     /// delivery reports until there is room (backpressure).
     pub(crate) fn send(

@@ -1,10 +1,13 @@
 //! The exactly-once writer's shell: carries out [`SinkTxnCore`]'s commands
 //! with librdkafka producers and [`TxnWire`], and feeds each outcome back —
-//! the one place they are executed.
+//! the one place they are executed. After each `Begin` it prepares the
+//! producer of the name the next barrier normally brings, off the task
+//! thread ([`Preparer`], whose docs say why that is safe).
 
 use std::collections::{BTreeMap, VecDeque};
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use holdfast_dataflow::OperatorContext;
 use holdfast_dataflow::metrics::ConnectorMetrics;
@@ -13,13 +16,22 @@ use holdfast_executor::{TaskFailure, TransactionState, TransactionStatus};
 
 use super::SinkOptions;
 use super::closer::Closer;
+use super::prepare::{INIT_SLICE, Preparer, Taken};
 use super::producer::SinkProducer;
-use crate::metrics::{SINK_OPEN_SINCE, SINK_TRANSACTIONS};
+use crate::metrics::{SINK_BEGIN_MICROS, SINK_BEGINS, SINK_OPEN_SINCE, SINK_TRANSACTIONS};
 use crate::txn::{
     CommitOutcome, DescribedState, FlushReport, Phase, ProducerPair, SinkTxnCore, SinkTxnState,
     TxnCommand, TxnFailure, TxnInput, TxnNames,
 };
 use crate::wire::TxnWire;
+
+/// A producer initialised for a transactional id, in a transaction (local
+/// to librdkafka until the first record), and the session the coordinator
+/// showed for the id right after.
+struct Opened {
+    producer: SinkProducer,
+    pair: ProducerPair,
+}
 
 /// One exactly-once subtask's transactions.
 pub(crate) struct TxnShell {
@@ -29,6 +41,8 @@ pub(crate) struct TxnShell {
     options: SinkOptions,
     producers: BTreeMap<String, SinkProducer>,
     closer: Closer,
+    /// The producer of the name after the current one, made ahead.
+    preparer: Preparer<Opened>,
     /// The state the last barrier produced.
     snapshot: Option<SinkTxnState>,
     metrics: Arc<ConnectorMetrics>,
@@ -51,13 +65,16 @@ impl TxnShell {
             .map(|b| b.trim().to_owned())
             .filter(|b| !b.is_empty())
             .collect();
+        let closer = Closer::start();
+        let discard = closer.clone();
         TxnShell {
             core: SinkTxnCore::new(names.clone(), subtask),
             names,
             wire: TxnWire::new(brokers, options.request_timeout),
             options: options.clone(),
             producers: BTreeMap::new(),
-            closer: Closer::start(),
+            closer,
+            preparer: Preparer::new(move |opened: Opened| discard.close(opened.producer)),
             snapshot: None,
             metrics: Arc::clone(ctx.connector_metrics()),
             clock: Arc::clone(ctx.clock()),
@@ -130,6 +147,7 @@ impl TxnShell {
                     let outcome = self.begin(&name, &reserve);
                     if outcome.is_ok() {
                         self.began.insert(name.clone(), self.clock.now());
+                        self.prepare_after(&name);
                     }
                     Some(TxnInput::Begun { name, outcome })
                 }
@@ -258,27 +276,106 @@ impl TxnShell {
         }
     }
 
+    /// Begins `name`: with the producer prepared for it when the barrier
+    /// brought the name expected (nothing to reserve), else on the task
+    /// thread as without a preparer. Counts which, and the time the task
+    /// thread spent.
     fn begin(&mut self, name: &str, reserve: &[String]) -> Result<ProducerPair, String> {
+        let started = Instant::now();
+        let prepared = if reserve.is_empty() {
+            // The preparation has its own deadlines (init within the
+            // request timeout); this bound only keeps a stuck one from
+            // holding the barrier for ever.
+            self.preparer
+                .take(name, 2 * self.options.request_timeout + INIT_SLICE)
+        } else {
+            // Ids were skipped: what was prepared is one of them, which
+            // the reserve below creates anyway.
+            self.preparer.discard();
+            Taken::Nothing
+        };
+        let how = match prepared {
+            Taken::Ready(_) => "prepared",
+            Taken::Failed(_) | Taken::Nothing => "created",
+        };
+        let opened = match prepared {
+            Taken::Ready(opened) => Ok(opened),
+            Taken::Failed(cause) => {
+                tracing::debug!(
+                    transaction = %name,
+                    %cause,
+                    "Kafka sink: preparing the producer of {name} failed; creating it now"
+                );
+                self.create(name, reserve)
+            }
+            Taken::Nothing => self.create(name, reserve),
+        };
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.metrics
+            .add(SINK_BEGIN_MICROS, self.subtask_label(), micros);
+        let Opened { producer, pair } = opened?;
+        let mut labels = self.subtask_label();
+        labels.push(("producer", how.to_owned()));
+        self.metrics.add(SINK_BEGINS, labels, 1);
+        tracing::debug!(
+            transaction = %name,
+            producer = how,
+            micros,
+            "Kafka sink: began {name} ({how} producer) in {micros} µs of the task thread"
+        );
+        self.producers.insert(name.to_owned(), producer);
+        Ok(pair)
+    }
+
+    /// Reserves `reserve`, then opens `name` on the task thread.
+    fn create(&self, name: &str, reserve: &[String]) -> Result<Opened, String> {
         self.wire
             .reserve(reserve, self.options.commit_within)
             .map_err(|error| format!("reserving {}: {error}", reserve.join(", ")))?;
+        let timeout = self.options.request_timeout;
+        open(&self.properties(name), &self.wire, name, |producer| {
+            producer.begin(timeout).map_err(|error| error.to_string())
+        })
+    }
+
+    /// After `name` began: prepares the name the next barrier brings when
+    /// no checkpoint id is skipped, `k + 1` of the `k` just begun — unless
+    /// the core holds that name pending: initialising it would fence a
+    /// transaction a checkpoint promised ([`Preparer`] says when).
+    fn prepare_after(&mut self, name: &str) {
+        // The core's state names the `k` of the transaction open now.
+        let k = self.core.state().open_from;
+        if self.names.name(self.subtask, k) != name {
+            return;
+        }
+        let next = self.names.name(self.subtask, k + 1);
+        if self
+            .core
+            .pending()
+            .iter()
+            .any(|pending| pending.name == next)
+        {
+            return;
+        }
+        let (properties, wire) = (self.properties(&next), self.wire.clone());
+        let timeout = self.options.request_timeout;
+        let id = next.clone();
+        self.preparer.start(next, move |unwanted| {
+            open(&properties, &wire, &id, |producer| {
+                producer.begin_unless(timeout, INIT_SLICE, unwanted)
+            })
+        });
+    }
+
+    /// The properties of the producer of transactional id `name`.
+    fn properties(&self, name: &str) -> BTreeMap<String, String> {
         let mut properties = super::writer::base_properties(&self.options);
         properties.insert("transactional.id".into(), name.to_owned());
         properties.insert(
             "transaction.timeout.ms".into(),
             self.options.transaction_timeout.as_millis().to_string(),
         );
-        let producer = SinkProducer::create(&properties).map_err(|error| error.to_string())?;
-        producer
-            .begin(self.options.request_timeout)
-            .map_err(|error| error.to_string())?;
-        let described = self
-            .wire
-            .describe(name)
-            .map_err(|error| error.to_string())?
-            .ok_or_else(|| format!("the coordinator does not know {name} right after its init"))?;
-        self.producers.insert(name.to_owned(), producer);
-        Ok(described.pair)
+        properties
     }
 
     fn flush(&self, name: &str) -> Result<FlushReport, String> {
@@ -298,8 +395,31 @@ impl TxnShell {
     }
 }
 
+/// A producer for `name`, initialised and in a transaction by `begin`,
+/// with the session the coordinator shows for `name` afterwards.
+fn open(
+    properties: &BTreeMap<String, String>,
+    wire: &TxnWire,
+    name: &str,
+    begin: impl FnOnce(&SinkProducer) -> Result<(), String>,
+) -> Result<Opened, String> {
+    let producer = SinkProducer::create(properties).map_err(|error| error.to_string())?;
+    begin(&producer)?;
+    let described = wire
+        .describe(name)
+        .map_err(|error| error.to_string())?
+        .ok_or_else(|| format!("the coordinator does not know {name} right after its init"))?;
+    Ok(Opened {
+        producer,
+        pair: described.pair,
+    })
+}
+
 impl Drop for TxnShell {
     fn drop(&mut self) {
+        // A preparation still working ends on its own thread; a ready one
+        // goes to the closer.
+        self.preparer.discard();
         self.metrics.remove(SINK_OPEN_SINCE, &self.subtask_label());
         for (_, producer) in std::mem::take(&mut self.producers) {
             self.closer.close(producer);
