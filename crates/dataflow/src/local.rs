@@ -307,7 +307,9 @@ impl LocalRun {
                 inboxes,
                 reports: Mutex::new(reports),
                 ended: Mutex::new(BTreeSet::new()),
-                last_id: AtomicU64::new(0),
+                // Ids go on past the restored checkpoint, as a cluster's
+                // coordinator's do: a sink may hold names derived from it.
+                last_id: AtomicU64::new(self.restore.as_ref().map_or(0, |c| c.id.0)),
                 enabled: self.checkpointing.is_some(),
                 canceled: AtomicBool::new(false),
             }),

@@ -43,7 +43,10 @@ pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Re
 #[derive(Default)]
 pub struct Gate {
     allowed: AtomicU64,
+    /// Records reserved by polls under way and made by polls done.
     made: AtomicU64,
+    /// Records made by polls done (what the job has, metrics counted).
+    delivered: AtomicU64,
 }
 
 impl Gate {
@@ -64,12 +67,12 @@ impl Gate {
         self.allowed.store(total, Ordering::SeqCst);
     }
 
-    /// Waits until the source has made `total` records, or fails naming
-    /// how many it made within `within`.
+    /// Waits until the source has made `total` records (its polls
+    /// returned them), or fails naming how many it made within `within`.
     pub fn wait_made(&self, total: u64, within: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + within;
         loop {
-            let made = self.made.load(Ordering::SeqCst);
+            let made = self.delivered.load(Ordering::SeqCst);
             if made >= total {
                 return Ok(());
             }
@@ -96,8 +99,10 @@ impl Gate {
         reserved
     }
 
-    fn give_back(&self, unused: u64) {
-        self.made.fetch_sub(unused, Ordering::SeqCst);
+    /// A poll that reserved `reserved` made `made` of them.
+    fn settle(&self, reserved: u64, made: u64) {
+        self.made.fetch_sub(reserved - made, Ordering::SeqCst);
+        self.delivered.fetch_add(made, Ordering::SeqCst);
     }
 }
 
@@ -134,8 +139,12 @@ impl<T> SourceReader<T> for GatedReader<T> {
         let before = out.len();
         let poll = self.inner.poll(out, reserved as usize);
         let made = (out.len() - before) as u64;
-        self.gate.give_back(reserved - made);
+        self.gate.settle(reserved, made);
         poll
+    }
+
+    fn idle(&mut self) -> bool {
+        self.inner.idle()
     }
 
     fn position(&self) -> SourcePosition {
