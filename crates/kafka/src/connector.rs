@@ -18,7 +18,9 @@
 //! | `transactional-id-prefix` | output, exactly once | `holdfast` |
 //! | `transaction-timeout` | output, exactly once: `transaction.timeout.ms` as a duration (`15min`) | `15min` |
 //! | `partitioning` | output: `key`, `fixed` or `round-robin` | `key` |
-//! | `property.NAME` | either: librdkafka property `NAME` | |
+//! | `property.NAME` | either: librdkafka property `NAME`; `${env:VAR}` and `${file:PATH:KEY}` in the value name secrets read on the TaskManager | |
+
+use std::collections::BTreeMap;
 
 use holdfast_dataflow::connector::{Connector, Endpoint, InputUse};
 use holdfast_dataflow::sink::Sink;
@@ -157,6 +159,7 @@ impl Connector for KafkaConnector {
             }
         };
         let properties = endpoint.take_prefixed("property.");
+        check_references(&properties)?;
         endpoint.finish(SOURCE_OPTIONS)?;
         let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
         let mut source = KafkaSource::lines(bootstrap, &topics, group)
@@ -227,12 +230,22 @@ impl Connector for KafkaConnector {
                 .map_err(|error| format!("transaction-timeout={timeout}: {error}"))?;
             sink = sink.transaction_timeout(timeout);
         }
-        for (key, value) in endpoint.take_prefixed("property.") {
+        let properties = endpoint.take_prefixed("property.");
+        check_references(&properties)?;
+        for (key, value) in properties {
             sink = sink.property(key, value);
         }
         endpoint.finish(SINK_OPTIONS)?;
         Ok(Box::new(sink))
     }
+}
+
+/// Checks the `${env:…}` and `${file:…:…}` references among `properties`
+/// (what they name is read on the TaskManagers).
+fn check_references(properties: &BTreeMap<String, String>) -> Result<(), String> {
+    let mut all = crate::properties::Properties::default();
+    all.extend(properties.clone());
+    all.check_references().map_err(|error| error.to_string())
 }
 
 /// The bootstrap servers: the URL's authority, `HOST:PORT` each.

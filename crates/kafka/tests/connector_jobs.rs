@@ -193,3 +193,85 @@ fn an_exactly_once_output_the_checkpoints_could_outlast_is_refused_naming_both_v
         "{error}"
     );
 }
+
+/// A property may name a secret on the TaskManager instead of holding it:
+/// the job carries only the reference, the client gets the value, and a
+/// reference that cannot be resolved fails the task naming it (never a
+/// value); a malformed one refuses the job when it is built.
+#[test]
+fn secrets_are_named_by_reference_and_read_where_the_client_is_made() -> anyhow::Result<()> {
+    let broker = KafkaBroker::start()?;
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "text", 2)?;
+    write_lines(&bootstrap, "text", &["a b".to_owned(), "b".to_owned()])?;
+    let dir = tempfile::tempdir()?;
+    let secrets = dir.path().join("client.properties");
+    std::fs::write(
+        &secrets,
+        "# what the client may know\nclient = secret-client-id\nwait: 100\n",
+    )?;
+    let output = dir.path().join("counts.txt");
+    // librdkafka refuses a reference left unresolved in a number.
+    let params = |client: &str, wait: &str| {
+        json!({
+            "input": format!(
+                "kafka://{bootstrap}/text?bounded=true&property.client.id={client}\
+                 &property.fetch.wait.max.ms={wait}"
+            ),
+            "output": output.display().to_string(),
+        })
+    };
+    let file = |key: &str| format!("${{file:{}:{key}}}", secrets.display());
+    let (client, wait) = (file("client"), file("wait"));
+    let compiled = jobs().compile("wordcount", &params(&client, &wait), 1)?;
+    let graph = serde_json::to_string(&params(&client, &wait))?;
+    assert!(
+        graph.contains("${file:") && !graph.contains("secret-client-id"),
+        "{graph}"
+    );
+    LocalRun::with_parallelism(1).run_compiled(Arc::new(compiled))?;
+    // The file sink writes part files into the output directory.
+    let mut counts = String::new();
+    for part in std::fs::read_dir(&output)? {
+        counts.push_str(&std::fs::read_to_string(part?.path())?);
+    }
+    assert!(counts.contains("b 2"), "{counts}");
+
+    // The sink's producers too.
+    create_topic(&bootstrap, "counts", 1)?;
+    let to_kafka = json!({
+        "input": format!("kafka://{bootstrap}/text?bounded=true"),
+        "output": format!(
+            "kafka://{bootstrap}/counts?delivery=at-least-once&property.linger.ms={wait}"
+        ),
+    });
+    LocalRun::with_parallelism(1).run_compiled(Arc::new(jobs().compile(
+        "wordcount",
+        &to_kafka,
+        1,
+    )?))?;
+    let seen = read(&bootstrap, "counts", 1, "read_committed", 2)?;
+    assert!(seen.contains_key("b 2"), "{seen:?}");
+
+    let unset = jobs().compile(
+        "wordcount",
+        &params(&client, "${env:HOLDFAST_SURELY_UNSET}"),
+        1,
+    )?;
+    let error = LocalRun::with_parallelism(1)
+        .run_compiled(Arc::new(unset))
+        .expect_err("the variable is not set")
+        .to_string();
+    assert!(
+        error.contains("environment variable HOLDFAST_SURELY_UNSET is not set")
+            && error.contains("fetch.wait.max.ms"),
+        "{error}"
+    );
+
+    let malformed = jobs()
+        .compile("wordcount", &params("${vault:kafka}", "100"), 1)
+        .expect_err("not a reference Kafka knows")
+        .to_string();
+    assert!(malformed.contains("${env:NAME}"), "{malformed}");
+    Ok(())
+}

@@ -179,6 +179,8 @@ impl<T> KafkaSink<T> {
     }
 
     /// A librdkafka producer property (`linger.ms`, `compression.type`, …).
+    /// `${env:NAME}` and `${file:PATH:KEY}` in the value name a secret read
+    /// where the producers are made, on the TaskManager.
     pub fn property(self, key: impl Into<String>, value: impl Into<String>) -> KafkaSink<T> {
         let (key, value) = (key.into(), value.into());
         self.with(|o| {

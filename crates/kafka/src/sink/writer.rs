@@ -57,7 +57,20 @@ pub(super) fn open<T: 'static>(
     sink: &KafkaSink<T>,
     ctx: &OperatorContext,
 ) -> Result<Box<dyn SinkWriter<T>>, TaskFailure> {
-    let options = Arc::clone(&sink.options);
+    // Secrets named by reference are read here, on the TaskManager.
+    let properties = sink.options.properties.resolve().map_err(|error| {
+        TaskFailure::with_source(
+            format!(
+                "the Kafka sink to topic {} on {} cannot make its clients",
+                sink.options.topic, sink.options.bootstrap
+            ),
+            error,
+        )
+    })?;
+    let options = Arc::new(SinkOptions {
+        properties,
+        ..(*sink.options).clone()
+    });
     let mode = match options.delivery {
         DeliveryGuarantee::ExactlyOnce => {
             if !ctx.checkpointing() {

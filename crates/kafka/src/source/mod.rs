@@ -265,7 +265,10 @@ impl<T> KafkaSource<T> {
         self.with(|o| o.request_timeout = timeout)
     }
 
-    /// A librdkafka consumer property.
+    /// A librdkafka consumer property. `${env:NAME}` and
+    /// `${file:PATH:KEY}` in the value name a secret read where the client
+    /// is made, on the TaskManager (Kafka's config-provider syntax), so the
+    /// job carries only the reference.
     pub fn property(self, key: impl Into<String>, value: impl Into<String>) -> Self {
         let (key, value) = (key.into(), value.into());
         self.with(|o| {

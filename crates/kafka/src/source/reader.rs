@@ -169,7 +169,16 @@ pub(super) fn open<T: 'static>(
     ctx: &OperatorContext,
     from: &[SourcePosition],
 ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
-    let options = Arc::clone(&source.options);
+    // Secrets named by reference are read here, on the TaskManager.
+    let properties = source
+        .options
+        .properties
+        .resolve()
+        .map_err(|error| failure(&source.options, error))?;
+    let options = Arc::new(SourceOptions {
+        properties,
+        ..(*source.options).clone()
+    });
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", &options.bootstrap)
