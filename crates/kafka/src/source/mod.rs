@@ -11,6 +11,7 @@
 
 pub mod assign;
 mod discovery;
+mod offsets;
 mod outage;
 mod reader;
 

@@ -1,7 +1,7 @@
 //! One source subtask's reader: a librdkafka consumer assigned its
 //! partitions at exact offsets, polled without waiting.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,24 +11,27 @@ use holdfast_dataflow::metrics::OperatorCounters;
 use holdfast_dataflow::metrics::{ConnectorMetrics, SeriesLabels};
 use holdfast_dataflow::source::{Poll, RateLimit, SourcePosition, SourceReader, SplitWatermarks};
 use holdfast_dataflow::time::Clock;
-use holdfast_executor::{SplitStatus, TaskFailure};
+use holdfast_executor::TaskFailure;
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
-use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::assign::{self, PartitionPosition, Positions, Start};
+use super::assign::{self, Positions, Start};
+mod errors;
+
 use super::discovery::{self, Discovery};
-use super::outage::{ErrorClass, Outage, Verdict, classify};
+use super::offsets::{Offsets, Record};
+use super::outage::Outage;
 use super::{
     Decode, Fallback, KafkaSource, OnDecodeError, SourceOptions, StartingOffsets, TimestampFn,
 };
 use crate::metrics::{SOURCE_BYTES, SOURCE_LAG, SOURCE_NEXT_OFFSET, SOURCE_RECORDS};
 use crate::txn::TopicPartition;
+use errors::resumed;
 
 /// librdkafka's statistics every so often: the lag per partition.
 const STATISTICS_INTERVAL_MS: &str = "5000";
@@ -85,43 +88,8 @@ fn labels(topic: &str, partition: i32) -> SeriesLabels {
     ]
 }
 
-/// A record came at `now` after consumer errors: says reading resumed.
-fn resumed(outage: &mut Outage, options: &SourceOptions, subtask: u32, now: i64) {
-    if let Some(ms) = outage.recovered(now) {
-        tracing::info!(
-            subtask,
-            "Kafka source ({} on {}): reading again after {:.1} s of errors",
-            options.describe_topics(),
-            options.bootstrap,
-            ms as f64 / 1000.0
-        );
-    }
-}
-
 /// How long the reader says to wait when nothing came.
 const IDLE: Duration = Duration::from_millis(10);
-
-struct Partition {
-    next: i64,
-    stop: Option<i64>,
-    done: bool,
-    /// Where the partition ends (its last stable offset) and the lag to
-    /// it, as last heard: shown on the job's page.
-    end: Option<i64>,
-    lag: Option<i64>,
-}
-
-impl Partition {
-    fn new(next: i64, stop: Option<i64>) -> Partition {
-        Partition {
-            next,
-            stop,
-            done: stop.is_some_and(|stop| next >= stop),
-            end: None,
-            lag: None,
-        }
-    }
-}
 
 /// How often the reader reports its partitions to the job's page at most.
 const REPORT_EVERY_MS: i64 = 1_000;
@@ -131,12 +99,10 @@ struct KafkaReader<T> {
     decode: Decode<T>,
     consumer: KafkaConsumer,
     metrics: Arc<ConnectorMetrics>,
-    partitions: BTreeMap<TopicPartition, Partition>,
+    /// Where each partition is, and what each checkpoint holds.
+    offsets: Offsets,
     counters: Arc<OperatorCounters>,
     rate: Option<RateLimit>,
-    /// The offsets each checkpoint not yet ended holds, oldest first: the
-    /// group hears them when it completes.
-    to_commit: BTreeMap<CheckpointId, Vec<(TopicPartition, i64)>>,
     subtask: u32,
     /// New partitions while an unbounded read runs.
     discovery: Option<Discovery>,
@@ -151,10 +117,6 @@ struct KafkaReader<T> {
     /// The consumer's errors since the last record.
     outage: Outage,
 }
-
-/// Checkpoints whose offsets wait for their end, at most (older ones are
-/// dropped: a later completion commits later offsets anyway).
-const MAX_TO_COMMIT: usize = 16;
 
 fn failure(options: &SourceOptions, what: impl std::fmt::Display) -> TaskFailure {
     TaskFailure::new(format!(
@@ -226,7 +188,7 @@ pub(super) fn open<T: 'static>(
         restored,
         options.bounded,
     );
-    let mut partitions = BTreeMap::new();
+    let mut offsets = Offsets::default();
     for (partition, start, stop) in mine {
         let (low, high) = consumer
             .fetch_watermarks(
@@ -246,13 +208,10 @@ pub(super) fn open<T: 'static>(
         } else {
             stop
         };
-        let mut state = Partition::new(next, stop);
-        state.end = Some(high);
-        state.lag = Some(high.saturating_sub(next).max(0));
-        partitions.insert(partition, state);
+        offsets.add(partition, next, stop, Some(high));
     }
     let mut list = TopicPartitionList::new();
-    for (partition, state) in &partitions {
+    for (partition, state) in offsets.iter() {
         list.add_partition_offset(
             &partition.topic,
             partition.partition,
@@ -265,9 +224,9 @@ pub(super) fn open<T: 'static>(
         .map_err(|error| failure(&options, format!("cannot assign partitions: {error}")))?;
     tracing::info!(
         subtask = ctx.subtask(),
-        partitions = ?partitions.iter().map(|(p, s)| format!("{p}@{}", s.next)).collect::<Vec<_>>(),
+        partitions = ?offsets.iter().map(|(p, s)| format!("{p}@{}", s.next)).collect::<Vec<_>>(),
         "Kafka source: reading {} partition(s)",
-        partitions.len()
+        offsets.iter().count()
     );
     let rate = options.rate.map(|rate| RateLimit::share(rate, ctx));
     let discovery = match options.discovery {
@@ -291,7 +250,7 @@ pub(super) fn open<T: 'static>(
             event_time.idleness.map(millis),
         );
         let now = clock.now();
-        for (partition, state) in &partitions {
+        for (partition, state) in offsets.iter() {
             if !state.done {
                 splits.add(partition.clone(), now);
             }
@@ -305,10 +264,9 @@ pub(super) fn open<T: 'static>(
         decode: Arc::clone(&source.decode),
         consumer,
         metrics,
-        partitions,
+        offsets,
         counters: Arc::clone(ctx.counters()),
         rate,
-        to_commit: BTreeMap::new(),
         subtask: ctx.subtask(),
         discovery,
         event_time,
@@ -360,7 +318,7 @@ impl<T> Drop for KafkaReader<T> {
     /// Its partitions' gauges go with it (another reader, here or on
     /// another TaskManager, reads them now, or the job ended).
     fn drop(&mut self) {
-        for partition in self.partitions.keys() {
+        for (partition, _) in self.offsets.iter() {
             let labels = labels(&partition.topic, partition.partition);
             self.metrics.remove(SOURCE_LAG, &labels);
             self.metrics.remove(SOURCE_NEXT_OFFSET, &labels);
@@ -387,9 +345,7 @@ impl<T> KafkaReader<T> {
                 offset = low,
                 "Kafka source: found a new partition; reading it from its beginning"
             );
-            self.partitions
-                .entry(partition.clone())
-                .or_insert(Partition::new(*low, None));
+            self.offsets.add(partition.clone(), *low, None, None);
             // It holds event time back like the others (its backlog is not
             // late).
             if let Some((_, splits)) = &mut self.event_time {
@@ -397,7 +353,7 @@ impl<T> KafkaReader<T> {
             }
         }
         let mut list = TopicPartitionList::new();
-        for (partition, state) in &self.partitions {
+        for (partition, state) in self.offsets.iter() {
             list.add_partition_offset(
                 &partition.topic,
                 partition.partition,
@@ -408,108 +364,6 @@ impl<T> KafkaReader<T> {
         self.consumer
             .assign(&list)
             .map_err(|error| failure(&self.options, format!("cannot assign partitions: {error}")))
-    }
-
-    /// The consumer reported `error` instead of a record: ride it out,
-    /// logging what an operator needs, or fail (see [`Outage`]).
-    fn consumer_error(&mut self, error: KafkaError) -> Result<(), TaskFailure> {
-        let class = match &error {
-            KafkaError::MessageConsumption(code) => classify(*code, false),
-            KafkaError::MessageConsumptionFatal(code) => classify(*code, true),
-            _ => ErrorClass::Fatal,
-        };
-        let topics = self.options.describe_topics();
-        let bootstrap = &self.options.bootstrap;
-        match self.outage.error(class, self.clock.now()) {
-            Verdict::Quiet => Ok(()),
-            Verdict::Warn { for_ms } if class == ErrorClass::Unreachable => {
-                tracing::warn!(subtask = self.subtask, %error, down_s = for_ms / 1000,
-                    "Kafka source ({topics} on {bootstrap}): cannot read: {error}. The client \
-                     reconnects by itself; the job keeps running and reads on where it was once \
-                     the brokers answer (its lag grows meanwhile). Check the brokers if this lasts");
-                Ok(())
-            }
-            Verdict::Warn { .. } => {
-                tracing::warn!(subtask = self.subtask, %error,
-                    "Kafka source ({topics} on {bootstrap}): cannot read: {error}. In {} s the \
-                     source asks the brokers whether its topics and partitions are still there \
-                     and readable, and fails the task if not (a deleted topic, a denied \
-                     authorisation)",
-                    self.options.request_timeout.as_secs());
-                Ok(())
-            }
-            Verdict::Fail => Err(failure(&self.options, format!("{error} (fatal)"))),
-        }
-    }
-
-    /// A consumer error that may mean a topic is gone began a grace period
-    /// ago with no record since: asks the metadata whether every partition
-    /// read is still there and readable. Gone or denied fails the task,
-    /// naming it; no answer asks again a grace period later.
-    fn check_partitions(&mut self) -> Result<(), TaskFailure> {
-        let now = self.clock.now();
-        let lasted = self.outage.lasted(now) / 1000;
-        let topics: BTreeSet<String> = self.partitions.keys().map(|p| p.topic.clone()).collect();
-        for topic in &topics {
-            let metadata = match self
-                .consumer
-                .fetch_metadata(Some(topic), self.options.request_timeout)
-            {
-                Ok(metadata) => metadata,
-                Err(error) => {
-                    tracing::warn!(subtask = self.subtask, %error,
-                        "Kafka source ({} on {}): cannot ask whether topic {topic} is still there \
-                         ({error}); asking again in {} s",
-                        self.options.describe_topics(), self.options.bootstrap,
-                        self.options.request_timeout.as_secs());
-                    self.outage.postpone(now);
-                    return Ok(());
-                }
-            };
-            let found = metadata.topics().iter().find(|t| t.name() == topic);
-            if let Some(code) = found.and_then(|t| t.error()) {
-                let code = RDKafkaErrorCode::from(code);
-                if code != RDKafkaErrorCode::UnknownTopicOrPartition {
-                    return Err(failure(
-                        &self.options,
-                        format!(
-                            "the brokers answer {code} for topic {topic} (reading has failed for \
-                             {lasted} s): check this client's rights"
-                        ),
-                    ));
-                }
-            }
-            let there: BTreeSet<i32> = found
-                .filter(|t| t.error().is_none())
-                .map(|t| t.partitions().iter().map(|p| p.id()).collect())
-                .unwrap_or_default();
-            let gone: Vec<String> = self
-                .partitions
-                .keys()
-                .filter(|p| &p.topic == topic && !there.contains(&p.partition))
-                .map(ToString::to_string)
-                .collect();
-            if !gone.is_empty() {
-                return Err(failure(
-                    &self.options,
-                    format!(
-                        "partition {} no longer exist{} (reading has failed for {lasted} s): the \
-                         topic was deleted or shrunk. The job cannot read on where its checkpoint \
-                         says; recreate the topic and start the job anew",
-                        gone.join(", "),
-                        if gone.len() == 1 { "s" } else { "" }
-                    ),
-                ));
-            }
-        }
-        self.outage.checked_fine();
-        tracing::info!(
-            subtask = self.subtask,
-            "Kafka source ({} on {}): every topic and partition it reads is there; reading on",
-            self.options.describe_topics(),
-            self.options.bootstrap
-        );
-        Ok(())
     }
 
     /// Reports the partitions to the job's page: at most once a
@@ -524,19 +378,8 @@ impl<T> KafkaReader<T> {
             return;
         }
         self.reported_at = Some(now);
-        let splits = self
-            .partitions
-            .iter()
-            .map(|(partition, state)| SplitStatus {
-                name: partition.to_string(),
-                position: Some(state.next),
-                end: state.end,
-                // Read to its stop: nothing left this job will read.
-                lag: if state.done { Some(0) } else { state.lag },
-                finished: state.done,
-            })
-            .collect();
-        self.ctx.report_connector(splits, Vec::new());
+        self.ctx
+            .report_connector(self.offsets.statuses(), Vec::new());
     }
 
     /// A partition `eof` reports the end of (librdkafka names only the
@@ -547,23 +390,14 @@ impl<T> KafkaReader<T> {
             .consumer
             .position()
             .map_err(|error| failure(&self.options, format!("position: {error}")))?;
-        for (partition, state) in &mut self.partitions {
-            if partition.partition != number || state.done {
-                continue;
-            }
-            let Some(stop) = state.stop else { continue };
-            let at = position
+        self.offsets.reached_end(number, |partition| {
+            position
                 .find_partition(&partition.topic, partition.partition)
                 .and_then(|p| match p.offset() {
                     Offset::Offset(offset) => Some(offset),
                     _ => None,
                 })
-                .unwrap_or(state.next);
-            if at >= stop || state.next >= stop {
-                state.next = state.next.max(stop.min(at));
-                state.done = true;
-            }
-        }
+        });
         Ok(())
     }
 }
@@ -606,17 +440,9 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                 topic: message.topic().to_owned(),
                 partition: message.partition(),
             };
-            let Some(state) = self.partitions.get_mut(&key) else {
-                continue;
-            };
             let offset = message.offset();
-            if state.done || state.stop.is_some_and(|stop| offset >= stop) {
-                state.done = true;
+            if self.offsets.record(&key, offset) == Record::Skip {
                 continue;
-            }
-            state.next = offset + 1;
-            if state.stop.is_some_and(|stop| state.next >= stop) {
-                state.done = true;
             }
             let bytes =
                 message.payload().map_or(0, <[u8]>::len) + message.key().map_or(0, <[u8]>::len);
@@ -659,7 +485,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             let labels = labels(&partition.topic, partition.partition);
             self.metrics.add(SOURCE_RECORDS, labels.clone(), *records);
             self.metrics.add(SOURCE_BYTES, labels.clone(), *bytes);
-            if let Some(state) = self.partitions.get(partition) {
+            if let Some(state) = self.offsets.get(partition) {
                 self.metrics.set(SOURCE_NEXT_OFFSET, labels, state.next);
             }
         }
@@ -669,20 +495,15 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             // carries, so a partition read to its end shows no lag.
             let positions = self.consumer.position().ok();
             let ends = lock(&context.ends);
-            for (partition, state) in &mut self.partitions {
-                if let Some(end) = ends.get(partition) {
-                    let position = positions
-                        .as_ref()
-                        .and_then(|list| list.find_partition(&partition.topic, partition.partition))
-                        .and_then(|p| match p.offset() {
-                            Offset::Offset(offset) => Some(offset),
-                            _ => None,
-                        })
-                        .unwrap_or(state.next)
-                        .max(state.next);
-                    let lag = end.saturating_sub(position).max(0);
-                    state.end = Some(*end);
-                    state.lag = Some(lag);
+            for (partition, end) in ends.iter() {
+                let position = positions
+                    .as_ref()
+                    .and_then(|list| list.find_partition(&partition.topic, partition.partition))
+                    .and_then(|p| match p.offset() {
+                        Offset::Offset(offset) => Some(offset),
+                        _ => None,
+                    });
+                if let Some(lag) = self.offsets.heard_end(partition, *end, position) {
                     self.metrics.set(
                         SOURCE_LAG,
                         labels(&partition.topic, partition.partition),
@@ -692,7 +513,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             }
         }
         if let Some((_, splits)) = &mut self.event_time {
-            for (partition, state) in &self.partitions {
+            for (partition, state) in self.offsets.iter() {
                 if state.done {
                     splits.finish(partition);
                 }
@@ -701,7 +522,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
                 self.watermark = Some(watermark);
             }
         }
-        let bounded_done = self.options.bounded && self.partitions.values().all(|state| state.done);
+        let bounded_done = self.options.bounded && self.offsets.all_done();
         self.report(bounded_done);
         Ok(if bounded_done {
             Poll::End
@@ -713,18 +534,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
     }
 
     fn position(&self) -> SourcePosition {
-        let positions = Positions {
-            partitions: self
-                .partitions
-                .iter()
-                .map(|(partition, state)| PartitionPosition {
-                    partition: partition.clone(),
-                    next: state.next,
-                    stop: state.stop,
-                })
-                .collect(),
-        };
-        SourcePosition(serde_json::to_value(positions).unwrap_or_default())
+        SourcePosition(serde_json::to_value(self.offsets.positions()).unwrap_or_default())
     }
 
     fn watermark(&mut self) -> Option<i64> {
@@ -738,20 +548,12 @@ impl<T> SourceReader<T> for KafkaReader<T> {
     fn idle(&mut self) -> bool {
         match &self.event_time {
             Some((_, splits)) => splits.idle(self.clock.now()),
-            None => self.partitions.values().all(|state| state.done),
+            None => self.offsets.all_done(),
         }
     }
 
     fn snapshotted(&mut self, checkpoint: CheckpointId) {
-        let offsets = self
-            .partitions
-            .iter()
-            .map(|(partition, state)| (partition.clone(), state.next))
-            .collect();
-        self.to_commit.insert(checkpoint, offsets);
-        while self.to_commit.len() > MAX_TO_COMMIT {
-            self.to_commit.pop_first();
-        }
+        self.offsets.snapshotted(checkpoint);
     }
 
     /// A completed checkpoint's offsets go to the group (asynchronously;
@@ -761,14 +563,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
         checkpoint: CheckpointId,
         completed: bool,
     ) -> Result<(), TaskFailure> {
-        let Some(offsets) = self.to_commit.remove(&checkpoint) else {
-            return Ok(());
-        };
-        if !completed {
-            return Ok(());
-        }
-        // Older checkpoints are subsumed by this one.
-        self.to_commit.retain(|id, _| *id > checkpoint);
+        let offsets = self.offsets.checkpoint_ended(checkpoint, completed);
         if offsets.is_empty() {
             return Ok(());
         }
