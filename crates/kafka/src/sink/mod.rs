@@ -172,6 +172,13 @@ impl<T> KafkaSink<T> {
         self.with(|o| o.transaction_timeout = timeout)
     }
 
+    /// How long a request to the brokers may take — the topic's metadata,
+    /// a flush at a barrier, a new transaction's init (default 30 s) —
+    /// before the task fails naming the topic and the brokers.
+    pub fn request_timeout(self, timeout: Duration) -> KafkaSink<T> {
+        self.with(|o| o.request_timeout = timeout)
+    }
+
     /// How long a commit is retried before the task restarts (default
     /// 60 s).
     pub fn commit_within(self, within: Duration) -> KafkaSink<T> {
