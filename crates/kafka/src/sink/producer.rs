@@ -135,9 +135,6 @@ impl SinkProducer {
         key: Option<&[u8]>,
         value: &[u8],
     ) -> Result<(), String> {
-        if let Some(failed) = &lock(&self.tracker.0).failed {
-            return Err(failed.clone());
-        }
         let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(value);
         if let Some(key) = key {
             record = record.key(key);
@@ -161,6 +158,16 @@ impl SinkProducer {
                     return Err(format!("could not queue a record to {topic}: {error}"));
                 }
             }
+        }
+    }
+
+    /// Why a delivery failed, if one did: the writer looks once a batch
+    /// (not once a record: a lock each time) and fails rather than write
+    /// on past a lost record.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match &lock(&self.tracker.0).failed {
+            Some(failed) => Err(failed.clone()),
+            None => Ok(()),
         }
     }
 

@@ -154,23 +154,30 @@ fn restored_states(ctx: &OperatorContext) -> Result<(Vec<SinkTxnState>, Vec<u32>
     Ok((states, inherited))
 }
 
+/// The partition of the next record (`None`: librdkafka's by key), for a
+/// topic of `partitions` partitions; `next` counts round-robin.
+fn next_partition(
+    partitioning: Partitioning,
+    partitions: Option<i32>,
+    subtask: u32,
+    next: &mut u32,
+) -> Option<i32> {
+    let partitions = partitions? as u32;
+    match partitioning {
+        Partitioning::ByKey => None,
+        Partitioning::Fixed => Some((subtask % partitions) as i32),
+        Partitioning::RoundRobin => {
+            *next = next.wrapping_add(1);
+            Some((*next % partitions) as i32)
+        }
+    }
+}
+
 impl<T> KafkaWriter<T> {
     fn producer(&self) -> Result<&SinkProducer, TaskFailure> {
         match &self.mode {
             Mode::Plain(producer) => Ok(producer),
             Mode::Txn(shell) => shell.current(),
-        }
-    }
-
-    fn partition(&mut self) -> Option<i32> {
-        let partitions = self.partitions?;
-        match self.options.partitioning {
-            Partitioning::ByKey => None,
-            Partitioning::Fixed => Some((self.subtask % partitions as u32) as i32),
-            Partitioning::RoundRobin => {
-                self.next = self.next.wrapping_add(1);
-                Some((self.next % partitions as u32) as i32)
-            }
         }
     }
 
@@ -185,15 +192,27 @@ impl<T> KafkaWriter<T> {
 impl<T> SinkWriter<T> for KafkaWriter<T> {
     fn write(&mut self, batch: &[T]) -> Result<(), TaskFailure> {
         let mut bytes = 0u64;
+        // The producer looked up, and its failed deliveries looked at, once
+        // a batch: per record they cost a map lookup and a lock.
+        let producer = match &self.mode {
+            Mode::Plain(producer) => producer,
+            Mode::Txn(shell) => shell.current()?,
+        };
+        producer.check().map_err(|error| self.failure(error))?;
         for record in batch {
             let KafkaRecord { key, value } = (self.serialize)(record);
             bytes += (value.len() + key.as_ref().map_or(0, Vec::len)) as u64;
-            let partition = self.partition();
-            self.producer()?
+            let partition = next_partition(
+                self.options.partitioning,
+                self.partitions,
+                self.subtask,
+                &mut self.next,
+            );
+            producer
                 .send(&self.options.topic, partition, key.as_deref(), &value)
                 .map_err(|error| self.failure(error))?;
         }
-        self.producer()?.poll();
+        producer.poll();
         let labels = vec![
             ("topic", self.options.topic.clone()),
             ("subtask", self.subtask.to_string()),
