@@ -153,6 +153,38 @@ fn an_exactly_once_sink_in_a_job_that_does_not_checkpoint_is_refused_naming_the_
     );
 }
 
+/// The exactly-once sink's own transaction requests speak PLAINTEXT only:
+/// a TLS or SASL cluster is refused when the job is submitted and when the
+/// sink opens, naming the property; AT_LEAST_ONCE is not concerned.
+#[test]
+fn an_exactly_once_sink_to_a_secured_cluster_is_refused_naming_the_property() {
+    use holdfast_dataflow::sink::Checkpointing;
+    let sink = |protocol: &str, delivery| {
+        KafkaSink::<String>::lines("127.0.0.1:1", "t")
+            .delivery(delivery)
+            .property("security.protocol", protocol)
+    };
+    let error = sink("SASL_SSL", DeliveryGuarantee::ExactlyOnce)
+        .check(Checkpointing::On(None))
+        .expect_err("refused at submission");
+    assert!(
+        error.contains("security.protocol is SASL_SSL") && error.contains("AT_LEAST_ONCE"),
+        "{error}"
+    );
+    let failure = sink("ssl", DeliveryGuarantee::ExactlyOnce)
+        .open(&context(0, &DataflowMetrics::default()))
+        .err()
+        .expect("refused at open");
+    assert!(failure.is_unrecoverable(), "{}", failure.report());
+    assert!(failure.message().contains("security.protocol is ssl"));
+    sink("plaintext", DeliveryGuarantee::ExactlyOnce)
+        .check(Checkpointing::On(None))
+        .expect("plaintext is what it speaks");
+    sink("SASL_SSL", DeliveryGuarantee::AtLeastOnce)
+        .check(Checkpointing::On(None))
+        .expect("librdkafka alone speaks TLS and SASL");
+}
+
 #[test]
 fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore()
 -> anyhow::Result<()> {

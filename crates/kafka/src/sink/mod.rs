@@ -196,6 +196,24 @@ impl<T> KafkaSink<T> {
     }
 }
 
+impl SinkOptions {
+    /// An exactly-once sink finishes and fences transactions with requests
+    /// of its own (`crate::wire`), which speak Kafka's protocol over plain
+    /// TCP only: a cluster that wants TLS or SASL is refused, naming the
+    /// property, rather than failing at the first barrier.
+    pub(crate) fn plaintext_only(&self) -> Result<(), String> {
+        match self.properties.get("security.protocol") {
+            Some(protocol) if !protocol.eq_ignore_ascii_case("plaintext") => Err(format!(
+                "EXACTLY_ONCE to topic {} on {}: security.protocol is {protocol}, but the \
+                 exactly-once sink's own transaction requests speak PLAINTEXT only for now; use \
+                 a plaintext listener, or AT_LEAST_ONCE",
+                self.topic, self.bootstrap
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl<T: 'static> Sink<T> for KafkaSink<T> {
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>, TaskFailure> {
         writer::open(self, ctx)
@@ -208,6 +226,7 @@ impl<T: 'static> Sink<T> for KafkaSink<T> {
         if self.options.delivery != DeliveryGuarantee::ExactlyOnce {
             return Ok(());
         }
+        self.options.plaintext_only()?;
         match checkpointing {
             Checkpointing::Off => Err(format!(
                 "EXACTLY_ONCE to topic {} needs checkpoints (only a completed checkpoint commits \

@@ -83,6 +83,9 @@ pub(super) fn open<T: 'static>(
                 ))
                 .beyond_restart());
             }
+            options
+                .plaintext_only()
+                .map_err(|error| TaskFailure::new(error).beyond_restart())?;
             let names = TxnNames::for_sink(&options.prefix, ctx.job(), ctx.uid());
             let mut shell = TxnShell::new(&options, names, ctx);
             let (restored, inherited) = restored_states(ctx)?;
