@@ -10,6 +10,9 @@ use crate::checkpoint::RestoredPart;
 use crate::metrics::{ConnectorMetrics, DataflowMetrics, OperatorCounters};
 use crate::time::Clock;
 
+/// The most splits one connector subtask reports for the job's page.
+pub const MAX_SPLITS_SHOWN: usize = 500;
+
 /// Where one subtask of an operator runs: the job, the operator, the subtask
 /// and its parallelism, the processing-time clock and its counters.
 #[derive(Clone, Debug)]
@@ -117,12 +120,31 @@ impl OperatorContext {
     /// source's splits, a sink's open transactions — replacing what it
     /// reported before; the JobManager shows the latest on the job's page.
     /// Cheap enough for a few times a second, not for every record.
-    pub fn report_connector(&self, splits: Vec<SplitStatus>, transactions: Vec<TransactionStatus>) {
+    ///
+    /// At most [`MAX_SPLITS_SHOWN`] splits are kept — those furthest
+    /// behind — so that a source of thousands of partitions cannot swell
+    /// the TaskManager's heartbeat answers.
+    pub fn report_connector(
+        &self,
+        mut splits: Vec<SplitStatus>,
+        transactions: Vec<TransactionStatus>,
+    ) {
+        if splits.len() > MAX_SPLITS_SHOWN {
+            splits.sort_by_key(|s| std::cmp::Reverse(s.lag.unwrap_or(i64::MAX)));
+            splits.truncate(MAX_SPLITS_SHOWN);
+            splits.sort_by(|a, b| a.name.cmp(&b.name));
+        }
         self.task_meters.set_connector(ConnectorStatus {
             operator: self.operator.to_string(),
             splits,
             transactions,
         });
+    }
+
+    /// Forgets what this connector reported: call when it closes, so the
+    /// job's page does not go on showing its partitions or transactions.
+    pub fn clear_connector(&self) {
+        self.task_meters.clear_connector(&self.operator);
     }
 
     /// The same context reporting into `meters`, the attempt's (tests read
@@ -237,5 +259,39 @@ impl OperatorContext {
     pub(crate) fn with_cancel_flag(mut self, flag: Arc<AtomicBool>) -> OperatorContext {
         self.canceled = flag;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::SystemClock;
+
+    #[test]
+    fn a_connector_reports_its_most_lagging_splits_at_most_and_clears_on_close() {
+        let meters = Arc::new(TaskMeters::default());
+        let ctx = OperatorContext::new(
+            "job",
+            "in",
+            0,
+            1,
+            Arc::new(SystemClock),
+            &DataflowMetrics::default(),
+        )
+        .with_task_meters(Arc::clone(&meters));
+        let splits = (0..MAX_SPLITS_SHOWN as i64 + 10)
+            .map(|i| SplitStatus {
+                name: format!("t/{i:04}"),
+                lag: Some(i),
+                ..Default::default()
+            })
+            .collect();
+        ctx.report_connector(splits, Vec::new());
+        let shown = &meters.snapshot().connectors[0].splits;
+        assert_eq!(shown.len(), MAX_SPLITS_SHOWN);
+        assert_eq!(shown[0].name, "t/0010", "the ten least behind are left out");
+        assert!(shown.windows(2).all(|w| w[0].name < w[1].name), "by name");
+        ctx.clear_connector();
+        assert!(meters.snapshot().connectors.is_empty());
     }
 }

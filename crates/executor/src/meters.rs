@@ -75,6 +75,13 @@ impl TaskMeters {
         lock(&self.connectors).insert(status.operator.clone(), status);
     }
 
+    /// Forgets what connector operator `operator` reported (it closed:
+    /// its partitions are read elsewhere now, its transactions are
+    /// another attempt's).
+    pub fn clear_connector(&self, operator: &str) {
+        lock(&self.connectors).remove(operator);
+    }
+
     /// The meters now.
     pub fn snapshot(&self) -> MetersSnapshot {
         let watermark = self.watermark.load(Ordering::Relaxed);

@@ -50,16 +50,18 @@ impl std::fmt::Debug for Properties {
 /// the property and what it refers to, never a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PropertyError {
-    /// `${…}` that is not `${env:NAME}` or `${file:PATH:KEY}`.
+    /// A `${env:…}` or `${file:…}` reference that is not
+    /// `${env:NAME}` or `${file:PATH:KEY}` (the value is not shown: it may
+    /// be a secret after all).
     #[error(
-        "property {property}: {reference} is not a secret reference Kafka's config providers \
-         know: use ${{env:NAME}} or ${{file:PATH:KEY}}"
+        "property {property}: a ${{{provider}:…}} reference must read ${{env:NAME}} or \
+         ${{file:PATH:KEY}}, closed by }}"
     )]
     Malformed {
         /// The property.
         property: String,
-        /// What it holds.
-        reference: String,
+        /// `env` or `file`.
+        provider: &'static str,
     },
     /// The environment variable is not set (or not UTF-8).
     #[error("property {property}: environment variable {name} is not set on this TaskManager")]
@@ -98,25 +100,36 @@ enum Reference<'a> {
     File { path: &'a str, key: &'a str },
 }
 
-/// The pieces of `value`: literal text and references, in order.
+/// The pieces of `value`: literal text and references, in order. As in
+/// Kafka's config providers, only `${env:…}` and `${file:…}` are
+/// references; any other `${` is text (a password may hold one).
 fn pieces<'a>(
     property: &str,
     value: &'a str,
 ) -> Result<Vec<Result<&'a str, Reference<'a>>>, PropertyError> {
     let mut out = Vec::new();
     let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push(Ok(&rest[..start]));
+    let mut at = 0;
+    while let Some(found) = rest[at..].find("${") {
+        let start = at + found;
         let after = &rest[start + 2..];
+        let provider = if after.starts_with("env:") {
+            "env"
+        } else if after.starts_with("file:") {
+            "file"
+        } else {
+            at = start + 2;
+            continue;
+        };
         let malformed = || PropertyError::Malformed {
             property: property.to_owned(),
-            reference: format!("${{{}", after.chars().take(40).collect::<String>()),
+            provider,
         };
         let end = after.find('}').ok_or_else(malformed)?;
-        let inner = &after[..end];
-        let reference = match inner.split_once(':') {
-            Some(("env", name)) if !name.is_empty() => Reference::Env(name),
-            Some(("file", rest)) => match rest.rsplit_once(':') {
+        let inner = &after[provider.len() + 1..end];
+        let reference = match provider {
+            "env" if !inner.is_empty() => Reference::Env(inner),
+            "file" => match inner.rsplit_once(':') {
                 Some((path, key)) if !path.is_empty() && !key.is_empty() => {
                     Reference::File { path, key }
                 }
@@ -124,8 +137,10 @@ fn pieces<'a>(
             },
             _ => return Err(malformed()),
         };
+        out.push(Ok(&rest[..start]));
         out.push(Err(reference));
         rest = &after[end + 1..];
+        at = 0;
     }
     out.push(Ok(rest));
     Ok(out)
@@ -264,10 +279,10 @@ mod tests {
                 .starts_with("property sasl.password: cannot read /nowhere: No such file")
         );
         for malformed in [
-            "${vault:x}",
             "${env:}",
             "${file:/only-a-path}",
             "${env:UNCLOSED",
+            "${file:/p:}",
         ] {
             let error = properties(&[("sasl.password", malformed)])
                 .check_references()
@@ -277,7 +292,17 @@ mod tests {
                 "{malformed}: {error}"
             );
             assert!(error.to_string().contains("${env:NAME}"), "{error}");
+            assert!(
+                !error.to_string().contains("only-a-path")
+                    && !error.to_string().contains("UNCLOSED"),
+                "never the value: {error}"
+            );
         }
+        // Any other `${` is text, as in Kafka: a password may hold one.
+        let kept = properties(&[("sasl.password", "pa${ss}${vault:x}$${env:KAFKA_PASSWORD}")])
+            .resolve_with(env, file)
+            .unwrap();
+        assert_eq!(kept["sasl.password"], "pa${ss}${vault:x}$hunter2");
     }
 
     #[test]

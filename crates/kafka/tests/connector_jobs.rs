@@ -269,8 +269,12 @@ fn secrets_are_named_by_reference_and_read_where_the_client_is_made() -> anyhow:
     );
 
     let malformed = jobs()
-        .compile("wordcount", &params("${vault:kafka}", "100"), 1)
-        .expect_err("not a reference Kafka knows")
+        .compile(
+            "wordcount",
+            &params("${file:/etc/kafka-only-a-path}", "100"),
+            1,
+        )
+        .expect_err("a file reference without a key")
         .to_string();
     assert!(malformed.contains("${env:NAME}"), "{malformed}");
     Ok(())

@@ -16,11 +16,12 @@
 //! - `init_transactions` on `k + 1` fences only earlier sessions of
 //!   `k + 1`. In this attempt the transactions not committed are the one
 //!   open now (`k`) and the pending ones, and the shell never prepares a
-//!   name the core holds pending. (In a cluster checkpoint ids grow, so
-//!   pending names are all below `k`; a `LocalRun` restored from
-//!   checkpoint `n` numbers its checkpoints from 1 again, so there names
-//!   go down and `k + 1` can be pending — preparing it would fence a
-//!   transaction a checkpoint promised, and lose it.) An earlier attempt's
+//!   name the core holds pending. (Checkpoint ids grow — the cluster's
+//!   from its HA counter, a `LocalRun`'s from past the checkpoint it was
+//!   restored from — so pending names are all below `k`; the guard stays
+//!   for any caller that numbers otherwise: preparing a pending `k + 1`
+//!   would fence a transaction a checkpoint promised, and lose it.) An
+//!   earlier attempt's
 //!   session of `k + 1` is fenced by the restore's sweep anyway, and would
 //!   be by the `Begin` at barrier `k + 1` without a preparer: the
 //!   preparation fences what that `Begin` would have fenced, earlier.
@@ -56,6 +57,21 @@
 //! and a restart, no loss; fencing a *pending* `k + 1` would take a whole
 //! restore and barrier within the window. A preparation that failed has
 //! dropped its producer before it reports, so the fallback never races it.
+//!
+//! A zombie is the wider case: an attempt whose TaskManager was cut off
+//! or paused (SIGSTOP) while its preparation of `k + 1` was under way,
+//! after barrier `k`, whose checkpoint never completed. The restored
+//! attempt starts again from an earlier checkpoint and, like the zombie,
+//! writes its next transaction under a name at or above `k + 1`; if the
+//! zombie's `InitProducerId` for that name lands after the restored
+//! attempt's barrier promised the transaction, the promise is broken and
+//! the restore after that fails as lost (`TxnFailure::Lost`), without a
+//! further restart. Without a preparer the same holds for a zombie stopped
+//! in the `Begin` of barrier `k + 1` itself; preparing moves that ~50 ms
+//! window from the barrier to right after barrier `k`. A zombie's own
+//! TaskManager cancels it at its heartbeat timeout, which ends the
+//! preparation within one [`INIT_SLICE`]; only a request already sent,
+//! held by a paused process, can land later.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;

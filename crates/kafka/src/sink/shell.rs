@@ -420,6 +420,7 @@ impl Drop for TxnShell {
         // A preparation still working ends on its own thread; a ready one
         // goes to the closer.
         self.preparer.discard();
+        self.ctx.clear_connector();
         self.metrics.remove(SINK_OPEN_SINCE, &self.subtask_label());
         for (_, producer) in std::mem::take(&mut self.producers) {
             self.closer.close(producer);

@@ -168,9 +168,15 @@ impl Outage {
         self.streak.is_some()
     }
 
-    /// A record came at `now`: the outage is over. Returns how long it
-    /// lasted, if there was one to report.
+    /// A record came at `now`: an outage of unreachable brokers is over
+    /// (returns how long it lasted). One that may mean a topic is gone is
+    /// not: the record may come from another topic or partition than the
+    /// one the error was about (librdkafka does not say which), so only
+    /// the metadata check ends it ([`checked_fine`](Self::checked_fine)).
     pub(crate) fn recovered(&mut self, now: i64) -> Option<i64> {
+        if self.streak.as_ref().is_some_and(|s| s.persistent) {
+            return None;
+        }
         self.streak
             .take()
             .map(|streak| now.saturating_sub(streak.since))
@@ -226,10 +232,16 @@ mod tests {
         outage.checked_fine();
         assert!(!outage.check_due(90_000));
         assert!(!outage.ongoing());
-        // A record ends a streak before its check.
+        // A record does not end it (it may come from a partition that is
+        // fine): the check still comes.
         outage.error(ErrorClass::Persistent, 100_000);
-        assert_eq!(outage.recovered(101_000), Some(1_000));
-        assert!(!outage.check_due(200_000));
+        assert_eq!(outage.recovered(101_000), None);
+        assert!(outage.check_due(130_000));
+        // It ends an outage of unreachable brokers.
+        outage.checked_fine();
+        outage.error(ErrorClass::Unreachable, 200_000);
+        assert_eq!(outage.recovered(201_000), Some(1_000));
+        assert!(!outage.ongoing());
     }
 
     #[test]

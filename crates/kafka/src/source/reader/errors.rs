@@ -13,6 +13,19 @@ use super::super::SourceOptions;
 use super::super::outage::{ErrorClass, Outage, Verdict, classify};
 use super::{KafkaReader, failure};
 
+/// The longest the task thread waits for the metadata in a check.
+const CHECK_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether a topic's metadata error says this client may not read it.
+fn denied(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::TopicAuthorizationFailed
+            | RDKafkaErrorCode::ClusterAuthorizationFailed
+            | RDKafkaErrorCode::GroupAuthorizationFailed
+    )
+}
+
 /// A record came at `now` after consumer errors: says reading resumed.
 pub(super) fn resumed(outage: &mut Outage, options: &SourceOptions, subtask: u32, now: i64) {
     if let Some(ms) = outage.recovered(now) {
@@ -60,18 +73,17 @@ impl<T> KafkaReader<T> {
     }
 
     /// A consumer error that may mean a topic is gone began a grace period
-    /// ago with no record since: asks the metadata whether every partition
-    /// read is still there and readable. Gone or denied fails the task,
-    /// naming it; no answer asks again a grace period later.
+    /// ago: asks the metadata whether every partition read is still there
+    /// and readable. Gone or denied fails the task, naming it; no answer,
+    /// or an answer that may pass (a leader moving), asks again a grace
+    /// period later. The task thread waits for the answer, at most
+    /// [`CHECK_WITHIN`] a topic.
     pub(super) fn check_partitions(&mut self) -> Result<(), TaskFailure> {
-        let now = self.clock.now();
-        let lasted = self.outage.lasted(now) / 1000;
+        let lasted = self.outage.lasted(self.clock.now()) / 1000;
         let topics: BTreeSet<String> = self.offsets.iter().map(|(p, _)| p.topic.clone()).collect();
+        let within = self.options.request_timeout.min(CHECK_WITHIN);
         for topic in &topics {
-            let metadata = match self
-                .consumer
-                .fetch_metadata(Some(topic), self.options.request_timeout)
-            {
+            let metadata = match self.consumer.fetch_metadata(Some(topic), within) {
                 Ok(metadata) => metadata,
                 Err(error) => {
                     tracing::warn!(subtask = self.subtask, %error,
@@ -79,14 +91,16 @@ impl<T> KafkaReader<T> {
                          ({error}); asking again in {} s",
                         self.options.describe_topics(), self.options.bootstrap,
                         self.options.request_timeout.as_secs());
-                    self.outage.postpone(now);
+                    // From after the wait: the next check is a grace
+                    // period of reading away, not due at once.
+                    self.outage.postpone(self.clock.now());
                     return Ok(());
                 }
             };
             let found = metadata.topics().iter().find(|t| t.name() == topic);
             if let Some(code) = found.and_then(|t| t.error()) {
                 let code = RDKafkaErrorCode::from(code);
-                if code != RDKafkaErrorCode::UnknownTopicOrPartition {
+                if denied(code) {
                     return Err(failure(
                         &self.options,
                         format!(
@@ -94,6 +108,19 @@ impl<T> KafkaReader<T> {
                              {lasted} s): check this client's rights"
                         ),
                     ));
+                }
+                if code != RDKafkaErrorCode::UnknownTopicOrPartition {
+                    // Leadership moving, a broker loading: ask again later.
+                    tracing::warn!(
+                        subtask = self.subtask,
+                        "Kafka source ({} on {}): the brokers answer {code} for topic {topic}; \
+                         asking again in {} s",
+                        self.options.describe_topics(),
+                        self.options.bootstrap,
+                        self.options.request_timeout.as_secs()
+                    );
+                    self.outage.postpone(self.clock.now());
+                    return Ok(());
                 }
             }
             let there: BTreeSet<i32> = found

@@ -318,6 +318,7 @@ impl<T> Drop for KafkaReader<T> {
     /// Its partitions' gauges go with it (another reader, here or on
     /// another TaskManager, reads them now, or the job ended).
     fn drop(&mut self) {
+        self.ctx.clear_connector();
         for (partition, _) in self.offsets.iter() {
             let labels = labels(&partition.topic, partition.partition);
             self.metrics.remove(SOURCE_LAG, &labels);
