@@ -19,7 +19,7 @@ use holdfast_types::CheckpointId;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{ClientConfig, TopicPartitionList};
-use support::{Gate, Gated, create_topic, read};
+use support::{Gate, Gated, create_topic, delete_topic, read};
 
 const RECORDS: u64 = 3_000;
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -565,18 +565,7 @@ fn a_topic_deleted_while_a_source_reads_fails_the_task_naming_it() -> anyhow::Re
         anyhow::ensure!(Instant::now() < deadline, "the job never read the topic");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
-        ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .create()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let deleted =
-        runtime.block_on(admin.delete_topics(&["doomed"], &rdkafka::admin::AdminOptions::new()))?;
-    for result in deleted {
-        result.map_err(|(topic, code)| anyhow::anyhow!("deleting {topic}: {code}"))?;
-    }
+    delete_topic(&bootstrap, "doomed")?;
     let started = Instant::now();
     let error = running.join().expect_err("the job fails");
     let message = error.to_string();

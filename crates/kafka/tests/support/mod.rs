@@ -20,12 +20,7 @@ use rdkafka::{ClientConfig, Message, TopicPartitionList};
 
 /// Creates `topic` with `partitions` partitions (one replica).
 pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Result<()> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let (admin, runtime) = admin(bootstrap)?;
     let results = runtime.block_on(admin.create_topics(
         &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
         &AdminOptions::new(),
@@ -34,6 +29,30 @@ pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> anyhow::Re
         result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
     }
     Ok(())
+}
+
+/// Deletes `topic`.
+#[allow(dead_code)] // not every test binary deletes topics
+pub fn delete_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
+    let (admin, runtime) = admin(bootstrap)?;
+    let results = runtime.block_on(admin.delete_topics(&[topic], &AdminOptions::new()))?;
+    for result in results {
+        result.map_err(|(topic, code)| anyhow::anyhow!("deleting {topic}: {code}"))?;
+    }
+    Ok(())
+}
+
+/// An admin client of `bootstrap`, and a runtime to wait for its answers.
+fn admin(
+    bootstrap: &str,
+) -> anyhow::Result<(AdminClient<DefaultClientContext>, tokio::runtime::Runtime)> {
+    let admin = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok((admin, runtime))
 }
 
 /// Lets a test decide how many records a job's source may produce in all,
