@@ -11,7 +11,7 @@ use crate::metrics::{ConnectorMetrics, DataflowMetrics, OperatorCounters};
 use crate::time::Clock;
 
 /// The most splits one connector subtask reports for the job's page.
-pub const MAX_SPLITS_SHOWN: usize = 500;
+pub(crate) const MAX_SPLITS_SHOWN: usize = 500;
 
 /// Where one subtask of an operator runs: the job, the operator, the subtask
 /// and its parallelism, the processing-time clock and its counters.
@@ -121,7 +121,7 @@ impl OperatorContext {
     /// reported before; the JobManager shows the latest on the job's page.
     /// Cheap enough for a few times a second, not for every record.
     ///
-    /// At most [`MAX_SPLITS_SHOWN`] splits are kept — those furthest
+    /// At most 500 splits are kept (`MAX_SPLITS_SHOWN`) — those furthest
     /// behind — so that a source of thousands of partitions cannot swell
     /// the TaskManager's heartbeat answers.
     pub fn report_connector(

@@ -266,6 +266,44 @@ fn restart_strategy_none_fails_the_job_on_the_first_failure() {
     assert_eq!(sim.core.slots().free(), 4);
 }
 
+/// A task fails beyond restart (a Kafka sink whose promised transaction
+/// is gone) just after a neighbour's failure — its echo — made the leader
+/// plan a restart: the job fails instead of restarting into it.
+#[test]
+fn an_unrecoverable_failure_after_a_neighbours_cancels_the_pending_restart() {
+    use holdfast_runtime::failure::{Failure, FailureKind};
+    let mut sim = running_job(fixed_delay());
+    let j = job(1);
+    for t in ["tm-a", "tm-b"] {
+        sim.tm(t).cancel_delay = secs(3);
+    }
+    let out = sim.fail(sim.current(j, 0, 0), "cannot read records from upstream");
+    assert_eq!(job_states(&out, j), [JobState::Restarting]);
+    let sink = sim.current(j, 0, 1);
+    let holder = sim.holder(sink).unwrap();
+    let lost = Failure::new(
+        FailureKind::Unrecoverable,
+        "the transaction of checkpoint 7 is gone",
+    );
+    let out = sim.report(&holder, sink, ReportedStatus::Failed(lost));
+    assert!(
+        matches!(
+            &out[0],
+            MasterCommand::JobFailed {
+                decision: RestartDecision::GiveUp {
+                    reason: GiveUpReason::Unrecoverable
+                },
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    assert_eq!(job_states(&out, j), [JobState::Failing]);
+    let out = sim.run_until(at(60));
+    assert!(deploys(&out).is_empty(), "no restart: {out:?}");
+    assert_eq!(sim.state(j), JobState::Failed);
+}
+
 #[test]
 fn deploy_failed_fails_the_attempt_and_restarts_per_strategy() {
     let mut sim = Sim::new(config(fixed_delay()));

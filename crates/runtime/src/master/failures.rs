@@ -59,18 +59,28 @@ impl JobMasterCore {
             }
             job.apply_task(task, TaskEvent::Fail);
             self.release(attempt);
-            if !causes.iter().any(|(c, _)| c.job == attempt.job) {
-                causes.push((attempt, message));
+            // One cause a job; an unrecoverable failure wins over the rest,
+            // so the job is not restarted into it.
+            match causes.iter_mut().find(|(c, _)| c.job == attempt.job) {
+                None => causes.push((attempt, message)),
+                Some(entry) if unrecoverable(message) && !unrecoverable(entry.1) => {
+                    *entry = (attempt, message);
+                }
+                Some(_) => {}
             }
         }
         for (cause, message) in causes {
-            if self
-                .jobs
-                .get(&cause.job)
-                .is_some_and(|j| j.state == JobState::Running)
-            {
-                let failure = FailureCause::of_task(cause.attempt, message.clone());
-                self.job_failure(step, cause.job, failure);
+            let state = self.jobs.get(&cause.job).map(|j| j.state);
+            let failure = || FailureCause::of_task(cause.attempt, message.clone());
+            match state {
+                Some(JobState::Running) => self.job_failure(step, cause.job, failure()),
+                // A neighbour's failure (often this one's echo: its
+                // channel broke) reached the leader first and a restart
+                // is pending: it would restore into the same failure.
+                Some(JobState::Restarting) if unrecoverable(message) => {
+                    self.job_failure(step, cause.job, failure());
+                }
+                _ => {}
             }
         }
     }
@@ -97,6 +107,8 @@ impl JobMasterCore {
             }
             RestartDecision::GiveUp { .. } => {
                 job.apply(JobEvent::UnrecoverableFailure);
+                // A restart that was pending does not come.
+                job.restart_at = None;
             }
         }
         step.out.push(MasterCommand::JobFailed {
@@ -148,4 +160,9 @@ impl JobMasterCore {
         let lost = self.pool.remove(tm);
         lost.into_iter().map(|a| (a, reason.clone())).collect()
     }
+}
+
+/// Whether no restart can mend `failure`.
+fn unrecoverable(failure: &Failure) -> bool {
+    failure.kind == crate::failure::FailureKind::Unrecoverable
 }
