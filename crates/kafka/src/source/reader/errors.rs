@@ -26,20 +26,20 @@ fn denied(code: RDKafkaErrorCode) -> bool {
     )
 }
 
-/// A record came at `now` after consumer errors: says reading resumed.
-pub(super) fn resumed(outage: &mut Outage, options: &SourceOptions, subtask: u32, now: i64) {
-    if let Some(ms) = outage.recovered(now) {
-        tracing::info!(
-            subtask,
-            "Kafka source ({} on {}): reading again after {:.1} s of errors",
-            options.describe_topics(),
-            options.bootstrap,
-            ms as f64 / 1000.0
-        );
-    }
-}
-
 impl<T> KafkaReader<T> {
+    /// A record came at `now` after consumer errors: says reading resumed.
+    pub(super) fn resumed(outage: &mut Outage, options: &SourceOptions, subtask: u32, now: i64) {
+        if let Some(ms) = outage.recovered(now) {
+            tracing::info!(
+                subtask,
+                "Kafka source ({} on {}): reading again after {:.1} s of errors",
+                options.describe_topics(),
+                options.bootstrap,
+                ms as f64 / 1000.0
+            );
+        }
+    }
+
     /// The consumer reported `error` instead of a record: ride it out,
     /// logging what an operator needs, or fail (see [`Outage`]).
     pub(super) fn consumer_error(&mut self, error: KafkaError) -> Result<(), TaskFailure> {

@@ -31,7 +31,6 @@ use super::{
 };
 use crate::metrics::{SOURCE_BYTES, SOURCE_LAG, SOURCE_NEXT_OFFSET, SOURCE_RECORDS};
 use crate::txn::TopicPartition;
-use errors::resumed;
 
 /// librdkafka's statistics every so often: the lag per partition.
 const STATISTICS_INTERVAL_MS: &str = "5000";
@@ -435,7 +434,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             };
             if self.outage.ongoing() {
                 let now = self.clock.now();
-                resumed(&mut self.outage, &self.options, self.subtask, now);
+                Self::resumed(&mut self.outage, &self.options, self.subtask, now);
             }
             let key = TopicPartition {
                 topic: message.topic().to_owned(),
