@@ -183,6 +183,9 @@ fn an_exactly_once_sink_to_a_secured_cluster_is_refused_naming_the_property() {
     sink("SASL_SSL", DeliveryGuarantee::AtLeastOnce)
         .check(Checkpointing::On(None))
         .expect("librdkafka alone speaks TLS and SASL");
+    sink("${env:KAFKA_PROTOCOL}", DeliveryGuarantee::ExactlyOnce)
+        .check(Checkpointing::On(None))
+        .expect("a reference is checked where it is read, at open");
 }
 
 #[test]

@@ -203,6 +203,9 @@ impl SinkOptions {
     /// property, rather than failing at the first barrier.
     pub(crate) fn plaintext_only(&self) -> Result<(), String> {
         match self.properties.get("security.protocol") {
+            // A reference (`${env:…}`) is read on the TaskManager: the
+            // sink checks the value there, when it opens.
+            Some(protocol) if protocol.contains("${") => Ok(()),
             Some(protocol) if !protocol.eq_ignore_ascii_case("plaintext") => Err(format!(
                 "EXACTLY_ONCE to topic {} on {}: security.protocol is {protocol}, but the \
                  exactly-once sink's own transaction requests speak PLAINTEXT only for now; use \
