@@ -134,17 +134,20 @@ impl OperatorContext {
             splits.truncate(MAX_SPLITS_SHOWN);
             splits.sort_by(|a, b| a.name.cmp(&b.name));
         }
-        self.task_meters.set_connector(ConnectorStatus {
-            operator: self.operator.to_string(),
-            splits,
-            transactions,
-        });
+        self.task_meters.set_connector(
+            &self.uid,
+            ConnectorStatus {
+                operator: self.operator.to_string(),
+                splits,
+                transactions,
+            },
+        );
     }
 
     /// Forgets what this connector reported: call when it closes, so the
     /// job's page does not go on showing its partitions or transactions.
     pub fn clear_connector(&self) {
-        self.task_meters.clear_connector(&self.operator);
+        self.task_meters.clear_connector(&self.uid);
     }
 
     /// The same context reporting into `meters`, the attempt's (tests read

@@ -24,7 +24,7 @@ pub struct TaskMeters {
     records_out: AtomicU64,
     backpressured_us: AtomicU64,
     watermark: AtomicI64,
-    /// Each connector operator's status, by operator name.
+    /// Each connector operator's status, by operator id.
     connectors: Mutex<BTreeMap<String, ConnectorStatus>>,
 }
 
@@ -48,7 +48,7 @@ pub struct MetersSnapshot {
     pub backpressured_ms: u64,
     /// The attempt's current watermark (event time, ms), once it has one.
     pub watermark: Option<i64>,
-    /// What its connector operators last reported, by operator name.
+    /// What its connector operators last reported, by operator id.
     pub connectors: Vec<ConnectorStatus>,
 }
 
@@ -70,16 +70,17 @@ impl TaskMeters {
         self.watermark.store(watermark, Ordering::Relaxed);
     }
 
-    /// Replaces what connector operator `status.operator` reports.
-    pub fn set_connector(&self, status: ConnectorStatus) {
-        lock(&self.connectors).insert(status.operator.clone(), status);
+    /// Replaces what the connector operator with id `id` (unique in the
+    /// job, unlike names) reports.
+    pub fn set_connector(&self, id: &str, status: ConnectorStatus) {
+        lock(&self.connectors).insert(id.to_owned(), status);
     }
 
-    /// Forgets what connector operator `operator` reported (it closed:
-    /// its partitions are read elsewhere now, its transactions are
+    /// Forgets what the connector operator with id `id` reported (it
+    /// closed: its partitions are read elsewhere now, its transactions are
     /// another attempt's).
-    pub fn clear_connector(&self, operator: &str) {
-        lock(&self.connectors).remove(operator);
+    pub fn clear_connector(&self, id: &str) {
+        lock(&self.connectors).remove(id);
     }
 
     /// The meters now.
@@ -130,13 +131,13 @@ mod tests {
             }],
             transactions: Vec::new(),
         };
-        meters.set_connector(status("source", 5));
-        meters.set_connector(status("sink", 1));
-        meters.set_connector(status("source", 2));
+        meters.set_connector("source", status("source", 5));
+        meters.set_connector("sink", status("sink", 1));
+        meters.set_connector("source", status("source", 2));
         assert_eq!(
             meters.snapshot().connectors,
             vec![status("sink", 1), status("source", 2)],
-            "one per operator, the newest, by name"
+            "one per operator, the newest, by id"
         );
     }
 }
