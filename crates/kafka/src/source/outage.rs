@@ -134,8 +134,8 @@ impl Outage {
     }
 
     /// Whether the metadata should be asked now: an error that may mean
-    /// the data is gone began at least the grace period ago, with no
-    /// record since.
+    /// the data is gone began at least the grace period ago (records do not
+    /// end such a streak: see [`recovered`](Self::recovered)).
     pub(crate) fn check_due(&self, now: i64) -> bool {
         self.streak
             .as_ref()
