@@ -87,6 +87,16 @@ fn labels(topic: &str, partition: i32) -> SeriesLabels {
     ]
 }
 
+/// `partition`'s offset in `list`, if it holds a number there (not a
+/// logical offset such as "end" or "invalid").
+fn offset_in(list: &TopicPartitionList, partition: &TopicPartition) -> Option<i64> {
+    list.find_partition(&partition.topic, partition.partition)
+        .and_then(|p| match p.offset() {
+            Offset::Offset(offset) => Some(offset),
+            _ => None,
+        })
+}
+
 /// How long the reader says to wait when nothing came.
 const IDLE: Duration = Duration::from_millis(10);
 
@@ -294,12 +304,7 @@ fn initial(
             _ => consumer.committed_offsets(list, options.request_timeout),
         }
         .map_err(|error| failure(options, format!("offsets of {partition}: {error}")))?;
-        Ok(answer
-            .find_partition(&partition.topic, partition.partition)
-            .and_then(|p| match p.offset() {
-                Offset::Offset(offset) => Some(offset),
-                _ => None,
-            }))
+        Ok(offset_in(&answer, partition))
     };
     Ok(match options.starting {
         StartingOffsets::Earliest => low,
@@ -390,14 +395,8 @@ impl<T> KafkaReader<T> {
             .consumer
             .position()
             .map_err(|error| failure(&self.options, format!("position: {error}")))?;
-        self.offsets.reached_end(number, |partition| {
-            position
-                .find_partition(&partition.topic, partition.partition)
-                .and_then(|p| match p.offset() {
-                    Offset::Offset(offset) => Some(offset),
-                    _ => None,
-                })
-        });
+        self.offsets
+            .reached_end(number, |partition| offset_in(&position, partition));
         Ok(())
     }
 }
@@ -498,11 +497,7 @@ impl<T> SourceReader<T> for KafkaReader<T> {
             for (partition, end) in ends.iter() {
                 let position = positions
                     .as_ref()
-                    .and_then(|list| list.find_partition(&partition.topic, partition.partition))
-                    .and_then(|p| match p.offset() {
-                        Offset::Offset(offset) => Some(offset),
-                        _ => None,
-                    });
+                    .and_then(|list| offset_in(list, partition));
                 if let Some(lag) = self.offsets.heard_end(partition, *end, position) {
                     self.metrics.set(
                         SOURCE_LAG,
