@@ -207,8 +207,13 @@ impl RestClient {
 
     /// `GET /jobs/{id}/exceptions`.
     pub async fn exceptions(&self, id: JobId) -> Result<JobExceptions, ClientError> {
-        self.call(Method::GET, &format!("/jobs/{id}/exceptions"), None)
-            .await
+        let max = crate::job_store::MAX_HISTORY;
+        self.call(
+            Method::GET,
+            &format!("/jobs/{id}/exceptions?maxExceptions={max}"),
+            None,
+        )
+        .await
     }
 
     /// `GET /jobs/{id}/checkpoints`.
@@ -228,9 +233,9 @@ impl RestClient {
         self.call(Method::GET, "/taskmanagers", None).await
     }
 
-    /// `GET /config`.
+    /// `GET /jobmanager/config`: the effective configuration.
     pub async fn config(&self) -> Result<Vec<ConfigEntry>, ClientError> {
-        self.call(Method::GET, "/config", None).await
+        self.call(Method::GET, "/jobmanager/config", None).await
     }
 
     /// `GET /ha`.

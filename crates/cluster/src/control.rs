@@ -10,8 +10,8 @@ use holdfast_runtime::ids::JobId;
 use holdfast_types::WallTime;
 
 use crate::rest::answers::{
-    CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
-    JobsOverview, Overview, SavepointStatus, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, DashboardConfig, HaView, JobDetails,
+    JobExceptions, JobsOverview, Overview, SavepointStatus, TaskManagers,
 };
 
 /// Where a submitted job starts from: a savepoint (`holdfast run
@@ -64,6 +64,20 @@ pub enum ControlError {
     Unavailable(String),
 }
 
+/// A savepoint asked for through `POST /jobs/{id}/savepoints` or
+/// `POST /jobs/{id}/stop`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SavepointTrigger {
+    /// The directory (else `execution.checkpointing.savepoint-dir`).
+    pub target: Option<String>,
+    /// Stop the job with it.
+    pub stop: bool,
+    /// The trigger id the client chose (32 hexadecimal digits, as Flink's
+    /// client sends to make a retried request idempotent); else the leader
+    /// picks one.
+    pub trigger_id: Option<String>,
+}
+
 /// What the REST API needs from a JobManager.
 pub trait ClusterControl: Send + Sync + 'static {
     /// `GET /overview`.
@@ -83,8 +97,14 @@ pub trait ClusterControl: Send + Sync + 'static {
     fn checkpoint_config(&self, id: JobId) -> Result<CheckpointConfigView, ControlError>;
     /// `GET /taskmanagers` (a standby answers [`ControlError::NotLeader`]).
     fn taskmanagers(&self) -> Result<TaskManagers, ControlError>;
-    /// `GET /config`: the effective configuration, secrets masked.
+    /// `GET /jobmanager/config`: the effective configuration, secrets
+    /// masked.
     fn config(&self) -> Vec<ConfigEntry>;
+    /// `GET /config`: what Flink's web dashboard reads when it starts
+    /// (by default: a refresh every 3 s).
+    fn dashboard(&self) -> DashboardConfig {
+        DashboardConfig::new(3_000)
+    }
     /// `GET /ha`.
     fn ha(&self) -> HaView;
     /// Now on the JobManager's wall clock (its runtime's): the "now" of
@@ -120,10 +140,9 @@ pub trait ClusterControl: Send + Sync + 'static {
     fn trigger_savepoint(
         &self,
         id: JobId,
-        target: Option<String>,
-        stop: bool,
+        trigger: SavepointTrigger,
     ) -> BoxFuture<'_, Result<String, ControlError>> {
-        let _ = (target, stop);
+        let _ = trigger;
         Box::pin(async move {
             Err(ControlError::Invalid(format!(
                 "job {id}: this JobManager takes no savepoints"

@@ -5,6 +5,7 @@
 mod rest_fake;
 
 use anyhow::Result;
+use holdfast_cluster::rest::answers::vertex_id;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use rest_fake::{FINISHED, Fake, NOW, RUNNING, Role, graph, serve};
@@ -55,6 +56,8 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     assert_eq!(
         keys(&overview),
         [
+            "flink-commit",
+            "flink-version",
             "holdfast-version",
             "jobs-cancelled",
             "jobs-failed",
@@ -75,6 +78,11 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
         "name",
         "state",
         "start-time",
+        "end-time",
+        "duration",
+        "last-modification",
+        "tasks",
+        "pending-operators",
         "restarts",
         "tasks-total",
         "tasks-running",
@@ -113,23 +121,35 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     let node = &job["plan"]["nodes"][0];
     assert_eq!(
         (&node["id"], &node["parallelism"], &node["description"]),
-        (&json!(0), &json!(2), &json!("source"))
+        (&json!(vertex_id(0)), &json!(2), &json!("source"))
     );
 
     let exceptions = get(&format!("{}/jobs/{RUNNING}/exceptions", jm.url)).await?;
     assert_eq!(exceptions["root-exception"], "task 0.1 failed: boom");
-    let entry = &exceptions["exceptionHistory"][0];
+    assert_eq!(exceptions["exceptionHistory"]["truncated"], false);
+    let entry = &exceptions["exceptionHistory"]["entries"][0];
     assert_eq!(
         keys(entry),
         [
+            "concurrentExceptions",
             "decision",
+            "endpoint",
             "exceptionName",
+            "failureLabels",
             "kind",
-            "location",
+            "stacktrace",
+            "taskManagerId",
             "taskName",
             "timestamp"
         ]
     );
+    let limited = get(&format!(
+        "{}/jobs/{RUNNING}/exceptions?maxExceptions=0",
+        jm.url
+    ))
+    .await?;
+    assert_eq!(limited["exceptionHistory"]["entries"], json!([]));
+    assert_eq!(limited["exceptionHistory"]["truncated"], true);
 
     let checkpoints = get(&format!("{}/jobs/{RUNNING}/checkpoints", jm.url)).await?;
     assert_eq!(
@@ -170,8 +190,22 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     assert_eq!(tm["timeSinceLastHeartbeat"], 120);
     assert_eq!(tm["ha"]["lease-remaining-ms"], 30_000);
 
-    let config = get(&format!("{}/config", jm.url)).await?;
+    let config = get(&format!("{}/jobmanager/config", jm.url)).await?;
     assert_eq!(config, json!([{"key": "rest.port", "value": "8081"}]));
+
+    let dashboard = get(&format!("{}/config", jm.url)).await?;
+    assert_eq!(dashboard["refresh-interval"], 3_000);
+    assert_eq!(dashboard["timezone-name"], "UTC");
+    assert_eq!(dashboard["features"]["web-cancel"], true);
+    assert_eq!(dashboard["features"]["web-submit"], false);
+    let environment = get(&format!("{}/jobmanager/environment", jm.url)).await?;
+    assert!(
+        environment["jvm"]["version"]
+            .as_str()
+            .is_some_and(|v| v.contains("holdfast"))
+    );
+    let applications = get(&format!("{}/applications/overview", jm.url)).await?;
+    assert_eq!(applications, json!({"applications": []}));
 
     let ha = get(&format!("{}/ha", jm.url)).await?;
     assert_eq!(ha["this-jobmanager"], "jm-1");

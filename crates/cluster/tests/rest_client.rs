@@ -22,7 +22,7 @@ async fn every_call_returns_the_typed_answer() -> Result<()> {
     assert_eq!(client.jobs().await?.jobs.len(), 2);
     assert_eq!(client.job_ids().await?.jobs[1].status, "FINISHED");
     assert_eq!(client.job(RUNNING).await?.vertices[0].subtasks.len(), 2);
-    assert_eq!(client.exceptions(RUNNING).await?.history.len(), 1);
+    assert_eq!(client.exceptions(RUNNING).await?.history.entries.len(), 1);
     assert_eq!(client.taskmanagers().await?.taskmanagers[0].id, "tm-1");
     assert_eq!(client.config().await?[0].key, "rest.port");
     assert_eq!(client.ha().await?.leader.unwrap().epoch, 7);

@@ -30,7 +30,10 @@ async fn triggers_answer_202_with_a_trigger_id_and_say_stop_or_not() -> Result<(
     )
     .await?;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    assert_eq!(body, json!({"request-id": "0000000000000001"}));
+    assert_eq!(
+        body,
+        json!({"request-id": "00000000000000000000000000000001"})
+    );
     // An empty body: the configured directory.
     let (status, _) = post(&format!("{}/jobs/{RUNNING}/savepoints", jm.url), "").await?;
     assert_eq!(status, StatusCode::ACCEPTED);
@@ -63,22 +66,28 @@ async fn triggers_answer_202_with_a_trigger_id_and_say_stop_or_not() -> Result<(
 async fn the_status_is_flinks_shape_through_the_client() -> Result<()> {
     let jm = serve(Fake::new(Role::Leader)).await;
     let client = RestClient::new(&jm.url, std::time::Duration::from_secs(5))?;
-    let done = client.savepoint_status(RUNNING, "0000000000000001").await?;
+    let done = client
+        .savepoint_status(RUNNING, "00000000000000000000000000000001")
+        .await?;
     assert!(done.is_done());
     assert_eq!(
         done.operation.unwrap().location.as_deref(),
         Some("/sp/savepoint-1")
     );
-    let failed = client.savepoint_status(RUNNING, "0000000000000002").await?;
+    let failed = client
+        .savepoint_status(RUNNING, "00000000000000000000000000000002")
+        .await?;
     assert!(failed.is_done());
     assert_eq!(
         failed.operation.unwrap().failure_cause.unwrap().stack_trace,
         "expired"
     );
-    let running = client.savepoint_status(RUNNING, "0000000000000003").await?;
+    let running = client
+        .savepoint_status(RUNNING, "00000000000000000000000000000003")
+        .await?;
     assert!(!running.is_done());
     let raw: Value = reqwest::get(format!(
-        "{}/jobs/{RUNNING}/savepoints/0000000000000003",
+        "{}/jobs/{RUNNING}/savepoints/00000000000000000000000000000003",
         jm.url
     ))
     .await?
@@ -92,7 +101,7 @@ async fn the_status_is_flinks_shape_through_the_client() -> Result<()> {
         .to_string();
     assert!(error.contains("\"ffff\""), "{error}");
     let trigger = client.trigger_savepoint(RUNNING, Some("/x"), true).await?;
-    assert_eq!(trigger, "0000000000000001");
+    assert_eq!(trigger, "00000000000000000000000000000001");
     Ok(())
 }
 

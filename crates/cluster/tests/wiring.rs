@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Result, ensure};
 use holdfast_cluster::jobmanager::{self, JobManagerHandle};
 use holdfast_cluster::metrics::ClusterMetrics;
+use holdfast_cluster::rest::answers::{vertex_id, vertex_index};
 use holdfast_cluster::taskmanager::{self, TaskManagerHandle};
 use holdfast_executor::{TaskCode, TaskContext, TaskFailure, TaskInfo, TaskRegistry};
 use holdfast_ha::TokioRuntime;
@@ -189,6 +190,7 @@ async fn attempts_learn_their_producers_and_consumers_with_data_addresses() -> R
         .vertices
         .iter()
         .flat_map(|v| {
+            let vertex = vertex_index(&v.id).expect("a vertex id");
             v.subtasks.iter().map(move |s| {
                 let tm = s.taskmanager.clone().expect("deployed");
                 let address = if tm == "tm-a" { "127.0.0.1:7101" } else { "" };
@@ -196,7 +198,7 @@ async fn attempts_learn_their_producers_and_consumers_with_data_addresses() -> R
                     task_manager: tm,
                     address: address.into(),
                 };
-                (TaskId::new(v.id, s.subtask), location)
+                (TaskId::new(vertex, s.subtask), location)
             })
         })
         .collect();
@@ -232,7 +234,7 @@ async fn attempts_learn_their_producers_and_consumers_with_data_addresses() -> R
     // The REST view shows the edge.
     let input = &details.plan.nodes[1].inputs[0];
     ensure!(
-        (input.id, input.ship_strategy.as_str()) == (0, "ALL_TO_ALL"),
+        (input.id.as_str(), input.ship_strategy.as_str()) == (vertex_id(0).as_str(), "ALL_TO_ALL"),
         "{:?}",
         details.plan
     );

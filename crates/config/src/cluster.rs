@@ -54,6 +54,9 @@ pub struct ClusterConfig {
     pub rest_bind_address: String,
     /// `rest.port` (default 8081).
     pub rest_port: u16,
+    /// `web.refresh-interval` (default 3 s): how often Flink's web
+    /// dashboard, pointed at the REST API, refreshes what it shows.
+    pub web_refresh_interval: Duration,
     /// `parallelism.default` (default 1).
     pub parallelism_default: u32,
     /// `pipeline.max-parallelism` (default 128).
@@ -87,6 +90,7 @@ impl Default for ClusterConfig {
             rest_address: "localhost".into(),
             rest_bind_address: "localhost".into(),
             rest_port: 8081,
+            web_refresh_interval: Duration::from_secs(3),
             parallelism_default: 1,
             max_parallelism: 128,
             cluster_secret_file: None,
@@ -101,6 +105,7 @@ impl ClusterConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
             (HEARTBEAT_INTERVAL, self.heartbeat_interval),
+            (WEB_REFRESH_INTERVAL, self.web_refresh_interval),
             (ASK_TIMEOUT, self.ask_timeout),
             (RATE_INTERVAL, self.restart.failure_rate.interval),
             (EXP_INITIAL, self.restart.exponential_delay.initial_backoff),

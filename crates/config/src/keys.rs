@@ -104,6 +104,8 @@ pub const REST_ADDRESS: &str = "rest.address";
 pub const REST_BIND_ADDRESS: &str = "rest.bind-address";
 /// `rest.port`.
 pub const REST_PORT: &str = "rest.port";
+/// `web.refresh-interval`: how often Flink's web dashboard refreshes.
+pub const WEB_REFRESH_INTERVAL: &str = "web.refresh-interval";
 /// `execution.checkpointing.interval`.
 pub const CP_INTERVAL: &str = "execution.checkpointing.interval";
 /// `execution.checkpointing.timeout`.
@@ -485,6 +487,13 @@ pub const KEYS: &[KeySpec] = &[
         "port",
         Rest,
         "the REST server's port (1–65535; `0` = any free port, only with ZooKeeper HA)",
+    ),
+    key(
+        WEB_REFRESH_INTERVAL,
+        "3s",
+        "duration",
+        Rest,
+        "how often Flink's web dashboard, pointed at the REST API, refreshes (from `GET /config`)",
     ),
     key(
         CP_INTERVAL,

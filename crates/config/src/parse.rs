@@ -228,6 +228,11 @@ impl ClusterConfig {
         reader.set(&mut config.rest_address, REST_ADDRESS, host)?;
         reader.set(&mut config.rest_bind_address, REST_BIND_ADDRESS, host)?;
         reader.set(&mut config.rest_port, REST_PORT, port)?;
+        reader.set(
+            &mut config.web_refresh_interval,
+            WEB_REFRESH_INTERVAL,
+            duration,
+        )?;
         reader.set(&mut config.parallelism_default, PARALLELISM, count)?;
         reader.set(&mut config.max_parallelism, MAX_PARALLELISM, count)?;
         reader.set(&mut config.cluster_secret_file, SECRET_FILE, path)?;

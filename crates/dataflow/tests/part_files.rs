@@ -162,3 +162,49 @@ fn a_restore_commits_what_a_completed_checkpoint_had_pending_and_drops_the_rest(
     assert_eq!(visible(dir.path()).1, expected(0..15));
     assert_eq!(hidden(dir.path()), [".part-1-x-0.inprogress"]);
 }
+
+#[test]
+fn a_job_resumed_into_another_directory_commits_the_savepoints_files_where_they_were_written() {
+    let (old, new) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut first = PartFiles::new(old.path(), 0, "attempt-1", RollingPolicy::default()).unwrap();
+    write(&mut first, 0..10, at(0));
+    // A stop-with-savepoint: its files pending, the job gone before it
+    // heard that the savepoint completed.
+    let state = first.snapshot(7).unwrap();
+    drop(first);
+    let mut resumed = PartFiles::restore(
+        new.path(),
+        0,
+        "attempt-2",
+        RollingPolicy::default(),
+        Some(&state),
+        Some(7),
+    )
+    .expect("the savepoint's files are committed in the old directory");
+    assert_eq!(visible(old.path()).1, expected(0..10));
+    assert!(hidden(old.path()).is_empty(), "{:?}", hidden(old.path()));
+    write(&mut resumed, 10..12, at(1));
+    resumed.snapshot(8).unwrap();
+    resumed.commit(8).unwrap();
+    assert_eq!(visible(new.path()).1, expected(10..12));
+
+    // A state written before the directory was recorded: the restored
+    // sink's own directory.
+    let legacy = holdfast_dataflow::sink::PartFilesState { dir: None, ..state };
+    let error = PartFiles::restore(
+        new.path(),
+        1,
+        "attempt-3",
+        RollingPolicy::default(),
+        Some(&legacy),
+        Some(7),
+    )
+    .err()
+    .expect("the files are not in the new directory, and were not committed there");
+    assert!(
+        error
+            .to_string()
+            .contains(&new.path().display().to_string()),
+        "{error}"
+    );
+}

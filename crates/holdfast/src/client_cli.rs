@@ -433,9 +433,11 @@ fn status_text(
     }
     out += &checkpoint_text(checkpoints);
     for vertex in &job.vertices {
+        let index = holdfast_cluster::rest::answers::vertex_index(&vertex.id)
+            .map_or_else(|| vertex.id.clone(), |i| i.to_string());
         out += &format!(
-            "vertex {} {} (task {}, parallelism {})\n",
-            vertex.id, vertex.name, vertex.task, vertex.parallelism
+            "vertex {index} {} (task {}, parallelism {})\n",
+            vertex.name, vertex.task, vertex.parallelism
         );
         let rows = vertex.subtasks.iter().map(|s| {
             [
@@ -457,7 +459,7 @@ fn status_text(
         ];
         out += &table(headers, rows, "  ");
     }
-    if exceptions.history.is_empty() {
+    if exceptions.history.entries.is_empty() {
         out += "failures: none\n";
         return out;
     }
@@ -466,10 +468,10 @@ fn status_text(
     } else {
         "failures and take-overs (oldest first):\n"
     };
-    for entry in &exceptions.history {
+    for entry in exceptions.history.entries.iter().rev() {
         let task = entry.task_name.as_deref().unwrap_or("the job");
         let location = entry
-            .location
+            .task_manager_id
             .as_deref()
             .map_or_else(String::new, |l| format!(" on {l}"));
         out += &format!(

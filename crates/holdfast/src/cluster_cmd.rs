@@ -159,6 +159,7 @@ impl Setup {
             metrics: self.metrics.clone(),
             election_metrics: Some(self.ha_metrics.election("jobmanager")),
             config: self.config_entries(),
+            web_refresh_interval: self.config.web_refresh_interval,
             checkpointing: self.checkpoint_options()?,
         })
     }

@@ -286,6 +286,7 @@ async fn an_unwritable_checkpoint_directory_declines_checkpoints_until_the_toler
     ensure!(
         exceptions
             .history
+            .entries
             .iter()
             .any(|e| e.exception_name.contains("checkpoint")),
         "the job's failure names the checkpoints: {exceptions:?}"

@@ -48,6 +48,7 @@ impl ClusterControl for Fake {
                 restarts: 3,
                 tasks_total: 2,
                 tasks_running: 1,
+                ..JobSummary::default()
             }],
         })
     }
@@ -79,14 +80,16 @@ impl ClusterControl for Fake {
             start_time: 1_700_000_000_000,
             restarts: 3,
             vertices: vec![VertexView {
-                id: 0,
+                id: vertex_id(0),
                 name: "count".into(),
                 task: "count".into(),
                 parallelism: 2,
                 subtasks: vec![subtask(0, Some("tm-east-1")), subtask(1, None)],
+                ..VertexView::default()
             }],
             plan: Default::default(),
             takeovers: Vec::new(),
+            ..JobDetails::default()
         })
     }
     fn exceptions(&self, id: JobId) -> Result<JobExceptions, ControlError> {
@@ -94,14 +97,20 @@ impl ClusterControl for Fake {
         Ok(JobExceptions {
             root_exception: None,
             timestamp: None,
-            history: vec![ExceptionEntry {
-                exception_name: "TaskManager tm-west-2 lost (heartbeat timeout)".into(),
-                timestamp: 1_700_000_060_000,
-                task_name: Some("0.1#2".into()),
-                location: Some("tm-west-2".into()),
-                decision: "restart in 1s".into(),
-                kind: Some("taskmanager-heartbeat-timeout".into()),
-            }],
+            history: ExceptionHistory {
+                entries: vec![ExceptionView::of(
+                    &ExceptionEntry {
+                        exception_name: "TaskManager tm-west-2 lost (heartbeat timeout)".into(),
+                        timestamp: 1_700_000_060_000,
+                        task_name: Some("0.1#2".into()),
+                        location: Some("tm-west-2".into()),
+                        decision: "restart in 1s".into(),
+                        kind: Some("taskmanager-heartbeat-timeout".into()),
+                    },
+                    None,
+                )],
+                truncated: false,
+            },
         })
     }
     fn checkpoints(&self, id: JobId) -> Result<CheckpointStats, ControlError> {
@@ -274,7 +283,7 @@ async fn run_list_status_and_cancel_talk_to_the_jobmanager() -> Result<()> {
     let parsed: Value = serde_json::from_slice(&json_status.stdout)?;
     ensure!(
         parsed["job"]["jid"] == id.as_str()
-            && parsed["exceptions"]["exceptionHistory"][0]["decision"] == "restart in 1s"
+            && parsed["exceptions"]["exceptionHistory"]["entries"][0]["decision"] == "restart in 1s"
             && parsed["checkpoints"]["latest"]["restored"]["id"] == 9,
         "{parsed}"
     );

@@ -200,7 +200,7 @@ fn same_attempts(
             .flat_map(|v| {
                 v.subtasks
                     .iter()
-                    .map(move |s| (v.id, s.subtask, s.attempt, s.taskmanager.clone()))
+                    .map(move |s| (v.id.clone(), s.subtask, s.attempt, s.taskmanager.clone()))
             })
             .collect::<Vec<_>>()
     };

@@ -110,6 +110,7 @@ async fn under_standard_a_jobmanager_heartbeat_timeout_fails_the_tasks() -> Resu
         details.restarts >= 1
             && exceptions
                 .history
+                .entries
                 .iter()
                 .any(|e| e.exception_name.contains("sent no heartbeat")
                     && e.kind.as_deref() == Some("jobmanager-heartbeat-timeout")),

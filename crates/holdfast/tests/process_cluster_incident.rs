@@ -108,7 +108,7 @@ async fn under_lease_a_suspended_task_manager_keeps_its_tasks() -> Result<()> {
         "the TaskManager failed something:\n{log}"
     );
     let exceptions = scene.rest.exceptions(scene.job).await?;
-    ensure!(exceptions.history.is_empty(), "{exceptions:?}");
+    ensure!(exceptions.history.entries.is_empty(), "{exceptions:?}");
     let suspended = metric(&scene.tm.metrics, r#"holdfast_ha_connection_transitions_total{component="taskmanager",state="suspended",reason=""}"#).await?;
     let failed = metric(
         &scene.tm.metrics,
@@ -150,6 +150,7 @@ async fn under_standard_the_incident_chain_restarts_the_job() -> Result<()> {
     ensure!(
         exceptions
             .history
+            .entries
             .iter()
             .any(|e| e.exception_name.contains("lost leadership")
                 && e.kind.as_deref() == Some("leader-lost")),

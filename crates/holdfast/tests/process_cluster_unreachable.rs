@@ -71,6 +71,7 @@ async fn a_crashed_task_manager_is_lost_by_its_refused_calls_a_stalled_one_is_no
     ensure!(
         exceptions
             .history
+            .entries
             .iter()
             .any(|e| e.kind.as_deref() == Some("taskmanager-lost")
                 && e.exception_name.contains("unreachable")),

@@ -45,14 +45,14 @@ fn config(checkpoints: &Path) -> String {
 }
 
 /// Every subtask's (vertex, subtask, attempt, TaskManager).
-fn placement(details: &JobDetails) -> Vec<(u32, u32, u32, Option<String>)> {
+fn placement(details: &JobDetails) -> Vec<(String, u32, u32, Option<String>)> {
     details
         .vertices
         .iter()
         .flat_map(|v| {
             v.subtasks
                 .iter()
-                .map(move |s| (v.id, s.subtask, s.attempt, s.taskmanager.clone()))
+                .map(move |s| (v.id.clone(), s.subtask, s.attempt, s.taskmanager.clone()))
         })
         .collect()
 }

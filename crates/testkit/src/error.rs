@@ -99,6 +99,29 @@ pub enum KitError {
     /// A request named something that does not exist, or is in the wrong state.
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// Flink's clients (PyPI's apache-flink) are not installed where the kit
+    /// looks for them.
+    #[error(
+        "Flink's clients are not installed: {looked} does not exist. Install them with \
+         `scripts/test` (or python3 -m venv target/test-tools/flink && \
+         target/test-tools/flink/bin/pip install --no-deps apache-flink==2.3.0 \
+         apache-flink-libraries==2.3.0), or set HOLDFAST_FLINK_HOME to a Flink \
+         distribution (the `pyflink` directory)"
+    )]
+    FlinkMissing {
+        /// Where the kit looked.
+        looked: PathBuf,
+    },
+    /// A Flink client did not end in time.
+    #[error("`{command}` did not end within {waited:?}; what it printed:\n{output}")]
+    FlinkTimeout {
+        /// The command line.
+        command: String,
+        /// How long the kit waited.
+        waited: Duration,
+        /// Its output so far.
+        output: String,
+    },
     /// Sending a signal to a server process failed.
     #[error("could not signal ZooKeeper server {member}: {source}")]
     Signal {

@@ -22,6 +22,9 @@
 //!
 //! * [`KafkaBroker`] starts a Kafka-protocol broker on a free port, stops it
 //!   gracefully, kills, pauses and restarts it.
+//! * [`FlinkClients`] runs Apache Flink's own clients against holdfast: its
+//!   `flink` CLI, a check of REST answers against Flink's response classes,
+//!   and its web dashboard.
 //!
 //! A test that needs ZooKeeper or Kafka fails with a [`KitError`] that says why when
 //! none can be started; nothing here skips.
@@ -41,12 +44,14 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod flink;
 pub mod kafka;
 mod ports;
 pub mod proxy;
 pub mod zk;
 
 pub use error::{KitError, Result};
+pub use flink::FlinkClients;
 pub use kafka::KafkaBroker;
 pub use ports::free_port;
 pub use proxy::{FaultProxy, Mode, Route, RouteOptions};

@@ -5,7 +5,7 @@
 use maud::{Markup, html};
 
 use super::format;
-use crate::rest::answers::JobDetails;
+use crate::rest::answers::{JobDetails, vertex_index};
 
 const BOX_W: f64 = 200.0;
 const BOX_H: f64 = 64.0;
@@ -24,7 +24,7 @@ pub(super) fn place(job: &JobDetails) -> Vec<(usize, usize)> {
         let mut changed = false;
         for (i, node) in job.plan.nodes.iter().enumerate() {
             for input in &node.inputs {
-                let from = input.id as usize;
+                let from = vertex_index(&input.id).map_or(usize::MAX, |v| v as usize);
                 if from < n && from != i && depth[from] + 1 > depth[i] && depth[from] < n {
                     depth[i] = depth[from] + 1;
                     changed = true;
@@ -74,11 +74,11 @@ pub(super) fn render(job: &JobDetails) -> Markup {
                 path d="M 0 0 L 10 5 L 0 10 z" class="arrow-head" {} } }
             @for (i, node) in job.plan.nodes.iter().enumerate() {
                 @for input in &node.inputs {
-                    @if let (Some(&(fc, fr)), Some(&(tc, tr))) = (places.get(input.id as usize), places.get(i)) {
+                    @if let (Some(&(fc, fr)), Some(&(tc, tr))) = (vertex_index(&input.id).and_then(|v| places.get(v as usize)), places.get(i)) {
                         @let (x0, y0) = at(fc, fr);
                         @let (x1, y1) = at(tc, tr);
                         @let (ax, ay, bx, by) = (x0 + BOX_W, y0 + BOX_H / 2.0, x1, y1 + BOX_H / 2.0);
-                        g.edge data-from=(input.id) data-to=(i) {
+                        g.edge data-from=(vertex_index(&input.id).map_or(-1, i64::from)) data-to=(i) {
                             path d=(format!("M {ax:.1} {ay:.1} C {:.1} {ay:.1}, {:.1} {by:.1}, {bx:.1} {by:.1}", ax + GAP_X / 2.0, bx - GAP_X / 2.0)) marker-end="url(#arrow)" {}
                             text.ship x=(format!("{:.1}", (ax + bx) / 2.0)) y=(format!("{:.1}", (ay + by) / 2.0 - 5.0)) text-anchor="middle" { (input.ship_strategy) }
                         }
@@ -115,12 +115,12 @@ fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rest::answers::{PlanInput, PlanNode, PlanView};
+    use crate::rest::answers::{PlanInput, PlanNode, PlanView, vertex_id};
 
     fn job(edges: &[(u32, u32)], n: u32) -> JobDetails {
         let nodes = (0..n)
             .map(|i| PlanNode {
-                id: i,
+                id: vertex_id(i),
                 parallelism: 2,
                 operator: "dataflow".into(),
                 description: format!("v{i}"),
@@ -130,27 +130,26 @@ mod tests {
                     .filter(|(_, e)| e.1 == i)
                     .map(|(k, e)| PlanInput {
                         num: k as u32,
-                        id: e.0,
+                        id: vertex_id(e.0),
                         edge: k as u32,
                         ship_strategy: "ALL_TO_ALL".into(),
                         exchange: "pipelined_bounded".into(),
                     })
                     .collect(),
+                ..PlanNode::default()
             })
             .collect();
         JobDetails {
             jid: "j".into(),
             name: "j".into(),
             state: "RUNNING".into(),
-            start_time: 0,
-            restarts: 0,
-            vertices: vec![],
             plan: PlanView {
                 jid: "j".into(),
                 name: "j".into(),
                 nodes,
+                ..PlanView::default()
             },
-            takeovers: vec![],
+            ..JobDetails::default()
         }
     }
 

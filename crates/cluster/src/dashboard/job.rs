@@ -17,7 +17,7 @@ use super::graph;
 use crate::control::Control;
 use crate::rest::answers::{
     CheckpointStats, CheckpointView, JobDetails, JobExceptions, SubtaskView, TakeoverView,
-    VertexView,
+    VertexView, vertex_index,
 };
 use crate::rest::path::job_id;
 
@@ -91,7 +91,7 @@ fn body(
 
 fn vertex_table(vertex: &VertexView) -> Markup {
     html! {
-        section.vertex data-vertex=(vertex.id) {
+        section.vertex data-vertex=(vertex_index(&vertex.id).map_or(-1, i64::from)) {
             h3 { (vertex.name) " " span.muted { "· " (vertex.task) " · parallelism " (vertex.parallelism) } }
             table.subtasks {
                 thead { tr {
@@ -202,14 +202,14 @@ fn takeovers_table(takeovers: &[TakeoverView]) -> Markup {
 
 fn exceptions_table(exceptions: &JobExceptions) -> Markup {
     html! {
-        @if exceptions.history.is_empty() {
+        @if exceptions.history.entries.is_empty() {
             p.muted { "None: the job has not failed or restarted." }
         } @else {
             table.exceptions {
                 thead { tr { th { "When" } th { "Kind" } th { "Task" } th { "Where" } th { "What happened" } th { "Restart strategy decided" } } }
-                tbody { @for e in exceptions.history.iter().rev() {
+                tbody { @for e in &exceptions.history.entries {
                     tr { td { (format::time(e.timestamp)) } td { (e.kind.as_deref().unwrap_or("")) }
-                        td { (e.task_name.as_deref().unwrap_or("the job")) } td { (e.location.as_deref().unwrap_or("")) }
+                        td { (e.task_name.as_deref().unwrap_or("the job")) } td { (e.task_manager_id.as_deref().unwrap_or("")) }
                         td.cause { (e.exception_name) } td { (e.decision) } }
                 } }
             }

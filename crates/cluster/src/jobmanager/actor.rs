@@ -60,8 +60,7 @@ pub(super) enum Message {
     /// Take a savepoint (and with `stop`, end the job with it).
     Savepoint {
         job: JobId,
-        target: Option<String>,
-        stop: bool,
+        trigger: crate::control::SavepointTrigger,
         reply: oneshot::Sender<Result<String, ControlError>>,
     },
     Recovered(Epoch, Result<Vec<(JobId, StoredJob)>, StoreError>),
@@ -160,6 +159,7 @@ impl<B: Backend> Actor<B> {
             if let Some(term) = &mut self.term {
                 let (state, lease) = (self.parts.connection_state)();
                 term.observe_own_connection(&state, lease);
+                term.observe_states();
             }
             self.publish();
         }
@@ -251,12 +251,11 @@ impl<B: Backend> Actor<B> {
             }
             Message::Savepoint {
                 job,
-                target,
-                stop,
+                trigger,
                 reply,
             } => {
                 let answer = match &mut self.term {
-                    Some(term) => term.trigger_savepoint(job, target, stop),
+                    Some(term) => term.trigger_savepoint(job, trigger),
                     None => Err(self.parts.not_leader()),
                 };
                 // The trigger is in the REST view before its id is

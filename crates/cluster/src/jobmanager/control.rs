@@ -10,10 +10,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::actor::Message;
 use super::snapshot::Snapshot;
-use crate::control::{BoxFuture, ClusterControl, ControlError};
+use crate::control::{BoxFuture, ClusterControl, ControlError, SavepointTrigger};
 use crate::rest::answers::{
-    CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, HaView, JobDetails,
-    JobExceptions, JobsOverview, Overview, SavepointStatus, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, DashboardConfig, HaView,
+    JobDetails, JobExceptions, JobsOverview, Overview, SavepointStatus, TaskManagers,
 };
 
 pub(super) struct Control {
@@ -109,6 +109,11 @@ impl ClusterControl for Control {
         self.read(|s| s.config.clone())
     }
 
+    fn dashboard(&self) -> DashboardConfig {
+        let interval = self.read(|s| s.web_refresh_interval);
+        DashboardConfig::new(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX))
+    }
+
     fn ha(&self) -> HaView {
         self.read(|s| {
             s.ha.clone().unwrap_or_else(|| HaView {
@@ -152,13 +157,11 @@ impl ClusterControl for Control {
     fn trigger_savepoint(
         &self,
         id: JobId,
-        target: Option<String>,
-        stop: bool,
+        trigger: SavepointTrigger,
     ) -> BoxFuture<'_, Result<String, ControlError>> {
         Box::pin(self.ask(move |reply| Message::Savepoint {
             job: id,
-            target,
-            stop,
+            trigger,
             reply,
         }))
     }

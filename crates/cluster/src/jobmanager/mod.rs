@@ -81,8 +81,11 @@ pub struct JobManagerOptions {
     pub metrics: ClusterMetrics,
     /// Election metrics (HA layer), if any.
     pub election_metrics: Option<ElectionMetrics>,
-    /// The effective configuration for `GET /config` (secrets masked).
+    /// The effective configuration for `GET /jobmanager/config` (secrets
+    /// masked).
     pub config: Vec<ConfigEntry>,
+    /// `web.refresh-interval`, told to Flink's web dashboard by `GET /config`.
+    pub web_refresh_interval: Duration,
     /// How jobs checkpoint; `None`: they do not.
     pub checkpointing: Option<CheckpointOptions>,
 }

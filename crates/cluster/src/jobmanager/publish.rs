@@ -19,6 +19,9 @@ impl<B: Backend> Actor<B> {
         }
         snapshot.overview.leader = self.term.is_some() && parts.election.is_leader();
         snapshot.overview.holdfast_version = env!("CARGO_PKG_VERSION").to_owned();
+        snapshot.overview.flink_version = crate::rest::answers::shown_version();
+        snapshot.overview.flink_commit = crate::rest::answers::FLINK_API_LEVEL.to_owned();
+        snapshot.web_refresh_interval = parts.options.web_refresh_interval;
         snapshot.config = parts.options.config.clone();
         let (state, lease) = (parts.connection_state)();
         let known = parts.retrieval.known().leader;

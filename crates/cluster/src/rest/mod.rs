@@ -39,7 +39,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::task::{JoinError, JoinHandle};
 
-use crate::control::ClusterControl;
+use crate::control::{ClusterControl, Control};
 use error::ApiError;
 
 pub use answers::{JobIdWithStatus, JobIdsWithStatus};
@@ -54,7 +54,24 @@ const MAX_ECHO_CHARS: usize = 200;
 /// The REST API over `control`, with every route, the JSON 404 and 405
 /// answers and the body limit.
 pub fn router(control: Arc<dyn ClusterControl>) -> Router {
+    let api = api_routes();
     crate::dashboard::routes()
+        .merge(api.clone())
+        .nest(VERSION_PREFIX, api)
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(control)
+}
+
+/// The prefix under which every route of the API is served too: Flink's
+/// clients (its CLI's `RestClusterClient`, its dashboard) call `/v1/…`.
+pub const VERSION_PREFIX: &str = "/v1";
+
+/// Every route of the API, without the dashboard's pages; served both at
+/// the root and under [`VERSION_PREFIX`].
+fn api_routes() -> Router<Control> {
+    Router::new()
         .route("/overview", get(read::overview))
         .route("/jobs", get(read::jobs).post(write::submit))
         .route("/jobs/overview", get(read::jobs_overview))
@@ -73,14 +90,13 @@ pub fn router(control: Arc<dyn ClusterControl>) -> Router {
         )
         .route("/jobs/{jobid}/stop", post(savepoints::stop))
         .route("/taskmanagers", get(read::taskmanagers))
-        .route("/config", get(read::config))
+        .route("/config", get(read::dashboard))
+        .route("/jobmanager/config", get(read::config))
+        .route("/jobmanager/environment", get(read::environment))
+        .route("/applications/overview", get(read::applications))
         .route("/ha", get(read::ha))
         .route("/timeline", get(read::timeline))
         .route("/timeline.svg", get(read::timeline_svg))
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(control)
 }
 
 async fn not_found(uri: Uri) -> ApiError {

@@ -4,13 +4,14 @@
 //! rest (jobs and TaskManagers) to the leader.
 
 use axum::Json;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
 use axum::http::Uri;
 
 use super::answers::{
-    CheckpointConfigView, CheckpointStats, ConfigEntry, HaView, JobDetails, JobExceptions,
-    JobIdWithStatus, JobIdsWithStatus, JobsOverview, Overview, TaskManagers,
+    ApplicationsOverview, CheckpointConfigView, CheckpointStats, ConfigEntry, DashboardConfig,
+    Environment, HaView, JobDetails, JobExceptions, JobIdWithStatus, JobIdsWithStatus,
+    JobsOverview, Overview, TaskManagers,
 };
 use super::error::ApiError;
 use super::path::job_id;
@@ -63,16 +64,36 @@ pub(crate) async fn job(
         .map_err(|error| ApiError::from_control(error, &uri))
 }
 
-/// `GET /jobs/{jobid}/exceptions`.
+/// Failures `GET /jobs/{jobid}/exceptions` lists when not asked for a
+/// number (Flink's default).
+const DEFAULT_MAX_EXCEPTIONS: usize = 20;
+
+/// The query of `GET /jobs/{jobid}/exceptions`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ExceptionsQuery {
+    /// At most this many failures, the newest (Flink's parameter).
+    max_exceptions: Option<usize>,
+}
+
+/// `GET /jobs/{jobid}/exceptions[?maxExceptions=N]`.
 pub(crate) async fn exceptions(
     State(control): State<Control>,
     uri: Uri,
     path: Result<Path<String>, PathRejection>,
+    query: Result<Query<ExceptionsQuery>, QueryRejection>,
 ) -> Result<Json<JobExceptions>, ApiError> {
     let id = job_id(path)?;
+    let Query(query) = query.map_err(|rejection| {
+        ApiError::bad_request(format!(
+            "invalid query: {}; maxExceptions is a number of failures, e.g. ?maxExceptions=10",
+            rejection.body_text()
+        ))
+    })?;
+    let max = query.max_exceptions.unwrap_or(DEFAULT_MAX_EXCEPTIONS);
     control
         .exceptions(id)
-        .map(Json)
+        .map(|all| Json(all.limited(max)))
         .map_err(|error| ApiError::from_control(error, &uri))
 }
 
@@ -113,9 +134,24 @@ pub(crate) async fn taskmanagers(
         .map_err(|error| ApiError::from_control(error, &uri))
 }
 
-/// `GET /config`.
+/// `GET /jobmanager/config`.
 pub(crate) async fn config(State(control): State<Control>) -> Json<Vec<ConfigEntry>> {
     Json(control.config())
+}
+
+/// `GET /config`: Flink's dashboard settings.
+pub(crate) async fn dashboard(State(control): State<Control>) -> Json<DashboardConfig> {
+    Json(control.dashboard())
+}
+
+/// `GET /jobmanager/environment`.
+pub(crate) async fn environment() -> Json<Environment> {
+    Json(Environment::this_process())
+}
+
+/// `GET /applications/overview`: always empty.
+pub(crate) async fn applications() -> Json<ApplicationsOverview> {
+    Json(ApplicationsOverview::default())
 }
 
 /// `GET /ha`.

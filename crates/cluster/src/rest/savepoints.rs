@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::answers::SavepointTriggered;
 use super::error::ApiError;
 use super::path::job_id;
-use crate::control::Control;
+use crate::control::{Control, SavepointTrigger};
 
 /// The body of `POST /jobs/{jobid}/savepoints` (every field optional; an
 /// empty body is all defaults).
@@ -30,6 +30,9 @@ struct SavepointBody {
     /// Flink's savepoint format; only `CANONICAL` (holdfast's one format).
     #[serde(rename = "formatType")]
     format_type: Option<String>,
+    /// The trigger id the client chose (Flink's client sends one).
+    #[serde(rename = "triggerId")]
+    trigger_id: Option<String>,
 }
 
 /// The body of `POST /jobs/{jobid}/stop` (Flink's camel case).
@@ -43,6 +46,8 @@ struct StopBody {
     drain: bool,
     /// Flink's savepoint format; only `CANONICAL`.
     format_type: Option<String>,
+    /// The trigger id the client chose (Flink's client sends one).
+    trigger_id: Option<String>,
 }
 
 fn body<T: Default + serde::de::DeserializeOwned>(
@@ -68,15 +73,32 @@ fn format_type(format: Option<&str>) -> Result<(), ApiError> {
     }
 }
 
+/// A client's trigger id: 32 hexadecimal digits (Flink's `TriggerId`),
+/// kept in lower case.
+fn chosen_trigger(trigger: Option<String>) -> Result<Option<String>, ApiError> {
+    match trigger {
+        None => Ok(None),
+        Some(t) if t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(Some(t.to_ascii_lowercase()))
+        }
+        Some(t) => {
+            let echo: String = t.chars().take(40).collect();
+            Err(ApiError::bad_request(format!(
+                "triggerId {echo:?} is not a trigger id: 32 hexadecimal digits, e.g. \
+                 0123456789abcdef0123456789abcdef"
+            )))
+        }
+    }
+}
+
 async fn trigger(
     control: Control,
     uri: Uri,
     id: holdfast_runtime::ids::JobId,
-    target: Option<String>,
-    stop: bool,
+    trigger: SavepointTrigger,
 ) -> Result<Response, ApiError> {
     let request_id = control
-        .trigger_savepoint(id, target, stop)
+        .trigger_savepoint(id, trigger)
         .await
         .map_err(|error| ApiError::from_control(error, &uri))?;
     Ok((
@@ -99,7 +121,13 @@ pub(crate) async fn savepoint(
         "a savepoint request ({\"target-directory\": …, \"cancel-job\": false})",
     )?;
     format_type(body.format_type.as_deref())?;
-    trigger(control, uri, id, body.target_directory, body.cancel_job).await
+    let trigger_id = chosen_trigger(body.trigger_id)?;
+    let request = SavepointTrigger {
+        target: body.target_directory,
+        stop: body.cancel_job,
+        trigger_id,
+    };
+    trigger(control, uri, id, request).await
 }
 
 /// `POST /jobs/{jobid}/stop`.
@@ -121,7 +149,13 @@ pub(crate) async fn stop(
              the job resumed from it emits it",
         ));
     }
-    trigger(control, uri, id, body.target_directory, true).await
+    let trigger_id = chosen_trigger(body.trigger_id)?;
+    let request = SavepointTrigger {
+        target: body.target_directory,
+        stop: true,
+        trigger_id,
+    };
+    trigger(control, uri, id, request).await
 }
 
 /// `GET /jobs/{jobid}/savepoints/{triggerid}`.

@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use holdfast_cluster::control::{BoxFuture, ClusterControl, ControlError};
+use holdfast_cluster::control::{BoxFuture, ClusterControl, ControlError, SavepointTrigger};
 use holdfast_cluster::rest;
 use holdfast_cluster::rest::answers::*;
 use holdfast_runtime::graph::JobGraph;
@@ -120,6 +120,7 @@ impl ClusterControl for Fake {
             restarts: 2,
             tasks_total: 2,
             tasks_running: if state == "RUNNING" { 2 } else { 0 },
+            ..JobSummary::default()
         };
         Ok(JobsOverview {
             jobs: vec![
@@ -144,6 +145,7 @@ impl ClusterControl for Fake {
             backpressure: 0.6,
             watermark: Some(1_700_000_000_000),
             connectors: connectors(index),
+            ..SubtaskView::default()
         };
         Ok(JobDetails {
             jid: id.to_string(),
@@ -152,24 +154,27 @@ impl ClusterControl for Fake {
             start_time: STARTED_MS,
             restarts: 2,
             vertices: vec![VertexView {
-                id: 0,
+                id: vertex_id(0),
                 name: "source".into(),
                 task: "counter".into(),
                 parallelism: 2,
                 subtasks: vec![subtask(0), subtask(1)],
+                ..VertexView::default()
             }],
             plan: PlanView {
                 jid: id.to_string(),
                 name: "wordcount".into(),
                 nodes: vec![PlanNode {
-                    id: 0,
+                    id: vertex_id(0),
                     parallelism: 2,
                     operator: "counter".into(),
                     description: "source".into(),
-                    inputs: Vec::new(),
+                    ..PlanNode::default()
                 }],
+                ..PlanView::default()
             },
             takeovers: Vec::new(),
+            ..JobDetails::default()
         })
     }
 
@@ -186,7 +191,10 @@ impl ClusterControl for Fake {
         Ok(JobExceptions {
             root_exception: Some(entry.exception_name.clone()),
             timestamp: Some(entry.timestamp),
-            history: vec![entry],
+            history: ExceptionHistory {
+                entries: vec![ExceptionView::of(&entry, None)],
+                truncated: false,
+            },
         })
     }
 
@@ -293,9 +301,13 @@ impl ClusterControl for Fake {
     fn trigger_savepoint(
         &self,
         id: JobId,
-        target: Option<String>,
-        stop: bool,
+        trigger: SavepointTrigger,
     ) -> BoxFuture<'_, Result<String, ControlError>> {
+        let SavepointTrigger {
+            target,
+            stop,
+            trigger_id,
+        } = trigger;
         Box::pin(async move {
             if let Some(refusal) = self.refusal() {
                 return Err(refusal);
@@ -304,7 +316,7 @@ impl ClusterControl for Fake {
                 "RUNNING" => {
                     let mut asked = self.savepoints.lock().unwrap();
                     asked.push((id, target, stop));
-                    Ok(format!("{:016x}", asked.len()))
+                    Ok(trigger_id.unwrap_or_else(|| format!("{:032x}", asked.len())))
                 }
                 state => Err(ControlError::Terminal {
                     job: id,
@@ -322,9 +334,11 @@ impl ClusterControl for Fake {
         use holdfast_cluster::rest::answers::SavepointStatus;
         self.known(id)?;
         match trigger {
-            "0000000000000001" => Ok(SavepointStatus::completed("/sp/savepoint-1".into())),
-            "0000000000000002" => Ok(SavepointStatus::failed("expired".into())),
-            "0000000000000003" => Ok(SavepointStatus::in_progress()),
+            "00000000000000000000000000000001" => {
+                Ok(SavepointStatus::completed("/sp/savepoint-1".into()))
+            }
+            "00000000000000000000000000000002" => Ok(SavepointStatus::failed("expired".into())),
+            "00000000000000000000000000000003" => Ok(SavepointStatus::in_progress()),
             other => Err(ControlError::Invalid(format!(
                 "no savepoint trigger {other:?} is known"
             ))),

@@ -57,6 +57,7 @@ pub fn jobmanager_options(
         metrics,
         election_metrics: None,
         config: Vec::new(),
+        web_refresh_interval: Duration::from_secs(3),
         checkpointing: None,
     })
 }

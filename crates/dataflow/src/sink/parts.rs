@@ -57,6 +57,28 @@ pub struct PartFilesState {
     pub writer: String,
     /// Pending file names (without the directory), by checkpoint id.
     pub pending: BTreeMap<u64, Vec<String>>,
+    /// The directory they are in (absolute). A job resumed from a
+    /// savepoint may write elsewhere; what the savepoint had pending is
+    /// committed where it was written. Absent in states written before it
+    /// was recorded: the restored sink's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Renames one pending file in `dir` to its final name; done already is
+/// fine.
+fn commit_one(dir: &Path, pending: &str) -> Result<(), PartFileError> {
+    let committed = pending
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".pending"))
+        .unwrap_or(pending);
+    let (from, to) = (dir.join(pending), dir.join(committed));
+    match fs::rename(&from, &to) {
+        Ok(()) => Ok(()),
+        // Committed before (a commit that runs again after a restore).
+        Err(e) if e.kind() == io::ErrorKind::NotFound && to.exists() => Ok(()),
+        Err(e) => Err(io_error("committing", &from)(e)),
+    }
 }
 
 /// A part-file operation failed, naming the file.
@@ -172,10 +194,14 @@ impl PartFiles {
         let files = PartFiles::new(dir, subtask, writer, rolling)?;
         if let Some(completed) = completed {
             for (_, state) in states {
+                let dir = state.dir.as_deref().unwrap_or(&files.dir);
                 for (_, names) in state.pending.range(..=completed) {
                     for name in names {
-                        files.commit_one(name)?;
+                        commit_one(dir, name)?;
                     }
+                }
+                if dir != files.dir {
+                    sync_dir(dir)?;
                 }
             }
         }
@@ -269,6 +295,7 @@ impl PartFiles {
         Ok(PartFilesState {
             writer: self.writer.clone(),
             pending: self.pending.clone(),
+            dir: Some(std::path::absolute(&self.dir).map_err(io_error("resolving", &self.dir))?),
         })
     }
 
@@ -283,7 +310,7 @@ impl PartFiles {
         let due = std::mem::replace(&mut self.pending, later);
         for names in due.values() {
             for name in names {
-                self.commit_one(name)?;
+                commit_one(&self.dir, name)?;
             }
         }
         sync_dir(&self.dir)
@@ -300,21 +327,6 @@ impl PartFiles {
             .collect();
         names.sort();
         Ok(names)
-    }
-
-    /// Renames one pending file to its final name; done already is fine.
-    fn commit_one(&self, pending: &str) -> Result<(), PartFileError> {
-        let committed = pending
-            .strip_prefix('.')
-            .and_then(|n| n.strip_suffix(".pending"))
-            .unwrap_or(pending);
-        let (from, to) = (self.dir.join(pending), self.dir.join(committed));
-        match fs::rename(&from, &to) {
-            Ok(()) => Ok(()),
-            // Committed before (a commit that runs again after a restore).
-            Err(e) if e.kind() == io::ErrorKind::NotFound && to.exists() => Ok(()),
-            Err(e) => Err(io_error("committing", &from)(e)),
-        }
     }
 
     /// Closes the part file in progress (synced); it stays hidden until the

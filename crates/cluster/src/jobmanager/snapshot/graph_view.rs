@@ -5,10 +5,14 @@
 use holdfast_runtime::graph::{Distribution, JobGraph};
 use holdfast_runtime::ids::JobId;
 
-use crate::rest::answers::{PlanInput, PlanNode, PlanView};
+use crate::rest::answers::{PlanInput, PlanNode, PlanView, vertex_id};
 
 /// Flink's name of how records travel between streaming tasks.
 const EXCHANGE: &str = "pipelined_bounded";
+/// What Flink writes as a streaming operator's strategy.
+const OPERATOR_STRATEGY: &str = "(none)";
+/// The type of every holdfast job, in Flink's words.
+pub(crate) const JOB_TYPE: &str = "STREAMING";
 
 /// The `plan` of job `id` with `graph`.
 pub(super) fn graph_view(id: JobId, graph: &JobGraph) -> PlanView {
@@ -17,16 +21,18 @@ pub(super) fn graph_view(id: JobId, graph: &JobGraph) -> PlanView {
         .iter()
         .enumerate()
         .map(|(index, vertex)| PlanNode {
-            id: index as u32,
+            id: vertex_id(index as u32),
             parallelism: vertex.parallelism,
             operator: vertex.task.clone(),
+            operator_strategy: OPERATOR_STRATEGY.to_owned(),
             description: vertex.name.clone(),
+            optimizer_properties: serde_json::Map::new(),
             inputs: graph
                 .inputs_of(index as u32)
                 .enumerate()
                 .map(|(num, (edge, e))| PlanInput {
                     num: num as u32,
-                    id: e.from,
+                    id: vertex_id(e.from),
                     edge,
                     ship_strategy: ship_strategy(e.distribution).to_owned(),
                     exchange: EXCHANGE.to_owned(),
@@ -37,6 +43,7 @@ pub(super) fn graph_view(id: JobId, graph: &JobGraph) -> PlanView {
     PlanView {
         jid: id.to_string(),
         name: graph.name.clone(),
+        job_type: JOB_TYPE.to_owned(),
         nodes,
     }
 }
@@ -83,21 +90,31 @@ mod tests {
         let plan = graph_view(JobId::from_u128(1), &graph);
         let json = serde_json::to_value(&plan).unwrap();
         assert_eq!(json["jid"], JobId::from_u128(1).to_string());
+        assert_eq!(json["type"], "STREAMING");
         assert_eq!(
             json["nodes"][0],
-            json!({"id": 0, "parallelism": 2, "operator": "count", "description": "src"}),
+            json!({"id": vertex_id(0), "parallelism": 2, "operator": "count",
+                   "operator_strategy": "(none)", "description": "src",
+                   "optimizer_properties": {}}),
             "a source has no inputs"
         );
         assert_eq!(
             json["nodes"][1]["inputs"],
-            json!([{"num": 0, "id": 0, "edge": 0, "ship_strategy": "FORWARD",
+            json!([{"num": 0, "id": vertex_id(0), "edge": 0, "ship_strategy": "FORWARD",
                     "exchange": "pipelined_bounded"}])
         );
         let sink: Vec<_> = plan.nodes[2]
             .inputs
             .iter()
-            .map(|i| (i.num, i.id, i.edge, i.ship_strategy.as_str()))
+            .map(|i| (i.num, i.id.as_str(), i.edge, i.ship_strategy.as_str()))
             .collect();
-        assert_eq!(sink, [(0, 1, 1, "ALL_TO_ALL"), (1, 0, 2, "ALL_TO_ALL")]);
+        let (one, zero) = (vertex_id(1), vertex_id(0));
+        assert_eq!(
+            sink,
+            [
+                (0, one.as_str(), 1, "ALL_TO_ALL"),
+                (1, zero.as_str(), 2, "ALL_TO_ALL")
+            ]
+        );
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct AttemptMeters {
     pub out_per_second: f64,
     /// The share of time it waited for room downstream (0 to 1).
     pub backpressure: f64,
+    /// The time it waited for room downstream since it started (ms).
+    pub backpressured_ms: u64,
     /// Its current watermark.
     pub watermark: Option<i64>,
     /// What its connectors last reported (a source's partitions, a sink's
@@ -103,6 +105,7 @@ impl AttemptMeters {
         // the base sample is old enough.
         self.records_in = records_in;
         self.records_out = records_out;
+        self.backpressured_ms = backpressured_ms;
         self.watermark = watermark;
         self.reported = Some(now);
         match self.base {

@@ -8,10 +8,12 @@
 //!  mod.rs         Snapshot; fill_leader: overview, jobs, TaskManagers
 //!  jobs.rs        one job's summary, details and exceptions; failure entries
 //!  meters.rs      each attempt's records in/out, rates, backpressure, watermark
+//!  clocks.rs      when each job and attempt entered its states
 //!  graph_view.rs  the job graph as Flink's `plan` of GET /jobs/{id}
 //!  names.rs       Flink's names of states; restart decisions in words
 //! ```
 
+mod clocks;
 mod graph_view;
 mod jobs;
 mod meters;
@@ -30,6 +32,7 @@ use crate::rest::answers::{
     JobExceptions, JobsOverview, Overview, TaskManagerView, TaskManagers,
 };
 
+pub(crate) use clocks::Clocks;
 pub(crate) use jobs::failure_entry;
 pub(crate) use meters::Meters;
 pub(crate) use names::{decision_text, job_state_name};
@@ -51,8 +54,10 @@ pub(crate) struct Snapshot {
     pub checkpoint_config: Option<CheckpointConfigView>,
     /// `/taskmanagers`.
     pub taskmanagers: TaskManagers,
-    /// `/config`.
+    /// `/jobmanager/config`.
     pub config: Vec<ConfigEntry>,
+    /// `web.refresh-interval`, for `/config`.
+    pub web_refresh_interval: std::time::Duration,
     /// `/ha`.
     pub ha: Option<HaView>,
     /// The leader's REST address, when this JobManager is a standby.
@@ -77,25 +82,61 @@ pub(crate) struct LinkInfo {
     pub connection: Option<ConnectionView>,
 }
 
-/// Fills the leader's parts of `snapshot` from `core` at `now`.
+/// What the leader's parts of a [`Snapshot`] are made from.
+pub(crate) struct LeaderState<'a> {
+    /// The jobs and slots.
+    pub core: &'a JobMasterCore,
+    /// The registered TaskManagers.
+    pub links: &'a HashMap<TaskManagerId, LinkInfo>,
+    /// What is stored of each job (restarts, take-overs, failures).
+    pub stored: &'a HashMap<JobId, StoredJob>,
+    /// Each attempt's meters.
+    pub meters: &'a Meters,
+    /// When jobs and attempts entered their states.
+    pub clocks: &'a Clocks,
+}
+
+/// Fills the leader's parts of `snapshot` from `state` at `now`.
 pub(crate) fn fill_leader(
     snapshot: &mut Snapshot,
-    core: &JobMasterCore,
-    links: &HashMap<TaskManagerId, LinkInfo>,
-    stored: &HashMap<JobId, StoredJob>,
-    meters: &Meters,
+    state: &LeaderState<'_>,
     now: MonoTime,
     wall: WallTime,
 ) {
+    let LeaderState {
+        core,
+        links,
+        stored,
+        meters,
+        clocks,
+    } = *state;
     let mut jobs: Vec<&JobExecution> = core.jobs().collect();
     jobs.sort_by_key(|j| std::cmp::Reverse((j.submitted_at_ms, j.id)));
     let restarts = |j: &JobExecution| stored.get(&j.id).map_or(j.restart_count(), |s| s.restarts);
-    snapshot.jobs.jobs = jobs.iter().map(|j| jobs::summary(j, restarts(j))).collect();
+    snapshot.jobs.jobs = jobs
+        .iter()
+        .map(|j| jobs::summary(j, restarts(j), clocks.job(j.id), wall))
+        .collect();
+    let endpoints = |tm: &TaskManagerId| {
+        links
+            .get(tm)
+            .map(|l| l.data_address.clone())
+            .filter(|a| !a.is_empty())
+    };
     snapshot.details = jobs
         .iter()
         .map(|j| {
             let takeovers = stored.get(&j.id).map_or(&[][..], |s| &s.takeovers);
-            (j.id, jobs::details(j, restarts(j), takeovers, meters, wall))
+            let details = jobs::details(
+                j,
+                restarts(j),
+                takeovers,
+                meters,
+                clocks.job(j.id),
+                &endpoints,
+                wall,
+            );
+            (j.id, details)
         })
         .collect();
     snapshot.exceptions = jobs
@@ -103,7 +144,10 @@ pub(crate) fn fill_leader(
         .map(|j| {
             (
                 j.id,
-                jobs::exceptions(stored.get(&j.id).map_or(&[][..], |s| &s.history)),
+                jobs::exceptions(
+                    stored.get(&j.id).map_or(&[][..], |s| &s.history),
+                    &endpoints,
+                ),
             )
         })
         .collect();

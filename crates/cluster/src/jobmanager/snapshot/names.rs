@@ -61,3 +61,110 @@ fn give_up_text(reason: &GiveUpReason) -> String {
         }
     }
 }
+
+/// Every one of Flink's execution (task) state names, in Flink's order.
+pub(crate) const EXECUTION_STATES: [&str; 10] = [
+    "CREATED",
+    "SCHEDULED",
+    "DEPLOYING",
+    "RUNNING",
+    "FINISHED",
+    "CANCELING",
+    "CANCELED",
+    "FAILED",
+    "RECONCILING",
+    "INITIALIZING",
+];
+
+/// Every one of Flink's job state names, in Flink's order.
+pub(crate) const JOB_STATES: [&str; 11] = [
+    "INITIALIZING",
+    "CREATED",
+    "RUNNING",
+    "FAILING",
+    "FAILED",
+    "CANCELLING",
+    "CANCELED",
+    "FINISHED",
+    "RESTARTING",
+    "SUSPENDED",
+    "RECONCILING",
+];
+
+/// `states` counted by Flink's execution state name: every name, 0 for
+/// those none is in.
+pub(crate) fn state_counts(
+    states: impl IntoIterator<Item = TaskState>,
+) -> std::collections::BTreeMap<String, u32> {
+    let mut counts: std::collections::BTreeMap<String, u32> = EXECUTION_STATES
+        .iter()
+        .map(|s| ((*s).to_owned(), 0))
+        .collect();
+    for state in states {
+        *counts.entry(task_state_name(state).to_owned()).or_default() += 1;
+    }
+    counts
+}
+
+/// A vertex's subtasks' states taken together, as Flink does: FAILED if
+/// one failed, else CANCELING, else CANCELED if one is; RUNNING if one
+/// runs; FINISHED when all finished (RUNNING while only some did); else
+/// the furthest state one reached of DEPLOYING and SCHEDULED, or CREATED.
+pub(crate) fn vertex_state(states: &[TaskState]) -> &'static str {
+    let any = |s: TaskState| states.contains(&s);
+    if any(TaskState::Failed) {
+        "FAILED"
+    } else if any(TaskState::Canceling) {
+        "CANCELING"
+    } else if any(TaskState::Canceled) {
+        "CANCELED"
+    } else if any(TaskState::Running) {
+        "RUNNING"
+    } else if any(TaskState::Finished) {
+        if states.iter().all(|s| *s == TaskState::Finished) {
+            "FINISHED"
+        } else {
+            "RUNNING"
+        }
+    } else if any(TaskState::Deploying) {
+        "DEPLOYING"
+    } else if any(TaskState::Scheduled) {
+        "SCHEDULED"
+    } else {
+        "CREATED"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_name_every_flink_state() {
+        let counts = state_counts([TaskState::Running, TaskState::Running, TaskState::Failed]);
+        assert_eq!(counts.len(), EXECUTION_STATES.len());
+        assert_eq!(counts["RUNNING"], 2);
+        assert_eq!(counts["FAILED"], 1);
+        assert_eq!(counts["RECONCILING"], 0);
+        for state in TaskState::ALL {
+            assert!(EXECUTION_STATES.contains(&task_state_name(state)));
+        }
+        for state in JobState::ALL {
+            assert!(JOB_STATES.contains(&job_state_name(state)));
+        }
+    }
+
+    #[test]
+    fn a_vertex_is_as_its_most_telling_subtask() {
+        use TaskState::*;
+        assert_eq!(vertex_state(&[Running, Failed]), "FAILED");
+        assert_eq!(vertex_state(&[Running, Canceling, Canceled]), "CANCELING");
+        assert_eq!(vertex_state(&[Running, Canceled]), "CANCELED");
+        assert_eq!(vertex_state(&[Running, Deploying]), "RUNNING");
+        assert_eq!(vertex_state(&[Finished, Finished]), "FINISHED");
+        assert_eq!(vertex_state(&[Finished, Scheduled]), "RUNNING");
+        assert_eq!(vertex_state(&[Scheduled, Deploying]), "DEPLOYING");
+        assert_eq!(vertex_state(&[Scheduled]), "SCHEDULED");
+        assert_eq!(vertex_state(&[]), "CREATED");
+    }
+}

@@ -13,7 +13,7 @@ use holdfast_types::CheckpointId;
 use tonic::Status;
 
 use super::Term;
-use crate::control::ControlError;
+use crate::control::{ControlError, SavepointTrigger};
 use crate::jobmanager::checkpoints::view;
 
 impl Term {
@@ -23,9 +23,13 @@ impl Term {
     pub(in crate::jobmanager) fn trigger_savepoint(
         &mut self,
         job: JobId,
-        target: Option<String>,
-        stop: bool,
+        trigger: SavepointTrigger,
     ) -> Result<String, ControlError> {
+        let SavepointTrigger {
+            target,
+            stop,
+            trigger_id,
+        } = trigger;
         let terminal = self
             .core
             .job(job)
@@ -47,10 +51,19 @@ impl Term {
                 None => ControlError::NotFound(job),
             });
         }
+        if let Some(known) = trigger_id
+            .as_deref()
+            .filter(|t| cp.savepoints.knows(job, t))
+        {
+            // A client's retry of a trigger it already sent (Flink's
+            // client resends with the same id): the same savepoint.
+            tracing::info!(%job, trigger = %known, "savepoint trigger repeated: already taken or being taken");
+            return Ok(known.to_owned());
+        }
         let target = savepoint_target(target.as_deref(), cp.io.options.savepoint_dir.as_deref())
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
         let request = self.runtime.random_u64();
-        let trigger = cp.savepoints.begin(request, job);
+        let trigger = cp.savepoints.begin(request, job, trigger_id);
         tracing::info!(%job, trigger = %trigger, target = %target, stop,
             "savepoint requested: taken now if every task of the job runs, else it fails");
         self.recover(RecoveryInput::Checkpoint {

@@ -113,6 +113,8 @@ pub(super) struct Term {
     timeline: Arc<crate::timeline::TimelineLog>,
     /// Each attempt's meters, for the job's page.
     meters: crate::jobmanager::snapshot::Meters,
+    /// When jobs and attempts entered their states, for the REST answers.
+    clocks: crate::jobmanager::snapshot::Clocks,
     /// This JobManager's connection state as last recorded.
     own_connection: Option<String>,
     /// Whether the stored timeline was read (until then nothing is
@@ -163,6 +165,7 @@ impl Term {
             }),
             timeline: Arc::default(),
             meters: Default::default(),
+            clocks: Default::default(),
             own_connection: None,
             timeline_read: false,
             tm_changes_seen: HashMap::new(),

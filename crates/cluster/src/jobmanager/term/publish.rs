@@ -19,17 +19,28 @@ impl Term {
             .iter()
             .map(|(id, l)| (id.clone(), l.info.clone()))
             .collect();
+        let state = snapshot::LeaderState {
+            core: &self.core,
+            links: &links,
+            stored: &self.stored,
+            meters: &self.meters,
+            clocks: &self.clocks,
+        };
         snapshot::fill_leader(
             snapshot,
-            &self.core,
-            &links,
-            &self.stored,
-            &self.meters,
+            &state,
             self.runtime.now(),
             self.runtime.wall_now(),
         );
         self.fill_checkpoints(snapshot);
         snapshot.timeline = self.timeline();
+    }
+
+    /// Notes the states of jobs and attempts that changed since the last
+    /// look (for the times the REST answers carry).
+    pub(in crate::jobmanager) fn observe_states(&mut self) {
+        let wall = self.runtime.wall_now();
+        self.clocks.observe(self.core.jobs(), wall);
     }
 
     /// Each registered TaskManager's connection as it last reported, for

@@ -183,15 +183,23 @@ pub struct SavepointOperation {
     pub failure_cause: Option<SavepointFailure>,
 }
 
-/// Why a savepoint failed.
+/// Why a savepoint failed (Flink's serialized throwable).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct SavepointFailure {
-    /// What kind of failure (`SavepointFailed`).
+    /// What kind of failure (`holdfast.SavepointFailed`).
     pub class: String,
     /// The reason, for an operator.
     pub stack_trace: String,
+    /// The same as Flink's client reads it: a Java-serialized
+    /// `SerializedThrowable`, in Base64 (see
+    /// [`serialized_throwable`](super::java_throwable::serialized_throwable)).
+    #[serde(default)]
+    pub serialized_throwable: String,
 }
+
+/// The class a failed savepoint's cause is shown as.
+pub const SAVEPOINT_FAILED: &str = "holdfast.SavepointFailed";
 
 impl SavepointStatus {
     /// Still being taken.
@@ -226,7 +234,11 @@ impl SavepointStatus {
             operation: Some(SavepointOperation {
                 location: None,
                 failure_cause: Some(SavepointFailure {
-                    class: "SavepointFailed".into(),
+                    class: SAVEPOINT_FAILED.into(),
+                    serialized_throwable: super::java_throwable::serialized_throwable(
+                        SAVEPOINT_FAILED,
+                        &reason,
+                    ),
                     stack_trace: reason,
                 }),
             }),

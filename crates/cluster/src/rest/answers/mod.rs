@@ -5,7 +5,8 @@
 //! reads them.
 //!
 //! ```text
-//!  overview.rs      GET /overview, GET /config
+//!  overview.rs      GET /overview, /config, /jobmanager/config and /environment,
+//!                   /applications/overview
 //!  jobs.rs          GET /jobs/overview, GET /jobs, POST /jobs
 //!  job.rs           GET /jobs/{id} (vertices, subtasks, the plan)
 //!  exceptions.rs    GET /jobs/{id}/exceptions
@@ -19,6 +20,7 @@ mod checkpoints;
 mod error;
 mod exceptions;
 mod ha;
+pub mod java_throwable;
 mod job;
 mod jobs;
 mod overview;
@@ -30,12 +32,17 @@ pub use checkpoints::{
     SavepointOperation, SavepointStatus, SavepointStatusId, SavepointTriggered,
 };
 pub use error::ErrorBody;
-pub use exceptions::{ExceptionEntry, JobExceptions};
+pub use exceptions::{ExceptionEntry, ExceptionHistory, ExceptionView, JobExceptions};
 pub use ha::{ConnectionView, HaView, LeaderView, TaskManagerHa};
 pub use job::{
-    ConnectorView, JobDetails, PlanInput, PlanNode, PlanView, SplitView, SubtaskView, TakeoverView,
-    TransactionView, VertexView,
+    ConnectorView, IoMetrics, JobDetails, PlanInput, PlanNode, PlanView, SplitView, SubtaskView,
+    TakeoverView, TransactionView, VertexView, vertex_id, vertex_index,
 };
-pub use jobs::{JobIdWithStatus, JobIdsWithStatus, JobSummary, JobsOverview, Submitted};
-pub use overview::{ConfigEntry, Overview};
+pub use jobs::{
+    JobIdWithStatus, JobIdsWithStatus, JobSummary, JobsOverview, Submitted, TaskCounts,
+};
+pub use overview::{
+    ApplicationsOverview, ConfigEntry, DashboardConfig, DashboardFeatures, Environment,
+    FLINK_API_LEVEL, Overview, RuntimeInfo, shown_version,
+};
 pub use taskmanagers::{TaskManagerView, TaskManagers};
