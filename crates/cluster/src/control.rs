@@ -10,8 +10,9 @@ use holdfast_runtime::ids::JobId;
 use holdfast_types::WallTime;
 
 use crate::rest::answers::{
-    CheckpointConfigView, CheckpointStats, ConfigEntry, DashboardConfig, HaView, JobDetails,
-    JobExceptions, JobsOverview, Overview, SavepointStatus, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, DashboardConfig, HaView, JobConfigView,
+    JobDetails, JobExceptions, JobsOverview, Overview, SavepointStatus, TaskCheckpointView,
+    TaskManagers,
 };
 
 /// Where a submitted job starts from: a savepoint (`holdfast run
@@ -146,6 +147,27 @@ pub trait ClusterControl: Send + Sync + 'static {
         Box::pin(async move {
             Err(ControlError::Invalid(format!(
                 "job {id}: this JobManager takes no savepoints"
+            )))
+        })
+    }
+    /// `GET /jobs/{id}/config`: by default without a restart strategy.
+    fn job_config(&self, id: JobId) -> Result<JobConfigView, ControlError> {
+        self.job(id)
+            .map(|job| JobConfigView::of(&job, "(not known)"))
+    }
+    /// `GET /jobs/{id}/checkpoints/details/{checkpoint}/subtasks/{vertex}`:
+    /// one vertex's part of a checkpoint the leader still keeps, with its
+    /// subtasks. None by default.
+    fn checkpoint_subtasks(
+        &self,
+        id: JobId,
+        checkpoint: u64,
+        vertex: u32,
+    ) -> BoxFuture<'_, Result<TaskCheckpointView, ControlError>> {
+        Box::pin(async move {
+            Err(ControlError::Invalid(format!(
+                "job {id}: this JobManager keeps no details of checkpoint {checkpoint} \
+                 (vertex {vertex})"
             )))
         })
     }

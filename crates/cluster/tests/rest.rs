@@ -168,7 +168,15 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     assert_eq!(checkpoints["latest"]["restored"]["id"], 5);
     assert_eq!(
         keys(&checkpoints["summary"]),
-        ["alignment_duration", "end_to_end_duration", "state_size"]
+        [
+            "alignment_buffered",
+            "alignment_duration",
+            "checkpointed_size",
+            "end_to_end_duration",
+            "persisted_data",
+            "processed_data",
+            "state_size"
+        ]
     );
     let response = reqwest::get(format!("{}/jobs/{RUNNING}/checkpoints/config", jm.url)).await?;
     assert_eq!(
@@ -187,7 +195,7 @@ async fn every_read_route_answers_with_flinks_field_names() -> Result<()> {
     assert_eq!(tm["slotsNumber"], 4);
     assert_eq!(tm["dataAddress"], "127.0.0.1:6125");
     assert_eq!(tm["freeSlots"], 2);
-    assert_eq!(tm["timeSinceLastHeartbeat"], 120);
+    assert_eq!(tm["msSinceLastHeartbeat"], 120);
     assert_eq!(tm["ha"]["lease-remaining-ms"], 30_000);
 
     let config = get(&format!("{}/jobmanager/config", jm.url)).await?;

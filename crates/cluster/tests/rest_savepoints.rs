@@ -79,7 +79,7 @@ async fn the_status_is_flinks_shape_through_the_client() -> Result<()> {
         .await?;
     assert!(failed.is_done());
     assert_eq!(
-        failed.operation.unwrap().failure_cause.unwrap().stack_trace,
+        failed.operation.unwrap().failure_cause.unwrap().reason(),
         "expired"
     );
     let running = client

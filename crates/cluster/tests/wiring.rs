@@ -273,6 +273,7 @@ async fn a_registration_with_a_malformed_data_address_is_refused_naming_it() -> 
         tasks: Vec::new(),
         data_address: data_address.into(),
         running: Vec::new(),
+        hardware: None,
     };
     for bad in ["no-port", "host:0", "host:99999", ":7000"] {
         match caller.register_task_manager(register(bad)).await {

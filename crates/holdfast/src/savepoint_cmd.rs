@@ -78,7 +78,7 @@ pub async fn run(args: SavepointArgs, stop: bool) -> Result<()> {
         bail!(
             "the {what} of job {} failed: {}{}",
             args.id,
-            failure.stack_trace,
+            failure.reason(),
             if stop { " (the job goes on)" } else { "" }
         );
     }

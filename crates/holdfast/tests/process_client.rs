@@ -127,6 +127,7 @@ impl ClusterControl for Fake {
             num_subtasks: 2,
             num_acknowledged_subtasks: 2,
             failure_message: None,
+            ..CheckpointView::default()
         };
         Ok(CheckpointStats {
             counts: CheckpointCounts {
@@ -139,6 +140,7 @@ impl ClusterControl for Fake {
             summary: Default::default(),
             latest: LatestCheckpoints {
                 completed: Some(completed.clone()),
+                savepoint: None,
                 failed: None,
                 restored: Some(RestoredView {
                     id: 9,
@@ -283,7 +285,8 @@ async fn run_list_status_and_cancel_talk_to_the_jobmanager() -> Result<()> {
     let parsed: Value = serde_json::from_slice(&json_status.stdout)?;
     ensure!(
         parsed["job"]["jid"] == id.as_str()
-            && parsed["exceptions"]["exceptionHistory"]["entries"][0]["decision"] == "restart in 1s"
+            && parsed["exceptions"]["exceptionHistory"]["entries"][0]["decision"]
+                == "restart in 1s"
             && parsed["checkpoints"]["latest"]["restored"]["id"] == 9,
         "{parsed}"
     );

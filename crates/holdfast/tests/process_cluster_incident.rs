@@ -81,7 +81,7 @@ async fn under_lease_a_suspended_task_manager_keeps_its_tasks() -> Result<()> {
         Ok(tms
             .taskmanagers
             .first()
-            .filter(|t| t.time_since_last_heartbeat < 400)
+            .filter(|t| t.ms_since_last_heartbeat < 400)
             .map(|_| ()))
     })
     .await?;

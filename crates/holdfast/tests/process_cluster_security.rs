@@ -106,6 +106,7 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
         tasks: Vec::new(),
         data_address: String::new(),
         running: Vec::new(),
+        hardware: None,
     };
     let stranger = JobManagerClient::new(
         &jm.rpc,

@@ -43,7 +43,7 @@ async fn a_crashed_task_manager_is_lost_by_its_refused_calls_a_stalled_one_is_no
             .taskmanagers
             .iter()
             .find(|t| t.id == "tm-2")
-            .filter(|t| t.time_since_last_heartbeat < 600)
+            .filter(|t| t.ms_since_last_heartbeat < 600)
             .map(|_| ()))
     })
     .await?;

@@ -36,7 +36,7 @@ pub(super) async fn page(State(control): State<Control>, headers: HeaderMap, uri
                     tr id={ "tm-" (tm.id) } data-taskmanager=(tm.id) {
                         td { b { (tm.id) } }
                         td.num { (tm.slots_number - tm.free_slots.min(tm.slots_number)) " / " (tm.slots_number) }
-                        td { (format::duration_ms(tm.time_since_last_heartbeat)) " ago" }
+                        td { (format::duration_ms(tm.ms_since_last_heartbeat)) " ago" }
                         td { @match &tm.ha {
                             Some(c) => (frame::connection(c)),
                             None => span.muted { "not reported yet" },

@@ -63,6 +63,13 @@ pub(super) enum Message {
         trigger: crate::control::SavepointTrigger,
         reply: oneshot::Sender<Result<String, ControlError>>,
     },
+    /// One vertex's part of a checkpoint, with its subtasks.
+    CheckpointSubtasks {
+        job: JobId,
+        checkpoint: u64,
+        vertex: u32,
+        reply: oneshot::Sender<Result<crate::rest::answers::TaskCheckpointView, ControlError>>,
+    },
     Recovered(Epoch, Result<Vec<(JobId, StoredJob)>, StoreError>),
     /// The HA timeline earlier leaders kept, read for the term at this
     /// epoch.
@@ -261,6 +268,18 @@ impl<B: Backend> Actor<B> {
                 // The trigger is in the REST view before its id is
                 // answered: the caller asks about it next.
                 self.publish();
+                let _ = reply.send(answer);
+            }
+            Message::CheckpointSubtasks {
+                job,
+                checkpoint,
+                vertex,
+                reply,
+            } => {
+                let answer = match &self.term {
+                    Some(term) => term.checkpoint_subtasks(job, checkpoint, vertex),
+                    None => Err(self.parts.not_leader()),
+                };
                 let _ = reply.send(answer);
             }
             Message::Recovered(epoch, result) => self.on_recovered(epoch, result),

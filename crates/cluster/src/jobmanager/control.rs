@@ -109,6 +109,12 @@ impl ClusterControl for Control {
         self.read(|s| s.config.clone())
     }
 
+    fn job_config(&self, id: JobId) -> Result<crate::rest::answers::JobConfigView, ControlError> {
+        let job = self.job(id)?;
+        let strategy = self.read(|s| s.restart_strategy.clone());
+        Ok(crate::rest::answers::JobConfigView::of(&job, &strategy))
+    }
+
     fn dashboard(&self) -> DashboardConfig {
         let interval = self.read(|s| s.web_refresh_interval);
         DashboardConfig::new(u64::try_from(interval.as_millis()).unwrap_or(u64::MAX))
@@ -162,6 +168,20 @@ impl ClusterControl for Control {
         Box::pin(self.ask(move |reply| Message::Savepoint {
             job: id,
             trigger,
+            reply,
+        }))
+    }
+
+    fn checkpoint_subtasks(
+        &self,
+        id: JobId,
+        checkpoint: u64,
+        vertex: u32,
+    ) -> BoxFuture<'_, Result<crate::rest::answers::TaskCheckpointView, ControlError>> {
+        Box::pin(self.ask(move |reply| Message::CheckpointSubtasks {
+            job: id,
+            checkpoint,
+            vertex,
             reply,
         }))
     }

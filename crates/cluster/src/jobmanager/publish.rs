@@ -22,6 +22,8 @@ impl<B: Backend> Actor<B> {
         snapshot.overview.flink_version = crate::rest::answers::shown_version();
         snapshot.overview.flink_commit = crate::rest::answers::FLINK_API_LEVEL.to_owned();
         snapshot.web_refresh_interval = parts.options.web_refresh_interval;
+        snapshot.restart_strategy =
+            super::snapshot::restart_strategy_text(&parts.options.master.restart);
         snapshot.config = parts.options.config.clone();
         let (state, lease) = (parts.connection_state)();
         let known = parts.retrieval.known().leader;

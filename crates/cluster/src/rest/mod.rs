@@ -21,10 +21,15 @@
 //! reach the leader without knowing who it is.
 
 pub mod answers;
+mod checkpoints;
 mod error;
+mod metric_names;
+mod metrics;
 pub(crate) mod path;
 mod read;
 mod savepoints;
+mod taskmanagers;
+mod vertices;
 mod write;
 
 use std::future::Future;
@@ -77,10 +82,48 @@ fn api_routes() -> Router<Control> {
         .route("/jobs/overview", get(read::jobs_overview))
         .route("/jobs/{jobid}", get(read::job).patch(write::terminate))
         .route("/jobs/{jobid}/exceptions", get(read::exceptions))
+        .route("/jobs/{jobid}/config", get(read::job_config))
+        .route("/jobs/{jobid}/metrics", get(metrics::job_metrics))
+        .route("/jobs/metrics", get(metrics::jobs_metrics))
         .route("/jobs/{jobid}/checkpoints", get(read::checkpoints))
         .route(
             "/jobs/{jobid}/checkpoints/config",
             get(read::checkpoint_config),
+        )
+        .route(
+            "/jobs/{jobid}/checkpoints/details/{checkpointid}",
+            get(checkpoints::details),
+        )
+        .route(
+            "/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}",
+            get(checkpoints::subtasks),
+        )
+        .route("/jobs/{jobid}/vertices/{vertexid}", get(vertices::details))
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/backpressure",
+            get(vertices::backpressure),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/watermarks",
+            get(vertices::watermarks),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/metrics",
+            get(vertices::metrics),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics",
+            get(vertices::aggregated),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/metrics",
+            get(vertices::subtask_metrics),
+        )
+        .route(
+            "/jobs/{jobid}/rescaling",
+            get(metrics::rescaling)
+                .patch(metrics::rescaling)
+                .post(metrics::rescaling),
         )
         .route("/jobs/{jobid}/cancel", post(write::cancel))
         .route("/jobs/{jobid}/savepoints", post(savepoints::savepoint))
@@ -90,6 +133,18 @@ fn api_routes() -> Router<Control> {
         )
         .route("/jobs/{jobid}/stop", post(savepoints::stop))
         .route("/taskmanagers", get(read::taskmanagers))
+        .route("/taskmanagers/metrics", get(metrics::taskmanagers_metrics))
+        .route("/taskmanagers/{taskmanagerid}", get(taskmanagers::details))
+        .route(
+            "/taskmanagers/{taskmanagerid}/metrics",
+            get(metrics::taskmanager_metrics),
+        )
+        .route("/jobmanager/metrics", get(metrics::jobmanager_metrics))
+        .route("/jars", get(metrics::jars).post(metrics::jars))
+        .route(
+            "/jars/{*rest}",
+            get(metrics::jars).post(metrics::jars).delete(metrics::jars),
+        )
         .route("/config", get(read::dashboard))
         .route("/jobmanager/config", get(read::config))
         .route("/jobmanager/environment", get(read::environment))

@@ -10,8 +10,8 @@ use axum::http::Uri;
 
 use super::answers::{
     ApplicationsOverview, CheckpointConfigView, CheckpointStats, ConfigEntry, DashboardConfig,
-    Environment, HaView, JobDetails, JobExceptions, JobIdWithStatus, JobIdsWithStatus,
-    JobsOverview, Overview, TaskManagers,
+    Environment, HaView, JobConfigView, JobDetails, JobExceptions, JobIdWithStatus,
+    JobIdsWithStatus, JobsOverview, Overview, TaskManagers,
 };
 use super::error::ApiError;
 use super::path::job_id;
@@ -106,6 +106,19 @@ pub(crate) async fn checkpoints(
     let id = job_id(path)?;
     control
         .checkpoints(id)
+        .map(Json)
+        .map_err(|error| ApiError::from_control(error, &uri))
+}
+
+/// `GET /jobs/{jobid}/config`.
+pub(crate) async fn job_config(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<JobConfigView>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .job_config(id)
         .map(Json)
         .map_err(|error| ApiError::from_control(error, &uri))
 }

@@ -13,6 +13,7 @@
 mod actor;
 mod calls;
 mod checkpoints;
+mod hardware;
 mod notices;
 mod registration;
 mod report;

@@ -60,6 +60,7 @@ impl Actor {
             rpc_address: self.parts.advertised.clone(),
             slots: self.parts.options.slots,
             data_address: self.parts.options.data_address.clone().unwrap_or_default(),
+            hardware: Some(super::hardware::this_machine()),
             leader_epoch: leader.epoch.0,
             tasks: snapshot
                 .iter()

@@ -212,6 +212,7 @@ impl ClusterControl for Fake {
             num_subtasks: 4,
             num_acknowledged_subtasks: 4,
             failure_message: None,
+            ..CheckpointView::default()
         };
         Ok(CheckpointStats {
             counts: CheckpointCounts {
@@ -224,6 +225,7 @@ impl ClusterControl for Fake {
             summary: Default::default(),
             latest: LatestCheckpoints {
                 completed: Some(completed.clone()),
+                savepoint: None,
                 failed: None,
                 restored: Some(RestoredView {
                     id: 5,
@@ -251,8 +253,9 @@ impl ClusterControl for Fake {
                 data_address: Some("127.0.0.1:6125".into()),
                 slots_number: 4,
                 free_slots: 2,
-                time_since_last_heartbeat: 120,
+                ms_since_last_heartbeat: 120,
                 ha: Some(connected()),
+                ..TaskManagerView::default()
             }],
         })
     }

@@ -8,7 +8,7 @@ use holdfast_types::{CheckpointId, MonoTime};
 use super::config::CheckpointConfig;
 use super::types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
-    MetadataLocation, PointerOutcome, SavepointRequest, TaskState,
+    MetadataLocation, PointerOutcome, SavepointRequest, TaskAck, TaskState,
 };
 use crate::ids::ExecutionAttemptId;
 
@@ -241,7 +241,7 @@ impl CheckpointCoordinator {
                 );
             }
             CheckpointInput::Acknowledged { id, task, state } => {
-                self.on_ack(&mut out, id, task, state)
+                self.on_ack(&mut out, now, id, task, state)
             }
             CheckpointInput::Declined { id, task, reason } => {
                 if self
@@ -425,7 +425,7 @@ impl CheckpointCoordinator {
                 metadata: None,
             },
         );
-        self.record(id, now, savepoint.is_some());
+        self.record(id, now, savepoint.as_ref());
         // The sources start the barriers; a task whose input ended gets no
         // barrier any more and is triggered itself.
         let mut sources = self.sources.clone();
@@ -444,6 +444,7 @@ impl CheckpointCoordinator {
     fn on_ack(
         &mut self,
         out: &mut Vec<CheckpointCommand>,
+        now: MonoTime,
         id: CheckpointId,
         task: ExecutionAttemptId,
         state: TaskState,
@@ -458,6 +459,11 @@ impl CheckpointCoordinator {
         if pending.phase != Phase::Collecting || !pending.awaiting.remove(&task) {
             return; // not one of this run's tasks, or acknowledged already
         }
+        let ack = TaskAck {
+            at: now,
+            bytes: state.bytes,
+            alignment: state.alignment,
+        };
         pending.states.insert(task, state);
         let done = pending.awaiting.is_empty();
         let savepoint = pending.savepoint.as_ref().map(|s| s.target.clone());
@@ -472,6 +478,9 @@ impl CheckpointCoordinator {
             Vec::new()
         };
         self.update_summary(id);
+        if let Some(summary) = self.summary(id) {
+            summary.acks.insert(task, ack);
+        }
         if done {
             out.push(CheckpointCommand::WriteMetadata {
                 id,
@@ -671,10 +680,12 @@ impl CheckpointCoordinator {
         )
     }
 
-    fn record(&mut self, id: CheckpointId, now: MonoTime, savepoint: bool) {
+    fn record(&mut self, id: CheckpointId, now: MonoTime, savepoint: Option<&SavepointRequest>) {
         self.history.push_back(CheckpointSummary {
             id,
-            savepoint,
+            savepoint: savepoint.is_some(),
+            stop: savepoint.is_some_and(|s| s.stop),
+            target: savepoint.map(|s| s.target.clone()),
             status: CheckpointStatus::InProgress,
             triggered_at: now,
             ended_at: None,
@@ -682,6 +693,8 @@ impl CheckpointCoordinator {
             tasks: self.tasks.len(),
             bytes: 0,
             alignment: std::time::Duration::ZERO,
+            attempts: self.tasks.clone(),
+            acks: BTreeMap::new(),
         });
         if self.history.len() > HISTORY {
             self.history.pop_front();

@@ -55,5 +55,5 @@ pub use config::{CheckpointConfig, CheckpointConfigError, CheckpointingMode};
 pub use coordinator::CheckpointCoordinator;
 pub use types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
-    MetadataLocation, PointerFailure, PointerOutcome, SavepointRequest, TaskState,
+    MetadataLocation, PointerFailure, PointerOutcome, SavepointRequest, TaskAck, TaskState,
 };

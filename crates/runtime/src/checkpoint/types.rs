@@ -326,6 +326,10 @@ pub struct CheckpointSummary {
     pub id: CheckpointId,
     /// Whether it is a savepoint.
     pub savepoint: bool,
+    /// Whether it is a stop's savepoint (the job ends with it).
+    pub stop: bool,
+    /// A savepoint's directory.
+    pub target: Option<String>,
     /// Where it is.
     pub status: CheckpointStatus,
     /// When it was triggered.
@@ -339,5 +343,20 @@ pub struct CheckpointSummary {
     /// The state written so far, in bytes.
     pub bytes: u64,
     /// The longest alignment of any task.
+    pub alignment: Duration,
+    /// The attempts that must acknowledge it.
+    pub attempts: Vec<ExecutionAttemptId>,
+    /// Each acknowledgement so far, by attempt.
+    pub acks: std::collections::BTreeMap<ExecutionAttemptId, TaskAck>,
+}
+
+/// One task's acknowledgement of a checkpoint, as the REST API shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskAck {
+    /// When it arrived.
+    pub at: MonoTime,
+    /// The state the task wrote, in bytes.
+    pub bytes: u64,
+    /// How long its barrier alignment took.
     pub alignment: Duration,
 }

@@ -210,6 +210,7 @@ fn subtask_view(
             .unwrap_or_else(|| UNASSIGNED.to_owned()),
         taskmanager_id: tm.map_or_else(|| UNASSIGNED.to_owned(), ToString::to_string),
         start_time,
+        start_time_legacy: start_time,
         end_time,
         duration,
         metrics: IoMetrics {

@@ -19,7 +19,7 @@ mod jobs;
 mod meters;
 mod names;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use holdfast_runtime::ids::{JobId, TaskManagerId};
 use holdfast_runtime::lifecycle::job::JobState;
@@ -28,14 +28,15 @@ use holdfast_types::{MonoTime, WallTime};
 
 use crate::job_store::StoredJob;
 use crate::rest::answers::{
-    CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, HaView, JobDetails,
-    JobExceptions, JobsOverview, Overview, TaskManagerView, TaskManagers,
+    CheckpointConfigView, CheckpointStats, ConfigEntry, ConnectionView, HaView, HardwareView,
+    JobDetails, JobExceptions, JobsOverview, MemoryConfiguration, Overview, ResourceView, SlotView,
+    TaskManagerView, TaskManagers,
 };
 
 pub(crate) use clocks::Clocks;
 pub(crate) use jobs::failure_entry;
 pub(crate) use meters::Meters;
-pub(crate) use names::{decision_text, job_state_name};
+pub(crate) use names::{decision_text, job_state_name, restart_strategy_text};
 
 /// Everything the REST API shows.
 #[derive(Clone, Debug, Default)]
@@ -56,6 +57,8 @@ pub(crate) struct Snapshot {
     pub taskmanagers: TaskManagers,
     /// `/jobmanager/config`.
     pub config: Vec<ConfigEntry>,
+    /// The restart strategy in words, for `/jobs/{id}/config`.
+    pub restart_strategy: String,
     /// `web.refresh-interval`, for `/config`.
     pub web_refresh_interval: std::time::Duration,
     /// `/ha`.
@@ -78,6 +81,10 @@ pub(crate) struct LinkInfo {
     pub data_address: String,
     /// When it last answered a heartbeat (or registered).
     pub last_heard: MonoTime,
+    /// The same on the wall clock (Flink's REST answers carry it).
+    pub last_heard_wall: WallTime,
+    /// Its machine, as it reported it when it registered.
+    pub hardware: Option<holdfast_rpc::proto::Hardware>,
     /// Its connection as it last reported.
     pub connection: Option<ConnectionView>,
 }
@@ -160,23 +167,95 @@ pub(crate) fn fill_leader(
     snapshot.overview.taskmanagers = slots.task_managers().count();
     snapshot.overview.slots_total = slots.total();
     snapshot.overview.slots_available = slots.free();
+    // Each TaskManager's slots in use: tasks by (job, slot).
+    let mut placed: HashMap<&TaskManagerId, BTreeMap<(JobId, u32), u32>> = HashMap::new();
+    for job in &jobs {
+        for task in job.tasks().values() {
+            if let Some(slot) = task.slot.as_ref().filter(|_| !task.state.is_terminal()) {
+                *placed
+                    .entry(&slot.task_manager)
+                    .or_default()
+                    .entry((job.id, slot.index))
+                    .or_default() += 1;
+            }
+        }
+    }
     snapshot.taskmanagers.taskmanagers = slots
         .task_managers()
         .map(|(tm, total, free)| {
-            let link = links.get(tm);
-            TaskManagerView {
-                id: tm.to_string(),
-                path: link.map(|l| l.rpc.clone()).unwrap_or_default(),
-                data_address: link
-                    .map(|l| l.data_address.clone())
-                    .filter(|a| !a.is_empty()),
-                slots_number: total,
-                free_slots: free,
-                time_since_last_heartbeat: link
-                    .map(|l| now.since(l.last_heard).as_millis() as u64)
-                    .unwrap_or_default(),
-                ha: link.and_then(|l| l.connection.clone()),
-            }
+            let empty = BTreeMap::new();
+            let used = placed.get(tm).unwrap_or(&empty);
+            taskmanager_view(tm, (total, free), used, links.get(tm), now)
         })
         .collect();
+}
+
+/// One TaskManager as `GET /taskmanagers` shows it.
+fn taskmanager_view(
+    tm: &TaskManagerId,
+    (total, free): (u32, u32),
+    used: &BTreeMap<(JobId, u32), u32>,
+    link: Option<&LinkInfo>,
+    now: MonoTime,
+) -> TaskManagerView {
+    let hardware = link.and_then(|l| l.hardware).unwrap_or_default();
+    let data_address = link
+        .map(|l| l.data_address.clone())
+        .filter(|a| !a.is_empty());
+    let cores = f64::from(hardware.cpu_cores);
+    let share = if total == 0 {
+        0.0
+    } else {
+        f64::from(free) / f64::from(total)
+    };
+    TaskManagerView {
+        id: tm.to_string(),
+        path: link.map(|l| l.rpc.clone()).unwrap_or_default(),
+        data_port: data_address
+            .as_deref()
+            .and_then(|a| a.rsplit_once(':'))
+            .and_then(|(_, port)| port.parse::<u16>().ok())
+            .map_or(-1, i32::from),
+        jmx_port: -1,
+        time_since_last_heartbeat: link.map_or(0, |l| l.last_heard_wall.as_millis()),
+        slots_number: total,
+        free_slots: free,
+        assigned_tasks: used.values().sum(),
+        total_resource: ResourceView {
+            cpu_cores: cores,
+            ..ResourceView::default()
+        },
+        free_resource: ResourceView {
+            cpu_cores: cores * share,
+            ..ResourceView::default()
+        },
+        hardware: HardwareView {
+            cpu_cores: hardware.cpu_cores,
+            physical_memory: hardware.physical_memory_bytes,
+            free_memory: hardware.free_memory_bytes,
+            managed_memory: 0,
+        },
+        memory_configuration: MemoryConfiguration::default(),
+        allocated_slots: used
+            .iter()
+            .map(|((job, _), tasks)| SlotView {
+                job_id: job.to_string(),
+                resource: ResourceView {
+                    cpu_cores: if total == 0 {
+                        0.0
+                    } else {
+                        cores / f64::from(total)
+                    },
+                    ..ResourceView::default()
+                },
+                assigned_tasks: *tasks,
+            })
+            .collect(),
+        metrics: None,
+        data_address,
+        ms_since_last_heartbeat: link
+            .map(|l| now.since(l.last_heard).as_millis() as u64)
+            .unwrap_or_default(),
+        ha: link.and_then(|l| l.connection.clone()),
+    }
 }

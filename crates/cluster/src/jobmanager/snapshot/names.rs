@@ -3,7 +3,7 @@
 
 use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::lifecycle::task::TaskState;
-use holdfast_runtime::restart::{GiveUpReason, RestartDecision};
+use holdfast_runtime::restart::{GiveUpReason, RestartDecision, RestartStrategy};
 
 /// Flink's name of a job state.
 pub(crate) fn job_state_name(state: JobState) -> &'static str {
@@ -59,6 +59,32 @@ fn give_up_text(reason: &GiveUpReason) -> String {
         GiveUpReason::AttemptsBeforeResetExhausted { attempts } => {
             format!("all {attempts} exponential-delay attempts before a reset were used")
         }
+    }
+}
+
+/// A restart strategy in words (for `GET /jobs/{id}/config`).
+pub(crate) fn restart_strategy_text(strategy: &RestartStrategy) -> String {
+    match strategy {
+        RestartStrategy::None => "none: a failure fails the job".to_owned(),
+        RestartStrategy::FixedDelay { attempts, delay } => {
+            format!("fixed-delay: at most {attempts} restarts, {delay:?} apart")
+        }
+        RestartStrategy::FailureRate {
+            max_failures_per_interval,
+            interval,
+            delay,
+        } => format!(
+            "failure-rate: at most {max_failures_per_interval} failures per {interval:?}, \
+             restarts {delay:?} apart"
+        ),
+        RestartStrategy::ExponentialDelay {
+            initial_backoff,
+            max_backoff,
+            multiplier,
+            ..
+        } => format!(
+            "exponential-delay: from {initial_backoff:?} growing ×{multiplier} to {max_backoff:?}"
+        ),
     }
 }
 

@@ -34,7 +34,9 @@ impl Term {
             rpc: request.rpc_address.clone(),
             data_address: request.data_address.clone(),
             last_heard: self.runtime.now(),
+            last_heard_wall: self.runtime.wall_now(),
             connection: None,
+            hardware: request.hardware,
         };
         let link = Link::new(LinkParts {
             tm: tm.clone(),
@@ -118,6 +120,7 @@ impl Term {
         let mut changed = None;
         if let Some(link) = self.links.get_mut(&tm) {
             link.info.last_heard = self.runtime.now();
+            link.info.last_heard_wall = self.runtime.wall_now();
             let before = link.info.connection.as_ref().map(|c| c.state.clone());
             link.info.connection = reply.connection.as_ref().map(|c| ConnectionView {
                 state: c.state.clone(),

@@ -122,6 +122,29 @@ impl Term {
     }
 
     /// The checkpoint views of the REST snapshot.
+    /// Vertex `vertex`'s part of checkpoint `checkpoint` of `job`, with its
+    /// subtasks (`GET /jobs/{id}/checkpoints/details/{cid}/subtasks/{vid}`).
+    pub(in crate::jobmanager) fn checkpoint_subtasks(
+        &self,
+        job: JobId,
+        checkpoint: u64,
+        vertex: u32,
+    ) -> Result<crate::rest::answers::TaskCheckpointView, ControlError> {
+        if self.core.job(job).is_none() {
+            return Err(ControlError::NotFound(job));
+        }
+        let unknown = || {
+            ControlError::Invalid(format!(
+                "job {job}: checkpoint {checkpoint} is not among the latest this leader keeps, or \
+                 vertex {vertex} took no part in it"
+            ))
+        };
+        let cp = self.checkpoints.as_ref().ok_or_else(unknown)?;
+        let entry = cp.core.job(job).ok_or_else(unknown)?;
+        let (now, wall_now) = (self.runtime.now(), self.runtime.wall_now());
+        view::task_details(entry, checkpoint, vertex, now, wall_now).ok_or_else(unknown)
+    }
+
     pub(super) fn fill_checkpoints(&self, snapshot: &mut crate::jobmanager::snapshot::Snapshot) {
         snapshot.checkpoints.clear();
         let Some(cp) = &self.checkpoints else {

@@ -73,10 +73,16 @@ pub fn serialized_throwable(class: &str, message: &str) -> String {
     out.byte(TC_NULL); // stackTrace
     out.byte(TC_NULL); // suppressedExceptions
     out.byte(TC_ENDBLOCKDATA);
-    out.string(&format!("{class}: {message}\n")); // fullStringifiedStackTrace
+    out.string(&stringified(class, message)); // fullStringifiedStackTrace
     out.string(class); // originalErrorClassName
     out.byte(TC_NULL); // serializedException
     base64::engine::general_purpose::STANDARD.encode(out.0)
+}
+
+/// A failure as Java prints one without frames: `CLASS: MESSAGE` and a
+/// line end (what Flink's `stack-trace` field holds).
+pub fn stringified(class: &str, message: &str) -> String {
+    format!("{class}: {message}\n")
 }
 
 /// The bytes written so far.

@@ -186,6 +186,9 @@ pub struct SubtaskView {
     pub taskmanager_id: String,
     /// When it was deployed (ms since the Unix epoch); -1 before.
     pub start_time: i64,
+    /// The same under the older name Flink still writes.
+    #[serde(rename = "start_time", default)]
+    pub start_time_legacy: i64,
     /// When it ended; -1 while it has not.
     pub end_time: i64,
     /// From its start to its end or to now (ms); -1 before it started.

@@ -9,6 +9,9 @@
 //!                   /applications/overview
 //!  jobs.rs          GET /jobs/overview, GET /jobs, POST /jobs
 //!  job.rs           GET /jobs/{id} (vertices, subtasks, the plan)
+//!  job_config.rs    GET /jobs/{id}/config
+//!  vertex.rs        GET /jobs/{id}/vertices/{vid} and its backpressure
+//!  metrics.rs       the metric routes' collections and aggregates
 //!  exceptions.rs    GET /jobs/{id}/exceptions
 //!  checkpoints.rs   GET /jobs/{id}/checkpoints, GET /jobs/{id}/checkpoints/config
 //!  taskmanagers.rs  GET /taskmanagers
@@ -22,14 +25,18 @@ mod exceptions;
 mod ha;
 pub mod java_throwable;
 mod job;
+mod job_config;
 mod jobs;
+mod metrics;
 mod overview;
 mod taskmanagers;
+mod vertex;
 
 pub use checkpoints::{
-    CheckpointConfigView, CheckpointCounts, CheckpointStats, CheckpointSummaryStats,
-    CheckpointView, LatestCheckpoints, MinMaxAvg, RestoredView, SavepointFailure,
-    SavepointOperation, SavepointStatus, SavepointStatusId, SavepointTriggered,
+    Alignment, CheckpointConfigView, CheckpointCounts, CheckpointStats, CheckpointSummaryStats,
+    CheckpointView, Externalization, LatestCheckpoints, MinMaxAvg, RestoredView, SAVEPOINT_FAILED,
+    SavepointFailure, SavepointOperation, SavepointStatus, SavepointStatusId, SavepointTriggered,
+    SubtaskCheckpointView, SyncAsync, TaskCheckpointSummary, TaskCheckpointView,
 };
 pub use error::ErrorBody;
 pub use exceptions::{ExceptionEntry, ExceptionHistory, ExceptionView, JobExceptions};
@@ -38,11 +45,19 @@ pub use job::{
     ConnectorView, IoMetrics, JobDetails, PlanInput, PlanNode, PlanView, SplitView, SubtaskView,
     TakeoverView, TransactionView, VertexView, vertex_id, vertex_index,
 };
+pub use job_config::{ExecutionConfigView, JobConfigView};
 pub use jobs::{
     JobIdWithStatus, JobIdsWithStatus, JobSummary, JobsOverview, Submitted, TaskCounts,
 };
+pub use metrics::{Aggregate, AggregatedMetric, MetricValue};
 pub use overview::{
     ApplicationsOverview, ConfigEntry, DashboardConfig, DashboardFeatures, Environment,
     FLINK_API_LEVEL, Overview, RuntimeInfo, shown_version,
 };
-pub use taskmanagers::{TaskManagerView, TaskManagers};
+pub use taskmanagers::{
+    HardwareView, JvmMetrics, MemoryConfiguration, ResourceView, SlotView, TaskManagerView,
+    TaskManagers,
+};
+pub use vertex::{
+    AggregatedSubtasks, SubtaskBackpressure, VertexBackpressure, VertexDetails, backpressure_level,
+};

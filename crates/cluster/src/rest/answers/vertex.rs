@@ -1,0 +1,261 @@
+//! `GET /jobs/{id}/vertices/{vid}` and its backpressure, in Flink's shapes
+//! (`JobVertexDetailsInfo`, `JobVertexBackPressureInfo`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{IoMetrics, SubtaskView};
+
+/// `GET /jobs/{id}/vertices/{vid}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VertexDetails {
+    /// The vertex's id (as in [`VertexView::id`](super::VertexView::id)).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its parallelism.
+    pub parallelism: u32,
+    /// As the job's.
+    #[serde(rename = "maxParallelism")]
+    pub max_parallelism: u32,
+    /// When this answer was made (ms since the Unix epoch).
+    pub now: u64,
+    /// Its subtasks.
+    pub subtasks: Vec<SubtaskView>,
+    /// Its subtasks' metrics and time in each state, taken together.
+    pub aggregated: AggregatedSubtasks,
+}
+
+/// A vertex's subtasks taken together (Flink's `AggregatedTaskDetailsInfo`):
+/// for each of their metrics and for their time in each early state, the
+/// minimum, maximum, average (rounded down), sum, median and 25th, 75th
+/// and 95th percentiles, as Flink computes them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AggregatedSubtasks {
+    /// By Flink's metric name.
+    pub metrics: BTreeMap<String, BTreeMap<String, i64>>,
+    /// By Flink's state name (`CREATED`, `SCHEDULED`, `INITIALIZING`,
+    /// `DEPLOYING`, `RUNNING`).
+    #[serde(rename = "status-duration")]
+    pub status_duration: BTreeMap<String, BTreeMap<String, i64>>,
+}
+
+impl AggregatedSubtasks {
+    /// Of `subtasks`.
+    pub fn of(subtasks: &[SubtaskView]) -> AggregatedSubtasks {
+        let metric = |f: fn(&IoMetrics) -> i64| -> Vec<i64> {
+            subtasks.iter().map(|s| f(&s.metrics)).collect()
+        };
+        let metrics = [
+            ("read-bytes", metric(|m| as_i64(m.read_bytes))),
+            ("write-bytes", metric(|m| as_i64(m.write_bytes))),
+            ("read-records", metric(|m| as_i64(m.read_records))),
+            ("write-records", metric(|m| as_i64(m.write_records))),
+            (
+                "accumulated-backpressured-time",
+                metric(|m| as_i64(m.accumulated_backpressured_time)),
+            ),
+            (
+                "accumulated-idle-time",
+                metric(|m| as_i64(m.accumulated_idle_time)),
+            ),
+            (
+                "accumulated-busy-time",
+                metric(|m| m.accumulated_busy_time as i64),
+            ),
+        ]
+        .into_iter()
+        .map(|(name, values)| (name.to_owned(), statistics(&values)))
+        .collect();
+        let status_duration = [
+            "CREATED",
+            "SCHEDULED",
+            "INITIALIZING",
+            "DEPLOYING",
+            "RUNNING",
+        ]
+        .into_iter()
+        .map(|state| {
+            let values: Vec<i64> = subtasks
+                .iter()
+                .map(|s| as_i64(s.status_duration.get(state).copied().unwrap_or(0)))
+                .collect();
+            (state.to_owned(), statistics(&values))
+        })
+        .collect();
+        AggregatedSubtasks {
+            metrics,
+            status_duration,
+        }
+    }
+}
+
+fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// min, max, avg, sum, median, p25, p75 and p95 of `values` (0 for none).
+fn statistics(values: &[i64]) -> BTreeMap<String, i64> {
+    let sum: i64 = values.iter().sum();
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let avg = if values.is_empty() {
+        0
+    } else {
+        sum / values.len() as i64
+    };
+    BTreeMap::from([
+        ("min".to_owned(), sorted.first().copied().unwrap_or(0)),
+        ("max".to_owned(), sorted.last().copied().unwrap_or(0)),
+        ("avg".to_owned(), avg),
+        ("sum".to_owned(), sum),
+        ("median".to_owned(), percentile(&sorted, 50.0)),
+        ("p25".to_owned(), percentile(&sorted, 25.0)),
+        ("p75".to_owned(), percentile(&sorted, 75.0)),
+        ("p95".to_owned(), percentile(&sorted, 95.0)),
+    ])
+}
+
+/// The `p`th percentile of `sorted` as Flink's statistics compute it: at
+/// position p·(n+1)/100, interpolated between its neighbours, clamped to
+/// the smallest and largest, rounded toward zero; 0 for no values.
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    let n = sorted.len();
+    if n == 0 {
+        return 0;
+    }
+    let position = p * (n as f64 + 1.0) / 100.0;
+    let value = if position < 1.0 {
+        sorted[0] as f64
+    } else if position >= n as f64 {
+        sorted[n - 1] as f64
+    } else {
+        let below = position.floor();
+        let lower = sorted[below as usize - 1] as f64;
+        let upper = sorted[below as usize] as f64;
+        lower + (position - below) * (upper - lower)
+    };
+    value as i64
+}
+
+/// `GET /jobs/{id}/vertices/{vid}/backpressure`: how much of their time
+/// the vertex's subtasks wait for room downstream, between their last two
+/// reports (holdfast measures it all the time: no sampling to wait for).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VertexBackpressure {
+    /// `ok`: the figures are there.
+    pub status: String,
+    /// The worst subtask's level.
+    pub backpressure_level: String,
+    /// The same under the older name Flink still writes.
+    #[serde(rename = "backpressure-level")]
+    pub backpressure_level_legacy: String,
+    /// When the figures were taken (ms since the Unix epoch).
+    #[serde(rename = "end-timestamp")]
+    pub end_timestamp: u64,
+    /// Each subtask's.
+    pub subtasks: Vec<SubtaskBackpressure>,
+}
+
+/// One subtask's backpressure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubtaskBackpressure {
+    /// The subtask's index.
+    pub subtask: u32,
+    /// Its attempt.
+    #[serde(rename = "attempt-number")]
+    pub attempt_number: u32,
+    /// `ok` (at most 10 % of the time waiting), `low` (at most 50 %) or
+    /// `high`, as Flink grades it.
+    pub backpressure_level: String,
+    /// The same under the older name Flink still writes.
+    #[serde(rename = "backpressure-level")]
+    pub backpressure_level_legacy: String,
+    /// The share of time it waited (0 to 1).
+    pub ratio: f64,
+    /// Not measured: 0.
+    pub idle_ratio: f64,
+    /// Not measured: 0.
+    pub busy_ratio: f64,
+}
+
+/// Flink's grade of a backpressure ratio.
+pub fn backpressure_level(ratio: f64) -> &'static str {
+    if ratio <= 0.10 {
+        "ok"
+    } else if ratio <= 0.5 {
+        "low"
+    } else {
+        "high"
+    }
+}
+
+impl VertexBackpressure {
+    /// The backpressure of `subtasks` at `now`.
+    pub fn of(subtasks: &[SubtaskView], now: u64) -> VertexBackpressure {
+        let worst = subtasks
+            .iter()
+            .map(|s| s.backpressure)
+            .fold(0.0_f64, f64::max);
+        VertexBackpressure {
+            status: "ok".to_owned(),
+            backpressure_level: backpressure_level(worst).to_owned(),
+            backpressure_level_legacy: backpressure_level(worst).to_owned(),
+            end_timestamp: now,
+            subtasks: subtasks
+                .iter()
+                .map(|s| SubtaskBackpressure {
+                    subtask: s.subtask,
+                    attempt_number: s.attempt,
+                    backpressure_level: backpressure_level(s.backpressure).to_owned(),
+                    backpressure_level_legacy: backpressure_level(s.backpressure).to_owned(),
+                    ratio: s.backpressure,
+                    idle_ratio: 0.0,
+                    busy_ratio: 0.0,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_at_p_times_n_plus_one() {
+        assert_eq!(percentile(&[], 50.0), 0);
+        assert_eq!(percentile(&[7], 95.0), 7);
+        // n = 4: the median is at 2.5, between 20 and 30.
+        assert_eq!(percentile(&[10, 20, 30, 40], 50.0), 25);
+        // p25 at 1.25: 10 + 0.25 · 10.
+        assert_eq!(percentile(&[10, 20, 30, 40], 25.0), 12);
+        // p95 at 4.75, past the last: the largest.
+        assert_eq!(percentile(&[10, 20, 30, 40], 95.0), 40);
+        let stats = statistics(&[3, 1, 2]);
+        assert_eq!(
+            (stats["min"], stats["max"], stats["avg"], stats["sum"]),
+            (1, 3, 2, 6)
+        );
+    }
+
+    #[test]
+    fn levels_are_flinks_and_the_vertex_takes_the_worst() {
+        assert_eq!(backpressure_level(0.0), "ok");
+        assert_eq!(backpressure_level(0.10), "ok");
+        assert_eq!(backpressure_level(0.3), "low");
+        assert_eq!(backpressure_level(0.9), "high");
+        let subtask = |i, b| SubtaskView {
+            subtask: i,
+            backpressure: b,
+            ..SubtaskView::default()
+        };
+        let v = VertexBackpressure::of(&[subtask(0, 0.05), subtask(1, 0.7)], 9);
+        assert_eq!(v.backpressure_level, "high");
+        assert_eq!(v.subtasks[0].backpressure_level, "ok");
+        assert_eq!(v.end_timestamp, 9);
+    }
+}

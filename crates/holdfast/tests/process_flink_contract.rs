@@ -1,0 +1,312 @@
+//! Tier 4: every route of holdfast's REST API that Flink has, asked of a
+//! real `holdfast standalone` (a keyed job that checkpoints, a job that
+//! failed for good, a savepoint taken and one that failed), both at its
+//! path and under `/v1/`, and every answer checked against Flink 2.3's own
+//! REST contract: the response class of Flink's handler for that method
+//! and path parses it, Flink's status code is the one answered, and what
+//! Flink writes back from what it parsed is in the answer unchanged
+//! (`FlinkContract.java` in the test kit; Flink's OpenAPI description is
+//! generated from the same classes). Error answers must be Flink's
+//! `{"errors": [...]}`.
+
+mod support;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use holdfast_runtime::ids::JobId;
+use holdfast_testkit::flink::Answer;
+use holdfast_testkit::{FlinkClients, free_port};
+use serde_json::{Value, json};
+use support::Holdfast;
+use support::cluster::{all_running, eventually, rest};
+
+/// Asks `method path` of `base`, returning the answer for the check.
+async fn ask(
+    http: &reqwest::Client,
+    base: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Answer> {
+    let url = format!("{base}{path}");
+    let request = match method {
+        "GET" => http.get(&url),
+        "POST" => http.post(&url),
+        "PATCH" => http.patch(&url),
+        other => anyhow::bail!("no such method {other}"),
+    };
+    let request = match body {
+        Some(body) => request.json(&body),
+        None => request,
+    };
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("{method} {url}"))?;
+    let status = response.status().as_u16();
+    let body = response.text().await?;
+    Ok(Answer {
+        method: method.to_owned(),
+        path: path.to_owned(),
+        status,
+        body,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_is_what_flinks_client_reads() -> Result<()> {
+    let clients = FlinkClients::find()?;
+    let dir = tempfile::tempdir()?;
+    let (rpc, port) = (free_port()?, free_port()?);
+    let params = json!({
+        "records": 1_000_000, "rate": 2_000, "keys": 20, "pipeline": "keyed",
+        "output": dir.path().join("out"),
+    })
+    .to_string();
+    let args: Vec<String> = [
+        "standalone",
+        "--run",
+        "datagen",
+        "--args",
+        &params,
+        "--parallelism",
+        "2",
+        "-D",
+        &format!("jobmanager.rpc.port={rpc}"),
+        "-D",
+        &format!("rest.port={port}"),
+        "-D",
+        "taskmanager.numberOfTaskSlots=2",
+        "-D",
+        "execution.checkpointing.interval=300ms",
+        "-D",
+        &format!(
+            "execution.checkpointing.dir={}",
+            dir.path().join("checkpoints").display()
+        ),
+        "-D",
+        "restart-strategy.type=fixed-delay",
+        "-D",
+        "restart-strategy.fixed-delay.attempts=2",
+        "-D",
+        "restart-strategy.fixed-delay.delay=100ms",
+    ]
+    .map(String::from)
+    .to_vec();
+    let _standalone = Holdfast::spawn("standalone", &args)?;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = rest(&base)?;
+    let job = eventually("the job is submitted", || async {
+        Ok(client
+            .jobs()
+            .await?
+            .jobs
+            .first()
+            .map(|j| j.jid.parse::<JobId>())
+            .transpose()?)
+    })
+    .await?;
+    all_running(&client, job, "the job runs").await?;
+    let checkpoint = eventually("two checkpoints completed", || async {
+        let stats = client.checkpoints(job).await?;
+        Ok((stats.counts.completed >= 2)
+            .then(|| stats.latest.completed.map(|c| c.id))
+            .flatten())
+    })
+    .await?;
+
+    // A job that fails for good (three failures, two restarts).
+    let failing = support::run(&[
+        "run",
+        "fail",
+        "--jobmanager",
+        &base,
+        "--args",
+        r#"{"after_records": 10, "message": "failed on purpose for the contract test"}"#,
+    ])
+    .await?;
+    ensure!(
+        failing.status.success(),
+        "{}",
+        String::from_utf8_lossy(&failing.stderr)
+    );
+    let failed: JobId = String::from_utf8_lossy(&failing.stdout).trim().parse()?;
+    eventually("the failing job is FAILED", || async {
+        Ok((client.job(failed).await?.state == "FAILED").then_some(()))
+    })
+    .await?;
+
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    // A savepoint taken, one that fails.
+    let taken = ask(
+        &http,
+        &base,
+        "POST",
+        &format!("/v1/jobs/{job}/savepoints"),
+        Some(json!({"target-directory": dir.path().join("savepoints"), "cancel-job": false})),
+    )
+    .await?;
+    let taken_id = serde_json::from_str::<Value>(&taken.body)?["request-id"]
+        .as_str()
+        .context("a trigger id")?
+        .to_owned();
+    std::fs::write(dir.path().join("a-file"), "")?;
+    let refused = ask(
+        &http,
+        &base,
+        "POST",
+        &format!("/jobs/{job}/savepoints"),
+        Some(
+            json!({"target-directory": dir.path().join("a-file/savepoints"),
+                    "triggerId": "0123456789abcdef0123456789abcdef"}),
+        ),
+    )
+    .await?;
+    eventually("both savepoints ended", || async {
+        let done = |trigger: &str| {
+            let client = &client;
+            let trigger = trigger.to_owned();
+            async move {
+                Ok::<_, anyhow::Error>(client.savepoint_status(job, &trigger).await?.is_done())
+            }
+        };
+        Ok(
+            (done(&taken_id).await? && done("0123456789abcdef0123456789abcdef").await?)
+                .then_some(()),
+        )
+    })
+    .await?;
+    let details = client.job(job).await?;
+    let vertex = details.vertices.last().context("a vertex")?.id.clone();
+    let taskmanager = client
+        .taskmanagers()
+        .await?
+        .taskmanagers
+        .first()
+        .context("a TaskManager")?
+        .id
+        .clone();
+
+    let reads = [
+        "/config".to_owned(),
+        "/overview".to_owned(),
+        "/applications/overview".to_owned(),
+        "/jobs".to_owned(),
+        "/jobs/overview".to_owned(),
+        format!("/jobs/{job}"),
+        format!("/jobs/{job}/config"),
+        format!("/jobs/{job}/exceptions"),
+        format!("/jobs/{failed}/exceptions"),
+        format!("/jobs/{failed}/exceptions?maxExceptions=1"),
+        format!("/jobs/{failed}"),
+        format!("/jobs/{job}/checkpoints"),
+        format!("/jobs/{job}/checkpoints/config"),
+        format!("/jobs/{job}/checkpoints/details/{checkpoint}"),
+        format!("/jobs/{job}/checkpoints/details/{checkpoint}/subtasks/{vertex}"),
+        format!("/jobs/{job}/vertices/{vertex}"),
+        format!("/jobs/{job}/vertices/{vertex}/backpressure"),
+        format!("/jobs/{job}/vertices/{vertex}/watermarks"),
+        format!("/jobs/{job}/vertices/{vertex}/metrics"),
+        format!("/jobs/{job}/vertices/{vertex}/metrics?get=0.numRecordsIn,1.numRecordsOut"),
+        format!("/jobs/{job}/vertices/{vertex}/subtasks/metrics"),
+        format!(
+            "/jobs/{job}/vertices/{vertex}/subtasks/metrics?get=numRecordsIn,numRecordsInPerSecond,backPressuredTimeMsPerSecond,busyTimeMsPerSecond"
+        ),
+        format!("/jobs/{job}/vertices/{vertex}/subtasks/metrics?get=numRecordsIn&agg=max,skew"),
+        format!("/jobs/{job}/vertices/{vertex}/subtasks/0/metrics?get=numRecordsIn"),
+        format!("/jobs/{job}/metrics"),
+        format!("/jobs/{job}/metrics?get=numRestarts,uptime,numberOfCompletedCheckpoints"),
+        "/jobs/metrics?get=numRestarts".to_owned(),
+        format!("/jobs/{job}/savepoints/{taken_id}"),
+        format!("/jobs/{job}/savepoints/0123456789abcdef0123456789abcdef"),
+        "/taskmanagers".to_owned(),
+        format!("/taskmanagers/{taskmanager}"),
+        format!("/taskmanagers/{taskmanager}/metrics"),
+        "/jobmanager/config".to_owned(),
+        "/jobmanager/environment".to_owned(),
+        "/jobmanager/metrics".to_owned(),
+        "/jobmanager/metrics?get=taskSlotsTotal,numRunningJobs".to_owned(),
+        // Errors: Flink's error body.
+        format!("/jobs/{}", JobId::from_u128(7)),
+        format!("/jobs/{job}/vertices/ffffffffffffffffffffffffffffffff"),
+        format!("/jobs/{job}/checkpoints/details/999999"),
+        "/jobs/not-a-job-id".to_owned(),
+    ];
+    let mut answers = vec![taken.clone(), refused.clone()];
+    for path in &reads {
+        for prefix in ["", "/v1"] {
+            answers.push(ask(&http, &base, "GET", &format!("{prefix}{path}"), None).await?);
+        }
+    }
+    // What each answered, for the statuses below.
+    let status = |path: &str| answers.iter().find(|a| a.path == path).map(|a| a.status);
+    ensure!(status(&format!("/jobs/{}", JobId::from_u128(7))) == Some(404));
+    ensure!(status("/jobs/not-a-job-id") == Some(400));
+    ensure!(status(&format!("/jobs/{job}/checkpoints/details/999999")) == Some(404));
+    ensure!(status(&format!("/v1/jobs/{job}")) == Some(200));
+
+    // The mutations last: stop the job with a savepoint; cancel another.
+    let stop = ask(
+        &http,
+        &base,
+        "POST",
+        &format!("/v1/jobs/{job}/stop"),
+        Some(json!({"targetDirectory": dir.path().join("stopped"), "drain": false})),
+    )
+    .await?;
+    ensure!(stop.status == 202, "{stop:?}");
+    answers.push(stop);
+    let second = support::run(&[
+        "run",
+        "burn",
+        "--jobmanager",
+        &base,
+        "--args",
+        r#"{"seconds": 600}"#,
+    ])
+    .await?;
+    ensure!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let burning: JobId = String::from_utf8_lossy(&second.stdout).trim().parse()?;
+    let cancel = ask(
+        &http,
+        &base,
+        "PATCH",
+        &format!("/v1/jobs/{burning}?mode=cancel"),
+        None,
+    )
+    .await?;
+    ensure!(cancel.status == 202, "{cancel:?}");
+    answers.push(cancel);
+    let jars = ask(&http, &base, "GET", "/v1/jars", None).await?;
+    ensure!(
+        jars.status == 501 && jars.body.contains("holdfast run"),
+        "the jar routes say how holdfast submits jobs: {jars:?}"
+    );
+    answers.push(jars);
+
+    let verdicts = clients.check(&answers)?;
+    let failures: Vec<String> = verdicts
+        .iter()
+        .zip(&answers)
+        .filter_map(|(v, a)| {
+            v.failure
+                .as_ref()
+                .map(|why| format!("{} ({}): {why}\n  body: {:.300}", v.what, a.status, a.body))
+        })
+        .collect();
+    ensure!(
+        failures.is_empty(),
+        "{} of {} answers are not what Flink's client reads:\n{}",
+        failures.len(),
+        answers.len(),
+        failures.join("\n")
+    );
+    Ok(())
+}
