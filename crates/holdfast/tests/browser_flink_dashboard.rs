@@ -6,8 +6,8 @@
 //! Flink 2's overview lists applications, which holdfast has none of),
 //! running jobs, a job's overview (its vertices), its checkpoints and
 //! exceptions tabs, a failed job's root exception, the TaskManagers and the
-//! JobManager's configuration. No page logs a console error or an error of
-//! the dashboard's HTTP calls. Screenshots go to
+//! JobManager's configuration; its Cancel Job button cancels the job. No
+//! page logs a console error or an error of the dashboard's HTTP calls. Screenshots go to
 //! `target/dashboard-screenshots/flink-dashboard/`.
 
 #[path = "support/browser.rs"]
@@ -282,6 +282,21 @@ async fn flinks_dashboard_shows_holdfast() -> Result<()> {
         page.until("the configuration", &text_has("rest.port"))?;
         page.screenshot("jobmanager-config")?;
 
+        // Cancel the running job with the dashboard's button and its
+        // confirmation.
+        route(&page, &format!("/job/running/{job}/overview"))?;
+        page.until("the cancel button", &text_has("Cancel Job"))?;
+        page.eval(
+            "([...document.querySelectorAll('a, button, span')]\
+             .find(e => e.textContent.trim() === 'Cancel Job').click(), true)",
+        )?;
+        page.until(
+            "the confirmation",
+            "!!document.querySelector('.ant-popover button.ant-btn-primary')",
+        )?;
+        page.screenshot("cancel-confirmation")?;
+        page.eval("(document.querySelector('.ant-popover button.ant-btn-primary').click(), true)")?;
+
         let failed_calls = page.eval(FAILED_CALLS)?;
         ensure!(
             failed_calls.as_array().is_some_and(Vec::is_empty),
@@ -290,5 +305,10 @@ async fn flinks_dashboard_shows_holdfast() -> Result<()> {
         page.no_console_errors()
             .context("Flink's dashboard logged errors against holdfast")
     })?;
+    eventually(
+        "the job cancelled from Flink's dashboard is CANCELED",
+        || async { Ok((client.job(job).await?.state == "CANCELED").then_some(())) },
+    )
+    .await?;
     Ok(())
 }

@@ -125,7 +125,14 @@ fn api_routes() -> Router<Control> {
                 .patch(metrics::rescaling)
                 .post(metrics::rescaling),
         )
+        .route(
+            "/jobs/{jobid}/rescaling/{triggerid}",
+            get(metrics::rescaling),
+        )
         .route("/jobs/{jobid}/cancel", post(write::cancel))
+        // Flink's dashboard cancels with a GET (a route once meant for
+        // YARN's proxy, which let only GETs through).
+        .route("/jobs/{jobid}/yarn-cancel", get(write::cancel))
         .route("/jobs/{jobid}/savepoints", post(savepoints::savepoint))
         .route(
             "/jobs/{jobid}/savepoints/{triggerid}",

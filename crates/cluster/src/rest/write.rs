@@ -121,7 +121,8 @@ pub(crate) async fn terminate(
     cancel_job(control, uri, id).await
 }
 
-/// `POST /jobs/{jobid}/cancel`: the same as `PATCH …?mode=cancel`.
+/// `POST /jobs/{jobid}/cancel` and `GET /jobs/{jobid}/yarn-cancel` (how
+/// Flink's dashboard cancels): the same as `PATCH …?mode=cancel`.
 pub(crate) async fn cancel(
     State(control): State<Control>,
     uri: Uri,
