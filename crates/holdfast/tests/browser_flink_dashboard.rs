@@ -6,7 +6,9 @@
 //! Flink 2's overview lists applications, which holdfast has none of),
 //! running jobs, a job's overview (its vertices), its checkpoints and
 //! exceptions tabs, a failed job's root exception, the TaskManagers and the
-//! JobManager's configuration; its Cancel Job button cancels the job. No
+//! JobManager's configuration, and beyond them every tab of a vertex, the
+//! job's data skew and configuration, completed jobs, a TaskManager's and
+//! the JobManager's metrics pages; its Cancel Job button cancels the job. No
 //! page logs a console error or an error of the dashboard's HTTP calls. Screenshots go to
 //! `target/dashboard-screenshots/flink-dashboard/`.
 
@@ -281,6 +283,42 @@ async fn flinks_dashboard_shows_holdfast() -> Result<()> {
         route(&page, "/job-manager/config")?;
         page.until("the configuration", &text_has("rest.port"))?;
         page.screenshot("jobmanager-config")?;
+
+        // The vertex drawer's tabs and the job's other tabs, each with what
+        // it shows of holdfast's.
+        let vertex = "00000000000000000000000000000001";
+        let drawer = format!("/job/running/{job}/overview/{vertex}");
+        for (view, shows) in [
+            (format!("{drawer}/detail"), "Max Parallelism 128"),
+            (format!("{drawer}/subtasks"), "Accumulated Time"),
+            (format!("{drawer}/taskmanagers"), "127.0.0.1:"),
+            (format!("{drawer}/watermarks"), "No Watermark"),
+            (format!("{drawer}/accumulators"), "Vertex Accumulators"),
+            (format!("{drawer}/backpressure"), "Back Pressure Status: OK"),
+            (format!("{drawer}/metrics"), "Add Metric"),
+            (
+                format!("{drawer}/flamegraph"),
+                "flame graph feature is currently disabled",
+            ),
+            (
+                format!("/job/running/{job}/dataskew"),
+                "Data Skew Percentage",
+            ),
+            (
+                format!("/job/running/{job}/configuration"),
+                "fixed-delay: at most 1 restarts",
+            ),
+            ("/job/completed".to_owned(), "FAILED"),
+            (
+                "/task-manager/tm-standalone-0/metrics".to_owned(),
+                "JVM (Heap/Non-Heap) Memory",
+            ),
+            ("/job-manager/metrics".to_owned(), "Garbage Collection"),
+        ] {
+            route(&page, &view)?;
+            page.until(&format!("{view} showing {shows:?}"), &text_has(shows))?;
+        }
+        page.screenshot("vertex-backpressure")?;
 
         // Cancel the running job with the dashboard's button and its
         // confirmation.

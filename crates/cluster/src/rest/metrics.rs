@@ -12,7 +12,7 @@
 use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::Uri;
 use serde::Deserialize;
 
 use super::answers::{AggregatedMetric, CheckpointStats, JobDetails, MetricValue, Overview};
@@ -181,23 +181,4 @@ pub(crate) async fn taskmanagers_metrics(
         .taskmanagers()
         .map_err(|error| ApiError::from_control(error, &uri))?;
     Ok(Json(Vec::new()))
-}
-
-/// The answer to what holdfast does not do the way Flink does: the jar
-/// routes and rescaling through the adaptive scheduler.
-pub(crate) async fn jars() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "holdfast runs no jars: its jobs are compiled into the holdfast binary. Submit one \
-         with `holdfast run NAME` (`holdfast jobs` lists them) or POST /jobs with a job graph",
-    )
-}
-
-/// `PATCH /jobs/{jobid}/rescaling` and its status.
-pub(crate) async fn rescaling() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "holdfast rescales a job through a savepoint: `holdfast stop JOB`, then `holdfast run \
-         NAME --from-savepoint DIR --parallelism N`",
-    )
 }

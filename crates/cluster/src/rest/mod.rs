@@ -29,6 +29,7 @@ pub(crate) mod path;
 mod read;
 mod savepoints;
 mod taskmanagers;
+mod unsupported;
 mod vertices;
 mod write;
 
@@ -104,6 +105,32 @@ fn api_routes() -> Router<Control> {
             get(vertices::backpressure),
         )
         .route(
+            "/jobs/{jobid}/vertices/{vertexid}/taskmanagers",
+            get(vertices::taskmanagers),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/accumulators",
+            get(vertices::accumulators),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/subtasks/accumulators",
+            get(vertices::subtask_accumulators),
+        )
+        .route(
+            "/jobs/{jobid}/vertices/{vertexid}/flamegraph",
+            get(vertices::flamegraph),
+        )
+        .route("/jobs/{jobid}/jobmanager/config", get(read::config))
+        .route(
+            "/jobs/{jobid}/jobmanager/environment",
+            get(read::environment),
+        )
+        .route("/jobs/{jobid}/jobmanager/log-url", get(unsupported::log))
+        .route(
+            "/jobs/{jobid}/taskmanagers/{taskmanagerid}/log-url",
+            get(unsupported::log),
+        )
+        .route(
             "/jobs/{jobid}/vertices/{vertexid}/watermarks",
             get(vertices::watermarks),
         )
@@ -121,13 +148,13 @@ fn api_routes() -> Router<Control> {
         )
         .route(
             "/jobs/{jobid}/rescaling",
-            get(metrics::rescaling)
-                .patch(metrics::rescaling)
-                .post(metrics::rescaling),
+            get(unsupported::rescaling)
+                .patch(unsupported::rescaling)
+                .post(unsupported::rescaling),
         )
         .route(
             "/jobs/{jobid}/rescaling/{triggerid}",
-            get(metrics::rescaling),
+            get(unsupported::rescaling),
         )
         .route("/jobs/{jobid}/cancel", post(write::cancel))
         // Flink's dashboard cancels with a GET (a route once meant for
@@ -147,10 +174,34 @@ fn api_routes() -> Router<Control> {
             get(metrics::taskmanager_metrics),
         )
         .route("/jobmanager/metrics", get(metrics::jobmanager_metrics))
-        .route("/jars", get(metrics::jars).post(metrics::jars))
+        .route("/jobmanager/logs", get(unsupported::no_log_files))
+        .route("/jobmanager/log", get(unsupported::log))
+        .route("/jobmanager/logs/{filename}", get(unsupported::log))
+        .route("/jobmanager/stdout", get(unsupported::log))
+        .route("/jobmanager/thread-dump", get(unsupported::thread_dump))
+        .route(
+            "/taskmanagers/{taskmanagerid}/logs",
+            get(unsupported::no_log_files),
+        )
+        .route("/taskmanagers/{taskmanagerid}/log", get(unsupported::log))
+        .route(
+            "/taskmanagers/{taskmanagerid}/logs/{filename}",
+            get(unsupported::log),
+        )
+        .route(
+            "/taskmanagers/{taskmanagerid}/stdout",
+            get(unsupported::log),
+        )
+        .route(
+            "/taskmanagers/{taskmanagerid}/thread-dump",
+            get(unsupported::thread_dump),
+        )
+        .route("/jars", get(unsupported::jars).post(unsupported::jars))
         .route(
             "/jars/{*rest}",
-            get(metrics::jars).post(metrics::jars).delete(metrics::jars),
+            get(unsupported::jars)
+                .post(unsupported::jars)
+                .delete(unsupported::jars),
         )
         .route("/config", get(read::dashboard))
         .route("/jobmanager/config", get(read::config))

@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use super::answers::{
     AggregatedMetric, AggregatedSubtasks, JobDetails, MetricValue, SubtaskView, VertexBackpressure,
-    VertexDetails, vertex_index,
+    VertexDetails, VertexTaskManagers, vertex_index,
 };
 use super::error::ApiError;
 use super::metric_names::{self, Selection};
@@ -83,6 +83,76 @@ pub(crate) async fn details(
         subtasks: vertex.subtasks.clone(),
         aggregated: AggregatedSubtasks::of(&vertex.subtasks),
     }))
+}
+
+/// `GET /jobs/{jobid}/vertices/{vertexid}/taskmanagers`.
+pub(crate) async fn taskmanagers(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<VertexTaskManagers>, ApiError> {
+    let (jobid, raw) = two(path)?;
+    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let vertex = &job.vertices[index];
+    Ok(Json(VertexTaskManagers::of(
+        &vertex.id,
+        &vertex.name,
+        &vertex.subtasks,
+        job.now,
+    )))
+}
+
+/// `GET /jobs/{jobid}/vertices/{vertexid}/accumulators`: holdfast has no
+/// user accumulators (none).
+pub(crate) async fn accumulators(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (jobid, raw) = two(path)?;
+    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    Ok(Json(serde_json::json!({
+        "id": job.vertices[index].id,
+        "user-accumulators": [],
+    })))
+}
+
+/// `GET /jobs/{jobid}/vertices/{vertexid}/subtasks/accumulators`: each
+/// subtask, with no user accumulators.
+pub(crate) async fn subtask_accumulators(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (jobid, raw) = two(path)?;
+    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let vertex = &job.vertices[index];
+    let subtasks: Vec<serde_json::Value> = vertex
+        .subtasks
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "subtask": s.subtask, "attempt": s.attempt, "endpoint": s.endpoint,
+                "user-accumulators": [],
+            })
+        })
+        .collect();
+    Ok(Json(serde_json::json!({
+        "id": vertex.id, "parallelism": vertex.parallelism, "subtasks": subtasks,
+    })))
+}
+
+/// `GET /jobs/{jobid}/vertices/{vertexid}/flamegraph`: holdfast samples no
+/// stacks, so the answer is Flink's for a flame graph that is disabled
+/// (`endTimestamp` -2; -1 would say the task ended).
+pub(crate) async fn flamegraph(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let (jobid, raw) = two(path)?;
+    vertex(&control, &uri, jobid, &raw)?;
+    Ok(Json(serde_json::json!({"endTimestamp": -2, "data": null})))
 }
 
 /// `GET /jobs/{jobid}/vertices/{vertexid}/backpressure`.

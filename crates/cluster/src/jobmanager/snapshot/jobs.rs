@@ -140,7 +140,7 @@ pub(super) fn details(
                 end_time,
                 duration,
                 tasks: state_counts(states.iter().copied()),
-                metrics: sum_metrics(subtasks.iter().map(|s| &s.metrics)),
+                metrics: IoMetrics::sum(subtasks.iter().map(|s| &s.metrics)),
                 task: vertex.task.clone(),
                 subtasks,
             }
@@ -240,26 +240,6 @@ fn subtask_view(
 
 /// What Flink writes for a subtask not placed on a TaskManager.
 const UNASSIGNED: &str = "(unassigned)";
-
-/// The metrics of a vertex: its subtasks' summed.
-fn sum_metrics<'a>(all: impl Iterator<Item = &'a IoMetrics>) -> IoMetrics {
-    all.fold(
-        IoMetrics {
-            read_records_complete: true,
-            write_records_complete: true,
-            ..IoMetrics::default()
-        },
-        |sum, m| IoMetrics {
-            read_records: sum.read_records + m.read_records,
-            write_records: sum.write_records + m.write_records,
-            read_records_complete: sum.read_records_complete && m.read_records_complete,
-            write_records_complete: sum.write_records_complete && m.write_records_complete,
-            accumulated_backpressured_time: sum.accumulated_backpressured_time
-                + m.accumulated_backpressured_time,
-            ..sum
-        },
-    )
-}
 
 /// What a connector reported, with its transactions' ages at `wall`.
 fn connector_view(report: &proto::ConnectorReport, wall: WallTime) -> ConnectorView {

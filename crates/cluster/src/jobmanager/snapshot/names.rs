@@ -5,6 +5,8 @@ use holdfast_runtime::lifecycle::job::JobState;
 use holdfast_runtime::lifecycle::task::TaskState;
 use holdfast_runtime::restart::{GiveUpReason, RestartDecision, RestartStrategy};
 
+use crate::rest::answers::aggregate_status;
+
 /// Flink's name of a job state.
 pub(crate) fn job_state_name(state: JobState) -> &'static str {
     match state {
@@ -132,33 +134,11 @@ pub(crate) fn state_counts(
     counts
 }
 
-/// A vertex's subtasks' states taken together, as Flink does: FAILED if
-/// one failed, else CANCELING, else CANCELED if one is; RUNNING if one
-/// runs; FINISHED when all finished (RUNNING while only some did); else
-/// the furthest state one reached of DEPLOYING and SCHEDULED, or CREATED.
+/// A vertex's subtasks' states taken together, as Flink does (see
+/// [`aggregate_status`]).
 pub(crate) fn vertex_state(states: &[TaskState]) -> &'static str {
-    let any = |s: TaskState| states.contains(&s);
-    if any(TaskState::Failed) {
-        "FAILED"
-    } else if any(TaskState::Canceling) {
-        "CANCELING"
-    } else if any(TaskState::Canceled) {
-        "CANCELED"
-    } else if any(TaskState::Running) {
-        "RUNNING"
-    } else if any(TaskState::Finished) {
-        if states.iter().all(|s| *s == TaskState::Finished) {
-            "FINISHED"
-        } else {
-            "RUNNING"
-        }
-    } else if any(TaskState::Deploying) {
-        "DEPLOYING"
-    } else if any(TaskState::Scheduled) {
-        "SCHEDULED"
-    } else {
-        "CREATED"
-    }
+    let names: Vec<&str> = states.iter().map(|s| task_state_name(*s)).collect();
+    aggregate_status(&names)
 }
 
 #[cfg(test)]

@@ -165,6 +165,28 @@ pub struct IoMetrics {
     pub accumulated_busy_time: f64,
 }
 
+impl IoMetrics {
+    /// The figures of several subtasks, summed (complete when each is).
+    pub fn sum<'a>(all: impl Iterator<Item = &'a IoMetrics>) -> IoMetrics {
+        all.fold(
+            IoMetrics {
+                read_records_complete: true,
+                write_records_complete: true,
+                ..IoMetrics::default()
+            },
+            |sum, m| IoMetrics {
+                read_records: sum.read_records + m.read_records,
+                write_records: sum.write_records + m.write_records,
+                read_records_complete: sum.read_records_complete && m.read_records_complete,
+                write_records_complete: sum.write_records_complete && m.write_records_complete,
+                accumulated_backpressured_time: sum.accumulated_backpressured_time
+                    + m.accumulated_backpressured_time,
+                ..sum
+            },
+        )
+    }
+}
+
 /// One subtask attempt in `GET /jobs/{id}` and
 /// `GET /jobs/{id}/vertices/{vid}` (Flink's
 /// `SubtaskExecutionAttemptDetailsInfo`, with holdfast's slot, rates,

@@ -59,5 +59,6 @@ pub use taskmanagers::{
     TaskManagers,
 };
 pub use vertex::{
-    AggregatedSubtasks, SubtaskBackpressure, VertexBackpressure, VertexDetails, backpressure_level,
+    AggregatedSubtasks, SubtaskBackpressure, VertexBackpressure, VertexDetails,
+    VertexOnTaskManager, VertexTaskManagers, aggregate_status, backpressure_level,
 };

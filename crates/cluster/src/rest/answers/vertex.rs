@@ -182,6 +182,36 @@ pub struct SubtaskBackpressure {
     pub busy_ratio: f64,
 }
 
+/// Subtask states (Flink's execution state names) taken together, as
+/// Flink does: FAILED if one failed, else CANCELING, else CANCELED if one
+/// is; RUNNING if one runs; FINISHED when all finished (RUNNING while only
+/// some did); else the furthest state one reached of DEPLOYING and
+/// SCHEDULED, or CREATED.
+pub fn aggregate_status(states: &[&str]) -> &'static str {
+    let any = |s: &str| states.contains(&s);
+    if any("FAILED") {
+        "FAILED"
+    } else if any("CANCELING") {
+        "CANCELING"
+    } else if any("CANCELED") {
+        "CANCELED"
+    } else if any("RUNNING") {
+        "RUNNING"
+    } else if any("FINISHED") {
+        if states.iter().all(|s| *s == "FINISHED") {
+            "FINISHED"
+        } else {
+            "RUNNING"
+        }
+    } else if any("DEPLOYING") {
+        "DEPLOYING"
+    } else if any("SCHEDULED") {
+        "SCHEDULED"
+    } else {
+        "CREATED"
+    }
+}
+
 /// Flink's grade of a backpressure ratio.
 pub fn backpressure_level(ratio: f64) -> &'static str {
     if ratio <= 0.10 {
@@ -257,5 +287,91 @@ mod tests {
         assert_eq!(v.backpressure_level, "high");
         assert_eq!(v.subtasks[0].backpressure_level, "ok");
         assert_eq!(v.end_timestamp, 9);
+    }
+}
+
+/// `GET /jobs/{id}/vertices/{vid}/taskmanagers`: the vertex's subtasks by
+/// TaskManager (Flink's `JobVertexTaskManagersInfo`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VertexTaskManagers {
+    /// The vertex's id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// When this answer was made (ms since the Unix epoch).
+    pub now: u64,
+    /// One entry per TaskManager running some of its subtasks.
+    pub taskmanagers: Vec<VertexOnTaskManager>,
+}
+
+/// A vertex's subtasks on one TaskManager.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct VertexOnTaskManager {
+    /// The TaskManager's data address.
+    pub endpoint: String,
+    /// Its subtasks' states taken together ([`aggregate_status`]).
+    pub status: String,
+    /// When the first of them was deployed; -1 before.
+    pub start_time: i64,
+    /// When the last of them ended, once all did; -1 before.
+    pub end_time: i64,
+    /// From start to end or to now; -1 before the start.
+    pub duration: i64,
+    /// Their records, summed.
+    pub metrics: IoMetrics,
+    /// Their states counted.
+    pub status_counts: BTreeMap<String, u32>,
+    /// The TaskManager.
+    pub taskmanager_id: String,
+    /// Their figures taken together.
+    pub aggregated: AggregatedSubtasks,
+}
+
+impl VertexTaskManagers {
+    /// The subtasks of vertex `id` (`name`) grouped by TaskManager, at
+    /// `now`.
+    pub fn of(id: &str, name: &str, subtasks: &[SubtaskView], now: u64) -> VertexTaskManagers {
+        let mut by_tm: BTreeMap<&str, Vec<SubtaskView>> = BTreeMap::new();
+        for s in subtasks {
+            by_tm
+                .entry(s.taskmanager_id.as_str())
+                .or_default()
+                .push(s.clone());
+        }
+        let taskmanagers = by_tm
+            .into_iter()
+            .map(|(tm, group)| {
+                let states: Vec<&str> = group.iter().map(|s| s.status.as_str()).collect();
+                let start = group.iter().map(|s| s.start_time).filter(|t| *t >= 0).min();
+                let end = if group.iter().all(|s| s.end_time >= 0) {
+                    group.iter().map(|s| s.end_time).max()
+                } else {
+                    None
+                };
+                let now = i64::try_from(now).unwrap_or(i64::MAX);
+                let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+                for state in &states {
+                    *counts.entry((*state).to_owned()).or_default() += 1;
+                }
+                VertexOnTaskManager {
+                    endpoint: group[0].endpoint.clone(),
+                    status: aggregate_status(&states).to_owned(),
+                    start_time: start.unwrap_or(-1),
+                    end_time: end.unwrap_or(-1),
+                    duration: start.map_or(-1, |s| end.unwrap_or(now).saturating_sub(s)),
+                    metrics: IoMetrics::sum(group.iter().map(|s| &s.metrics)),
+                    status_counts: counts,
+                    taskmanager_id: tm.to_owned(),
+                    aggregated: AggregatedSubtasks::of(&group),
+                }
+            })
+            .collect();
+        VertexTaskManagers {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            now,
+            taskmanagers,
+        }
     }
 }
