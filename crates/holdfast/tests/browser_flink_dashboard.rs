@@ -28,11 +28,9 @@ use axum::extract::State;
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use browser::Page;
-use holdfast_runtime::ids::JobId;
-use holdfast_testkit::{FlinkClients, free_port};
-use serde_json::json;
-use support::Holdfast;
-use support::cluster::{all_running, eventually, rest};
+use holdfast_testkit::FlinkClients;
+use support::cluster::eventually;
+use support::standalone::Standalone;
 
 /// What the test's front server needs: the dashboard's files and where
 /// holdfast's REST API is.
@@ -141,83 +139,19 @@ async fn flinks_dashboard_shows_holdfast() -> Result<()> {
     let clients = FlinkClients::find()?;
     let dir = tempfile::tempdir()?;
     let web = clients.web_dir(dir.path())?;
-    let (rpc, port) = (free_port()?, free_port()?);
-    let params = json!({
-        "records": 10_000_000, "rate": 2_000, "keys": 20, "pipeline": "keyed",
-        "output": dir.path().join("out"),
-    })
-    .to_string();
-    let args: Vec<String> = [
-        "standalone",
-        "--run",
-        "datagen",
-        "--args",
-        &params,
-        "--parallelism",
-        "2",
-        "-D",
-        &format!("jobmanager.rpc.port={rpc}"),
-        "-D",
-        &format!("rest.port={port}"),
-        "-D",
-        "taskmanager.numberOfTaskSlots=2",
-        "-D",
-        "execution.checkpointing.interval=300ms",
-        "-D",
-        &format!(
-            "execution.checkpointing.dir={}",
-            dir.path().join("checkpoints").display()
-        ),
-        "-D",
-        "restart-strategy.type=fixed-delay",
-        "-D",
-        "restart-strategy.fixed-delay.attempts=1",
-        "-D",
-        "restart-strategy.fixed-delay.delay=100ms",
-    ]
-    .map(String::from)
-    .to_vec();
-    let _standalone = Holdfast::spawn("standalone", &args)?;
-    let api = format!("http://127.0.0.1:{port}");
-    let client = rest(&api)?;
-    let job = eventually("the job is submitted", || async {
-        Ok(client
-            .jobs()
-            .await?
-            .jobs
-            .first()
-            .map(|j| j.jid.parse::<JobId>())
-            .transpose()?)
-    })
-    .await?;
-    all_running(&client, job, "the job runs").await?;
+    let standalone = Standalone::start(dir.path(), 1).await?;
+    let (client, job) = (&standalone.client, standalone.job);
     eventually("a checkpoint completed", || async {
         Ok((client.checkpoints(job).await?.counts.completed >= 2).then_some(()))
     })
     .await?;
-    let failing = support::run(&[
-        "run",
-        "fail",
-        "--jobmanager",
-        &api,
-        "--args",
-        r#"{"after_records": 10, "message": "the root cause the dashboard shows"}"#,
-    ])
-    .await?;
-    ensure!(
-        failing.status.success(),
-        "{}",
-        String::from_utf8_lossy(&failing.stderr)
-    );
-    let failed: JobId = String::from_utf8_lossy(&failing.stdout).trim().parse()?;
-    eventually("the failing job is FAILED", || async {
-        Ok((client.job(failed).await?.state == "FAILED").then_some(()))
-    })
-    .await?;
+    let failed = standalone
+        .failed_job("the root cause the dashboard shows")
+        .await?;
 
     let addr = serve(Front {
         web,
-        api,
+        api: standalone.url.clone(),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()?,

@@ -13,21 +13,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use holdfast_runtime::ids::JobId;
-use holdfast_testkit::{FlinkClients, free_port};
-use support::Holdfast;
-use support::cluster::{all_running, eventually, rest};
+use holdfast_testkit::FlinkClients;
+use support::cluster::{all_running, eventually};
+use support::standalone::{Standalone, datagen};
 
 /// How long one CLI command may take (it starts a JVM).
 const CLI_WITHIN: Duration = Duration::from_secs(90);
-
-/// A datagen job that runs until stopped (a million records at 2,000 a
-/// second), keyed, into `output`.
-fn job(output: &Path) -> String {
-    serde_json::json!({
-        "records": 1_000_000, "rate": 2_000, "keys": 20, "pipeline": "keyed", "output": output,
-    })
-    .to_string()
-}
 
 /// `flink ARGS`, which must succeed; what it printed.
 fn flink(clients: &FlinkClients, args: &[&str]) -> Result<String> {
@@ -52,44 +43,10 @@ fn savepoint_path(output: &str) -> Result<String> {
 async fn flinks_cli_lists_savepoints_stops_and_cancels_holdfast_jobs() -> Result<()> {
     let clients = FlinkClients::find()?;
     let dir = tempfile::tempdir()?;
-    let (rpc, port) = (free_port()?, free_port()?);
-    let checkpoints = dir.path().join("checkpoints");
-    let args: Vec<String> = [
-        "standalone",
-        "--run",
-        "datagen",
-        "--args",
-        &job(&dir.path().join("out-1")),
-        "--parallelism",
-        "2",
-        "-D",
-        &format!("jobmanager.rpc.port={rpc}"),
-        "-D",
-        &format!("rest.port={port}"),
-        "-D",
-        "taskmanager.numberOfTaskSlots=2",
-        "-D",
-        "execution.checkpointing.interval=300ms",
-        "-D",
-        &format!("execution.checkpointing.dir={}", checkpoints.display()),
-    ]
-    .map(String::from)
-    .to_vec();
-    let standalone = Holdfast::spawn("standalone", &args)?;
-    let url = format!("http://127.0.0.1:{port}");
-    let client = rest(&url)?;
-    let jobmanager = format!("127.0.0.1:{port}");
+    let standalone = Standalone::start(dir.path(), 1).await?;
+    let (url, client, first) = (&standalone.url, &standalone.client, standalone.job);
+    let jobmanager = url.trim_start_matches("http://").to_owned();
     let m = ["-m", jobmanager.as_str()];
-    let first = eventually("the job is submitted", || async {
-        let jobs = client.jobs().await?;
-        Ok(jobs
-            .jobs
-            .first()
-            .map(|j| j.jid.parse::<JobId>())
-            .transpose()?)
-    })
-    .await?;
-    all_running(&client, first, "the job runs").await?;
     let first_id = first.to_string();
 
     // list: the running job, by id, name and state.
@@ -154,9 +111,9 @@ async fn flinks_cli_lists_savepoints_stops_and_cancels_holdfast_jobs() -> Result
         "run",
         "datagen",
         "--jobmanager",
-        &url,
+        url,
         "--args",
-        &job(&dir.path().join("out-2")),
+        &datagen(&dir.path().join("out-2")),
         "--parallelism",
         "3",
         "--from-savepoint",
@@ -172,7 +129,7 @@ async fn flinks_cli_lists_savepoints_stops_and_cancels_holdfast_jobs() -> Result
         .trim()
         .parse()
         .context("holdfast run prints the job id")?;
-    all_running(&client, second, "the resumed job runs").await?;
+    all_running(client, second, "the resumed job runs").await?;
     let second_id = second.to_string();
     let cancelled = flink(&clients, &[&["cancel"][..], &m, &[&second_id]].concat())?;
     ensure!(
@@ -194,6 +151,5 @@ async fn flinks_cli_lists_savepoints_stops_and_cancels_holdfast_jobs() -> Result
                 .any(|l| l.contains(&second_id) && l.contains("(CANCELED)")),
         "flink list -a shows both jobs ended:\n{all}"
     );
-    drop(standalone);
     Ok(())
 }

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use holdfast_runtime::ids::JobId;
+use holdfast_testkit::FlinkClients;
 use holdfast_testkit::flink::Answer;
-use holdfast_testkit::{FlinkClients, free_port};
 use serde_json::{Value, json};
-use support::Holdfast;
-use support::cluster::{all_running, eventually, rest};
+use support::cluster::eventually;
+use support::standalone::Standalone;
 
 /// Asks `method path` of `base`, returning the answer for the check.
 async fn ask(
@@ -58,56 +58,8 @@ async fn ask(
 async fn every_answer_is_what_flinks_client_reads() -> Result<()> {
     let clients = FlinkClients::find()?;
     let dir = tempfile::tempdir()?;
-    let (rpc, port) = (free_port()?, free_port()?);
-    let params = json!({
-        "records": 1_000_000, "rate": 2_000, "keys": 20, "pipeline": "keyed",
-        "output": dir.path().join("out"),
-    })
-    .to_string();
-    let args: Vec<String> = [
-        "standalone",
-        "--run",
-        "datagen",
-        "--args",
-        &params,
-        "--parallelism",
-        "2",
-        "-D",
-        &format!("jobmanager.rpc.port={rpc}"),
-        "-D",
-        &format!("rest.port={port}"),
-        "-D",
-        "taskmanager.numberOfTaskSlots=2",
-        "-D",
-        "execution.checkpointing.interval=300ms",
-        "-D",
-        &format!(
-            "execution.checkpointing.dir={}",
-            dir.path().join("checkpoints").display()
-        ),
-        "-D",
-        "restart-strategy.type=fixed-delay",
-        "-D",
-        "restart-strategy.fixed-delay.attempts=2",
-        "-D",
-        "restart-strategy.fixed-delay.delay=100ms",
-    ]
-    .map(String::from)
-    .to_vec();
-    let _standalone = Holdfast::spawn("standalone", &args)?;
-    let base = format!("http://127.0.0.1:{port}");
-    let client = rest(&base)?;
-    let job = eventually("the job is submitted", || async {
-        Ok(client
-            .jobs()
-            .await?
-            .jobs
-            .first()
-            .map(|j| j.jid.parse::<JobId>())
-            .transpose()?)
-    })
-    .await?;
-    all_running(&client, job, "the job runs").await?;
+    let standalone = Standalone::start(dir.path(), 2).await?;
+    let (base, client, job) = (standalone.url.clone(), &standalone.client, standalone.job);
     let checkpoint = eventually("two checkpoints completed", || async {
         let stats = client.checkpoints(job).await?;
         Ok((stats.counts.completed >= 2)
@@ -117,25 +69,9 @@ async fn every_answer_is_what_flinks_client_reads() -> Result<()> {
     .await?;
 
     // A job that fails for good (three failures, two restarts).
-    let failing = support::run(&[
-        "run",
-        "fail",
-        "--jobmanager",
-        &base,
-        "--args",
-        r#"{"after_records": 10, "message": "failed on purpose for the contract test"}"#,
-    ])
-    .await?;
-    ensure!(
-        failing.status.success(),
-        "{}",
-        String::from_utf8_lossy(&failing.stderr)
-    );
-    let failed: JobId = String::from_utf8_lossy(&failing.stdout).trim().parse()?;
-    eventually("the failing job is FAILED", || async {
-        Ok((client.job(failed).await?.state == "FAILED").then_some(()))
-    })
-    .await?;
+    let failed = standalone
+        .failed_job("failed on purpose for the contract test")
+        .await?;
 
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))

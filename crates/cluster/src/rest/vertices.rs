@@ -59,10 +59,16 @@ fn vertex(
     Ok((job, index))
 }
 
-fn two(path: Result<Path<(String, String)>, PathRejection>) -> Result<(String, String), ApiError> {
-    path.map(|Path(p)| p).map_err(|rejection| {
+/// The vertex of a `{jobid}/…/{vertexid}` path, with its job.
+fn vertex_at(
+    control: &Control,
+    uri: &Uri,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<(JobDetails, usize), ApiError> {
+    let Path((jobid, raw)) = path.map_err(|rejection| {
         ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
-    })
+    })?;
+    vertex(control, uri, jobid, &raw)
 }
 
 /// `GET /jobs/{jobid}/vertices/{vertexid}`.
@@ -71,8 +77,7 @@ pub(crate) async fn details(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<VertexDetails>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     let vertex = &job.vertices[index];
     Ok(Json(VertexDetails {
         id: vertex.id.clone(),
@@ -91,8 +96,7 @@ pub(crate) async fn taskmanagers(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<VertexTaskManagers>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     let vertex = &job.vertices[index];
     Ok(Json(VertexTaskManagers::of(
         &vertex.id,
@@ -109,8 +113,7 @@ pub(crate) async fn accumulators(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     Ok(Json(serde_json::json!({
         "id": job.vertices[index].id,
         "user-accumulators": [],
@@ -124,8 +127,7 @@ pub(crate) async fn subtask_accumulators(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     let vertex = &job.vertices[index];
     let subtasks: Vec<serde_json::Value> = vertex
         .subtasks
@@ -150,8 +152,7 @@ pub(crate) async fn flamegraph(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    vertex(&control, &uri, jobid, &raw)?;
+    vertex_at(&control, &uri, path)?;
     Ok(Json(serde_json::json!({"endTimestamp": -2, "data": null})))
 }
 
@@ -161,8 +162,7 @@ pub(crate) async fn backpressure(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<VertexBackpressure>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     Ok(Json(VertexBackpressure::of(
         &job.vertices[index].subtasks,
         job.now,
@@ -176,8 +176,7 @@ pub(crate) async fn watermarks(
     uri: Uri,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<Vec<MetricValue>>, ApiError> {
-    let (jobid, raw) = two(path)?;
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     Ok(Json(
         job.vertices[index]
             .subtasks
@@ -218,9 +217,8 @@ pub(crate) async fn metrics(
     path: Result<Path<(String, String)>, PathRejection>,
     get: Result<Query<GetQuery>, QueryRejection>,
 ) -> Result<Json<Vec<MetricValue>>, ApiError> {
-    let (jobid, raw) = two(path)?;
     let selection = Selection::parse(query(get)?.get.as_deref());
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     let values = job.vertices[index].subtasks.iter().flat_map(|s| {
         metric_names::subtask(s)
             .into_iter()
@@ -270,12 +268,11 @@ pub(crate) async fn aggregated(
     path: Result<Path<(String, String)>, PathRejection>,
     q: Result<Query<AggregateQuery>, QueryRejection>,
 ) -> Result<Json<Vec<AggregatedMetric>>, ApiError> {
-    let (jobid, raw) = two(path)?;
     let q = query(q)?;
     let aggregates = metric_names::aggregates(q.agg.as_deref())?;
     let only = metric_names::indices(q.subtasks.as_deref())?;
     let selection = Selection::parse(q.get.as_deref());
-    let (job, index) = vertex(&control, &uri, jobid, &raw)?;
+    let (job, index) = vertex_at(&control, &uri, path)?;
     let per_subtask: Vec<Vec<(&'static str, f64)>> = job.vertices[index]
         .subtasks
         .iter()

@@ -11,6 +11,7 @@
 
 pub mod cluster;
 pub mod datagen_job;
+pub mod standalone;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
