@@ -186,7 +186,8 @@ impl Setup {
         }))
     }
 
-    /// The effective configuration for `GET /config`, secrets masked.
+    /// The effective configuration for `GET /jobmanager/config`, secrets
+    /// masked.
     pub fn config_entries(&self) -> Vec<ConfigEntry> {
         self.source
             .pairs()

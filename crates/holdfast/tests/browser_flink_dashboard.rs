@@ -222,35 +222,79 @@ async fn flinks_dashboard_shows_holdfast() -> Result<()> {
         // it shows of holdfast's.
         let vertex = "00000000000000000000000000000001";
         let drawer = format!("/job/running/{job}/overview/{vertex}");
-        for (view, shows) in [
-            (format!("{drawer}/detail"), "Max Parallelism 128"),
-            (format!("{drawer}/subtasks"), "Accumulated Time"),
-            (format!("{drawer}/taskmanagers"), "127.0.0.1:"),
-            (format!("{drawer}/watermarks"), "No Watermark"),
-            (format!("{drawer}/accumulators"), "Vertex Accumulators"),
-            (format!("{drawer}/backpressure"), "Back Pressure Status: OK"),
-            (format!("{drawer}/metrics"), "Add Metric"),
+        // Each check looks inside the view's own component, so that text
+        // left from the view before cannot pass it.
+        for (view, component, shows) in [
+            (
+                format!("{drawer}/detail"),
+                "flink-job-overview-drawer-detail",
+                "Max Parallelism 128",
+            ),
+            (
+                format!("{drawer}/subtasks"),
+                "flink-job-overview-drawer-subtasks",
+                "Accumulated Time",
+            ),
+            (
+                format!("{drawer}/taskmanagers"),
+                "flink-job-overview-drawer-taskmanagers",
+                "127.0.0.1:",
+            ),
+            (
+                format!("{drawer}/watermarks"),
+                "flink-job-overview-drawer-watermarks",
+                "No Watermark",
+            ),
+            (
+                format!("{drawer}/accumulators"),
+                "flink-job-overview-drawer-accumulators",
+                "Vertex Accumulators",
+            ),
+            (
+                format!("{drawer}/backpressure"),
+                "flink-job-overview-drawer-backpressure",
+                "Back Pressure Status: OK",
+            ),
+            (
+                format!("{drawer}/metrics"),
+                "flink-job-overview-drawer-chart",
+                "Add Metric",
+            ),
             (
                 format!("{drawer}/flamegraph"),
+                "flink-job-overview-drawer-flamegraph",
                 "flame graph feature is currently disabled",
             ),
             (
                 format!("/job/running/{job}/dataskew"),
+                "flink-data-skew",
                 "Data Skew Percentage",
             ),
             (
                 format!("/job/running/{job}/configuration"),
+                "flink-job-configuration",
                 "fixed-delay: at most 1 restarts",
             ),
-            ("/job/completed".to_owned(), "FAILED"),
+            ("/job/completed".to_owned(), "flink-job-list", "FAILED"),
             (
                 "/task-manager/tm-standalone-0/metrics".to_owned(),
+                "flink-task-manager-metrics",
                 "JVM (Heap/Non-Heap) Memory",
             ),
-            ("/job-manager/metrics".to_owned(), "Garbage Collection"),
+            (
+                "/job-manager/metrics".to_owned(),
+                "flink-job-manager-metrics",
+                "Garbage Collection",
+            ),
         ] {
             route(&page, &view)?;
-            page.until(&format!("{view} showing {shows:?}"), &text_has(shows))?;
+            page.until(
+                &format!("{view} showing {shows:?}"),
+                &format!(
+                    "(() => {{ const c = document.querySelector({component:?}); \
+                     return !!c && c.innerText.replace(/\\s+/g, ' ').includes({shows:?}); }})()"
+                ),
+            )?;
         }
         page.screenshot("vertex-backpressure")?;
 

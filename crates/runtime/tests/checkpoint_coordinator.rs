@@ -201,6 +201,21 @@ fn a_checkpoint_completes_only_once_its_pointer_is_in_the_ha_store() {
         (summary.triggered_at, summary.ended_at),
         (at(100), Some(at(140)))
     );
+    // Each task's acknowledgement, as it came (the ignored repeat not
+    // among them), for the REST API's per-subtask details.
+    assert_eq!(summary.attempts, tasks());
+    let acks: Vec<_> = summary
+        .acks
+        .iter()
+        .map(|(t, a)| (*t, a.at, a.bytes, a.alignment))
+        .collect();
+    assert_eq!(
+        acks,
+        [
+            (task(0, 0), at(120), 300, Duration::from_millis(4)),
+            (task(1, 0), at(110), 10, Duration::from_millis(1)),
+        ]
+    );
 }
 
 #[test]

@@ -13,8 +13,12 @@
 //     null for a primitive), and every field Flink writes when it serialises
 //     what was parsed is in holdfast's answer with the same value: a missing,
 //     renamed or mistyped field fails. Fields Flink does not know are allowed.
-// Prints "ok METHOD PATH" or "FAIL METHOD PATH: why" per line; exits 1 if any
-// failed, 2 if the input or the jar is unusable.
+// A Java-serialized failure (`serialized-throwable`) must deserialize into a
+// SerializedThrowable whose message is in the answer's `stack-trace`.
+// Prints "ok METHOD PATH" (with " extra=A,B" naming the fields of the answer
+// that Flink's class does not know, for the caller to judge) or
+// "FAIL METHOD PATH: why" per line; exits 1 if any failed, 2 if the input or
+// the jar is unusable.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.reflect.Method;
@@ -69,15 +73,16 @@ public class FlinkContract {
             }
             String what = parts[0] + " " + parts[1];
             String why;
+            java.util.TreeSet<String> extra = new java.util.TreeSet<>();
             try {
                 why = check(reader, routes, parts[0], parts[1], Integer.parseInt(parts[2]),
-                        Files.readString(Path.of(parts[3])));
+                        Files.readString(Path.of(parts[3])), extra);
             } catch (Exception e) {
                 why = e.toString();
             }
             checked++;
             if (why == null) {
-                System.out.println("ok " + what);
+                System.out.println("ok " + what + (extra.isEmpty() ? "" : " extra=" + String.join(",", extra)));
             } else {
                 failed++;
                 System.out.println("FAIL " + what + ": " + why.replace('\n', ' '));
@@ -88,7 +93,7 @@ public class FlinkContract {
     }
 
     static String check(ObjectMapper mapper, List<Route> routes, String method, String path,
-            int status, String body) throws Exception {
+            int status, String body, java.util.Set<String> extra) throws Exception {
         String bare = path.split("\\?", 2)[0];
         if (bare.startsWith("/v1/")) bare = bare.substring(3);
         Route route = null;
@@ -111,7 +116,55 @@ public class FlinkContract {
         if (route.response == null) return null;
         Object parsed = mapper.readValue(mapper.treeAsTokens(ours), route.response);
         JsonNode flinks = mapper.valueToTree(parsed);
-        return same(flinks, ours, "$", route.name);
+        String why = same(flinks, ours, "$", route.name);
+        if (why == null) why = throwables(ours, "$");
+        extras(flinks, ours, extra);
+        return why;
+    }
+
+    /** The fields of `ours` that Flink's re-serialization (`flinks`) has not. */
+    static void extras(JsonNode flinks, JsonNode ours, java.util.Set<String> out) {
+        if (flinks == null || ours == null) return;
+        if (flinks.isObject() && ours.isObject()) {
+            for (Iterator<String> it = ours.fieldNames(); it.hasNext();) {
+                String key = it.next();
+                if (!flinks.has(key)) out.add(key);
+                else extras(flinks.get(key), ours.get(key), out);
+            }
+        } else if (flinks.isArray() && ours.isArray()) {
+            for (int i = 0; i < Math.min(flinks.size(), ours.size()); i++) extras(flinks.get(i), ours.get(i), out);
+        }
+    }
+
+    /** Each `serialized-throwable` in `ours` deserializes, with its message in `stack-trace`. */
+    static String throwables(JsonNode ours, String at) throws Exception {
+        if (ours.isObject()) {
+            JsonNode serialized = ours.get("serialized-throwable");
+            if (serialized != null) {
+                Object read = org.apache.flink.util.InstantiationUtil.deserializeObject(
+                        java.util.Base64.getDecoder().decode(serialized.asText()),
+                        ClassLoader.getSystemClassLoader());
+                if (!(read instanceof org.apache.flink.util.SerializedThrowable)) {
+                    return at + ".serialized-throwable is a " + read.getClass().getName();
+                }
+                String message = ((Throwable) read).getMessage();
+                String trace = ours.path("stack-trace").asText();
+                if (message == null || !trace.contains(message)) {
+                    return at + ".serialized-throwable says " + message + " where stack-trace says " + trace;
+                }
+            }
+            for (Iterator<Map.Entry<String, JsonNode>> it = ours.fields(); it.hasNext();) {
+                Map.Entry<String, JsonNode> field = it.next();
+                String why = throwables(field.getValue(), at + "." + field.getKey());
+                if (why != null) return why;
+            }
+        } else if (ours.isArray()) {
+            for (int i = 0; i < ours.size(); i++) {
+                String why = throwables(ours.get(i), at + "[" + i + "]");
+                if (why != null) return why;
+            }
+        }
+        return null;
     }
 
     /** Every field of what Flink writes (`flinks`) is in `ours` with the same value. */

@@ -51,6 +51,10 @@ pub struct Verdict {
     pub what: String,
     /// Why the answer is not what Flink's client reads; `None`: it is.
     pub failure: Option<String>,
+    /// The fields of an answer that reads well which Flink's class does not
+    /// know (a caller checks them against the fields it means to add, so
+    /// that a misspelled field of Flink's does not pass as an extra).
+    pub extra: Vec<String>,
 }
 
 /// An installed Flink distribution.
@@ -151,10 +155,17 @@ impl FlinkClients {
         let verdicts: Vec<Verdict> = output
             .lines()
             .filter_map(|line| {
-                if let Some(what) = line.strip_prefix("ok ") {
+                if let Some(rest) = line.strip_prefix("ok ") {
+                    let (what, extra) = match rest.split_once(" extra=") {
+                        Some((what, extra)) => {
+                            (what, extra.split(',').map(str::to_owned).collect())
+                        }
+                        None => (rest, Vec::new()),
+                    };
                     Some(Verdict {
                         what: what.to_owned(),
                         failure: None,
+                        extra,
                     })
                 } else {
                     line.strip_prefix("FAIL ").map(|rest| {
@@ -162,6 +173,7 @@ impl FlinkClients {
                         Verdict {
                             what: what.to_owned(),
                             failure: Some(why.to_owned()),
+                            extra: Vec::new(),
                         }
                     })
                 }

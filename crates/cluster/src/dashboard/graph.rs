@@ -89,7 +89,7 @@ pub(super) fn render(job: &JobDetails) -> Markup {
                 @if let Some(&(c, r)) = places.get(i) {
                     @let (x, y) = at(c, r);
                     @let (running, total, rate) = rate(i);
-                    g.vertex data-vertex=(node.id) {
+                    g.vertex data-vertex=(vertex_index(&node.id).map_or(-1, i64::from)) {
                         title { (node.description) " (" (node.operator) "), parallelism " (node.parallelism) }
                         rect x=(format!("{x:.1}")) y=(format!("{y:.1}")) width=(BOX_W) height=(BOX_H) rx="6" {}
                         text.name x=(format!("{:.1}", x + 10.0)) y=(format!("{:.1}", y + 20.0)) { (clip(&node.description, 26)) }

@@ -13,6 +13,8 @@
 //! Busy and idle time, bytes and JVM figures are not measured and never
 //! answered.
 
+use holdfast_runtime::graph::MAX_PARALLELISM;
+
 use super::answers::{Aggregate, AggregatedMetric, MetricValue, SubtaskView};
 use super::error::ApiError;
 
@@ -161,21 +163,30 @@ pub(crate) fn indices(subtasks: Option<&str>) -> Result<Option<Vec<u32>>, ApiErr
             "subtasks: {echo:?} is not a subtask index or a range like 2-4"
         ))
     };
-    let mut out = Vec::new();
+    // No vertex has more subtasks than a job graph allows: a larger index
+    // names none, and a range is cut to what can exist.
+    let index = |text: &str, part: &str| -> Result<u32, ApiError> {
+        text.trim()
+            .parse::<u32>()
+            .map_err(|_| bad(part))
+            .map(|i| i.min(MAX_PARALLELISM))
+    };
+    let mut out = std::collections::BTreeSet::new();
     for part in list.split(',').map(str::trim) {
         match part.split_once('-') {
             Some((from, to)) => {
-                let from: u32 = from.trim().parse().map_err(|_| bad(part))?;
-                let to: u32 = to.trim().parse().map_err(|_| bad(part))?;
-                if to < from || to - from > 10_000 {
+                let (from, to) = (index(from, part)?, index(to, part)?);
+                if to < from {
                     return Err(bad(part));
                 }
                 out.extend(from..=to);
             }
-            None => out.push(part.parse().map_err(|_| bad(part))?),
+            None => {
+                out.insert(index(part, part)?);
+            }
         }
     }
-    Ok(Some(out))
+    Ok(Some(out.into_iter().collect()))
 }
 
 #[cfg(test)]
@@ -231,7 +242,13 @@ mod tests {
     fn bad_aggregates_and_subtasks_are_named() {
         assert_eq!(aggregates(None).unwrap().len(), 5);
         assert!(format!("{:?}", aggregates(Some("max,median")).unwrap_err()).contains("median"));
-        assert_eq!(indices(Some("0, 2-4")).unwrap(), Some(vec![0, 2, 3, 4]));
+        assert_eq!(indices(Some("0, 2-4, 3")).unwrap(), Some(vec![0, 2, 3, 4]));
+        let many = indices(Some("0-4294967295,0-4294967295")).unwrap().unwrap();
+        assert_eq!(
+            many.len() as u32,
+            MAX_PARALLELISM + 1,
+            "bounded, however wide the ranges"
+        );
         assert_eq!(indices(None).unwrap(), None);
         assert!(indices(Some("4-2")).is_err());
         assert!(indices(Some("x")).is_err());

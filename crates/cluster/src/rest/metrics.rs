@@ -24,18 +24,17 @@ use crate::control::Control;
 
 /// A job's metrics under Flink's names.
 fn job(details: &JobDetails, checkpoints: &CheckpointStats) -> Vec<(&'static str, f64)> {
-    let running = details.state == "RUNNING";
+    // Flink's uptime: since the job last entered RUNNING (0 otherwise).
+    let running_since = details.timestamps.get("RUNNING").copied().unwrap_or(0);
+    let uptime = if details.state == "RUNNING" && running_since > 0 {
+        details.now.saturating_sub(running_since)
+    } else {
+        0
+    };
     let latest = checkpoints.latest.completed.as_ref();
     let mut values = vec![
         ("numRestarts", details.restarts as f64),
-        (
-            "uptime",
-            if running {
-                details.duration as f64
-            } else {
-                0.0
-            },
-        ),
+        ("uptime", uptime as f64),
         (
             "numberOfCompletedCheckpoints",
             checkpoints.counts.completed as f64,
@@ -147,9 +146,14 @@ pub(crate) async fn jobs_metrics(
 /// `GET /jobmanager/metrics[?get=…]`.
 pub(crate) async fn jobmanager_metrics(
     State(control): State<Control>,
+    uri: Uri,
     query: Result<Query<GetQuery>, QueryRejection>,
 ) -> Result<Json<Vec<MetricValue>>, ApiError> {
     let selection = Selection::parse(get(query)?.get.as_deref());
+    // The figures are the leader's: a standby sends the caller there.
+    control
+        .taskmanagers()
+        .map_err(|error| ApiError::from_control(error, &uri))?;
     Ok(Json(
         selection.collection(named(jobmanager(&control.overview()))),
     ))

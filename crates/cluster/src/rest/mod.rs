@@ -120,15 +120,21 @@ fn api_routes() -> Router<Control> {
             "/jobs/{jobid}/vertices/{vertexid}/flamegraph",
             get(vertices::flamegraph),
         )
-        .route("/jobs/{jobid}/jobmanager/config", get(read::config))
+        .route(
+            "/jobs/{jobid}/jobmanager/config",
+            get(read::job_jobmanager_config),
+        )
         .route(
             "/jobs/{jobid}/jobmanager/environment",
-            get(read::environment),
+            get(read::job_jobmanager_environment),
         )
-        .route("/jobs/{jobid}/jobmanager/log-url", get(unsupported::log))
+        .route(
+            "/jobs/{jobid}/jobmanager/log-url",
+            get(unsupported::job_log_url),
+        )
         .route(
             "/jobs/{jobid}/taskmanagers/{taskmanagerid}/log-url",
-            get(unsupported::log),
+            get(unsupported::job_log_url),
         )
         .route(
             "/jobs/{jobid}/vertices/{vertexid}/watermarks",
@@ -181,20 +187,23 @@ fn api_routes() -> Router<Control> {
         .route("/jobmanager/thread-dump", get(unsupported::thread_dump))
         .route(
             "/taskmanagers/{taskmanagerid}/logs",
-            get(unsupported::no_log_files),
+            get(unsupported::taskmanager_log_files),
         )
-        .route("/taskmanagers/{taskmanagerid}/log", get(unsupported::log))
+        .route(
+            "/taskmanagers/{taskmanagerid}/log",
+            get(unsupported::taskmanager_log),
+        )
         .route(
             "/taskmanagers/{taskmanagerid}/logs/{filename}",
-            get(unsupported::log),
+            get(unsupported::taskmanager_log_file),
         )
         .route(
             "/taskmanagers/{taskmanagerid}/stdout",
-            get(unsupported::log),
+            get(unsupported::taskmanager_log),
         )
         .route(
             "/taskmanagers/{taskmanagerid}/thread-dump",
-            get(unsupported::thread_dump),
+            get(unsupported::taskmanager_thread_dump),
         )
         .route("/jars", get(unsupported::jars).post(unsupported::jars))
         .route(

@@ -152,6 +152,33 @@ pub(crate) async fn config(State(control): State<Control>) -> Json<Vec<ConfigEnt
     Json(control.config())
 }
 
+/// `GET /jobs/{jobid}/jobmanager/config`: the JobManager's configuration,
+/// for a job that is there (Flink 2 runs a JobManager per application).
+pub(crate) async fn job_jobmanager_config(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<Vec<ConfigEntry>>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .job(id)
+        .map_err(|error| ApiError::from_control(error, &uri))?;
+    Ok(Json(control.config()))
+}
+
+/// `GET /jobs/{jobid}/jobmanager/environment`, for a job that is there.
+pub(crate) async fn job_jobmanager_environment(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<Environment>, ApiError> {
+    let id = job_id(path)?;
+    control
+        .job(id)
+        .map_err(|error| ApiError::from_control(error, &uri))?;
+    Ok(Json(Environment::this_process()))
+}
+
 /// `GET /config`: Flink's dashboard settings.
 pub(crate) async fn dashboard(State(control): State<Control>) -> Json<DashboardConfig> {
     Json(control.dashboard())

@@ -5,9 +5,13 @@
 //! files to list).
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
 
 use super::error::ApiError;
+use super::path::job_id;
+use crate::control::Control;
 
 /// `/jars`, `/jars/…`: jobs are compiled into holdfast.
 pub(crate) async fn jars() -> ApiError {
@@ -27,14 +31,13 @@ pub(crate) async fn rescaling() -> ApiError {
     )
 }
 
-/// `GET /jobmanager/logs`, `GET /taskmanagers/{id}/logs`: holdfast keeps
-/// no log files to list (it logs to its standard error).
+/// `GET /jobmanager/logs`: holdfast keeps no log files to list (it logs
+/// to its standard error).
 pub(crate) async fn no_log_files() -> Json<serde_json::Value> {
     Json(serde_json::json!({"logs": []}))
 }
 
-/// A log file, standard output or a log's address: not served.
-pub(crate) async fn log() -> ApiError {
+fn no_log() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "holdfast serves no log files: each process logs to its standard error (read it where \
@@ -42,11 +45,104 @@ pub(crate) async fn log() -> ApiError {
     )
 }
 
-/// A thread dump: not for a native process.
-pub(crate) async fn thread_dump() -> ApiError {
+fn no_thread_dump() -> ApiError {
     ApiError::new(
         StatusCode::NOT_IMPLEMENTED,
         "holdfast is a native process without a JVM thread dump: its threads are in \
          /proc/PID/task, and `gdb -p PID -batch -ex 'thread apply all bt'` prints their stacks",
     )
+}
+
+/// The JobManager's log file or standard output: not served.
+pub(crate) async fn log() -> ApiError {
+    no_log()
+}
+
+/// The JobManager's thread dump: not for a native process.
+pub(crate) async fn thread_dump() -> ApiError {
+    no_thread_dump()
+}
+
+/// The TaskManager of a `{taskmanagerid}` path, checked (a standby sends
+/// the caller to the leader; an unknown one is a 404 naming those there
+/// are).
+fn taskmanager(
+    control: &Control,
+    uri: &Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<(), ApiError> {
+    let Path(id) = path.map_err(|rejection| {
+        ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
+    })?;
+    super::taskmanagers::known(control, uri, &id).map(|_| ())
+}
+
+/// `GET /taskmanagers/{id}/logs`: none, for a TaskManager that is there.
+pub(crate) async fn taskmanager_log_files(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    taskmanager(&control, &uri, path)?;
+    Ok(no_log_files().await)
+}
+
+/// A TaskManager's log file or standard output: not served.
+pub(crate) async fn taskmanager_log(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiError {
+    taskmanager(&control, &uri, path)
+        .err()
+        .unwrap_or_else(no_log)
+}
+
+/// `GET /taskmanagers/{id}/logs/{file}`: not served.
+pub(crate) async fn taskmanager_log_file(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiError {
+    taskmanager(&control, &uri, path.map(|Path((tm, _))| Path(tm)))
+        .err()
+        .unwrap_or_else(no_log)
+}
+
+/// A TaskManager's thread dump: not for a native process.
+pub(crate) async fn taskmanager_thread_dump(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiError {
+    taskmanager(&control, &uri, path)
+        .err()
+        .unwrap_or_else(no_thread_dump)
+}
+
+/// `GET /jobs/{jobid}/jobmanager/log-url` and
+/// `GET /jobs/{jobid}/taskmanagers/{id}/log-url`: for a job that is
+/// there, where its logs are.
+pub(crate) async fn job_log_url(
+    State(control): State<Control>,
+    uri: Uri,
+    path: Result<Path<Vec<(String, String)>>, PathRejection>,
+) -> ApiError {
+    let checked = path
+        .map_err(|rejection| {
+            ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
+        })
+        .and_then(|Path(params)| {
+            let raw = params
+                .into_iter()
+                .find(|(name, _)| name == "jobid")
+                .map(|(_, value)| value)
+                .unwrap_or_default();
+            let id = job_id(Ok(Path(raw)))?;
+            control
+                .job(id)
+                .map(|_| ())
+                .map_err(|error| ApiError::from_control(error, &uri))
+        });
+    checked.err().unwrap_or_else(no_log)
 }

@@ -153,7 +153,7 @@ pub(crate) async fn flamegraph(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     vertex_at(&control, &uri, path)?;
-    Ok(Json(serde_json::json!({"endTimestamp": -2, "data": null})))
+    Ok(Json(serde_json::json!({"endTimestamp": -2})))
 }
 
 /// `GET /jobs/{jobid}/vertices/{vertexid}/backpressure`.

@@ -4,7 +4,7 @@ use holdfast_runtime::checkpoint::{
     CheckpointStatus, CheckpointSummary, CheckpointingMode, TaskAck,
 };
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
-use holdfast_runtime::recovery::JobRecovery;
+use holdfast_runtime::recovery::{JobRecovery, savepoint_dir_name};
 use holdfast_types::{MonoTime, WallTime};
 
 use super::CheckpointOptions;
@@ -67,12 +67,15 @@ fn view(
             })
             .collect(),
         external_path: completed.then(|| match &summary.target {
-            Some(dir) => dir.clone(),
+            Some(dir) => std::path::Path::new(dir)
+                .join(savepoint_dir_name(job, summary.id))
+                .display()
+                .to_string(),
             None => metadata_path(job, summary.id)
                 .map(|p| p.as_str().to_owned())
                 .unwrap_or_default(),
         }),
-        discarded: false,
+        discarded: completed.then_some(false),
         failure_timestamp: failure_message.as_ref().map(|_| wall(end, now, wall_now)),
         failure_message,
     }
@@ -81,7 +84,6 @@ fn view(
 /// The vertices whose subtasks take part in `summary`.
 fn vertices(summary: &CheckpointSummary) -> Vec<u32> {
     let mut vertices: Vec<u32> = summary.attempts.iter().map(|a| a.task.vertex).collect();
-    vertices.dedup();
     vertices.sort_unstable();
     vertices.dedup();
     vertices

@@ -71,11 +71,16 @@ impl AttemptClock {
         }
     }
 
-    /// How long it spent in each state until `now` (ms).
+    /// How long it spent in each state until `now` (ms); an end state
+    /// (finished, canceled, failed) counts no time: the attempt is over.
     pub(crate) fn durations(&self, now: u64) -> BTreeMap<TaskState, u64> {
         let mut spent = BTreeMap::new();
         for (i, (state, at)) in self.entered.iter().enumerate() {
-            let until = self.entered.get(i + 1).map_or(now, |(_, next)| *next);
+            let until = match self.entered.get(i + 1) {
+                Some((_, next)) => *next,
+                None if state.is_terminal() => *at,
+                None => now,
+            };
             *spent.entry(*state).or_default() += until.saturating_sub(*at);
         }
         spent
@@ -169,6 +174,11 @@ mod tests {
         assert_eq!(done.start(), Some(200), "adopted: seen running first");
         assert_eq!(done.end(), Some(900));
         assert_eq!(done.durations(5_000)[&TaskState::Running], 700);
+        assert_eq!(
+            done.durations(5_000)[&TaskState::Finished],
+            0,
+            "an ended attempt's time does not grow"
+        );
     }
 
     #[test]

@@ -42,6 +42,16 @@ impl Term {
                     .into(),
             ));
         };
+        if let Some(known) = trigger_id
+            .as_deref()
+            .filter(|t| cp.savepoints.knows(job, t))
+        {
+            // A client's retry of a trigger it already sent (Flink's
+            // client resends with the same id): the same savepoint, also
+            // when a stop it took has ended the job since.
+            tracing::info!(%job, trigger = %known, "savepoint trigger repeated: already taken or being taken");
+            return Ok(known.to_owned());
+        }
         if cp.core.job(job).is_none() {
             return Err(match terminal {
                 Some(state) => ControlError::Terminal {
@@ -50,15 +60,6 @@ impl Term {
                 },
                 None => ControlError::NotFound(job),
             });
-        }
-        if let Some(known) = trigger_id
-            .as_deref()
-            .filter(|t| cp.savepoints.knows(job, t))
-        {
-            // A client's retry of a trigger it already sent (Flink's
-            // client resends with the same id): the same savepoint.
-            tracing::info!(%job, trigger = %known, "savepoint trigger repeated: already taken or being taken");
-            return Ok(known.to_owned());
         }
         let target = savepoint_target(target.as_deref(), cp.io.options.savepoint_dir.as_deref())
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
@@ -121,7 +122,6 @@ impl Term {
         Ok(proto::ReportCheckpointReply {})
     }
 
-    /// The checkpoint views of the REST snapshot.
     /// Vertex `vertex`'s part of checkpoint `checkpoint` of `job`, with its
     /// subtasks (`GET /jobs/{id}/checkpoints/details/{cid}/subtasks/{vid}`).
     pub(in crate::jobmanager) fn checkpoint_subtasks(
@@ -145,6 +145,7 @@ impl Term {
         view::task_details(entry, checkpoint, vertex, now, wall_now).ok_or_else(unknown)
     }
 
+    /// The checkpoint views of the REST snapshot.
     pub(super) fn fill_checkpoints(&self, snapshot: &mut crate::jobmanager::snapshot::Snapshot) {
         snapshot.checkpoints.clear();
         let Some(cp) = &self.checkpoints else {

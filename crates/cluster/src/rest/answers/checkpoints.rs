@@ -35,7 +35,8 @@ pub struct CheckpointCounts {
 }
 
 /// Flink's summary of one measure (`StatsSummaryDto`): minimum, maximum,
-/// average and percentiles (nearest rank).
+/// average and percentiles (interpolated as Flink does, see
+/// [`percentile`](super::stats::percentile)).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MinMaxAvg {
     /// Smallest.
@@ -67,21 +68,22 @@ impl MinMaxAvg {
         if values.is_empty() {
             return MinMaxAvg::default();
         }
-        let mut sorted = values.to_vec();
+        let mut sorted: Vec<i64> = values
+            .iter()
+            .map(|v| i64::try_from(*v).unwrap_or(i64::MAX))
+            .collect();
         sorted.sort_unstable();
-        let rank = |q: f64| {
-            let index = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-            sorted[index] as f64
-        };
+        let rank = |p: f64| super::stats::percentile(&sorted, p);
+        let sum: u128 = values.iter().map(|v| u128::from(*v)).sum();
         MinMaxAvg {
-            min: sorted[0],
-            max: sorted[sorted.len() - 1],
-            avg: values.iter().sum::<u64>() / values.len() as u64,
-            p50: rank(0.5),
-            p90: rank(0.9),
-            p95: rank(0.95),
-            p99: rank(0.99),
-            p999: rank(0.999),
+            min: values.iter().copied().min().unwrap_or(0),
+            max: values.iter().copied().max().unwrap_or(0),
+            avg: u64::try_from(sum / values.len() as u128).unwrap_or(u64::MAX),
+            p50: rank(50.0),
+            p90: rank(90.0),
+            p95: rank(95.0),
+            p99: rank(99.0),
+            p999: rank(99.9),
         }
     }
 }
@@ -182,13 +184,14 @@ pub struct CheckpointView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_path: Option<String>,
     /// A completed one: whether its files were removed (holdfast does not
-    /// say: false).
-    #[serde(default)]
-    pub discarded: bool,
+    /// say: false); absent for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discarded: Option<bool>,
     /// A failed one: when it failed (ms since the Unix epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_timestamp: Option<u64>,
-    /// Why it failed, for a failed one.
+    /// Why it failed, for a failed one (absent for the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
 }
 

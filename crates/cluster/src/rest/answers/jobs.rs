@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 /// Subtasks by state: every one of Flink's execution state names, lower
 /// case (`created`, `scheduled`, `deploying`, `running`, `finished`,
 /// `canceling`, `canceled`, `failed`, `reconciling`, `initializing`), as
-/// in Flink's job overview; states holdfast has no use for count 0.
+/// in Flink's job overview, and `total`; states holdfast has no use for
+/// count 0.
 pub type TaskCounts = BTreeMap<String, u32>;
 
 /// `GET /jobs/overview`.

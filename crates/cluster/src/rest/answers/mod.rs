@@ -29,6 +29,7 @@ mod job_config;
 mod jobs;
 mod metrics;
 mod overview;
+pub mod stats;
 mod taskmanagers;
 mod vertex;
 

@@ -35,7 +35,8 @@ pub struct Overview {
     pub leader: bool,
 }
 
-/// One configuration entry in `GET /config` (secrets are masked).
+/// One configuration entry in `GET /jobmanager/config` (secrets are
+/// masked).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigEntry {
     /// The key.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::stats::percentile;
 use super::{IoMetrics, SubtaskView};
 
 /// `GET /jobs/{id}/vertices/{vid}`.
@@ -97,46 +98,25 @@ fn as_i64(v: u64) -> i64 {
 
 /// min, max, avg, sum, median, p25, p75 and p95 of `values` (0 for none).
 fn statistics(values: &[i64]) -> BTreeMap<String, i64> {
-    let sum: i64 = values.iter().sum();
+    let wide: i128 = values.iter().map(|v| i128::from(*v)).sum();
+    let sum = i64::try_from(wide).unwrap_or(if wide < 0 { i64::MIN } else { i64::MAX });
     let mut sorted = values.to_vec();
     sorted.sort_unstable();
     let avg = if values.is_empty() {
         0
     } else {
-        sum / values.len() as i64
+        i64::try_from(wide / values.len() as i128).unwrap_or(0)
     };
     BTreeMap::from([
         ("min".to_owned(), sorted.first().copied().unwrap_or(0)),
         ("max".to_owned(), sorted.last().copied().unwrap_or(0)),
         ("avg".to_owned(), avg),
         ("sum".to_owned(), sum),
-        ("median".to_owned(), percentile(&sorted, 50.0)),
-        ("p25".to_owned(), percentile(&sorted, 25.0)),
-        ("p75".to_owned(), percentile(&sorted, 75.0)),
-        ("p95".to_owned(), percentile(&sorted, 95.0)),
+        ("median".to_owned(), percentile(&sorted, 50.0) as i64),
+        ("p25".to_owned(), percentile(&sorted, 25.0) as i64),
+        ("p75".to_owned(), percentile(&sorted, 75.0) as i64),
+        ("p95".to_owned(), percentile(&sorted, 95.0) as i64),
     ])
-}
-
-/// The `p`th percentile of `sorted` as Flink's statistics compute it: at
-/// position p·(n+1)/100, interpolated between its neighbours, clamped to
-/// the smallest and largest, rounded toward zero; 0 for no values.
-fn percentile(sorted: &[i64], p: f64) -> i64 {
-    let n = sorted.len();
-    if n == 0 {
-        return 0;
-    }
-    let position = p * (n as f64 + 1.0) / 100.0;
-    let value = if position < 1.0 {
-        sorted[0] as f64
-    } else if position >= n as f64 {
-        sorted[n - 1] as f64
-    } else {
-        let below = position.floor();
-        let lower = sorted[below as usize - 1] as f64;
-        let upper = sorted[below as usize] as f64;
-        lower + (position - below) * (upper - lower)
-    };
-    value as i64
 }
 
 /// `GET /jobs/{id}/vertices/{vid}/backpressure`: how much of their time
@@ -256,15 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_interpolate_at_p_times_n_plus_one() {
-        assert_eq!(percentile(&[], 50.0), 0);
-        assert_eq!(percentile(&[7], 95.0), 7);
-        // n = 4: the median is at 2.5, between 20 and 30.
-        assert_eq!(percentile(&[10, 20, 30, 40], 50.0), 25);
-        // p25 at 1.25: 10 + 0.25 · 10.
-        assert_eq!(percentile(&[10, 20, 30, 40], 25.0), 12);
-        // p95 at 4.75, past the last: the largest.
-        assert_eq!(percentile(&[10, 20, 30, 40], 95.0), 40);
+    fn statistics_are_flinks_and_do_not_overflow() {
         let stats = statistics(&[3, 1, 2]);
         assert_eq!(
             (stats["min"], stats["max"], stats["avg"], stats["sum"]),
