@@ -79,7 +79,7 @@ impl ClusterSecret {
                 len,
             });
         }
-        warn_if_shared(path);
+        warn_if_shared(path, "the cluster secret file");
         Ok(ClusterSecret(bytes))
     }
 
@@ -121,8 +121,10 @@ impl fmt::Display for ClusterSecret {
     }
 }
 
+/// Warns when the secret file `path` (`what` names it) is readable by its
+/// group or others.
 #[cfg(unix)]
-fn warn_if_shared(path: &Path) {
+pub(crate) fn warn_if_shared(path: &Path, what: &str) {
     use std::os::unix::fs::PermissionsExt;
     if let Ok(metadata) = std::fs::metadata(path) {
         let mode = metadata.permissions().mode();
@@ -130,14 +132,14 @@ fn warn_if_shared(path: &Path) {
             tracing::warn!(
                 file = %path.display(),
                 mode = format_args!("{:o}", mode & 0o777),
-                "the cluster secret file is readable by its group or others; `chmod 600` it"
+                "{what} is readable by its group or others; `chmod 600` it"
             );
         }
     }
 }
 
 #[cfg(not(unix))]
-fn warn_if_shared(_path: &Path) {}
+pub(crate) fn warn_if_shared(_path: &Path, _what: &str) {}
 
 #[cfg(test)]
 mod tests {

@@ -81,9 +81,6 @@ pub enum ClientError {
     TooManyRedirects {
         /// The last redirect's target.
         url: String,
-        /// The transport error.
-        #[source]
-        source: reqwest::Error,
     },
     /// The JobManager answered with an error status.
     #[error("the JobManager at {url} answered {status}: {}", .errors.join("; "))]
@@ -139,6 +136,9 @@ pub struct RestClient {
     base: String,
     timeout: Duration,
     http: reqwest::Client,
+    /// Sent with every call when set (`security.rest.token-file`): calls
+    /// that change a job need it.
+    token: Option<std::sync::Arc<holdfast_auth::RestToken>>,
 }
 
 impl RestClient {
@@ -168,7 +168,9 @@ impl RestClient {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+            // Followed by `call` itself, so that the token goes along to the
+            // leader (reqwest drops it on a redirect to another host or port).
+            .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()
             .map_err(ClientError::Setup)?;
@@ -177,7 +179,15 @@ impl RestClient {
             base,
             timeout,
             http,
+            token: None,
         })
+    }
+
+    /// The same client sending `token` with every call (and along each
+    /// standby's redirect to the leader).
+    pub fn with_token(mut self, token: holdfast_auth::RestToken) -> RestClient {
+        self.token = Some(std::sync::Arc::new(token));
+        self
     }
 
     /// The JobManager's base URL, without a trailing `/`.
@@ -341,8 +351,9 @@ impl RestClient {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<T, ClientError> {
-        let url = format!("{}{path}", self.base);
+        let mut url = format!("{}{path}", self.base);
         let mut retried = false;
+        let mut redirects = 0;
         loop {
             let mut request = self.http.request(method.clone(), &url);
             if let Some(body) = &body {
@@ -350,11 +361,31 @@ impl RestClient {
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(body.clone());
             }
+            if let Some(token) = &self.token {
+                request = request.header(reqwest::header::AUTHORIZATION, token.authorization());
+            }
             let response = request
                 .send()
                 .await
                 .map_err(|error| self.transport(&url, error))?;
             let status = response.status();
+            // A standby's 307 to the leader: the same method and body, again.
+            if matches!(
+                status,
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+            ) && let Some(next) = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .and_then(|l| response.url().join(l).ok())
+            {
+                redirects += 1;
+                url = next.to_string();
+                if redirects > MAX_REDIRECTS {
+                    return Err(ClientError::TooManyRedirects { url });
+                }
+                continue;
+            }
             if status == StatusCode::SERVICE_UNAVAILABLE
                 && !retried
                 && let Some(wait) = retry_after(&response)
@@ -382,8 +413,6 @@ impl RestClient {
                 timeout: self.timeout,
                 source,
             }
-        } else if source.is_redirect() {
-            ClientError::TooManyRedirects { url, source }
         } else if source.is_connect() {
             ClientError::Unreachable { url, cause, source }
         } else {

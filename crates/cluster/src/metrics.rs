@@ -56,6 +56,9 @@ pub struct ClusterMetrics {
     pub taskmanager_unreachable: Counter,
     /// TaskManager: calls refused because they came from a stale leader.
     pub stale_calls_rejected: Counter,
+    /// JobManager: REST calls that change a job, refused for want of the
+    /// bearer token (`security.rest.token-file`).
+    pub rest_calls_refused: Counter,
     /// TaskManager: task attempts it failed itself, by cause.
     task_failures: Family<CauseLabel, Counter>,
     /// JobManager (leader): job failures, by cause.
@@ -95,6 +98,7 @@ impl Default for ClusterMetrics {
             taskmanager_heartbeat_timeouts: Counter::default(),
             taskmanager_unreachable: Counter::default(),
             stale_calls_rejected: Counter::default(),
+            rest_calls_refused: Counter::default(),
             task_failures: Family::default(),
             job_failures: Family::default(),
             job_restarts: Counter::default(),
@@ -140,6 +144,11 @@ impl ClusterMetrics {
             "stale_epoch_calls_rejected",
             "calls refused for a stale leader epoch",
             metrics.stale_calls_rejected.clone(),
+        );
+        r.register(
+            "rest_calls_refused",
+            "REST calls that change a job, refused for want of the bearer token",
+            metrics.rest_calls_refused.clone(),
         );
         r.register(
             "task_failures",

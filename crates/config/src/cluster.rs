@@ -54,6 +54,9 @@ pub struct ClusterConfig {
     pub rest_bind_address: String,
     /// `rest.port` (default 8081).
     pub rest_port: u16,
+    /// `security.rest.token-file`: the bearer token REST mutations must
+    /// carry (default unset: none needed).
+    pub rest_token_file: Option<PathBuf>,
     /// `web.refresh-interval` (default 3 s): how often Flink's web
     /// dashboard, pointed at the REST API, refreshes what it shows.
     pub web_refresh_interval: Duration,
@@ -90,6 +93,7 @@ impl Default for ClusterConfig {
             rest_address: "localhost".into(),
             rest_bind_address: "localhost".into(),
             rest_port: 8081,
+            rest_token_file: None,
             web_refresh_interval: Duration::from_secs(3),
             parallelism_default: 1,
             max_parallelism: 128,

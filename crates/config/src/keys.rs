@@ -104,6 +104,9 @@ pub const REST_ADDRESS: &str = "rest.address";
 pub const REST_BIND_ADDRESS: &str = "rest.bind-address";
 /// `rest.port`.
 pub const REST_PORT: &str = "rest.port";
+/// `security.rest.token-file` (holdfast's own key): the bearer token REST
+/// calls that change a job must carry.
+pub const REST_TOKEN_FILE: &str = "security.rest.token-file";
 /// `web.refresh-interval`: how often Flink's web dashboard refreshes.
 pub const WEB_REFRESH_INTERVAL: &str = "web.refresh-interval";
 /// `execution.checkpointing.interval`.
@@ -487,6 +490,13 @@ pub const KEYS: &[KeySpec] = &[
         "port",
         Rest,
         "the REST server's port (1–65535; `0` = any free port, only with ZooKeeper HA)",
+    ),
+    key(
+        REST_TOKEN_FILE,
+        "unset",
+        "path",
+        Rest,
+        "a file holding the bearer token that REST calls changing a job (submit, cancel, savepoint, stop) must carry; unset: they need none",
     ),
     key(
         WEB_REFRESH_INTERVAL,

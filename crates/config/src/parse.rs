@@ -228,6 +228,7 @@ impl ClusterConfig {
         reader.set(&mut config.rest_address, REST_ADDRESS, host)?;
         reader.set(&mut config.rest_bind_address, REST_BIND_ADDRESS, host)?;
         reader.set(&mut config.rest_port, REST_PORT, port)?;
+        reader.set(&mut config.rest_token_file, REST_TOKEN_FILE, path)?;
         reader.set(
             &mut config.web_refresh_interval,
             WEB_REFRESH_INTERVAL,

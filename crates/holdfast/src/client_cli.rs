@@ -215,7 +215,12 @@ impl Target {
             }
             None => format!("http://{}:{}", config.rest_address, config.rest_port),
         };
-        let client = RestClient::new(&url, self.timeout).map_err(plain)?;
+        let mut client = RestClient::new(&url, self.timeout).map_err(plain)?;
+        if let Some(path) = &config.rest_token_file {
+            let token = holdfast_auth::RestToken::from_file(path)
+                .with_context(|| format!("security.rest.token-file = {}", path.display()))?;
+            client = client.with_token(token);
+        }
         Ok((config, client))
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use holdfast_auth::RestToken;
 use holdfast_cluster::jobmanager::{self, CheckpointOptions, JobManagerOptions};
 use holdfast_cluster::metrics::ClusterMetrics;
 use holdfast_cluster::rest::answers::ConfigEntry;
@@ -160,6 +161,15 @@ impl Setup {
             election_metrics: Some(self.ha_metrics.election("jobmanager")),
             config: self.config_entries(),
             web_refresh_interval: self.config.web_refresh_interval,
+            rest_access: match &self.config.rest_token_file {
+                Some(path) => holdfast_cluster::rest::RestAccess::with_token(
+                    RestToken::from_file(path).with_context(|| {
+                        format!("security.rest.token-file = {}", path.display())
+                    })?,
+                    self.metrics.rest_calls_refused.clone(),
+                ),
+                None => holdfast_cluster::rest::RestAccess::open(),
+            },
             checkpointing: self.checkpoint_options()?,
         })
     }

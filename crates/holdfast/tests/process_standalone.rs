@@ -177,3 +177,79 @@ async fn the_client_commands_drive_a_real_jobmanager() -> Result<()> {
     );
     Ok(())
 }
+
+/// With `security.rest.token-file`, the commands that change a job work
+/// only for who holds the token: `holdfast cancel` without it is refused
+/// (exit 1, naming the key), with it the job is cancelled; reads need none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_a_job_needs_the_rest_token_when_one_is_configured() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let token_file = dir.path().join("rest-token");
+    std::fs::write(&token_file, "a-token-only-operators-hold-0123456789\n")?;
+    let token_define = format!("security.rest.token-file={}", token_file.display());
+    let (defines, url) = ports()?;
+    let mut args = strings(&[
+        "standalone",
+        "-D",
+        "taskmanager.numberOfTaskSlots=2",
+        "-D",
+        &token_define,
+    ]);
+    args.extend(defines);
+    let mut cluster = Holdfast::spawn("standalone", &args)?;
+    cluster.next("started").await?;
+    let client = |extra: &[&str], with_token: bool| {
+        let mut args = strings(extra);
+        args.extend(strings(&["--jobmanager", &url]));
+        if with_token {
+            args.extend(strings(&["-D", &token_define]));
+        }
+        async move { run(&args).await }
+    };
+    let refused = client(&["run", "count", "--args", r#"{"rate": 1000}"#], false).await?;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    ensure!(
+        !refused.status.success()
+            && stderr.contains("401")
+            && stderr.contains("security.rest.token-file"),
+        "a submission without the token is refused, naming the key: {stderr}"
+    );
+    let out = client(
+        &[
+            "run",
+            "count",
+            "--args",
+            r#"{"rate": 1000}"#,
+            "--wait-running",
+        ],
+        true,
+    )
+    .await?;
+    ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = String::from_utf8(out.stdout)?.trim().to_owned();
+    let listed = client(&["list"], false).await?;
+    ensure!(
+        String::from_utf8(listed.stdout)?.contains(&job),
+        "reads need no token"
+    );
+    let refused = client(&["cancel", &job], false).await?;
+    ensure!(
+        !refused.status.success(),
+        "a cancel without the token is refused"
+    );
+    let out = client(&["cancel", &job], true).await?;
+    ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(
+        !cluster.stderr().contains("a-token-only-operators-hold"),
+        "the token is never logged"
+    );
+    Ok(())
+}

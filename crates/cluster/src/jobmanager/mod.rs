@@ -84,6 +84,9 @@ pub struct JobManagerOptions {
     /// The effective configuration for `GET /jobmanager/config` (secrets
     /// masked).
     pub config: Vec<ConfigEntry>,
+    /// Who may change jobs through the REST API
+    /// (`security.rest.token-file`).
+    pub rest_access: crate::rest::RestAccess,
     /// `web.refresh-interval`, told to Flink's web dashboard by `GET /config`.
     pub web_refresh_interval: Duration,
     /// How jobs checkpoint; `None`: they do not.
@@ -204,9 +207,19 @@ pub async fn start<B: Backend>(
     )
     .map_err(StartError::RpcServer)?;
     let (rest_stop, rest_stopped) = oneshot::channel::<()>();
-    let rest_server = crate::rest::serve(rest_listener, control.clone(), async move {
-        let _ = rest_stopped.await;
-    })
+    if options.rest_access.is_guarded() {
+        tracing::info!(
+            "REST calls that change a job need the bearer token of security.rest.token-file"
+        );
+    }
+    let rest_server = crate::rest::serve_with(
+        rest_listener,
+        control.clone(),
+        options.rest_access.clone(),
+        async move {
+            let _ = rest_stopped.await;
+        },
+    )
     .await
     .map_err(StartError::RestServer)?;
     let connection_state = crate::shared::connection_reader(connection.clone());

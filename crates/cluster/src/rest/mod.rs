@@ -20,6 +20,7 @@
 //! clients that follow redirects (keeping method and body, as 307 demands)
 //! reach the leader without knowing who it is.
 
+pub mod access;
 pub mod answers;
 mod checkpoints;
 mod error;
@@ -48,6 +49,7 @@ use tokio::task::{JoinError, JoinHandle};
 use crate::control::{ClusterControl, Control};
 use error::ApiError;
 
+pub use access::RestAccess;
 pub use answers::{JobIdWithStatus, JobIdsWithStatus};
 pub use error::RETRY_AFTER_SECS;
 
@@ -60,6 +62,11 @@ const MAX_ECHO_CHARS: usize = 200;
 /// The REST API over `control`, with every route, the JSON 404 and 405
 /// answers and the body limit.
 pub fn router(control: Arc<dyn ClusterControl>) -> Router {
+    router_with(control, RestAccess::open())
+}
+
+/// [`router`] with `access` deciding who may change jobs.
+pub fn router_with(control: Arc<dyn ClusterControl>, access: RestAccess) -> Router {
     let api = api_routes();
     crate::dashboard::routes()
         .merge(api.clone())
@@ -67,6 +74,7 @@ pub fn router(control: Arc<dyn ClusterControl>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(access, access::guard))
         .with_state(control)
 }
 
@@ -305,8 +313,18 @@ pub async fn serve(
     control: Arc<dyn ClusterControl>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<RestServer, ServeError> {
+    serve_with(listener, control, RestAccess::open(), shutdown).await
+}
+
+/// [`serve`] with `access` deciding who may change jobs.
+pub async fn serve_with(
+    listener: TcpListener,
+    control: Arc<dyn ClusterControl>,
+    access: RestAccess,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<RestServer, ServeError> {
     let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
-    let app = router(control);
+    let app = router_with(control, access).into_make_service_with_connect_info::<SocketAddr>();
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)

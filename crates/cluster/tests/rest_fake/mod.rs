@@ -402,9 +402,14 @@ pub struct Served {
 
 /// Serves `fake` on a free port of 127.0.0.1.
 pub async fn serve(fake: Arc<Fake>) -> Served {
+    serve_with(fake, rest::RestAccess::open()).await
+}
+
+/// Serves `fake` with `access` deciding who may change jobs.
+pub async fn serve_with(fake: Arc<Fake>, access: rest::RestAccess) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = rest::serve(listener, fake.clone(), async move {
+    let server = rest::serve_with(listener, fake.clone(), access, async move {
         let _ = stopped.await;
     })
     .await

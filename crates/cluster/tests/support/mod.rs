@@ -58,6 +58,7 @@ pub fn jobmanager_options(
         election_metrics: None,
         config: Vec::new(),
         web_refresh_interval: Duration::from_secs(3),
+        rest_access: holdfast_cluster::rest::RestAccess::open(),
         checkpointing: None,
     })
 }
