@@ -269,7 +269,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 23, "{text}");
+        assert_eq!(names.len(), 24, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),
