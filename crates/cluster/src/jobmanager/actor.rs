@@ -163,12 +163,7 @@ impl<B: Backend> Actor<B> {
                 }
                 _ = refresh.tick() => {}
             }
-            if let Some(term) = &mut self.term {
-                let (state, lease) = (self.parts.connection_state)();
-                term.observe_own_connection(&state, lease);
-                term.observe_states();
-            }
-            self.publish();
+            self.refresh();
         }
         if self.term.take().is_some() {
             self.parts.options.metrics.leading.set(0);
@@ -267,7 +262,7 @@ impl<B: Backend> Actor<B> {
                 };
                 // The trigger is in the REST view before its id is
                 // answered: the caller asks about it next.
-                self.publish();
+                self.refresh();
                 let _ = reply.send(answer);
             }
             Message::CheckpointSubtasks {
@@ -296,6 +291,9 @@ impl<B: Backend> Actor<B> {
                 reply,
             } => {
                 let answer = self.on_persisted(epoch, job, stored, result);
+                // The job is in the REST view before its id is answered:
+                // the caller asks about it next.
+                self.refresh();
                 let _ = reply.send(answer);
             }
             Message::HeartbeatReply(epoch, tm, reply) => {
@@ -356,6 +354,16 @@ impl<B: Backend> Actor<B> {
 
     /// A submitted job, stored (or not) under the token of the term at
     /// `epoch`: the answer to its submission.
+    /// Notes what changed and publishes the REST view.
+    fn refresh(&mut self) {
+        if let Some(term) = &mut self.term {
+            let (state, lease) = (self.parts.connection_state)();
+            term.observe_own_connection(&state, lease);
+            term.observe_states();
+        }
+        self.publish();
+    }
+
     fn on_persisted(
         &mut self,
         epoch: Epoch,
