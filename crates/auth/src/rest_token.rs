@@ -95,16 +95,11 @@ impl RestToken {
     /// readable by its group or others.
     pub fn from_file(path: impl AsRef<Path>) -> Result<RestToken, RestTokenError> {
         let path = path.as_ref();
-        let mut bytes = std::fs::read(path).map_err(|source| RestTokenError::Unreadable {
-            path: path.to_owned(),
-            source,
-        })?;
-        if bytes.last() == Some(&b'\n') {
-            bytes.pop();
-            if bytes.last() == Some(&b'\r') {
-                bytes.pop();
-            }
-        }
+        let bytes =
+            crate::secret::read_trimmed(path).map_err(|source| RestTokenError::Unreadable {
+                path: path.to_owned(),
+                source,
+            })?;
         // Held as a token from here, so the bytes are zeroed when dropped.
         let token = RestToken(bytes);
         if token.0.len() < MIN_TOKEN_LEN {

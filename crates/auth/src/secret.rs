@@ -60,16 +60,10 @@ impl ClusterSecret {
     /// readable by its group or others.
     pub fn from_file(path: impl AsRef<Path>) -> Result<ClusterSecret, SecretError> {
         let path = path.as_ref();
-        let mut bytes = std::fs::read(path).map_err(|source| SecretError::Unreadable {
+        let bytes = read_trimmed(path).map_err(|source| SecretError::Unreadable {
             path: path.to_owned(),
             source,
         })?;
-        if bytes.last() == Some(&b'\n') {
-            bytes.pop();
-            if bytes.last() == Some(&b'\r') {
-                bytes.pop();
-            }
-        }
         if bytes.len() < MIN_SECRET_LEN {
             let len = bytes.len();
             // Dropped as a secret, so the bytes are zeroed.
@@ -119,6 +113,19 @@ impl fmt::Display for ClusterSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ClusterSecret(<redacted>)")
     }
+}
+
+/// The bytes of the secret file `path`, one trailing `\n` or `\r\n`
+/// trimmed (so `echo`-written and editor-saved files work).
+pub(crate) fn read_trimmed(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(path)?;
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+    }
+    Ok(bytes)
 }
 
 /// Warns when the secret file `path` (`what` names it) is readable by its
