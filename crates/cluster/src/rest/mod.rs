@@ -203,7 +203,7 @@ fn api_routes() -> Router<Control> {
         )
         .route(
             "/taskmanagers/{taskmanagerid}/logs/{filename}",
-            get(unsupported::taskmanager_log_file),
+            get(unsupported::taskmanager_log),
         )
         .route(
             "/taskmanagers/{taskmanagerid}/stdout",

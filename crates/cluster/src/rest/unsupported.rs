@@ -63,17 +63,26 @@ pub(crate) async fn thread_dump() -> ApiError {
     no_thread_dump()
 }
 
+/// The path segments of a route, by name.
+type Params = Result<Path<Vec<(String, String)>>, PathRejection>;
+
+/// The segment `name` of `params` (empty when the route has none).
+fn param(params: Params, name: &str) -> Result<String, ApiError> {
+    let Path(params) = params.map_err(|rejection| {
+        ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
+    })?;
+    Ok(params
+        .into_iter()
+        .find(|(segment, _)| segment == name)
+        .map(|(_, value)| value)
+        .unwrap_or_default())
+}
+
 /// The TaskManager of a `{taskmanagerid}` path, checked (a standby sends
 /// the caller to the leader; an unknown one is a 404 naming those there
 /// are).
-fn taskmanager(
-    control: &Control,
-    uri: &Uri,
-    path: Result<Path<String>, PathRejection>,
-) -> Result<(), ApiError> {
-    let Path(id) = path.map_err(|rejection| {
-        ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
-    })?;
+fn taskmanager(control: &Control, uri: &Uri, params: Params) -> Result<(), ApiError> {
+    let id = param(params, "taskmanagerid")?;
     super::taskmanagers::known(control, uri, &id).map(|_| ())
 }
 
@@ -81,30 +90,20 @@ fn taskmanager(
 pub(crate) async fn taskmanager_log_files(
     State(control): State<Control>,
     uri: Uri,
-    path: Result<Path<String>, PathRejection>,
+    params: Params,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    taskmanager(&control, &uri, path)?;
+    taskmanager(&control, &uri, params)?;
     Ok(no_log_files().await)
 }
 
-/// A TaskManager's log file or standard output: not served.
+/// A TaskManager's log file, one of its files or its standard output: not
+/// served.
 pub(crate) async fn taskmanager_log(
     State(control): State<Control>,
     uri: Uri,
-    path: Result<Path<String>, PathRejection>,
+    params: Params,
 ) -> ApiError {
-    taskmanager(&control, &uri, path)
-        .err()
-        .unwrap_or_else(no_log)
-}
-
-/// `GET /taskmanagers/{id}/logs/{file}`: not served.
-pub(crate) async fn taskmanager_log_file(
-    State(control): State<Control>,
-    uri: Uri,
-    path: Result<Path<(String, String)>, PathRejection>,
-) -> ApiError {
-    taskmanager(&control, &uri, path.map(|Path((tm, _))| Path(tm)))
+    taskmanager(&control, &uri, params)
         .err()
         .unwrap_or_else(no_log)
 }
@@ -113,9 +112,9 @@ pub(crate) async fn taskmanager_log_file(
 pub(crate) async fn taskmanager_thread_dump(
     State(control): State<Control>,
     uri: Uri,
-    path: Result<Path<String>, PathRejection>,
+    params: Params,
 ) -> ApiError {
-    taskmanager(&control, &uri, path)
+    taskmanager(&control, &uri, params)
         .err()
         .unwrap_or_else(no_thread_dump)
 }
@@ -126,23 +125,14 @@ pub(crate) async fn taskmanager_thread_dump(
 pub(crate) async fn job_log_url(
     State(control): State<Control>,
     uri: Uri,
-    path: Result<Path<Vec<(String, String)>>, PathRejection>,
+    params: Params,
 ) -> ApiError {
-    let checked = path
-        .map_err(|rejection| {
-            ApiError::bad_request(format!("invalid path: {}", rejection.body_text()))
-        })
-        .and_then(|Path(params)| {
-            let raw = params
-                .into_iter()
-                .find(|(name, _)| name == "jobid")
-                .map(|(_, value)| value)
-                .unwrap_or_default();
-            let id = job_id(Ok(Path(raw)))?;
-            control
-                .job(id)
-                .map(|_| ())
-                .map_err(|error| ApiError::from_control(error, &uri))
-        });
+    let checked = param(params, "jobid").and_then(|raw| {
+        let id = job_id(Ok(Path(raw)))?;
+        control
+            .job(id)
+            .map(|_| ())
+            .map_err(|error| ApiError::from_control(error, &uri))
+    });
     checked.err().unwrap_or_else(no_log)
 }
