@@ -46,6 +46,7 @@
 mod error;
 pub mod flink;
 pub mod kafka;
+pub mod pki;
 mod ports;
 pub mod proxy;
 pub mod zk;
@@ -53,6 +54,7 @@ pub mod zk;
 pub use error::{KitError, Result};
 pub use flink::FlinkClients;
 pub use kafka::KafkaBroker;
+pub use pki::{TestIdentity, TestPki, Validity as CertValidity};
 pub use ports::free_port;
 pub use proxy::{FaultProxy, Mode, Route, RouteOptions};
 pub use zk::{ZkCluster, ZkClusterConfig, ZkMode};
