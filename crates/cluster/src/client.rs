@@ -36,8 +36,10 @@ const MAX_BODY_ECHO: usize = 200;
 /// Why a REST call failed. Every message names the URL it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The JobManager URL is not an `http://` URL.
-    #[error("invalid JobManager URL {url:?}: {reason} (expected http://HOST:PORT)")]
+    /// The JobManager URL is not an `http://` (or, with TLS, `https://`) URL.
+    #[error(
+        "invalid JobManager URL {url:?}: {reason} (expected http://HOST:PORT or https://HOST:PORT)"
+    )]
     InvalidUrl {
         /// The URL as given.
         url: String,
@@ -59,6 +61,22 @@ pub enum ClientError {
         url: String,
         /// The innermost cause, e.g. "connection refused".
         cause: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The TLS handshake failed: the server's certificate is not trusted
+    /// or not for this host, or the server refused this client's.
+    #[error(
+        "no TLS connection to the JobManager at {url}: {refusal} (security.ssl.rest.pem.ca \
+         must hold the CA of the server's certificate; with client certificates required, \
+         security.ssl.rest.pem.certificate and .key must be one that CA signed)"
+    )]
+    Tls {
+        /// The URL.
+        url: String,
+        /// Why, classified.
+        refusal: holdfast_tls::HandshakeRefusal,
         /// The transport error.
         #[source]
         source: reqwest::Error,
@@ -146,8 +164,29 @@ impl RestClient {
     /// scheme may be left out). Each call fails after `timeout`. Proxy
     /// settings (`HTTP_PROXY`) are ignored: JobManagers are reached directly.
     pub fn new(base_url: &str, timeout: Duration) -> Result<RestClient, ClientError> {
+        RestClient::build(base_url, timeout, None)
+    }
+
+    /// A client of the JobManager at `base_url` over HTTPS
+    /// (`https://host:port`), verifying the server and presenting a client
+    /// certificate as `tls` says (`security.ssl.rest.*`).
+    pub fn with_tls(
+        base_url: &str,
+        timeout: Duration,
+        tls: std::sync::Arc<rustls::ClientConfig>,
+    ) -> Result<RestClient, ClientError> {
+        RestClient::build(base_url, timeout, Some(tls))
+    }
+
+    fn build(
+        base_url: &str,
+        timeout: Duration,
+        tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    ) -> Result<RestClient, ClientError> {
         let with_scheme = if base_url.contains("://") {
             base_url.to_owned()
+        } else if tls.is_some() {
+            format!("https://{base_url}")
         } else {
             format!("http://{base_url}")
         };
@@ -156,16 +195,34 @@ impl RestClient {
             reason,
         };
         let url = Url::parse(&with_scheme).map_err(|error| invalid(error.to_string()))?;
-        if url.scheme() != "http" {
-            return Err(invalid(format!(
-                "scheme {:?}: only http is supported",
-                url.scheme()
-            )));
+        match (url.scheme(), &tls) {
+            ("http", None) | ("https", Some(_)) => {}
+            ("https", None) => {
+                return Err(invalid(
+                    "https needs the REST CA: set security.ssl.rest.enabled and \
+                     security.ssl.rest.pem.ca"
+                        .into(),
+                ));
+            }
+            ("http", Some(_)) => {
+                return Err(invalid(
+                    "security.ssl.rest.enabled is true, so the JobManager serves https://".into(),
+                ));
+            }
+            (other, _) => {
+                return Err(invalid(format!(
+                    "scheme {other:?}: only http and https are supported"
+                )));
+            }
         }
         if url.query().is_some() || url.fragment().is_some() {
             return Err(invalid("it must not have a query or fragment".into()));
         }
-        let http = reqwest::Client::builder()
+        let builder = match tls {
+            Some(config) => reqwest::Client::builder().use_preconfigured_tls((*config).clone()),
+            None => reqwest::Client::builder(),
+        };
+        let http = builder
             .timeout(timeout)
             .connect_timeout(timeout)
             // Followed by `call` itself, so that the token goes along to the
@@ -413,6 +470,12 @@ impl RestClient {
                 timeout: self.timeout,
                 source,
             }
+        } else if let Some(refusal) = tls_refusal(&source) {
+            ClientError::Tls {
+                url,
+                refusal,
+                source,
+            }
         } else if source.is_connect() {
             ClientError::Unreachable { url, cause, source }
         } else {
@@ -467,6 +530,25 @@ fn decode<T: DeserializeOwned>(
 
 /// The innermost cause of a transport error ("connection refused" rather
 /// than "error sending request").
+/// The TLS handshake's failure somewhere in `error`'s chain, classified.
+fn tls_refusal(error: &reqwest::Error) -> Option<holdfast_tls::HandshakeRefusal> {
+    let mut cause: Option<&dyn std::error::Error> = Some(error);
+    while let Some(current) = cause {
+        if let Some(tls) = current.downcast_ref::<rustls::Error>() {
+            return Some(holdfast_tls::HandshakeRefusal::from_rustls(tls));
+        }
+        // An io::Error's source() skips the error it wraps: step into that.
+        cause = match current
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &dyn std::error::Error),
+            None => current.source(),
+        };
+    }
+    None
+}
+
 fn innermost_cause(error: &reqwest::Error) -> String {
     let mut cause: &dyn std::error::Error = error;
     while let Some(next) = cause.source() {

@@ -56,9 +56,11 @@ pub struct ClusterMetrics {
     pub taskmanager_unreachable: Counter,
     /// TaskManager: calls refused because they came from a stale leader.
     pub stale_calls_rejected: Counter,
-    /// JobManager: REST calls that change a job, refused for want of the
-    /// bearer token (`security.rest.token-file`).
+    /// JobManager: REST calls refused for want of a credential (the bearer
+    /// token of `security.rest.token-file`, or a client certificate).
     pub rest_calls_refused: Counter,
+    /// TLS: certificate expiry, refused handshakes, reloads.
+    pub tls: holdfast_tls::TlsMetrics,
     /// TaskManager: task attempts it failed itself, by cause.
     task_failures: Family<CauseLabel, Counter>,
     /// JobManager (leader): job failures, by cause.
@@ -99,6 +101,7 @@ impl Default for ClusterMetrics {
             taskmanager_unreachable: Counter::default(),
             stale_calls_rejected: Counter::default(),
             rest_calls_refused: Counter::default(),
+            tls: holdfast_tls::TlsMetrics::default(),
             task_failures: Family::default(),
             job_failures: Family::default(),
             job_restarts: Counter::default(),
@@ -147,9 +150,10 @@ impl ClusterMetrics {
         );
         r.register(
             "rest_calls_refused",
-            "REST calls that change a job, refused for want of the bearer token",
+            "REST calls refused for want of a credential (bearer token or client certificate)",
             metrics.rest_calls_refused.clone(),
         );
+        metrics.tls.register(r);
         r.register(
             "task_failures",
             "task attempts a TaskManager failed itself, by cause",

@@ -11,6 +11,7 @@ use crate::checkpointing::CheckpointingConfig;
 use crate::error::ConfigError;
 use crate::keys::*;
 use crate::restart::RestartStrategyConfig;
+use crate::ssl::{ReadAccess, SslConfig};
 
 /// Everything a JobManager, TaskManager or client reads. Defaults are
 /// Flink's; see `docs/CONFIGURATION.md` for every key.
@@ -57,6 +58,10 @@ pub struct ClusterConfig {
     /// `security.rest.token-file`: the bearer token REST mutations must
     /// carry (default unset: none needed).
     pub rest_token_file: Option<PathBuf>,
+    /// `security.rest.read-access` (default open).
+    pub rest_read_access: ReadAccess,
+    /// `security.ssl.*`.
+    pub ssl: SslConfig,
     /// `web.refresh-interval` (default 3 s): how often Flink's web
     /// dashboard, pointed at the REST API, refreshes what it shows.
     pub web_refresh_interval: Duration,
@@ -94,6 +99,8 @@ impl Default for ClusterConfig {
             rest_bind_address: "localhost".into(),
             rest_port: 8081,
             rest_token_file: None,
+            rest_read_access: ReadAccess::Open,
+            ssl: SslConfig::default(),
             web_refresh_interval: Duration::from_secs(3),
             parallelism_default: 1,
             max_parallelism: 128,
@@ -111,6 +118,7 @@ impl ClusterConfig {
             (HEARTBEAT_INTERVAL, self.heartbeat_interval),
             (WEB_REFRESH_INTERVAL, self.web_refresh_interval),
             (ASK_TIMEOUT, self.ask_timeout),
+            (SSL_RELOAD_INTERVAL, self.ssl.reload_interval),
             (RATE_INTERVAL, self.restart.failure_rate.interval),
             (EXP_INITIAL, self.restart.exponential_delay.initial_backoff),
         ];
@@ -188,6 +196,14 @@ impl ClusterConfig {
                     value: value.clone(),
                 });
             }
+        }
+        self.ssl.validate()?;
+        let client_certificates = self.ssl.rest_enabled && self.ssl.rest.ca.is_some();
+        if self.rest_read_access == ReadAccess::Authenticated
+            && self.rest_token_file.is_none()
+            && !client_certificates
+        {
+            return Err(ConfigError::ReadsClosedToEveryone);
         }
         let exponential = &self.restart.exponential_delay;
         let multiplier = exponential.backoff_multiplier;

@@ -118,6 +118,22 @@ pub enum ConfigError {
         /// The value.
         value: String,
     },
+    /// A TLS link is switched on without what it needs.
+    #[error("{key} must be set: {why}")]
+    SslIncomplete {
+        /// The key missing (or wrong).
+        key: &'static str,
+        /// Why it is needed.
+        why: String,
+    },
+    /// `security.rest.read-access: authenticated` with no credential a
+    /// reader could present.
+    #[error(
+        "security.rest.read-access = authenticated, but no credential can be presented: set \
+         security.rest.token-file, or security.ssl.rest.enabled with security.ssl.rest.pem.ca \
+         (client certificates)"
+    )]
+    ReadsClosedToEveryone,
     /// `restart-strategy.exponential-delay.backoff-multiplier` below 1 (or not finite).
     #[error(
         "restart-strategy.exponential-delay.backoff-multiplier = {value}: \
@@ -179,6 +195,23 @@ pub enum ValueError {
     /// these).
     #[error(transparent)]
     BadResourceId(Box<IdError>),
+    /// Not `true` or `false`.
+    #[error("expected true or false")]
+    NotABoolean,
+    /// Not `open` or `authenticated`.
+    #[error("expected open or authenticated")]
+    NotAReadAccess,
+    /// A TLS setting holdfast does not offer; says what it does.
+    #[error("{0}")]
+    Tls(String),
+    /// A Flink keystore key.
+    #[error(
+        "holdfast reads PEM files, not Java keystores: use security.ssl.internal.pem.* or \
+         security.ssl.rest.pem.* (certificate, key, ca); convert a PKCS#12 keystore with \
+         `openssl pkcs12 -in KEYSTORE -nokeys -out cert.pem` and `-nocerts -nodes -out key.pem`, \
+         a JKS one first with `keytool -importkeystore -deststoretype PKCS12`"
+    )]
+    Keystore,
     /// `execution.checkpointing.mode` names no mode.
     #[error("expected EXACTLY_ONCE or AT_LEAST_ONCE")]
     UnknownCheckpointingMode,

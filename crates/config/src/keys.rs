@@ -20,6 +20,8 @@ pub enum Section {
     Rest,
     /// `execution.checkpointing.*`.
     Checkpointing,
+    /// `security.ssl.*` and `security.rest.*`.
+    Security,
 }
 
 /// One documented configuration key.
@@ -107,6 +109,43 @@ pub const REST_PORT: &str = "rest.port";
 /// `security.rest.token-file` (holdfast's own key): the bearer token REST
 /// calls that change a job must carry.
 pub const REST_TOKEN_FILE: &str = "security.rest.token-file";
+/// `security.rest.read-access` (holdfast's own key): `open` or `authenticated`.
+pub const REST_READ_ACCESS: &str = "security.rest.read-access";
+/// `security.ssl.internal.enabled` (Flink's key).
+pub const SSL_INTERNAL_ENABLED: &str = "security.ssl.internal.enabled";
+/// `security.ssl.internal.pem.certificate` (holdfast's own key).
+pub const SSL_INTERNAL_CERT: &str = "security.ssl.internal.pem.certificate";
+/// `security.ssl.internal.pem.key` (holdfast's own key).
+pub const SSL_INTERNAL_KEY: &str = "security.ssl.internal.pem.key";
+/// `security.ssl.internal.pem.ca` (holdfast's own key).
+pub const SSL_INTERNAL_CA: &str = "security.ssl.internal.pem.ca";
+/// `security.ssl.rest.enabled` (Flink's key).
+pub const SSL_REST_ENABLED: &str = "security.ssl.rest.enabled";
+/// `security.ssl.rest.authentication-enabled` (Flink's key).
+pub const SSL_REST_AUTHENTICATION: &str = "security.ssl.rest.authentication-enabled";
+/// `security.ssl.rest.pem.certificate` (holdfast's own key).
+pub const SSL_REST_CERT: &str = "security.ssl.rest.pem.certificate";
+/// `security.ssl.rest.pem.key` (holdfast's own key).
+pub const SSL_REST_KEY: &str = "security.ssl.rest.pem.key";
+/// `security.ssl.rest.pem.ca` (holdfast's own key).
+pub const SSL_REST_CA: &str = "security.ssl.rest.pem.ca";
+/// `security.ssl.protocol` (Flink's key).
+pub const SSL_PROTOCOL: &str = "security.ssl.protocol";
+/// `security.ssl.algorithms` (Flink's key).
+pub const SSL_ALGORITHMS: &str = "security.ssl.algorithms";
+/// `security.ssl.verify-hostname` (Flink's key).
+pub const SSL_VERIFY_HOSTNAME: &str = "security.ssl.verify-hostname";
+/// `security.ssl.reload-interval` (holdfast's own key).
+pub const SSL_RELOAD_INTERVAL: &str = "security.ssl.reload-interval";
+/// `security.ssl.expiry-warning` (holdfast's own key).
+pub const SSL_EXPIRY_WARNING: &str = "security.ssl.expiry-warning";
+/// Flink's keystore keys, which holdfast refuses with directions to PEM.
+pub const SSL_KEYSTORES: [&str; 4] = [
+    "security.ssl.internal.keystore",
+    "security.ssl.internal.truststore",
+    "security.ssl.rest.keystore",
+    "security.ssl.rest.truststore",
+];
 /// `web.refresh-interval`: how often Flink's web dashboard refreshes.
 pub const WEB_REFRESH_INTERVAL: &str = "web.refresh-interval";
 /// `execution.checkpointing.interval`.
@@ -495,8 +534,141 @@ pub const KEYS: &[KeySpec] = &[
         REST_TOKEN_FILE,
         "unset",
         "path",
-        Rest,
+        Security,
         "a file holding the bearer token that REST calls changing a job (submit, cancel, savepoint, stop) must carry; unset: they need none",
+    ),
+    key(
+        REST_READ_ACCESS,
+        "open",
+        "enum",
+        Security,
+        "`open`: anyone who reaches the REST port may read; `authenticated`: reads need a verified client certificate or the bearer token too",
+    ),
+    key(
+        SSL_INTERNAL_ENABLED,
+        "false",
+        "boolean",
+        Security,
+        "mutual TLS on the cluster's RPC and data exchange; needs the three `security.ssl.internal.pem.*` files",
+    ),
+    key(
+        SSL_INTERNAL_CERT,
+        "unset",
+        "path",
+        Security,
+        "PEM certificate chain (leaf first) this process presents on internal links, to servers and clients alike",
+    ),
+    key(
+        SSL_INTERNAL_KEY,
+        "unset",
+        "path",
+        Security,
+        "PEM private key of that certificate (PKCS#8, PKCS#1 or SEC1; never logged)",
+    ),
+    key(
+        SSL_INTERNAL_CA,
+        "unset",
+        "path",
+        Security,
+        "PEM CA certificates; internal peers must present a certificate signed by one of them",
+    ),
+    key(
+        SSL_REST_ENABLED,
+        "false",
+        "boolean",
+        Security,
+        "HTTPS for the REST API and the dashboard; needs `security.ssl.rest.pem.certificate` and `.key`",
+    ),
+    key(
+        SSL_REST_AUTHENTICATION,
+        "false",
+        "boolean",
+        Security,
+        "REST clients must present a certificate signed by `security.ssl.rest.pem.ca` (mutual TLS, as in Flink)",
+    ),
+    key(
+        SSL_REST_CERT,
+        "unset",
+        "path",
+        Security,
+        "PEM certificate chain of the REST server; a holdfast command presents it as its client certificate when the server asks",
+    ),
+    key(
+        SSL_REST_KEY,
+        "unset",
+        "path",
+        Security,
+        "PEM private key of that certificate (never logged)",
+    ),
+    key(
+        SSL_REST_CA,
+        "unset",
+        "path",
+        Security,
+        "PEM CA certificates: commands verify the REST server with them; the server verifies client certificates with them (a verified one is a credential)",
+    ),
+    key(
+        SSL_PROTOCOL,
+        "TLSv1.2,TLSv1.3",
+        "string",
+        Security,
+        "TLS versions allowed, comma-separated (Flink's default is `TLSv1.2` alone)",
+    ),
+    key(
+        SSL_ALGORITHMS,
+        "unset",
+        "string",
+        Security,
+        "cipher suites allowed, comma-separated IANA names; unset: ring's AEAD suites with forward secrecy (Flink's default CBC suite is refused)",
+    ),
+    key(
+        SSL_VERIFY_HOSTNAME,
+        "true",
+        "boolean",
+        Security,
+        "a client checks that the server's certificate names the host it dialled; the chain is verified either way",
+    ),
+    key(
+        SSL_RELOAD_INTERVAL,
+        "30 s",
+        "duration",
+        Security,
+        "how often certificate, key and CA files are checked for changes (also on SIGHUP); new connections use the new files",
+    ),
+    key(
+        SSL_EXPIRY_WARNING,
+        "30 d",
+        "duration",
+        Security,
+        "how long before a certificate ends the log starts warning (daily, then hourly in the last day)",
+    ),
+    key(
+        SSL_KEYSTORES[0],
+        "unset",
+        "path",
+        Security,
+        "Flink's JKS/PKCS#12 keystores are not read (this key and `security.ssl.internal.truststore`, `security.ssl.rest.keystore`, `security.ssl.rest.truststore`): setting one is an error that says how to convert it to PEM",
+    ),
+    key(
+        SSL_KEYSTORES[1],
+        "unset",
+        "path",
+        Security,
+        "see `security.ssl.internal.keystore`",
+    ),
+    key(
+        SSL_KEYSTORES[2],
+        "unset",
+        "path",
+        Security,
+        "see `security.ssl.internal.keystore`",
+    ),
+    key(
+        SSL_KEYSTORES[3],
+        "unset",
+        "path",
+        Security,
+        "see `security.ssl.internal.keystore`",
     ),
     key(
         WEB_REFRESH_INTERVAL,

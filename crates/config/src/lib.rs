@@ -24,6 +24,7 @@ pub mod keys;
 mod parse;
 mod restart;
 mod source;
+mod ssl;
 mod warning;
 
 pub use checkpointing::CheckpointingConfig;
@@ -34,4 +35,5 @@ pub use restart::{
     UnknownRestartStrategy,
 };
 pub use source::{ConfigSource, Entry, Origin, SourceError};
+pub use ssl::{PemPaths, ReadAccess, SslConfig};
 pub use warning::Warning;

@@ -14,6 +14,7 @@ use crate::error::{ConfigError, ValueError};
 use crate::keys::{self, *};
 use crate::restart::RestartStrategyKind;
 use crate::source::{ConfigSource, Entry};
+use crate::ssl;
 use crate::warning::{Warning, suggest};
 
 /// Parses the keys of one source, keeping where each value came from.
@@ -229,6 +230,41 @@ impl ClusterConfig {
         reader.set(&mut config.rest_bind_address, REST_BIND_ADDRESS, host)?;
         reader.set(&mut config.rest_port, REST_PORT, port)?;
         reader.set(&mut config.rest_token_file, REST_TOKEN_FILE, path)?;
+        reader.set(
+            &mut config.rest_read_access,
+            REST_READ_ACCESS,
+            ssl::read_access,
+        )?;
+        let tls = &mut config.ssl;
+        reader.set(&mut tls.internal_enabled, SSL_INTERNAL_ENABLED, ssl::flag)?;
+        reader.set(&mut tls.internal.certificate, SSL_INTERNAL_CERT, path)?;
+        reader.set(&mut tls.internal.key, SSL_INTERNAL_KEY, path)?;
+        reader.set(&mut tls.internal.ca, SSL_INTERNAL_CA, path)?;
+        reader.set(&mut tls.rest_enabled, SSL_REST_ENABLED, ssl::flag)?;
+        reader.set(
+            &mut tls.rest_authentication,
+            SSL_REST_AUTHENTICATION,
+            ssl::flag,
+        )?;
+        reader.set(&mut tls.rest.certificate, SSL_REST_CERT, path)?;
+        reader.set(&mut tls.rest.key, SSL_REST_KEY, path)?;
+        reader.set(&mut tls.rest.ca, SSL_REST_CA, path)?;
+        reader.set(&mut tls.policy.versions, SSL_PROTOCOL, ssl::protocols)?;
+        reader.set(
+            &mut tls.policy.cipher_suites,
+            SSL_ALGORITHMS,
+            ssl::algorithms,
+        )?;
+        reader.set(
+            &mut tls.policy.verify_hostname,
+            SSL_VERIFY_HOSTNAME,
+            ssl::flag,
+        )?;
+        reader.set(&mut tls.reload_interval, SSL_RELOAD_INTERVAL, duration)?;
+        reader.set(&mut tls.expiry_warning, SSL_EXPIRY_WARNING, duration)?;
+        for key in SSL_KEYSTORES {
+            reader.get(key, ssl::keystore)?;
+        }
         reader.set(
             &mut config.web_refresh_interval,
             WEB_REFRESH_INTERVAL,

@@ -236,6 +236,93 @@ fn every_key_is_read() {
 }
 
 #[test]
+fn tls_keys_are_flinks_switches_and_holdfasts_pem_files() {
+    let (config, _) = with(&[
+        ("security.ssl.internal.enabled", "true"),
+        (
+            "security.ssl.internal.pem.certificate",
+            "/etc/holdfast/node.pem",
+        ),
+        ("security.ssl.internal.pem.key", "/etc/holdfast/node.key"),
+        ("security.ssl.internal.pem.ca", "/etc/holdfast/ca.pem"),
+        ("security.ssl.rest.enabled", "TRUE"),
+        ("security.ssl.rest.authentication-enabled", "true"),
+        (
+            "security.ssl.rest.pem.certificate",
+            "/etc/holdfast/rest.pem",
+        ),
+        ("security.ssl.rest.pem.key", "/etc/holdfast/rest.key"),
+        ("security.ssl.rest.pem.ca", "/etc/holdfast/rest-ca.pem"),
+        ("security.ssl.protocol", "TLSv1.3"),
+        ("security.ssl.algorithms", "TLS_AES_256_GCM_SHA384"),
+        ("security.ssl.verify-hostname", "false"),
+        ("security.ssl.reload-interval", "5 s"),
+        ("security.ssl.expiry-warning", "7 d"),
+        ("security.rest.read-access", "authenticated"),
+    ])
+    .unwrap();
+    let ssl = &config.ssl;
+    assert!(ssl.internal_enabled && ssl.rest_enabled && ssl.rest_authentication);
+    assert_eq!(
+        ssl.internal_files().ca.as_deref(),
+        Some(std::path::Path::new("/etc/holdfast/ca.pem"))
+    );
+    assert_eq!(ssl.policy.versions, vec![holdfast_tls::TlsVersion::Tls13]);
+    assert_eq!(ssl.policy.cipher_suites, vec!["TLS_AES_256_GCM_SHA384"]);
+    assert!(!ssl.policy.verify_hostname);
+    assert_eq!(ssl.reload_interval, Duration::from_secs(5));
+    assert_eq!(ssl.expiry_warning, Duration::from_secs(7 * 86_400));
+    assert_eq!(
+        config.rest_read_access,
+        holdfast_config::ReadAccess::Authenticated
+    );
+    assert_eq!(
+        ssl.rest_client_certificates(),
+        holdfast_tls::ClientCertificates::Required
+    );
+}
+
+#[test]
+fn tls_mistakes_are_named() {
+    let on = ("security.ssl.internal.enabled", "true");
+    let missing = error(&[on]);
+    assert!(
+        missing.contains("security.ssl.internal.pem.certificate")
+            && missing.contains("security.ssl.internal.enabled"),
+        "{missing}"
+    );
+    let flinks_default_suite =
+        error(&[("security.ssl.algorithms", "TLS_RSA_WITH_AES_128_CBC_SHA")]);
+    assert!(
+        flinks_default_suite.contains("security.ssl.algorithms")
+            && flinks_default_suite.contains("forward secrecy"),
+        "{flinks_default_suite}"
+    );
+    let old = error(&[("security.ssl.protocol", "TLSv1")]);
+    assert!(old.contains("TLSv1.2"), "{old}");
+    let yes = error(&[("security.ssl.rest.enabled", "yes")]);
+    assert!(
+        yes.contains("security.ssl.rest.enabled") && yes.contains("true or false"),
+        "{yes}"
+    );
+    let keystore = error(&[("security.ssl.rest.keystore", "/etc/flink/rest.jks")]);
+    assert!(
+        keystore.contains("security.ssl.rest.keystore") && keystore.contains("pem"),
+        "{keystore}"
+    );
+    let closed = error(&[("security.rest.read-access", "authenticated")]);
+    assert!(closed.contains("no credential"), "{closed}");
+    let mtls_without_tls = error(&[
+        ("security.ssl.rest.authentication-enabled", "true"),
+        ("security.ssl.rest.pem.ca", "/ca.pem"),
+    ]);
+    assert!(
+        mtls_without_tls.contains("security.ssl.rest.enabled"),
+        "{mtls_without_tls}"
+    );
+}
+
+#[test]
 fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
     use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
     let (config, _) = with(&[]).unwrap();

@@ -16,6 +16,7 @@ use holdfast_config::ClusterConfig;
 use holdfast_dataflow::JobRegistry;
 use holdfast_runtime::graph::{JobGraph, MAX_PARALLELISM};
 use holdfast_runtime::ids::JobId;
+use holdfast_tls::{LinkSpec, TlsLink, TlsMetrics};
 use serde_json::{Value, json};
 
 use crate::config_args::ConfigArgs;
@@ -208,14 +209,38 @@ impl Target {
     /// The cluster configuration and a client of the chosen JobManager.
     pub(crate) fn connect(&self) -> Result<(ClusterConfig, RestClient)> {
         let (config, _) = self.config.cluster_config()?;
+        let ssl = &config.ssl;
+        let scheme = if ssl.rest_enabled { "https" } else { "http" };
         let url = match &self.jobmanager {
             Some(url) => url.clone(),
             None if config.rest_address.contains(':') && !config.rest_address.starts_with('[') => {
-                format!("http://[{}]:{}", config.rest_address, config.rest_port)
+                format!("{scheme}://[{}]:{}", config.rest_address, config.rest_port)
             }
-            None => format!("http://{}:{}", config.rest_address, config.rest_port),
+            None => format!("{scheme}://{}:{}", config.rest_address, config.rest_port),
         };
-        let mut client = RestClient::new(&url, self.timeout).map_err(plain)?;
+        let mut client = if ssl.rest_enabled {
+            // The server is verified with the REST CA; the REST certificate
+            // and key, when configured, are presented if the server asks.
+            let link = TlsLink::load(
+                LinkSpec {
+                    name: "rest",
+                    files: ssl.rest_files(),
+                    policy: ssl.policy.clone(),
+                    serve: None,
+                    dial: true,
+                    alpn: vec![b"http/1.1".to_vec()],
+                    warn_before: ssl.expiry_warning,
+                },
+                TlsMetrics::default(),
+            )
+            .context("cannot set up TLS for the REST API (security.ssl.rest.*)")?;
+            let tls = link
+                .client_config()
+                .context("the REST link has no client configuration")?;
+            RestClient::with_tls(&url, self.timeout, tls).map_err(plain)?
+        } else {
+            RestClient::new(&url, self.timeout).map_err(plain)?
+        };
         if let Some(path) = &config.rest_token_file {
             let token = holdfast_auth::RestToken::from_file(path)
                 .with_context(|| format!("security.rest.token-file = {}", path.display()))?;

@@ -13,7 +13,9 @@ use clap::Args;
 use holdfast_auth::RestToken;
 use holdfast_cluster::jobmanager::{self, CheckpointOptions, JobManagerOptions};
 use holdfast_cluster::metrics::ClusterMetrics;
+use holdfast_cluster::rest::RestAccess;
 use holdfast_cluster::rest::answers::ConfigEntry;
+use holdfast_config::ReadAccess;
 use holdfast_config::{ClusterConfig, ConfigSource};
 use holdfast_dataflow::JobRegistry;
 use holdfast_executor::TaskRegistry;
@@ -26,6 +28,7 @@ use holdfast_ha_zookeeper::ZkBackend;
 use holdfast_rpc::auth::{Auth, ClusterSecret};
 use holdfast_rpc::config::ClientConfig;
 use holdfast_runtime::master::MasterConfig;
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsLink};
 use serde_json::json;
 
 use crate::config_args::ConfigArgs;
@@ -161,17 +164,52 @@ impl Setup {
             election_metrics: Some(self.ha_metrics.election("jobmanager")),
             config: self.config_entries(),
             web_refresh_interval: self.config.web_refresh_interval,
-            rest_access: match &self.config.rest_token_file {
-                Some(path) => holdfast_cluster::rest::RestAccess::with_token(
-                    RestToken::from_file(path).with_context(|| {
-                        format!("security.rest.token-file = {}", path.display())
-                    })?,
-                    self.metrics.rest_calls_refused.clone(),
-                ),
-                None => holdfast_cluster::rest::RestAccess::open(),
-            },
+            rest_access: self.rest_access()?,
             checkpointing: self.checkpoint_options()?,
         })
+    }
+
+    /// Who may do what through the REST API, and over which transport
+    /// (`security.rest.*`, `security.ssl.rest.*`).
+    pub fn rest_access(&self) -> Result<RestAccess> {
+        let refused = self.metrics.rest_calls_refused.clone();
+        let mut access = match &self.config.rest_token_file {
+            Some(path) => RestAccess::with_token(
+                RestToken::from_file(path)
+                    .with_context(|| format!("security.rest.token-file = {}", path.display()))?,
+                refused,
+            ),
+            None => RestAccess::open().counting(refused),
+        };
+        let ssl = &self.config.ssl;
+        if ssl.rest_enabled {
+            let clients = ssl.rest_client_certificates();
+            let link = self.tls_link(LinkSpec {
+                name: "rest",
+                files: ssl.rest_files(),
+                policy: ssl.policy.clone(),
+                serve: Some(clients),
+                dial: false,
+                alpn: vec![b"http/1.1".to_vec()],
+                warn_before: ssl.expiry_warning,
+            })?;
+            access = access.with_tls(link, clients != ClientCertificates::Ignored);
+        }
+        if self.config.rest_read_access == ReadAccess::Authenticated {
+            access = access.closing_reads();
+        }
+        Ok(access)
+    }
+
+    /// A TLS link from the configuration, its files watched for changes
+    /// (and SIGHUP). Must be called within the tokio runtime.
+    pub fn tls_link(&self, spec: LinkSpec) -> Result<Arc<TlsLink>> {
+        let name = spec.name;
+        let link = TlsLink::load(spec, self.metrics.tls.clone())
+            .with_context(|| format!("cannot set up TLS for the {name} link"))?;
+        // Runs until the process ends.
+        drop(link.spawn_watcher(self.config.ssl.reload_interval));
+        Ok(link)
     }
 
     /// How jobs checkpoint: `None` while `execution.checkpointing.interval`
@@ -309,7 +347,7 @@ pub fn run_jobmanager(args: JobManagerArgs, jobs: &JobRegistry) -> Result<()> {
             "{}",
             json!({"event": "started", "role": "jobmanager", "id": id,
                    "rpc": handle.rpc_address().to_string(),
-                   "rest": format!("http://{}", handle.rest_address()),
+                   "rest": handle.rest_url(),
                    "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
         );
         wait_for_signal().await;

@@ -181,7 +181,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
     println!(
         "{}",
         json!({"event": "started", "role": "standalone", "rpc": jm.rpc_address().to_string(),
-               "rest": format!("http://{}", jm.rest_address()), "taskmanagers": args.taskmanagers,
+               "rest": jm.rest_url(), "taskmanagers": args.taskmanagers,
                "metrics": metrics.map(|m| format!("http://{m}/metrics"))})
     );
     let processed = {
@@ -202,9 +202,9 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         }
         None => {
             eprintln!(
-                "holdfast standalone: JobManager at http://{} with {} TaskManagers; submit jobs with `holdfast run`, \
+                "holdfast standalone: JobManager at {} with {} TaskManagers; submit jobs with `holdfast run`, \
                  stop with Ctrl-C",
-                jm.rest_address(),
+                jm.rest_url(),
                 args.taskmanagers
             );
             wait_for_signal().await;

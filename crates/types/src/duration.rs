@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Parses `"60000"` (milliseconds), `"60 s"`, `"60s"`, `"1min"`, `"500ms"`,
-/// `"2h"`, `"1.5 s"`. Returns a message naming what is wrong otherwise.
+/// `"2h"`, `"1.5 s"`, `"30 d"`. Returns a message naming what is wrong otherwise.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -19,9 +19,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" | "sec" | "secs" | "second" | "seconds" => value,
         "min" | "m" | "minute" | "minutes" => value * 60.0,
         "h" | "hour" | "hours" => value * 3600.0,
+        "d" | "day" | "days" => value * 86_400.0,
         other => {
             return Err(format!(
-                "{text:?} has an unknown unit {other:?} (use ms, s, min or h)"
+                "{text:?} has an unknown unit {other:?} (use ms, s, min, h or d)"
             ));
         }
     };
@@ -38,6 +39,7 @@ mod tests {
     #[test]
     fn parses_flink_durations() {
         assert_eq!(parse_duration("60000"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("30 d"), Ok(Duration::from_secs(30 * 86_400)));
         assert_eq!(parse_duration("60 s"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_duration("1min"), Ok(Duration::from_secs(60)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));

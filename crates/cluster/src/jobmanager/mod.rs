@@ -97,6 +97,7 @@ pub struct JobManagerOptions {
 pub struct JobManagerHandle {
     rpc: SocketAddr,
     rest: SocketAddr,
+    rest_scheme: &'static str,
     control: Arc<dyn ClusterControl>,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<()>,
@@ -111,6 +112,12 @@ impl JobManagerHandle {
     /// Where it serves REST.
     pub fn rest_address(&self) -> SocketAddr {
         self.rest
+    }
+
+    /// Its REST API's URL, `http://` or (with `security.ssl.rest.enabled`)
+    /// `https://`, with the address it is bound to.
+    pub fn rest_url(&self) -> String {
+        format!("{}://{}", self.rest_scheme, self.rest)
     }
 
     /// Its control surface (what the REST API calls).
@@ -166,9 +173,14 @@ pub async fn start<B: Backend>(
             .clone()
             .unwrap_or_else(|| bound.ip().to_string())
     };
+    let rest_scheme = if options.rest_access.tls().is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let address = JobManagerAddress {
         rpc: format!("{}:{}", host(rpc), rpc.port()),
-        rest: format!("http://{}:{}", host(rest), rest.port()),
+        rest: format!("{}://{}:{}", rest_scheme, host(rest), rest.port()),
     };
     let in_coordination = |f: &mut dyn FnMut()| match coordination {
         Some(c) => c.run(f),
@@ -209,7 +221,8 @@ pub async fn start<B: Backend>(
     let (rest_stop, rest_stopped) = oneshot::channel::<()>();
     if options.rest_access.is_guarded() {
         tracing::info!(
-            "REST calls that change a job need the bearer token of security.rest.token-file"
+            "REST calls that change a job need {}",
+            options.rest_access.credentials()
         );
     }
     let rest_server = crate::rest::serve_with(
@@ -275,6 +288,7 @@ pub async fn start<B: Backend>(
     Ok(JobManagerHandle {
         rpc,
         rest,
+        rest_scheme,
         control,
         stop: Some(stop),
         done,

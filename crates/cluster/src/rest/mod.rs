@@ -24,6 +24,7 @@ pub mod access;
 pub mod answers;
 mod checkpoints;
 mod error;
+pub mod listener;
 mod metric_names;
 mod metrics;
 pub(crate) mod path;
@@ -52,6 +53,7 @@ use error::ApiError;
 pub use access::RestAccess;
 pub use answers::{JobIdWithStatus, JobIdsWithStatus};
 pub use error::RETRY_AFTER_SECS;
+pub use listener::{RestListener, RestPeer};
 
 /// The largest request body accepted (1 MiB); larger ones get 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -324,12 +326,17 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<RestServer, ServeError> {
     let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
-    let app = router_with(control, access).into_make_service_with_connect_info::<SocketAddr>();
+    let (listener, scheme) = match access.tls() {
+        Some(link) => (RestListener::tls(listener, Arc::clone(link)), "https"),
+        None => (RestListener::plain(listener), "http"),
+    };
+    let listener = listener.map_err(ServeError::LocalAddr)?;
+    let app = router_with(control, access).into_make_service_with_connect_info::<RestPeer>();
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await
     });
-    tracing::info!(%addr, "serving the REST API at http://{addr}");
+    tracing::info!(%addr, "serving the REST API at {scheme}://{addr}");
     Ok(RestServer { addr, task })
 }

@@ -408,6 +408,11 @@ pub async fn serve(fake: Arc<Fake>) -> Served {
 /// Serves `fake` with `access` deciding who may change jobs.
 pub async fn serve_with(fake: Arc<Fake>, access: rest::RestAccess) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let scheme = if access.tls().is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let (stop, stopped) = oneshot::channel::<()>();
     let server = rest::serve_with(listener, fake.clone(), access, async move {
         let _ = stopped.await;
@@ -416,7 +421,7 @@ pub async fn serve_with(fake: Arc<Fake>, access: rest::RestAccess) -> Served {
     .unwrap();
     let addr = server.local_addr();
     Served {
-        url: format!("http://{addr}"),
+        url: format!("{scheme}://{addr}"),
         addr,
         fake,
         _stop: stop,
