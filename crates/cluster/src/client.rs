@@ -532,21 +532,7 @@ fn decode<T: DeserializeOwned>(
 /// than "error sending request").
 /// The TLS handshake's failure somewhere in `error`'s chain, classified.
 fn tls_refusal(error: &reqwest::Error) -> Option<holdfast_tls::HandshakeRefusal> {
-    let mut cause: Option<&dyn std::error::Error> = Some(error);
-    while let Some(current) = cause {
-        if let Some(tls) = current.downcast_ref::<rustls::Error>() {
-            return Some(holdfast_tls::HandshakeRefusal::from_rustls(tls));
-        }
-        // An io::Error's source() skips the error it wraps: step into that.
-        cause = match current
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            Some(inner) => Some(inner as &dyn std::error::Error),
-            None => current.source(),
-        };
-    }
-    None
+    holdfast_tls::HandshakeRefusal::find_in(error)
 }
 
 fn innermost_cause(error: &reqwest::Error) -> String {

@@ -48,6 +48,9 @@ pub struct ExchangeOptions {
     /// 4-byte length prefix: an encoded batch may have this minus 5 bytes.
     /// Default [`DEFAULT_MAX_FRAME_BYTES`], at least 1 KiB.
     pub max_frame_bytes: usize,
+    /// Mutual TLS on every data connection (`security.ssl.internal.*`),
+    /// under the cluster secret's signature. Default none.
+    pub tls: Option<std::sync::Arc<holdfast_tls::TlsLink>>,
 }
 
 impl Default for ExchangeOptions {
@@ -63,6 +66,7 @@ impl Default for ExchangeOptions {
             connect_backoff: Duration::from_millis(100),
             connect_timeout: Duration::from_secs(10),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            tls: None,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 
 use common::*;
 use holdfast_auth::Auth;
-use holdfast_exchange::{Event, Exchange, ExchangeError, Interrupt};
+use holdfast_exchange::{Exchange, ExchangeError, Interrupt};
 
 /// Reads what the server answers until it closes: its frames' kinds, and
 /// the message of its `Error` frame.
@@ -38,28 +38,6 @@ fn hello(version: u16) -> Vec<u8> {
     frame.extend_from_slice(&version.to_be_bytes());
     frame.extend_from_slice(&0u16.to_be_bytes());
     frame
-}
-
-/// A channel from `producer` to `consumer` carrying three batches.
-fn one_good_channel(producer: &Exchange, consumer: &Exchange, vertex: u32) {
-    let never = Interrupt::new();
-    let mut writer = producer
-        .create_partition(partition(vertex, 0), &[consumer.location()], &never)
-        .unwrap();
-    let mut gate = consumer
-        .open_gate(
-            vec![spec(partition(vertex, 0), 0, &producer.location())],
-            &never,
-        )
-        .unwrap();
-    for seq in 0..3 {
-        writer.send(0, encoded(vertex, seq)).unwrap();
-    }
-    writer.finish().unwrap();
-    for seq in 0..3 {
-        assert_eq!(numbers(next(&mut gate).1), (vertex, seq));
-    }
-    assert!(matches!(next(&mut gate).1, Event::End));
 }
 
 /// The error a consumer holding `consumer_auth` gets from a producer

@@ -76,7 +76,8 @@ pub struct TimelineArgs {
 #[derive(Debug, Args)]
 pub struct Target {
     /// The JobManager's REST URL; any JobManager will do (standbys redirect
-    /// to the leader) [default: http://{rest.address}:{rest.port}]
+    /// to the leader) [default: http://{rest.address}:{rest.port}, https://
+    /// with security.ssl.rest.enabled]
     #[arg(long, value_name = "URL")]
     jobmanager: Option<String>,
     /// Print JSON instead of text.

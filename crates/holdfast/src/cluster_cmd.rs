@@ -27,6 +27,7 @@ use holdfast_ha::{Runtime, TokioRuntime};
 use holdfast_ha_zookeeper::ZkBackend;
 use holdfast_rpc::auth::{Auth, ClusterSecret};
 use holdfast_rpc::config::ClientConfig;
+use holdfast_rpc::config::ClientTls;
 use holdfast_runtime::master::MasterConfig;
 use holdfast_tls::{ClientCertificates, LinkSpec, TlsLink};
 use serde_json::json;
@@ -74,6 +75,8 @@ pub struct Setup {
     pub metrics: ClusterMetrics,
     pub data_metrics: Arc<DataMetrics>,
     pub coordination: CoordinationRuntime,
+    /// Mutual TLS of RPC and the data exchange (`security.ssl.internal.*`).
+    pub internal_tls: Option<Arc<TlsLink>>,
 }
 
 impl Setup {
@@ -86,6 +89,26 @@ impl Setup {
         // into it, and it is exported with the other data metrics.
         let data_metrics = DataMetrics::register(&mut registry, Arc::default());
         let coordination = CoordinationRuntime::start("holdfast-ha")?;
+        let ssl = &config.ssl;
+        let internal_tls = if ssl.internal_enabled {
+            let spec = LinkSpec {
+                name: "internal",
+                files: ssl.internal_files(),
+                policy: ssl.policy.clone(),
+                serve: Some(ClientCertificates::Required),
+                dial: true,
+                alpn: Vec::new(),
+                warn_before: ssl.expiry_warning,
+            };
+            let link = TlsLink::load(spec, metrics.tls.clone())
+                .context("cannot set up TLS for the cluster's internal links")?;
+            tracing::info!(
+                "RPC and data connections use mutual TLS (security.ssl.internal.enabled)"
+            );
+            Some(link)
+        } else {
+            None
+        };
         Ok(Setup {
             config,
             source,
@@ -94,6 +117,7 @@ impl Setup {
             metrics,
             data_metrics,
             coordination,
+            internal_tls,
         })
     }
 
@@ -121,7 +145,16 @@ impl Setup {
     pub fn client_config(&self) -> ClientConfig {
         ClientConfig {
             ask_timeout: self.config.ask_timeout,
+            tls: self.internal_tls.clone().map(ClientTls),
             ..ClientConfig::default()
+        }
+    }
+
+    /// Watches the internal TLS files for changes (and SIGHUP) until the
+    /// process ends. Must be called within the tokio runtime.
+    pub fn watch_tls(&self) {
+        if let Some(link) = &self.internal_tls {
+            drop(link.spawn_watcher(self.config.ssl.reload_interval));
         }
     }
 
@@ -165,6 +198,7 @@ impl Setup {
             config: self.config_entries(),
             web_refresh_interval: self.config.web_refresh_interval,
             rest_access: self.rest_access()?,
+            internal_tls: self.internal_tls.clone(),
             checkpointing: self.checkpoint_options()?,
         })
     }
@@ -332,6 +366,7 @@ pub fn run_jobmanager(args: JobManagerArgs, jobs: &JobRegistry) -> Result<()> {
     let mut setup = Setup::new(&args.process)?;
     let main = main_runtime()?;
     main.block_on(async {
+        setup.watch_tls();
         let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
         let connection = setup.zk_connection("jobmanager", "jobmanager")?;
         let id = args.id.unwrap_or_else(|| generated_id("jm"));
@@ -362,6 +397,7 @@ pub fn run_taskmanager(args: TaskManagerArgs, jobs: &JobRegistry) -> Result<()> 
     let mut setup = Setup::new(&args.process)?;
     let main = main_runtime()?;
     main.block_on(async {
+        setup.watch_tls();
         let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
         let connection = setup.zk_connection("taskmanager", "taskmanager")?;
         let id = setup

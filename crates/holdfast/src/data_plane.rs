@@ -29,6 +29,7 @@ impl DataPlane {
         port: u16,
         auth: Auth,
         buffers_per_channel: u32,
+        tls: Option<std::sync::Arc<holdfast_tls::TlsLink>>,
     ) -> Result<DataPlane> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -40,6 +41,7 @@ impl DataPlane {
         options.bind = bind_addr(host, port)?;
         options.advertise_host = host.to_owned();
         options.buffers_per_channel = buffers_per_channel as usize;
+        options.tls = tls;
         let exchange = runtime
             .spawn(async move { Exchange::start(options).await })
             .await

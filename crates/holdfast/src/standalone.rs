@@ -130,6 +130,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
             setup.config.task_slots
         );
     }
+    setup.watch_tls();
     let metrics = setup.serve_metrics(args.process.metrics_addr).await?;
     let runtime: Arc<dyn Runtime> = Arc::new(TokioRuntime::new());
     let cluster = setup

@@ -71,6 +71,7 @@ impl Setup {
             data_port,
             auth.clone(),
             self.config.buffers_per_channel,
+            self.internal_tls.clone(),
         )
         .await?;
         self.data_metrics.add_exchange(data.exchange().clone());
@@ -95,6 +96,7 @@ impl Setup {
             heartbeat_timeout: self.config.heartbeat_timeout,
             session_timeout: self.config.ha.session_timeout,
             auth,
+            internal_tls: self.internal_tls.clone(),
             registry,
             metrics: self.metrics.clone(),
         };

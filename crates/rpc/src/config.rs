@@ -2,9 +2,24 @@
 //! `validate()` methods return ([`ConfigError`], defined in holdfast-auth,
 //! whose `VerifyConfig` returns it too).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use holdfast_auth::ConfigError;
+use holdfast_tls::TlsLink;
+
+/// The TLS link clients dial with (`security.ssl.internal.*`); two are
+/// equal when they are the same link.
+#[derive(Clone, Debug)]
+pub struct ClientTls(pub Arc<TlsLink>);
+
+impl PartialEq for ClientTls {
+    fn eq(&self, other: &ClientTls) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ClientTls {}
 
 /// How clients reach their peers. Every duration must be positive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +35,9 @@ pub struct ClientConfig {
     /// How long a PING may go unanswered before the connection is closed
     /// (default 20 s).
     pub keepalive_timeout: Duration,
+    /// Mutual TLS on every connection, when set; the cluster secret's
+    /// signature still goes with every call where one is configured.
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientConfig {
@@ -29,6 +47,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(5),
             keepalive_interval: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(20),
+            tls: None,
         }
     }
 }

@@ -136,7 +136,13 @@ impl RpcError {
                 },
             };
         }
-        let message = status.message().to_owned();
+        let mut message = status.message().to_owned();
+        // A failed TLS handshake shows as a bare "transport error": say why.
+        if let Some(refusal) =
+            std::error::Error::source(&status).and_then(holdfast_tls::HandshakeRefusal::find_in)
+        {
+            message = format!("{message}: TLS refused: {refusal}");
+        }
         match status.code() {
             Code::Unauthenticated => RpcError::Unauthenticated { method, message },
             Code::DeadlineExceeded => RpcError::DeadlineExceeded { method, after },

@@ -3,8 +3,10 @@
 //! nodelay and HTTP/2 keepalive, until the [`ServerHandle`] shuts it down.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast_tls::{Acceptor, TlsLink};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -75,12 +77,13 @@ pub fn serve_task_manager<S: TaskManagerService>(
     listener: TcpListener,
     service: S,
     auth: ServerAuth,
+    tls: Option<Arc<TlsLink>>,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let router = builder().add_service(TaskManagerServiceServer::with_interceptor(
         service,
         auth.clone(),
     ));
-    spawn(router, listener, &auth)
+    spawn(router, listener, &auth, tls)
 }
 
 /// Serves `service` as `JobManagerService` on `listener`. Returns the bound
@@ -89,12 +92,13 @@ pub fn serve_job_manager<S: JobManagerService>(
     listener: TcpListener,
     service: S,
     auth: ServerAuth,
+    tls: Option<Arc<TlsLink>>,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let router = builder().add_service(JobManagerServiceServer::with_interceptor(
         service,
         auth.clone(),
     ));
-    spawn(router, listener, &auth)
+    spawn(router, listener, &auth, tls)
 }
 
 /// Serves both services on one listener (e.g. a standalone process), with
@@ -104,6 +108,7 @@ pub fn serve_both<T: TaskManagerService, J: JobManagerService>(
     task_manager: T,
     job_manager: J,
     auth: ServerAuth,
+    tls: Option<Arc<TlsLink>>,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let router = builder()
         .add_service(TaskManagerServiceServer::with_interceptor(
@@ -114,7 +119,7 @@ pub fn serve_both<T: TaskManagerService, J: JobManagerService>(
             job_manager,
             auth.clone(),
         ));
-    spawn(router, listener, &auth)
+    spawn(router, listener, &auth, tls)
 }
 
 fn builder() -> Server {
@@ -127,20 +132,37 @@ fn spawn(
     router: Router,
     listener: TcpListener,
     auth: &ServerAuth,
+    tls: Option<Arc<TlsLink>>,
 ) -> Result<(SocketAddr, ServerHandle), ServeError> {
     let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
-    if !auth.is_enabled() {
-        tracing::warn!(
+    match (auth.is_enabled(), tls.is_some()) {
+        (false, false) => tracing::warn!(
             %addr,
             "RPC server accepts UNAUTHENTICATED calls: anyone who reaches this port can \
-             register or command cluster processes (configure cluster.secret-file)"
-        );
+             register or command cluster processes (configure cluster.secret-file and \
+             security.ssl.internal.*)"
+        ),
+        (false, true) => tracing::info!(
+            %addr,
+            "RPC server: callers are authenticated by mutual TLS only (no cluster.secret-file)"
+        ),
+        (true, _) => {}
     }
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
+    let stopped = async move {
         // A send or a dropped handle: either way, stop.
         let _ = stopped.await;
-    }));
+    };
+    let task = match tls {
+        None => {
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            tokio::spawn(router.serve_with_incoming_shutdown(incoming, stopped))
+        }
+        Some(link) => {
+            // Handshakes run beside the server; it sees finished TLS streams.
+            let incoming = Acceptor::spawn(listener, link);
+            tokio::spawn(router.serve_with_incoming_shutdown(incoming, stopped))
+        }
+    };
     Ok((addr, ServerHandle { stop, task }))
 }

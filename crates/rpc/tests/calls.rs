@@ -110,6 +110,7 @@ async fn both_services_share_one_port_and_not_leader_round_trips() {
         TestTaskManager::default(),
         TestJobManager,
         server_auth,
+        None,
     )
     .unwrap();
     let target = addr.to_string();

@@ -20,6 +20,7 @@
 //! What this protects and what it does not: `docs/SECURITY.md`.
 #![warn(missing_docs)]
 
+mod acceptor;
 mod configs;
 mod error;
 pub mod expiry;
@@ -28,7 +29,9 @@ mod material;
 mod metrics;
 mod policy;
 mod refusal;
+mod stream;
 
+pub use acceptor::{Accepted, Acceptor, MAX_HANDSHAKES};
 pub use configs::ClientCertificates;
 pub use error::TlsError;
 pub use link::{LinkSpec, Reload, TlsLink};
@@ -38,6 +41,7 @@ pub use policy::{
     ALGORITHMS_KEY, PROTOCOL_KEY, TlsPolicy, TlsVersion, parse_algorithms, parse_protocols,
 };
 pub use refusal::HandshakeRefusal;
+pub use stream::Stream;
 
 /// Installs ring as the process-wide rustls provider, for code that asks
 /// rustls for the default (holdfast's own configurations name ring

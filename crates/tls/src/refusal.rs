@@ -56,6 +56,35 @@ impl HandshakeRefusal {
         }
     }
 
+    /// The TLS failure somewhere in `error`'s chain of causes, classified
+    /// (HTTP and RPC clients wrap it several layers deep).
+    pub fn find_in(error: &(dyn std::error::Error + 'static)) -> Option<HandshakeRefusal> {
+        let mut cause = Some(error);
+        while let Some(current) = cause {
+            if let Some(tls) = current.downcast_ref::<Error>() {
+                return Some(HandshakeRefusal::from_rustls(tls));
+            }
+            // After the handshake (a TLS 1.3 server refuses a client's
+            // certificate then), rustls reports the peer's alert as text.
+            if let Some(alert) = current
+                .to_string()
+                .strip_prefix("received fatal alert: ")
+                .and_then(alert_named)
+            {
+                return Some(from_alert(alert));
+            }
+            // An io::Error's source() skips the error it wraps: step into that.
+            cause = match current
+                .downcast_ref::<io::Error>()
+                .and_then(|io| io.get_ref())
+            {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => current.source(),
+            };
+        }
+        None
+    }
+
     /// Classifies a rustls error (this side's verdict, or the peer's alert).
     pub fn from_rustls(error: &Error) -> HandshakeRefusal {
         let (reason, detail): (&'static str, String) = match error {
@@ -114,6 +143,13 @@ fn certificate(error: &CertificateError) -> (&'static str, String) {
             format!("the peer's certificate is refused: {other}"),
         ),
     }
+}
+
+/// The alert whose name (as rustls prints it) is `name`.
+fn alert_named(name: &str) -> Option<AlertDescription> {
+    (0..=u8::MAX)
+        .map(AlertDescription::from)
+        .find(|alert| format!("{alert:?}") == name.trim())
 }
 
 /// The peer refused this side: its alert says roughly why.
@@ -192,6 +228,23 @@ mod tests {
             Error::InvalidCertificate(CertificateError::Expired),
         );
         assert_eq!(HandshakeRefusal::from_io(&wrapped).reason, "expired");
+        let nested = io::Error::other(io::Error::new(
+            io::ErrorKind::InvalidData,
+            Error::NoCertificatesPresented,
+        ));
+        assert_eq!(
+            HandshakeRefusal::find_in(&nested).unwrap().reason,
+            "no-client-certificate"
+        );
+        assert_eq!(HandshakeRefusal::find_in(&io::Error::other("plain")), None);
+        let later = io::Error::new(
+            io::ErrorKind::InvalidData,
+            "received fatal alert: CertificateRequired",
+        );
+        assert_eq!(
+            HandshakeRefusal::find_in(&later).unwrap().reason,
+            "no-client-certificate"
+        );
         let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
         assert_eq!(HandshakeRefusal::from_io(&eof).reason, "closed");
     }

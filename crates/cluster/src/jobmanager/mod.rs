@@ -87,6 +87,9 @@ pub struct JobManagerOptions {
     /// Who may change jobs through the REST API
     /// (`security.rest.token-file`).
     pub rest_access: crate::rest::RestAccess,
+    /// Mutual TLS on the RPC server (`security.ssl.internal.*`); the
+    /// clients' side is in `client`.
+    pub internal_tls: Option<Arc<holdfast_tls::TlsLink>>,
     /// `web.refresh-interval`, told to Flink's web dashboard by `GET /config`.
     pub web_refresh_interval: Duration,
     /// How jobs checkpoint; `None`: they do not.
@@ -216,6 +219,7 @@ pub async fn start<B: Backend>(
         rpc_listener,
         service::Service::new(tx.clone()),
         ServerAuth::new(&options.auth, &VerifyConfig::default()),
+        options.internal_tls.clone(),
     )
     .map_err(StartError::RpcServer)?;
     let (rest_stop, rest_stopped) = oneshot::channel::<()>();

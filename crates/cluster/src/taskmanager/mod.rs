@@ -75,6 +75,9 @@ pub struct TaskManagerOptions {
     pub session_timeout: Duration,
     /// The cluster secret (or explicitly none).
     pub auth: Auth,
+    /// Mutual TLS on the RPC server (`security.ssl.internal.*`); the
+    /// clients' side is in `client`.
+    pub internal_tls: Option<Arc<holdfast_tls::TlsLink>>,
     /// The tasks this TaskManager can run.
     pub registry: Arc<TaskRegistry>,
     /// Metrics to update.
@@ -179,6 +182,7 @@ pub async fn start<B: Backend>(
         listener,
         service::Service::new(messages_tx.clone()),
         server_auth,
+        options.internal_tls.clone(),
     )
     .map_err(StartError::RpcServer)?;
     let retrieval = LeaderRetrieval::start(

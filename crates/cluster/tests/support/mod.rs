@@ -59,6 +59,7 @@ pub fn jobmanager_options(
         config: Vec::new(),
         web_refresh_interval: Duration::from_secs(3),
         rest_access: holdfast_cluster::rest::RestAccess::open(),
+        internal_tls: None,
         checkpointing: None,
     })
 }
@@ -85,6 +86,7 @@ pub fn taskmanager_options(
         heartbeat_timeout: Duration::from_secs(2),
         session_timeout: Duration::from_secs(2),
         auth: auth.clone(),
+        internal_tls: None,
         registry: Arc::clone(registry),
         metrics: ClusterMetrics::default(),
     })

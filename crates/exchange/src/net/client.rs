@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast_tls::{HandshakeRefusal, Stream};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
@@ -149,8 +150,25 @@ async fn channel(net: &Net, spec: &ChannelSpec, pipe: &Pipe, notify: &Notify) ->
     }
 }
 
-/// Connects to `address`, retrying with exponential backoff.
-async fn connect(net: &Net, address: &str) -> Result<TcpStream, Fault> {
+/// Connects to `address` (retrying) and, with TLS, runs the handshake:
+/// the producer must present a certificate of the cluster's CA for its
+/// host. A refused handshake is not retried: certificates do not heal.
+async fn connect(net: &Net, address: &str) -> Result<Stream, Fault> {
+    let tcp = dial(net, address).await?;
+    let Some(tls) = &net.options.tls else {
+        return Ok(Stream::Plain(tcp));
+    };
+    let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+    match tls.connect(tcp, host, net.options.connect_timeout).await {
+        Ok(stream) => Ok(Stream::from(stream)),
+        Err(refusal) => Err(Fault::Unauthenticated {
+            reason: format!("TLS with {address} refused: {refusal}"),
+        }),
+    }
+}
+
+/// Opens a TCP connection to `address`, retrying with exponential backoff.
+async fn dial(net: &Net, address: &str) -> Result<TcpStream, Fault> {
     let attempts = net.options.connect_retries.saturating_add(1);
     let mut backoff = net.options.connect_backoff;
     let mut reason = String::new();
@@ -170,6 +188,13 @@ async fn connect(net: &Net, address: &str) -> Result<TcpStream, Fault> {
 }
 
 fn lost(error: std::io::Error) -> Fault {
+    // A TLS 1.3 server refuses a client's certificate after the client's
+    // side of the handshake has finished: it shows on the first read.
+    if let Some(refusal) = HandshakeRefusal::find_in(&error) {
+        return Fault::Unauthenticated {
+            reason: format!("TLS refused: {refusal}"),
+        };
+    }
     Fault::ConnectionLost {
         reason: error.to_string(),
     }
@@ -183,6 +208,7 @@ fn read_fault(error: ReadError) -> Fault {
         ReadError::Closed => Fault::ConnectionLost {
             reason: "closed by the producer's side before End".into(),
         },
+        ReadError::Io(error) => lost(error),
         other => Fault::ConnectionLost {
             reason: other.to_string(),
         },

@@ -1,4 +1,4 @@
-//! [`FrameIo`]: a TCP stream read and written as frames. It only moves
+//! [`FrameIo`]: a TCP stream (plain or TLS) read and written as frames. It only moves
 //! bytes (batches stay opaque) and counts them.
 
 use std::io;
@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use holdfast_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::metrics::Counters;
 use crate::wire::frame::{self, Frame, FrameError};
@@ -45,7 +45,7 @@ const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5
 const KEEPALIVE_RETRIES: u32 = 4;
 
 pub(crate) struct FrameIo {
-    stream: TcpStream,
+    stream: Stream,
     input: BytesMut,
     output: BytesMut,
     max_in: usize,
@@ -60,14 +60,14 @@ impl FrameIo {
     /// unanswered probes 5 s apart)
     /// instead of leaving a consumer waiting and a producer without credit
     /// forever.
-    pub(crate) fn new(stream: TcpStream, max_in: usize, counters: Arc<Counters>) -> FrameIo {
+    pub(crate) fn new(stream: Stream, max_in: usize, counters: Arc<Counters>) -> FrameIo {
         // Failing to set either only costs latency or detection time.
-        let _ = stream.set_nodelay(true);
+        let _ = stream.tcp().set_nodelay(true);
         let keepalive = socket2::TcpKeepalive::new()
             .with_time(KEEPALIVE_IDLE)
             .with_interval(KEEPALIVE_INTERVAL)
             .with_retries(KEEPALIVE_RETRIES);
-        let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive);
+        let _ = socket2::SockRef::from(stream.tcp()).set_tcp_keepalive(&keepalive);
         FrameIo {
             stream,
             input: BytesMut::with_capacity(8 * 1024),

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use holdfast_auth::{AuthRuntime, SystemAuthRuntime};
+use holdfast_tls::Stream;
 use holdfast_types::sync::lock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
@@ -73,8 +74,16 @@ impl Refusal {
 }
 
 /// One connection, from handshake to close.
-async fn serve(net: Arc<Net>, stream: TcpStream, remote: SocketAddr) {
+async fn serve(net: Arc<Net>, tcp: TcpStream, remote: SocketAddr) {
     let _open = net.counters.connection();
+    let stream = match &net.options.tls {
+        // A refusal is counted and logged by the link.
+        Some(tls) => match tls.accept(tcp, remote, net.options.connect_timeout).await {
+            Ok(tls) => Stream::from(tls),
+            Err(_) => return,
+        },
+        None => Stream::Plain(tcp),
+    };
     let mut io = FrameIo::new(stream, CONTROL_MAX_FRAME, Arc::clone(&net.counters));
     let handshake = tokio::time::timeout(net.options.connect_timeout, handshake(&net, &mut io));
     let request = match handshake.await {

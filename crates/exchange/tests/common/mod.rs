@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use holdfast_auth::{Auth, ClusterSecret};
 use holdfast_exchange::{
-    Batch, ChannelSpec, Event, Exchange, ExchangeOptions, InputGate, PartitionId,
+    Batch, ChannelSpec, Event, Exchange, ExchangeOptions, InputGate, Interrupt, PartitionId,
 };
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::DataLocation;
@@ -158,4 +158,26 @@ impl Write for LogBuffer {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// A channel from `producer` to `consumer` carrying three batches.
+pub fn one_good_channel(producer: &Exchange, consumer: &Exchange, vertex: u32) {
+    let never = Interrupt::new();
+    let mut writer = producer
+        .create_partition(partition(vertex, 0), &[consumer.location()], &never)
+        .unwrap();
+    let mut gate = consumer
+        .open_gate(
+            vec![spec(partition(vertex, 0), 0, &producer.location())],
+            &never,
+        )
+        .unwrap();
+    for seq in 0..3 {
+        writer.send(0, encoded(vertex, seq)).unwrap();
+    }
+    writer.finish().unwrap();
+    for seq in 0..3 {
+        assert_eq!(numbers(next(&mut gate).1), (vertex, seq));
+    }
+    assert!(matches!(next(&mut gate).1, Event::End));
 }

@@ -141,12 +141,23 @@ impl Cluster {
         quorum: Option<&str>,
         env: &[(&str, &str)],
     ) -> Result<TaskManager> {
+        let quorum = quorum.map(|q| format!("high-availability.zookeeper.quorum={q}"));
+        self.taskmanager_defined(id, quorum.as_slice(), env).await
+    }
+
+    /// [`taskmanager`](Self::taskmanager) with `-D KEY=VALUE` for each of
+    /// `defines` (over the configuration file's values) and environment
+    /// variables `env`.
+    pub async fn taskmanager_defined(
+        &self,
+        id: &str,
+        defines: &[String],
+        env: &[(&str, &str)],
+    ) -> Result<TaskManager> {
         let resource = format!("taskmanager.resource-id={id}");
         let mut extra = vec!["-D", &resource, "--metrics-addr", "127.0.0.1:0"];
-        let quorum_arg;
-        if let Some(quorum) = quorum {
-            quorum_arg = format!("high-availability.zookeeper.quorum={quorum}");
-            extra.extend(["-D", &quorum_arg]);
+        for define in defines {
+            extra.extend(["-D", define.as_str()]);
         }
         let mut process = Holdfast::spawn_with_env(id, &self.args("taskmanager", &extra), env)?;
         let started = process.next("started").await?;

@@ -7,8 +7,12 @@
 //! caller past the deadline).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use holdfast_tls::{Stream, TlsLink};
+use hyper_util::rt::TokioIo;
+use tonic::codegen::http::Uri;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Response, Status};
@@ -36,13 +40,56 @@ pub(crate) fn channel(target: &str, config: &ClientConfig) -> Result<Channel, Rp
             source,
         }
     })?;
-    Ok(endpoint
+    let endpoint = endpoint
         .connect_timeout(config.connect_timeout)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(config.keepalive_interval)
         .keep_alive_timeout(config.keepalive_timeout)
-        .keep_alive_while_idle(true)
-        .connect_lazy())
+        .keep_alive_while_idle(true);
+    Ok(match &config.tls {
+        // HTTP/2 with prior knowledge over the TLS stream (no ALPN needed).
+        Some(tls) => endpoint
+            .connect_with_connector_lazy(tls_connector(Arc::clone(&tls.0), config.connect_timeout)),
+        None => endpoint.connect_lazy(),
+    })
+}
+
+/// Dials `host:port` and runs the TLS handshake with the link's current
+/// configuration, within `timeout`; the server's certificate must name
+/// `host` (unless `security.ssl.verify-hostname` is false).
+fn tls_connector(
+    link: Arc<TlsLink>,
+    timeout: Duration,
+) -> impl tower::Service<
+    Uri,
+    Response = TokioIo<Stream>,
+    Error = std::io::Error,
+    Future = impl Future<Output = Result<TokioIo<Stream>, std::io::Error>> + Send,
+> + Clone
++ Send
++ 'static {
+    tower::service_fn(move |uri: Uri| {
+        let link = Arc::clone(&link);
+        async move {
+            let host = uri.host().unwrap_or_default().to_owned();
+            let port = uri.port_u16().unwrap_or(80);
+            let dial = tokio::net::TcpStream::connect((
+                host.trim_start_matches('[').trim_end_matches(']'),
+                port,
+            ));
+            let tcp = tokio::time::timeout(timeout, dial).await.map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no TCP connection to {host}:{port} within {timeout:?}"),
+                )
+            })??;
+            let _ = tcp.set_nodelay(true);
+            let tls = link.connect(tcp, &host, timeout).await.map_err(|refusal| {
+                std::io::Error::other(format!("TLS with {host}:{port} refused: {refusal}"))
+            })?;
+            Ok(TokioIo::new(Stream::from(tls)))
+        }
+    })
 }
 
 /// Sends `message` with `send`, with the deadline `ask_timeout` both on the

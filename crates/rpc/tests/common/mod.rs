@@ -138,9 +138,13 @@ pub async fn listener() -> TcpListener {
 /// A [`TestTaskManager`] served with `auth`; returns its `host:port`.
 pub async fn task_manager(auth: &Auth) -> (String, ServerHandle) {
     let server_auth = ServerAuth::new(auth, &VerifyConfig::default());
-    let (addr, handle) =
-        holdfast_rpc::serve_task_manager(listener().await, TestTaskManager::default(), server_auth)
-            .unwrap();
+    let (addr, handle) = holdfast_rpc::serve_task_manager(
+        listener().await,
+        TestTaskManager::default(),
+        server_auth,
+        None,
+    )
+    .unwrap();
     (addr.to_string(), handle)
 }
 

@@ -1,0 +1,377 @@
+//! Tier 4: a cluster of real processes with TLS on every link — mutual TLS
+//! on RPC and the data exchange (`security.ssl.internal.*`), HTTPS with
+//! client certificates required on the REST API
+//! (`security.ssl.rest.authentication-enabled`) — runs a job across two
+//! TaskManagers; holdfast's CLI lists and cancels it over HTTPS; a
+//! TaskManager with another CA's certificate never registers and says why;
+//! a plaintext or certificate-less REST client is refused; and the REST
+//! certificate is replaced under a running job with SIGHUP, new
+//! connections getting the new one while the job runs on untouched.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use holdfast_cluster::client::{ClientError, RestClient};
+use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
+use holdfast_tls::{LinkSpec, PemFiles, TlsLink, TlsMetrics, TlsPolicy};
+use nix::sys::signal::Signal;
+use support::cluster::{Cluster, all_running, eventually, logged, metric, registered};
+use support::run;
+
+struct Pki {
+    ca: TestPki,
+    stranger_ca: TestPki,
+    node: TestIdentity,
+    rest: TestIdentity,
+    operator: TestIdentity,
+}
+
+fn pki(dir: &Path) -> Pki {
+    let ca = TestPki::new(dir, "cluster");
+    let stranger_ca = TestPki::new(dir, "stranger");
+    // One certificate for every process's internal links (their addresses
+    // are all 127.0.0.1 here); the REST server's own; an operator's.
+    let node = ca.issue(
+        "holdfast-node",
+        &["127.0.0.1", "localhost"],
+        CertValidity::Current,
+    );
+    let rest = ca.issue(
+        "rest-2026",
+        &["127.0.0.1", "localhost"],
+        CertValidity::Current,
+    );
+    let operator = ca.issue("operator-alice", &["alice.example"], CertValidity::Current);
+    Pki {
+        ca,
+        stranger_ca,
+        node,
+        rest,
+        operator,
+    }
+}
+
+fn tls_config(p: &Pki) -> String {
+    format!(
+        "security.ssl.internal.enabled: true\n\
+         security.ssl.internal.pem.certificate: {}\n\
+         security.ssl.internal.pem.key: {}\n\
+         security.ssl.internal.pem.ca: {}\n\
+         security.ssl.rest.enabled: true\n\
+         security.ssl.rest.authentication-enabled: true\n\
+         security.ssl.rest.pem.certificate: {}\n\
+         security.ssl.rest.pem.key: {}\n\
+         security.ssl.rest.pem.ca: {}\n",
+        p.node.certificate.display(),
+        p.node.key.display(),
+        p.ca.ca_file().display(),
+        p.rest.certificate.display(),
+        p.rest.key.display(),
+        p.ca.ca_file().display(),
+    )
+}
+
+/// A REST client over HTTPS presenting `identity` (if any), trusting `ca`.
+fn https(
+    url: &str,
+    identity: Option<&TestIdentity>,
+    ca: &TestPki,
+) -> Result<(RestClient, Arc<TlsLink>)> {
+    let link = TlsLink::load(
+        LinkSpec {
+            name: "rest",
+            files: PemFiles {
+                prefix: "security.ssl.rest",
+                certificate: identity.map(|i| i.certificate.clone()),
+                key: identity.map(|i| i.key.clone()),
+                ca: Some(ca.ca_file()),
+            },
+            policy: TlsPolicy::default(),
+            serve: None,
+            dial: true,
+            alpn: vec![b"http/1.1".to_vec()],
+            warn_before: Duration::from_secs(86_400),
+        },
+        TlsMetrics::default(),
+    )?;
+    let config = link.client_config().context("a client configuration")?;
+    Ok((
+        RestClient::with_tls(url, Duration::from_secs(5), config)?,
+        link,
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_with_tls_on_every_link_runs_a_job_and_refuses_strangers() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let p = pki(dir.path());
+    let cluster = Cluster::start("lease", &tls_config(&p)).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    ensure!(jm.rest.starts_with("https://"), "{}", jm.rest);
+    let (alice, _) = https(&jm.rest, Some(&p.operator), &p.ca)?;
+    let tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&alice, 2).await?;
+    let config = cluster.config.display().to_string();
+
+    // A keyed job over both TaskManagers, submitted with holdfast's CLI
+    // over HTTPS (the cluster's configuration: its REST certificate doubles
+    // as a client certificate): RPC deploys it, its shuffle crosses the
+    // data exchange, all over mutual TLS; the counts are exact.
+    let input = dir.path().join("input");
+    std::fs::create_dir(&input)?;
+    let mut reference = std::collections::BTreeMap::new();
+    let mut text = String::new();
+    for line in 0..3_000u64 {
+        let words: Vec<String> = (0..4)
+            .map(|k| format!("w{}", (line * 7 + k * 13) % 97))
+            .collect();
+        for w in &words {
+            *reference.entry(w.clone()).or_insert(0u64) += 1;
+        }
+        text.push_str(&words.join(" "));
+        text.push('\n');
+    }
+    std::fs::write(input.join("part-0.txt"), text)?;
+    let output = dir.path().join("output");
+    let params = serde_json::json!({"input": input, "output": output}).to_string();
+    let submitted = run(&[
+        "run",
+        "wordcount",
+        "--args",
+        &params,
+        "--parallelism",
+        "2",
+        "--config",
+        &config,
+        "--jobmanager",
+        &jm.rest,
+        "--json",
+    ])
+    .await?;
+    ensure!(
+        submitted.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let printed: serde_json::Value = serde_json::from_slice(&submitted.stdout)?;
+    let wordcount: holdfast_runtime::ids::JobId =
+        printed["jobid"].as_str().context("a job id")?.parse()?;
+    eventually("the wordcount finishes", || async {
+        let state = alice.job(wordcount).await?.state;
+        ensure!(
+            state != "FAILED",
+            "the job failed: {:?}",
+            alice.exceptions(wordcount).await?
+        );
+        Ok((state == "FINISHED").then_some(()))
+    })
+    .await?;
+    let mut counts = std::collections::BTreeMap::new();
+    for line in support::part_lines(&output)? {
+        let (word, count) = line.split_once(' ').context("a `word count` line")?;
+        ensure!(
+            counts
+                .insert(word.to_owned(), count.parse::<u64>()?)
+                .is_none(),
+            "{word} twice"
+        );
+    }
+    ensure!(counts == reference, "the counts differ from a plain count");
+    let mut received = 0.0;
+    for tm in &tms {
+        received += metric(
+            &tm.metrics,
+            "holdfast_exchange_bytes_total{direction=\"received\"}",
+        )
+        .await?;
+    }
+    ensure!(received > 0.0, "the shuffle must have crossed processes");
+
+    // A running job, listed and (below) cancelled with the CLI.
+    let job = support::cluster::run_count(&alice, 2, 100).await?;
+    let listed = run(&["list", "--config", &config, "--jobmanager", &jm.rest]).await?;
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    ensure!(
+        listed.status.success() && stdout.contains(&job.to_string()),
+        "{stdout}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+
+    // A client without a certificate is refused at the handshake; plain
+    // HTTP gets nothing; neither affects the job.
+    let (anonymous, _) = https(&jm.rest, None, &p.ca)?;
+    match anonymous.jobs().await {
+        Err(ClientError::Tls { refusal, .. }) => {
+            ensure!(refusal.reason == "no-client-certificate", "{refusal}")
+        }
+        other => anyhow::bail!("a client without a certificate must be refused, got {other:?}"),
+    }
+    let plain = RestClient::new(
+        &jm.rest.replace("https://", "http://"),
+        Duration::from_secs(5),
+    )?;
+    ensure!(plain.jobs().await.is_err(), "plain HTTP must get nothing");
+    logged(&jm.process, "TLS handshake refused", 0).await?;
+
+    // A TaskManager with another CA's certificate never joins, and says why.
+    let intruder = p
+        .stranger_ca
+        .issue("intruder", &["127.0.0.1"], CertValidity::Current);
+    let defines = [
+        format!(
+            "security.ssl.internal.pem.certificate={}",
+            intruder.certificate.display()
+        ),
+        format!("security.ssl.internal.pem.key={}", intruder.key.display()),
+    ];
+    let stranger = cluster.taskmanager_defined("tm-x", &defines, &[]).await?;
+    logged(
+        &stranger.process,
+        "registration with the JobManager failed",
+        0,
+    )
+    .await?;
+    let said = stranger.process.stderr();
+    let line = said
+        .lines()
+        .find(|l| l.contains("registration with the JobManager failed"))
+        .context("the registration failure is logged")?;
+    ensure!(
+        line.contains("TLS refused") && line.contains("not signed by a CA the peer trusts"),
+        "{line}"
+    );
+    logged(&jm.process, "unknown-ca", 0).await?;
+    ensure!(
+        alice.overview().await?.taskmanagers == 2,
+        "the stranger must not register"
+    );
+
+    // Cancel through the CLI.
+    let cancelled = run(&[
+        "cancel",
+        &job.to_string(),
+        "--config",
+        &config,
+        "--jobmanager",
+        &jm.rest,
+    ])
+    .await?;
+    ensure!(
+        cancelled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancelled.stderr)
+    );
+    eventually("the job is cancelled", || async {
+        Ok((alice.job(job).await?.state == "CANCELED").then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rest_certificate_is_replaced_under_a_running_job_with_sighup() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let p = pki(dir.path());
+    // The REST files the JobManager is configured with; replaced below.
+    let live = TestIdentity {
+        certificate: dir.path().join("live-rest.pem"),
+        key: dir.path().join("live-rest.key"),
+    };
+    std::fs::copy(&p.rest.certificate, &live.certificate)?;
+    std::fs::copy(&p.rest.key, &live.key)?;
+    let config = tls_config(&p)
+        .replace(
+            &p.rest.certificate.display().to_string(),
+            &live.certificate.display().to_string(),
+        )
+        .replace(
+            &p.rest.key.display().to_string(),
+            &live.key.display().to_string(),
+        );
+    // An hour between checks: only SIGHUP can make the reload happen.
+    let cluster = Cluster::start(
+        "lease",
+        &format!("{config}security.ssl.reload-interval: 1h\n"),
+    )
+    .await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let (alice, _) = https(&jm.rest, Some(&p.operator), &p.ca)?;
+    let _tm = cluster.taskmanager("tm-1", None).await?;
+    registered(&alice, 1).await?;
+    let job = support::cluster::run_count(&alice, 2, 100).await?;
+
+    let served = |ca: &TestPki| {
+        let url = jm.rest.clone();
+        let ca_file = ca.ca_file();
+        async move { server_certificate(&url, &ca_file).await }
+    };
+    ensure!(served(&p.ca).await? == "rest-2026");
+
+    let renewed = p.ca.issue(
+        "rest-2027",
+        &["127.0.0.1", "localhost"],
+        CertValidity::Current,
+    );
+    std::fs::copy(&renewed.certificate, &live.certificate)?;
+    std::fs::copy(&renewed.key, &live.key)?;
+    jm.process.signal(Signal::SIGHUP)?;
+    eventually("new connections get the renewed certificate", || async {
+        Ok((served(&p.ca).await? == "rest-2027").then_some(()))
+    })
+    .await?;
+    logged(&jm.process, "TLS files changed", 0).await?;
+
+    // The job ran on untouched: running, never restarted.
+    let details = all_running(&alice, job, "the job still runs").await?;
+    let restarts = alice
+        .jobs()
+        .await?
+        .jobs
+        .iter()
+        .find(|j| j.jid == job.to_string())
+        .map(|j| j.restarts)
+        .context("the job is listed")?;
+    ensure!(
+        restarts == 0 && details.state == "RUNNING",
+        "restarts: {restarts}"
+    );
+    Ok(())
+}
+
+/// The name on the certificate the server at `url` presents now (a fresh
+/// connection, with a client certificate not needed for the handshake's
+/// first half).
+async fn server_certificate(url: &str, ca: &Path) -> Result<String> {
+    use rustls_pki_types::pem::PemObject;
+    let addr = url.trim_start_matches("https://");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_file_iter(ca)? {
+        roots.add(cert?)?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls_pki_types::ServerName::try_from("localhost")?;
+    // The server asks for a client certificate and refuses the connection
+    // after the handshake; the server's certificate is known by then.
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await?;
+    let chain = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .context("a server certificate")?;
+    Ok(holdfast_tls::peer_name(&chain[0]))
+}
