@@ -255,6 +255,24 @@ mod tests {
         metrics.task_failures("new-leader").inc();
         metrics.job_failures("task").inc();
         metrics.set_jobs(&[("RUNNING", 1)]);
+        let link = || holdfast_tls::LinkLabel {
+            link: "rest".into(),
+        };
+        metrics
+            .tls
+            .certificate_expiry
+            .get_or_create(&link())
+            .set(86_400);
+        let refused = holdfast_tls::RefusalLabel {
+            link: "rest".into(),
+            reason: "not-tls".into(),
+        };
+        metrics.tls.handshakes_refused.get_or_create(&refused).inc();
+        let reload = holdfast_tls::ReloadLabel {
+            link: "rest".into(),
+            outcome: "reloaded".into(),
+        };
+        metrics.tls.reloads.get_or_create(&reload).inc();
         metrics.checkpoints.completed(
             "j",
             crate::checkpoint_metrics::Completed {
@@ -273,7 +291,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 24, "{text}");
+        assert_eq!(names.len(), 27, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),

@@ -15,7 +15,7 @@ use anyhow::Result;
 use holdfast_cluster::client::{ClientError, RestClient, StatusCode};
 use holdfast_cluster::rest::RestAccess;
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, PemFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
 use prometheus_client::metrics::counter::Counter;
 use rest_fake::{Fake, RUNNING, Role, serve_with};
 
@@ -57,11 +57,12 @@ fn link(
     TlsLink::load(
         LinkSpec {
             name: "rest",
-            files: PemFiles {
+            files: TlsFiles {
                 prefix: "security.ssl.rest",
                 certificate: identity.map(|i| i.certificate.clone()),
                 key: identity.map(|i| i.key.clone()),
                 ca: Some(ca.ca_file()),
+                ..TlsFiles::default()
             },
             policy: TlsPolicy::default(),
             serve,

@@ -198,7 +198,7 @@ impl ClusterConfig {
             }
         }
         self.ssl.validate()?;
-        let client_certificates = self.ssl.rest_enabled && self.ssl.rest.ca.is_some();
+        let client_certificates = self.ssl.rest_enabled && self.ssl.rest.trust().is_some();
         if self.rest_read_access == ReadAccess::Authenticated
             && self.rest_token_file.is_none()
             && !client_certificates

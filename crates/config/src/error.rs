@@ -126,6 +126,14 @@ pub enum ConfigError {
         /// Why it is needed.
         why: String,
     },
+    /// Flink's keystore and truststore keys break a rule.
+    #[error("{key} {why}")]
+    SslStore {
+        /// The key.
+        key: String,
+        /// What is wrong.
+        why: String,
+    },
     /// `security.rest.read-access: authenticated` with no credential a
     /// reader could present.
     #[error(
@@ -204,14 +212,6 @@ pub enum ValueError {
     /// A TLS setting holdfast does not offer; says what it does.
     #[error("{0}")]
     Tls(String),
-    /// A Flink keystore key.
-    #[error(
-        "holdfast reads PEM files, not Java keystores: use security.ssl.internal.pem.* or \
-         security.ssl.rest.pem.* (certificate, key, ca); convert a PKCS#12 keystore with \
-         `openssl pkcs12 -in KEYSTORE -nokeys -out cert.pem` and `-nocerts -nodes -out key.pem`, \
-         a JKS one first with `keytool -importkeystore -deststoretype PKCS12`"
-    )]
-    Keystore,
     /// `execution.checkpointing.mode` names no mode.
     #[error("expected EXACTLY_ONCE or AT_LEAST_ONCE")]
     UnknownCheckpointingMode,

@@ -139,13 +139,34 @@ pub const SSL_VERIFY_HOSTNAME: &str = "security.ssl.verify-hostname";
 pub const SSL_RELOAD_INTERVAL: &str = "security.ssl.reload-interval";
 /// `security.ssl.expiry-warning` (holdfast's own key).
 pub const SSL_EXPIRY_WARNING: &str = "security.ssl.expiry-warning";
-/// Flink's keystore keys, which holdfast refuses with directions to PEM.
-pub const SSL_KEYSTORES: [&str; 4] = [
-    "security.ssl.internal.keystore",
-    "security.ssl.internal.truststore",
-    "security.ssl.rest.keystore",
-    "security.ssl.rest.truststore",
-];
+/// `security.ssl.internal.keystore` (Flink's key).
+pub const SSL_INTERNAL_KEYSTORE: &str = "security.ssl.internal.keystore";
+/// `security.ssl.internal.keystore-password` (Flink's key).
+pub const SSL_INTERNAL_KEYSTORE_PASSWORD: &str = "security.ssl.internal.keystore-password";
+/// `security.ssl.internal.key-password` (Flink's key).
+pub const SSL_INTERNAL_KEY_PASSWORD: &str = "security.ssl.internal.key-password";
+/// `security.ssl.internal.keystore-type` (Flink's key).
+pub const SSL_INTERNAL_KEYSTORE_TYPE: &str = "security.ssl.internal.keystore-type";
+/// `security.ssl.internal.truststore` (Flink's key).
+pub const SSL_INTERNAL_TRUSTSTORE: &str = "security.ssl.internal.truststore";
+/// `security.ssl.internal.truststore-password` (Flink's key).
+pub const SSL_INTERNAL_TRUSTSTORE_PASSWORD: &str = "security.ssl.internal.truststore-password";
+/// `security.ssl.internal.truststore-type` (Flink's key).
+pub const SSL_INTERNAL_TRUSTSTORE_TYPE: &str = "security.ssl.internal.truststore-type";
+/// `security.ssl.rest.keystore` (Flink's key).
+pub const SSL_REST_KEYSTORE: &str = "security.ssl.rest.keystore";
+/// `security.ssl.rest.keystore-password` (Flink's key).
+pub const SSL_REST_KEYSTORE_PASSWORD: &str = "security.ssl.rest.keystore-password";
+/// `security.ssl.rest.key-password` (Flink's key).
+pub const SSL_REST_KEY_PASSWORD: &str = "security.ssl.rest.key-password";
+/// `security.ssl.rest.keystore-type` (Flink's key).
+pub const SSL_REST_KEYSTORE_TYPE: &str = "security.ssl.rest.keystore-type";
+/// `security.ssl.rest.truststore` (Flink's key).
+pub const SSL_REST_TRUSTSTORE: &str = "security.ssl.rest.truststore";
+/// `security.ssl.rest.truststore-password` (Flink's key).
+pub const SSL_REST_TRUSTSTORE_PASSWORD: &str = "security.ssl.rest.truststore-password";
+/// `security.ssl.rest.truststore-type` (Flink's key).
+pub const SSL_REST_TRUSTSTORE_TYPE: &str = "security.ssl.rest.truststore-type";
 /// `web.refresh-interval`: how often Flink's web dashboard refreshes.
 pub const WEB_REFRESH_INTERVAL: &str = "web.refresh-interval";
 /// `execution.checkpointing.interval`.
@@ -643,32 +664,102 @@ pub const KEYS: &[KeySpec] = &[
         "how long before a certificate ends the log starts warning (daily, then hourly in the last day)",
     ),
     key(
-        SSL_KEYSTORES[0],
+        SSL_INTERNAL_KEYSTORE,
         "unset",
         "path",
         Security,
-        "Flink's JKS/PKCS#12 keystores are not read (this key and `security.ssl.internal.truststore`, `security.ssl.rest.keystore`, `security.ssl.rest.truststore`): setting one is an error that says how to convert it to PEM",
+        "Flink's PKCS#12 keystore with this process's certificate chain and private key, instead of the PEM certificate and key",
     ),
     key(
-        SSL_KEYSTORES[1],
+        SSL_INTERNAL_KEYSTORE_PASSWORD,
         "unset",
-        "path",
+        "string",
         Security,
-        "see `security.ssl.internal.keystore`",
+        "the keystore's password (masked in `GET /jobmanager/config`, never logged)",
     ),
     key(
-        SSL_KEYSTORES[2],
+        SSL_INTERNAL_KEY_PASSWORD,
         "unset",
-        "path",
+        "string",
         Security,
-        "see `security.ssl.internal.keystore`",
+        "the key's password; a PKCS#12 store has one, so it must equal the keystore's",
     ),
     key(
-        SSL_KEYSTORES[3],
+        SSL_INTERNAL_KEYSTORE_TYPE,
+        "PKCS12",
+        "enum",
+        Security,
+        "`PKCS12` only; a JKS store is refused with the `keytool` command that converts it",
+    ),
+    key(
+        SSL_INTERNAL_TRUSTSTORE,
         "unset",
         "path",
         Security,
-        "see `security.ssl.internal.keystore`",
+        "Flink's PKCS#12 truststore with the CA certificates, instead of the PEM CA file",
+    ),
+    key(
+        SSL_INTERNAL_TRUSTSTORE_PASSWORD,
+        "unset",
+        "string",
+        Security,
+        "the truststore's password (masked, never logged)",
+    ),
+    key(
+        SSL_INTERNAL_TRUSTSTORE_TYPE,
+        "PKCS12",
+        "enum",
+        Security,
+        "`PKCS12` only",
+    ),
+    key(
+        SSL_REST_KEYSTORE,
+        "unset",
+        "path",
+        Security,
+        "Flink's PKCS#12 keystore with this process's certificate chain and private key, instead of the PEM certificate and key",
+    ),
+    key(
+        SSL_REST_KEYSTORE_PASSWORD,
+        "unset",
+        "string",
+        Security,
+        "the keystore's password (masked in `GET /jobmanager/config`, never logged)",
+    ),
+    key(
+        SSL_REST_KEY_PASSWORD,
+        "unset",
+        "string",
+        Security,
+        "the key's password; a PKCS#12 store has one, so it must equal the keystore's",
+    ),
+    key(
+        SSL_REST_KEYSTORE_TYPE,
+        "PKCS12",
+        "enum",
+        Security,
+        "`PKCS12` only; a JKS store is refused with the `keytool` command that converts it",
+    ),
+    key(
+        SSL_REST_TRUSTSTORE,
+        "unset",
+        "path",
+        Security,
+        "Flink's PKCS#12 truststore with the CA certificates, instead of the PEM CA file",
+    ),
+    key(
+        SSL_REST_TRUSTSTORE_PASSWORD,
+        "unset",
+        "string",
+        Security,
+        "the truststore's password (masked, never logged)",
+    ),
+    key(
+        SSL_REST_TRUSTSTORE_TYPE,
+        "PKCS12",
+        "enum",
+        Security,
+        "`PKCS12` only",
     ),
     key(
         WEB_REFRESH_INTERVAL,

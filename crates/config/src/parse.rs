@@ -262,9 +262,62 @@ impl ClusterConfig {
         )?;
         reader.set(&mut tls.reload_interval, SSL_RELOAD_INTERVAL, duration)?;
         reader.set(&mut tls.expiry_warning, SSL_EXPIRY_WARNING, duration)?;
-        for key in SSL_KEYSTORES {
-            reader.get(key, ssl::keystore)?;
-        }
+        let files = &mut config.ssl.internal;
+        reader.set(&mut files.keystore, SSL_INTERNAL_KEYSTORE, path)?;
+        reader.set(
+            &mut files.keystore_password,
+            SSL_INTERNAL_KEYSTORE_PASSWORD,
+            ssl::password,
+        )?;
+        reader.set(
+            &mut files.key_password,
+            SSL_INTERNAL_KEY_PASSWORD,
+            ssl::password,
+        )?;
+        reader.set(
+            &mut files.keystore_type,
+            SSL_INTERNAL_KEYSTORE_TYPE,
+            ssl::store_type,
+        )?;
+        reader.set(&mut files.truststore, SSL_INTERNAL_TRUSTSTORE, path)?;
+        reader.set(
+            &mut files.truststore_password,
+            SSL_INTERNAL_TRUSTSTORE_PASSWORD,
+            ssl::password,
+        )?;
+        reader.set(
+            &mut files.truststore_type,
+            SSL_INTERNAL_TRUSTSTORE_TYPE,
+            ssl::store_type,
+        )?;
+        let files = &mut config.ssl.rest;
+        reader.set(&mut files.keystore, SSL_REST_KEYSTORE, path)?;
+        reader.set(
+            &mut files.keystore_password,
+            SSL_REST_KEYSTORE_PASSWORD,
+            ssl::password,
+        )?;
+        reader.set(
+            &mut files.key_password,
+            SSL_REST_KEY_PASSWORD,
+            ssl::password,
+        )?;
+        reader.set(
+            &mut files.keystore_type,
+            SSL_REST_KEYSTORE_TYPE,
+            ssl::store_type,
+        )?;
+        reader.set(&mut files.truststore, SSL_REST_TRUSTSTORE, path)?;
+        reader.set(
+            &mut files.truststore_password,
+            SSL_REST_TRUSTSTORE_PASSWORD,
+            ssl::password,
+        )?;
+        reader.set(
+            &mut files.truststore_type,
+            SSL_REST_TRUSTSTORE_TYPE,
+            ssl::store_type,
+        )?;
         reader.set(
             &mut config.web_refresh_interval,
             WEB_REFRESH_INTERVAL,

@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use holdfast_tls::{ClientCertificates, PemFiles, TlsPolicy};
+use holdfast_tls::{ClientCertificates, Store, TlsFiles, TlsPolicy};
 
 use crate::error::{ConfigError, ValueError};
 use crate::keys::*;
 
-/// The PEM files of one link.
+/// The files of one link: PEM, or Flink's PKCS#12 stores.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PemPaths {
     /// `<prefix>.pem.certificate`.
@@ -19,6 +19,31 @@ pub struct PemPaths {
     pub key: Option<PathBuf>,
     /// `<prefix>.pem.ca`.
     pub ca: Option<PathBuf>,
+    /// `<prefix>.keystore` (PKCS#12).
+    pub keystore: Option<PathBuf>,
+    /// `<prefix>.keystore-password`.
+    pub keystore_password: Option<Password>,
+    /// `<prefix>.key-password`: must equal the keystore's (a PKCS#12 file
+    /// has one password).
+    pub key_password: Option<Password>,
+    /// `<prefix>.keystore-type`: `PKCS12` (Java's default since 9).
+    pub keystore_type: Option<String>,
+    /// `<prefix>.truststore` (PKCS#12).
+    pub truststore: Option<PathBuf>,
+    /// `<prefix>.truststore-password`.
+    pub truststore_password: Option<Password>,
+    /// `<prefix>.truststore-type`: `PKCS12`.
+    pub truststore_type: Option<String>,
+}
+
+/// A password from the configuration; never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Password(pub String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(<redacted>)")
+    }
 }
 
 /// `security.ssl.*`.
@@ -76,20 +101,20 @@ pub enum ReadAccess {
 
 impl SslConfig {
     /// The internal links' files, for [`holdfast_tls`].
-    pub fn internal_files(&self) -> PemFiles {
-        files("security.ssl.internal", &self.internal)
+    pub fn internal_files(&self) -> TlsFiles {
+        files(INTERNAL, &self.internal)
     }
 
     /// The REST API's files, for [`holdfast_tls`].
-    pub fn rest_files(&self) -> PemFiles {
-        files("security.ssl.rest", &self.rest)
+    pub fn rest_files(&self) -> TlsFiles {
+        files(REST, &self.rest)
     }
 
     /// What a REST server asks of its clients: required with
     /// `authentication-enabled`, optional when a REST CA is configured (a
     /// client certificate is then a credential), else nothing.
     pub fn rest_client_certificates(&self) -> ClientCertificates {
-        match (self.rest_authentication, self.rest.ca.is_some()) {
+        match (self.rest_authentication, self.rest.trust().is_some()) {
             (true, _) => ClientCertificates::Required,
             (false, true) => ClientCertificates::Optional,
             (false, false) => ClientCertificates::Ignored,
@@ -107,42 +132,32 @@ impl SslConfig {
             }
             Ok(())
         };
+        self.internal.validate(INTERNAL)?;
+        self.rest.validate(REST)?;
+        let (internal, rest) = (&self.internal, &self.rest);
+        let on = self.internal_enabled;
+        if internal.keystore.is_none() {
+            need(
+                on,
+                SSL_INTERNAL_ENABLED,
+                &internal.certificate,
+                SSL_INTERNAL_CERT,
+            )?;
+            need(on, SSL_INTERNAL_ENABLED, &internal.key, SSL_INTERNAL_KEY)?;
+        }
+        need(on, SSL_INTERNAL_ENABLED, &internal.trust(), SSL_INTERNAL_CA)?;
+        let on = self.rest_enabled;
         need(
-            self.internal_enabled,
-            SSL_INTERNAL_ENABLED,
-            &self.internal.certificate,
-            SSL_INTERNAL_CERT,
-        )?;
-        need(
-            self.internal_enabled,
-            SSL_INTERNAL_ENABLED,
-            &self.internal.key,
-            SSL_INTERNAL_KEY,
-        )?;
-        need(
-            self.internal_enabled,
-            SSL_INTERNAL_ENABLED,
-            &self.internal.ca,
-            SSL_INTERNAL_CA,
-        )?;
-        need(
-            self.rest_enabled,
+            on,
             SSL_REST_ENABLED,
-            &self.rest.certificate,
+            &rest.identity().cloned(),
             SSL_REST_CERT,
         )?;
-        need(
-            self.rest_enabled,
-            SSL_REST_ENABLED,
-            &self.rest.key,
-            SSL_REST_KEY,
-        )?;
-        need(
-            self.rest_authentication,
-            SSL_REST_AUTHENTICATION,
-            &self.rest.ca,
-            SSL_REST_CA,
-        )?;
+        if rest.keystore.is_none() {
+            need(on, SSL_REST_ENABLED, &rest.key, SSL_REST_KEY)?;
+        }
+        let on = self.rest_authentication;
+        need(on, SSL_REST_AUTHENTICATION, &rest.trust(), SSL_REST_CA)?;
         if self.rest_authentication && !self.rest_enabled {
             return Err(ConfigError::SslIncomplete {
                 key: SSL_REST_ENABLED,
@@ -160,12 +175,113 @@ impl SslConfig {
     }
 }
 
-fn files(prefix: &'static str, paths: &PemPaths) -> PemFiles {
-    PemFiles {
+const INTERNAL: &str = "security.ssl.internal";
+const REST: &str = "security.ssl.rest";
+
+fn files(prefix: &'static str, paths: &PemPaths) -> TlsFiles {
+    let store = |path: &Option<PathBuf>, password: &Option<Password>| {
+        path.as_ref().map(|path| Store {
+            path: path.clone(),
+            password: password.as_ref().map(|p| p.0.clone()).unwrap_or_default(),
+        })
+    };
+    TlsFiles {
         prefix,
         certificate: paths.certificate.clone(),
         key: paths.key.clone(),
         ca: paths.ca.clone(),
+        keystore: store(&paths.keystore, &paths.keystore_password),
+        truststore: store(&paths.truststore, &paths.truststore_password),
+    }
+}
+
+impl PemPaths {
+    /// Where the own certificate comes from, if anywhere.
+    fn identity(&self) -> Option<&PathBuf> {
+        self.certificate.as_ref().or(self.keystore.as_ref())
+    }
+
+    /// Where the trusted CAs come from, if anywhere.
+    pub fn trust(&self) -> Option<PathBuf> {
+        self.ca.clone().or_else(|| self.truststore.clone())
+    }
+
+    /// The rules of Flink's store keys under `prefix`.
+    fn validate(&self, prefix: &'static str) -> Result<(), ConfigError> {
+        let bad = |key: &str, why: String| ConfigError::SslStore {
+            key: format!("{prefix}.{key}"),
+            why,
+        };
+        for (kind, path, password, store_type) in [
+            (
+                "keystore",
+                &self.keystore,
+                &self.keystore_password,
+                &self.keystore_type,
+            ),
+            (
+                "truststore",
+                &self.truststore,
+                &self.truststore_password,
+                &self.truststore_type,
+            ),
+        ] {
+            if let Some(store_type) = store_type
+                && !store_type.trim().eq_ignore_ascii_case("pkcs12")
+            {
+                return Err(bad(
+                    &format!("{kind}-type"),
+                    format!(
+                        "= {store_type:?} is not read; holdfast reads PKCS12 stores (Java's default \
+                         since 9) and PEM files: convert with keytool -importkeystore -srckeystore \
+                         STORE.jks -destkeystore STORE.p12 -deststoretype PKCS12"
+                    ),
+                ));
+            }
+            match (path, password) {
+                (Some(_), None) => {
+                    return Err(bad(
+                        &format!("{kind}-password"),
+                        format!(
+                            "must be set: {prefix}.{kind} is a PKCS#12 store, and those are encrypted"
+                        ),
+                    ));
+                }
+                (None, Some(_)) => {
+                    return Err(bad(
+                        &format!("{kind}-password"),
+                        format!("is set but {prefix}.{kind} is not"),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if let Some(key_password) = &self.key_password
+            && Some(key_password) != self.keystore_password.as_ref()
+        {
+            return Err(bad(
+                "key-password",
+                format!(
+                    "differs from {prefix}.keystore-password; a PKCS#12 keystore has one password \
+                     for its key and certificates (re-export the key with the store's password)"
+                ),
+            ));
+        }
+        if self.keystore.is_some() && (self.certificate.is_some() || self.key.is_some()) {
+            return Err(bad(
+                "keystore",
+                format!(
+                    "is set with {prefix}.pem.certificate/.key; set one: the keystore or the PEM files"
+                ),
+            ));
+        }
+        if self.truststore.is_some() && self.ca.is_some() {
+            return Err(bad(
+                "truststore",
+                format!("is set with {prefix}.pem.ca; set one: the truststore or the PEM file"),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -193,10 +309,14 @@ pub(crate) fn read_access(text: &str) -> Result<ReadAccess, ValueError> {
     }
 }
 
-/// A Flink keystore key holdfast does not read: say what to use instead.
-pub(crate) fn keystore(text: &str) -> Result<(), ValueError> {
-    let _ = text;
-    Err(ValueError::Keystore)
+pub(crate) fn password(text: &str) -> Result<Option<Password>, ValueError> {
+    Ok(Some(Password(text.to_owned())))
+}
+
+/// `None` for PKCS12 (the default), else the type, refused by `validate`.
+pub(crate) fn store_type(text: &str) -> Result<Option<String>, ValueError> {
+    let text = text.trim();
+    Ok((!text.eq_ignore_ascii_case("pkcs12")).then(|| text.to_owned()))
 }
 
 /// The policy error's reason without the key and value the configuration

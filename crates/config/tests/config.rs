@@ -305,10 +305,56 @@ fn tls_mistakes_are_named() {
         yes.contains("security.ssl.rest.enabled") && yes.contains("true or false"),
         "{yes}"
     );
-    let keystore = error(&[("security.ssl.rest.keystore", "/etc/flink/rest.jks")]);
+    let keystore = error(&[("security.ssl.rest.keystore", "/etc/flink/rest.p12")]);
     assert!(
-        keystore.contains("security.ssl.rest.keystore") && keystore.contains("pem"),
+        keystore.contains("security.ssl.rest.keystore-password must be set"),
         "{keystore}"
+    );
+    let jks = error(&[
+        ("security.ssl.internal.keystore", "/etc/flink/node.jks"),
+        ("security.ssl.internal.keystore-password", "changeit"),
+        ("security.ssl.internal.keystore-type", "JKS"),
+    ]);
+    assert!(
+        jks.contains("security.ssl.internal.keystore-type")
+            && jks.contains("keytool -importkeystore"),
+        "{jks}"
+    );
+    let two_passwords = error(&[
+        ("security.ssl.internal.keystore", "/etc/flink/node.p12"),
+        ("security.ssl.internal.keystore-password", "S7orePw"),
+        ("security.ssl.internal.key-password", "K3yPw"),
+    ]);
+    assert!(
+        two_passwords.contains("security.ssl.internal.key-password")
+            && !two_passwords.contains("S7orePw")
+            && !two_passwords.contains("K3yPw"),
+        "{two_passwords}"
+    );
+    let both = error(&[
+        ("security.ssl.rest.keystore", "/etc/flink/rest.p12"),
+        ("security.ssl.rest.keystore-password", "store-pass"),
+        (
+            "security.ssl.rest.pem.certificate",
+            "/etc/holdfast/rest.pem",
+        ),
+    ]);
+    assert!(both.contains("set one"), "{both}");
+    // A keystore stands in for the PEM certificate and key.
+    let (config, _) = with(&[
+        ("security.ssl.internal.enabled", "true"),
+        ("security.ssl.internal.keystore", "/etc/flink/node.p12"),
+        ("security.ssl.internal.keystore-password", "store-pass"),
+        ("security.ssl.internal.key-password", "store-pass"),
+        ("security.ssl.internal.truststore", "/etc/flink/trust.p12"),
+        ("security.ssl.internal.truststore-password", "trust-pass"),
+    ])
+    .unwrap();
+    let files = config.ssl.internal_files();
+    assert_eq!(files.keystore.unwrap().password, "store-pass");
+    assert!(
+        !format!("{config:?}").contains("store-pass"),
+        "passwords never in Debug"
     );
     let closed = error(&[("security.rest.read-access", "authenticated")]);
     assert!(closed.contains("no credential"), "{closed}");

@@ -12,17 +12,18 @@ use std::time::Duration;
 use common::*;
 use holdfast_exchange::{Exchange, ExchangeError, ExchangeOptions, Interrupt};
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, PemFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
 
 fn link(identity: &TestIdentity, ca: &TestPki, metrics: &TlsMetrics) -> Arc<TlsLink> {
     TlsLink::load(
         LinkSpec {
             name: "internal",
-            files: PemFiles {
+            files: TlsFiles {
                 prefix: "security.ssl.internal",
                 certificate: Some(identity.certificate.clone()),
                 key: Some(identity.key.clone()),
                 ca: Some(ca.ca_file()),
+                ..TlsFiles::default()
             },
             policy: TlsPolicy::default(),
             serve: Some(ClientCertificates::Required),

@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use holdfast_cluster::client::{ClientError, RestClient};
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{LinkSpec, PemFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
 use nix::sys::signal::Signal;
 use support::cluster::{Cluster, all_running, eventually, logged, metric, registered};
 use support::run;
@@ -84,11 +84,12 @@ fn https(
     let link = TlsLink::load(
         LinkSpec {
             name: "rest",
-            files: PemFiles {
+            files: TlsFiles {
                 prefix: "security.ssl.rest",
                 certificate: identity.map(|i| i.certificate.clone()),
                 key: identity.map(|i| i.key.clone()),
                 ca: Some(ca.ca_file()),
+                ..TlsFiles::default()
             },
             policy: TlsPolicy::default(),
             serve: None,

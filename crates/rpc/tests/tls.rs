@@ -16,17 +16,18 @@ use holdfast_rpc::proto;
 use holdfast_rpc::{Auth, ClientAuth};
 use holdfast_rpc::{ClientConfig, JobManagerClient, RpcError, ServerAuth};
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, PemFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
 
 fn link(identity: Option<&TestIdentity>, ca: &TestPki, metrics: &TlsMetrics) -> Arc<TlsLink> {
     TlsLink::load(
         LinkSpec {
             name: "internal",
-            files: PemFiles {
+            files: TlsFiles {
                 prefix: "security.ssl.internal",
                 certificate: identity.map(|i| i.certificate.clone()),
                 key: identity.map(|i| i.key.clone()),
                 ca: Some(ca.ca_file()),
+                ..TlsFiles::default()
             },
             policy: TlsPolicy::default(),
             serve: identity.map(|_| ClientCertificates::Required),

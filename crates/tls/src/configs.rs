@@ -15,7 +15,7 @@ use rustls::{
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use crate::error::TlsError;
-use crate::material::{Material, PemFiles};
+use crate::material::{Material, TlsFiles};
 use crate::policy::TlsPolicy;
 
 /// Whether a server asks its clients for a certificate.
@@ -34,7 +34,7 @@ pub enum ClientCertificates {
 /// A server's configuration. `material` must hold an identity, and a CA
 /// unless `clients` is [`ClientCertificates::Ignored`].
 pub(crate) fn server(
-    files: &PemFiles,
+    files: &TlsFiles,
     material: &Material,
     policy: &TlsPolicy,
     clients: ClientCertificates,
@@ -75,7 +75,7 @@ pub(crate) fn server(
 /// their name, per the policy); the own certificate is sent when there is
 /// one and the server asks.
 pub(crate) fn client(
-    files: &PemFiles,
+    files: &TlsFiles,
     material: &Material,
     policy: &TlsPolicy,
     alpn: &[&[u8]],
@@ -106,7 +106,7 @@ pub(crate) fn client(
 }
 
 fn roots(
-    files: &PemFiles,
+    files: &TlsFiles,
     material: &Material,
     why: &'static str,
 ) -> Result<Arc<rustls::RootCertStore>, TlsError> {

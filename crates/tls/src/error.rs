@@ -36,6 +36,26 @@ pub enum TlsError {
         /// What was wrong (never the file's content).
         reason: String,
     },
+    /// Two keys that say the same thing are both set.
+    #[error("{first} and {second} are both set; set one: a keystore replaces the PEM files")]
+    Conflict {
+        /// One key.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A PKCS#12 store cannot be opened or lacks what it should hold.
+    #[error("the {what} {path} ({key}) cannot be used: {reason}")]
+    Store {
+        /// `keystore` or `truststore`.
+        what: &'static str,
+        /// The configuration key that names it.
+        key: String,
+        /// The file.
+        path: PathBuf,
+        /// Why (never the password).
+        reason: String,
+    },
     /// A required key is not set.
     #[error("{key} must be set: {why}")]
     Missing {

@@ -4,7 +4,7 @@
 //! RPC, the data exchange between TaskManagers) and the REST API — on
 //! rustls with the ring provider:
 //!
-//! - [`PemFiles`] name a link's certificate chain, private key and CA; the
+//! - [`TlsFiles`] name a link's certificate chain, private key and CA; the
 //!   [`TlsPolicy`] holds Flink's `security.ssl.protocol`,
 //!   `security.ssl.algorithms` and `security.ssl.verify-hostname`.
 //! - [`TlsLink`] builds the rustls configurations, hands the current ones to
@@ -27,6 +27,7 @@ pub mod expiry;
 mod link;
 mod material;
 mod metrics;
+mod pkcs12;
 mod policy;
 mod refusal;
 mod stream;
@@ -35,7 +36,7 @@ pub use acceptor::{Accepted, Acceptor, MAX_HANDSHAKES};
 pub use configs::ClientCertificates;
 pub use error::TlsError;
 pub use link::{LinkSpec, Reload, TlsLink};
-pub use material::{PemFiles, Validity, peer_name};
+pub use material::{Store, TlsFiles, Validity, peer_name};
 pub use metrics::{LinkLabel, RefusalLabel, ReloadLabel, TlsMetrics};
 pub use policy::{
     ALGORITHMS_KEY, PROTOCOL_KEY, TlsPolicy, TlsVersion, parse_algorithms, parse_protocols,

@@ -26,7 +26,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector, client, server};
 use crate::configs::{self, ClientCertificates};
 use crate::error::{TlsError, utc};
 use crate::expiry::{self, ExpiryNotice};
-use crate::material::{self, Digest, Material, PemFiles, Validity};
+use crate::material::{self, Digest, Material, TlsFiles, Validity};
 use crate::metrics::TlsMetrics;
 use crate::policy::TlsPolicy;
 use crate::refusal::HandshakeRefusal;
@@ -37,7 +37,7 @@ pub struct LinkSpec {
     /// Its name in logs and metric labels: `internal` or `rest`.
     pub name: &'static str,
     /// Its files.
-    pub files: PemFiles,
+    pub files: TlsFiles,
     /// Versions, suites, hostname verification.
     pub policy: TlsPolicy,
     /// `Some`: this process serves the link, asking clients for

@@ -1,9 +1,10 @@
-//! The files of one TLS identity and trust ([`PemFiles`]) and what they
+//! The files of one TLS identity and trust ([`TlsFiles`]) and what they
 //! hold once read and checked ([`Material`]): the certificate chain, its
 //! private key (which must belong to it), the CAs peers are verified
 //! against, and the leaf's validity. A [`Digest`] of the files' bytes tells
 //! a reload whether anything changed.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -15,12 +16,14 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::{TlsError, utc};
+use crate::pkcs12;
 use crate::policy::TlsPolicy;
 
-/// Where one link's identity and trust are, and under which keys the
-/// configuration names them (for errors).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PemFiles {
+/// Where one link's identity and trust are — PEM files, or Flink's PKCS#12
+/// keystore and truststore — and under which keys the configuration names
+/// them (for errors).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsFiles {
     /// The key prefix, e.g. `security.ssl.internal` or `security.ssl.rest`.
     pub prefix: &'static str,
     /// The PEM certificate chain, leaf first (`<prefix>.pem.certificate`).
@@ -29,11 +32,46 @@ pub struct PemFiles {
     pub key: Option<PathBuf>,
     /// The PEM CA certificates peers are verified against (`<prefix>.pem.ca`).
     pub ca: Option<PathBuf>,
+    /// A PKCS#12 keystore with the own certificate chain and private key
+    /// (`<prefix>.keystore`), instead of the PEM certificate and key.
+    pub keystore: Option<Store>,
+    /// A PKCS#12 truststore with the CA certificates (`<prefix>.truststore`),
+    /// instead of the PEM CA file.
+    pub truststore: Option<Store>,
 }
 
-impl PemFiles {
+/// A PKCS#12 file and its password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Store {
+    /// The file.
+    pub path: PathBuf,
+    /// Its password (`<prefix>.keystore-password`, `…truststore-password`).
+    pub password: String,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+impl TlsFiles {
     fn key_name(&self, leaf: &str) -> String {
-        format!("{}.pem.{leaf}", self.prefix)
+        match leaf {
+            "keystore" | "truststore" => format!("{}.{leaf}", self.prefix),
+            _ => format!("{}.pem.{leaf}", self.prefix),
+        }
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.certificate, &self.key, &self.ca]
+            .into_iter()
+            .flatten()
+            .chain(self.keystore.iter().map(|s| &s.path))
+            .chain(self.truststore.iter().map(|s| &s.path))
     }
 }
 
@@ -75,13 +113,33 @@ impl Material {
     /// `now`, and the key belongs to it; the CA file holds at least one
     /// certificate. A certificate without a key (or the reverse) is an error.
     pub fn load(
-        files: &PemFiles,
+        files: &TlsFiles,
         policy: &TlsPolicy,
         now: SystemTime,
     ) -> Result<Material, TlsError> {
         let mut hasher = Sha256::new();
+        if files.keystore.is_some() && (files.certificate.is_some() || files.key.is_some()) {
+            return Err(TlsError::Conflict {
+                first: files.key_name("keystore"),
+                second: files.key_name("certificate"),
+            });
+        }
+        if files.truststore.is_some() && files.ca.is_some() {
+            return Err(TlsError::Conflict {
+                first: files.key_name("truststore"),
+                second: files.key_name("ca"),
+            });
+        }
         let identity = match (&files.certificate, &files.key) {
-            (None, None) => None,
+            (None, None) => match &files.keystore {
+                Some(store) => {
+                    let bytes = read(files, "keystore", "keystore", &store.path)?;
+                    hasher.update(&bytes);
+                    let (chain, key) = pkcs12::identity(files, store, &bytes)?;
+                    Some(checked(policy, &store.path, chain, &store.path, key, now)?)
+                }
+                None => None,
+            },
             (Some(_), None) => {
                 return Err(TlsError::Missing {
                     key: files.key_name("key"),
@@ -111,7 +169,15 @@ impl Material {
             }
         };
         let roots = match &files.ca {
-            None => None,
+            None => match &files.truststore {
+                Some(store) => {
+                    let bytes = read(files, "truststore", "truststore", &store.path)?;
+                    hasher.update(&bytes);
+                    let certs = pkcs12::trusted(files, store, &bytes)?;
+                    Some(Arc::new(anchors(&store.path, certs)?))
+                }
+                None => None,
+            },
             Some(ca_path) => {
                 let bytes = read(files, "CA", "ca", ca_path)?;
                 hasher.update(&bytes);
@@ -133,19 +199,16 @@ impl Material {
 
 /// The digest of `files` as they are now, without checking them; `None`
 /// when one cannot be read (a reload then reports why).
-pub fn digest_of(files: &PemFiles) -> Option<Digest> {
+pub fn digest_of(files: &TlsFiles) -> Option<Digest> {
     let mut hasher = Sha256::new();
-    for path in [&files.certificate, &files.key, &files.ca]
-        .into_iter()
-        .flatten()
-    {
+    for path in files.paths() {
         hasher.update(std::fs::read(path).ok()?);
     }
     Some(Digest(hasher.finalize().into()))
 }
 
 fn read(
-    files: &PemFiles,
+    files: &TlsFiles,
     what: &'static str,
     leaf: &str,
     path: &Path,
@@ -159,7 +222,7 @@ fn read(
 }
 
 fn no_pem(
-    files: &PemFiles,
+    files: &TlsFiles,
     what: &'static str,
     leaf: &str,
     path: &Path,
@@ -176,7 +239,7 @@ fn no_pem(
 }
 
 fn certificates(
-    files: &PemFiles,
+    files: &TlsFiles,
     what: &'static str,
     leaf: &str,
     path: &Path,
@@ -199,7 +262,7 @@ fn certificates(
 }
 
 fn identity(
-    files: &PemFiles,
+    files: &TlsFiles,
     policy: &TlsPolicy,
     cert_path: &Path,
     cert_bytes: &[u8],
@@ -218,6 +281,18 @@ fn identity(
         };
         no_pem(files, "private key", "key", key_path, "PRIVATE KEY", reason)
     })?;
+    checked(policy, cert_path, chain, key_path, key, now)
+}
+
+/// The own chain and key, checked: valid now, the key belongs to it.
+fn checked(
+    policy: &TlsPolicy,
+    cert_path: &Path,
+    chain: Vec<CertificateDer<'static>>,
+    key_path: &Path,
+    key: PrivateKeyDer<'static>,
+    now: SystemTime,
+) -> Result<(Arc<CertifiedKey>, Validity, String), TlsError> {
     let (validity, subject) = leaf_facts(cert_path, &chain[0])?;
     if now > validity.not_after || now < validity.not_before {
         return Err(TlsError::OutsideValidity {
@@ -241,8 +316,11 @@ fn identity(
     Ok((Arc::new(certified), validity, subject))
 }
 
-fn roots(files: &PemFiles, path: &Path, bytes: &[u8]) -> Result<RootCertStore, TlsError> {
-    let certs = certificates(files, "CA", "ca", path, bytes)?;
+fn roots(files: &TlsFiles, path: &Path, bytes: &[u8]) -> Result<RootCertStore, TlsError> {
+    anchors(path, certificates(files, "CA", "ca", path, bytes)?)
+}
+
+fn anchors(path: &Path, certs: Vec<CertificateDer<'static>>) -> Result<RootCertStore, TlsError> {
     let mut store = RootCertStore::empty();
     let (added, ignored) = store.add_parsable_certificates(certs);
     if added == 0 {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
 use holdfast_tls::{
-    ClientCertificates, HandshakeRefusal, LinkSpec, PemFiles, Reload, TlsLink, TlsMetrics,
+    ClientCertificates, HandshakeRefusal, LinkSpec, Reload, TlsFiles, TlsLink, TlsMetrics,
     TlsPolicy, peer_name,
 };
 use prometheus_client::registry::Registry;
@@ -18,16 +18,17 @@ use tokio::net::{TcpListener, TcpStream};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-fn files(identity: Option<&TestIdentity>, ca: &TestPki) -> PemFiles {
-    PemFiles {
+fn files(identity: Option<&TestIdentity>, ca: &TestPki) -> TlsFiles {
+    TlsFiles {
         prefix: "security.ssl.internal",
         certificate: identity.map(|i| i.certificate.clone()),
         key: identity.map(|i| i.key.clone()),
         ca: Some(ca.ca_file()),
+        ..TlsFiles::default()
     }
 }
 
-fn spec(files: PemFiles, serve: Option<ClientCertificates>, policy: TlsPolicy) -> LinkSpec {
+fn spec(files: TlsFiles, serve: Option<ClientCertificates>, policy: TlsPolicy) -> LinkSpec {
     LinkSpec {
         name: "internal",
         files,
@@ -39,7 +40,7 @@ fn spec(files: PemFiles, serve: Option<ClientCertificates>, policy: TlsPolicy) -
     }
 }
 
-fn link(files: PemFiles, serve: Option<ClientCertificates>) -> Arc<TlsLink> {
+fn link(files: TlsFiles, serve: Option<ClientCertificates>) -> Arc<TlsLink> {
     TlsLink::load(
         spec(files, serve, TlsPolicy::default()),
         TlsMetrics::default(),
@@ -515,7 +516,7 @@ fn load_errors_name_the_key_and_file_and_never_the_key_material() {
     let other = w.ca.issue("other", &["localhost"], CertValidity::Current);
     let key_text = std::fs::read_to_string(&id.key).unwrap();
     let key_body = key_text.lines().nth(1).unwrap().to_owned();
-    let load = |files: PemFiles| {
+    let load = |files: TlsFiles| {
         TlsLink::load(
             spec(
                 files,

@@ -274,11 +274,12 @@ mod tests {
         let link = holdfast_tls::TlsLink::load(
             holdfast_tls::LinkSpec {
                 name: "rest",
-                files: holdfast_tls::PemFiles {
+                files: holdfast_tls::TlsFiles {
                     prefix: "security.ssl.rest",
                     certificate: Some(id.certificate),
                     key: Some(id.key),
                     ca: Some(pki.ca_file()),
+                    ..holdfast_tls::TlsFiles::default()
                 },
                 policy: holdfast_tls::TlsPolicy::default(),
                 serve: Some(holdfast_tls::ClientCertificates::Optional),
