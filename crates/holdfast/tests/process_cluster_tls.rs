@@ -376,3 +376,99 @@ async fn server_certificate(url: &str, ca: &Path) -> Result<String> {
         .context("a server certificate")?;
     Ok(holdfast_tls::peer_name(&chain[0]))
 }
+
+/// `keytool -importcert` of `ca` into a new PKCS12 truststore at `path`.
+fn java_truststore(ca: &TestPki, path: &Path, password: &str) -> Result<()> {
+    let output = std::process::Command::new("keytool")
+        .args([
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "holdfast-ca",
+            "-storetype",
+            "PKCS12",
+            "-file",
+        ])
+        .arg(ca.ca_file())
+        .arg("-keystore")
+        .arg(path)
+        .args(["-storepass", password])
+        .output()
+        .context("running keytool (Java's; the test command installs it)")?;
+    ensure!(
+        output.status.success(),
+        "keytool: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(())
+}
+
+/// Flink's own CLI, configured as Flink's documentation says
+/// (`security.ssl.rest.*` with PKCS#12 stores), lists and cancels a job of a
+/// cluster whose REST API requires client certificates; without its
+/// keystore it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flinks_cli_works_over_https_with_a_client_certificate() -> Result<()> {
+    const WITHIN: Duration = Duration::from_secs(90);
+    let clients = holdfast_testkit::FlinkClients::find()?;
+    let dir = tempfile::tempdir()?;
+    let p = pki(dir.path());
+    let cluster = Cluster::start("lease", &tls_config(&p)).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let (alice, _) = https(&jm.rest, Some(&p.operator), &p.ca)?;
+    let _tm = cluster.taskmanager("tm-1", None).await?;
+    registered(&alice, 1).await?;
+    let job = support::cluster::run_count(&alice, 2, 100).await?;
+
+    let password = "flink-store-pw";
+    let trust = dir.path().join("trust.p12");
+    java_truststore(&p.ca, &trust, password)?;
+    let keystore = p
+        .operator
+        .to_pkcs12(&p.ca, &dir.path().join("operator.p12"), password);
+    // Flink's default cipher suite (TLS_RSA_WITH_AES_128_CBC_SHA, no
+    // forward secrecy) is not offered: a Flink client names modern ones.
+    let trust_only = format!(
+        "security.ssl.algorithms: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n\
+         security.ssl.rest.enabled: true\n\
+         security.ssl.rest.truststore: {}\n\
+         security.ssl.rest.truststore-password: {password}\n",
+        trust.display()
+    );
+    let with_keystore = format!(
+        "{trust_only}security.ssl.rest.authentication-enabled: true\n\
+         security.ssl.rest.keystore: {}\n\
+         security.ssl.rest.keystore-password: {password}\n\
+         security.ssl.rest.key-password: {password}\n",
+        keystore.display()
+    );
+    // Flink's CLI takes `-m https://…` as "use TLS": with a bare
+    // host:port it turns security.ssl.rest.enabled off.
+    let address = jm.rest.clone();
+    let id = job.to_string();
+
+    let (ok, listed) = clients.cli_with(&["list", "-m", &address], &with_keystore, WITHIN)?;
+    ensure!(
+        ok && listed
+            .lines()
+            .any(|l| l.contains(&id) && l.contains("(RUNNING)")),
+        "flink list:\n{listed}"
+    );
+
+    // (Flink's client retries a failed call 20 times, 3 s apart, by default.)
+    let no_retries = format!("{trust_only}rest.retry.max-attempts: 0\n");
+    let (ok, refused) = clients.cli_with(&["list", "-m", &address], &no_retries, WITHIN)?;
+    ensure!(
+        !ok && refused.contains("certificate_required"),
+        "without a client certificate flink list must be refused for it:\n{refused}"
+    );
+
+    let (ok, cancelled) =
+        clients.cli_with(&["cancel", "-m", &address, &id], &with_keystore, WITHIN)?;
+    ensure!(ok, "flink cancel:\n{cancelled}");
+    eventually("the job is cancelled", || async {
+        Ok((alice.job(job).await?.state == "CANCELED").then_some(()))
+    })
+    .await?;
+    Ok(())
+}

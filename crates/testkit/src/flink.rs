@@ -103,10 +103,21 @@ impl FlinkClients {
     /// log on the console, for at most `within`; its exit status and what
     /// it printed (stdout then stderr).
     pub fn cli(&self, args: &[&str], within: Duration) -> Result<(bool, String)> {
+        self.cli_with(args, "", within)
+    }
+
+    /// [`cli`](Self::cli) with `config` (Flink's `config.yaml` text, e.g.
+    /// its `security.ssl.rest.*` keys) as the CLI's configuration.
+    pub fn cli_with(
+        &self,
+        args: &[&str],
+        config: &str,
+        within: Duration,
+    ) -> Result<(bool, String)> {
         let conf = tempfile::tempdir().map_err(KitError::io("creating a Flink conf directory"))?;
         // The CLI reads its configuration from FLINK_CONF_DIR; an empty one
         // keeps every default, and the CLI's log goes to the console.
-        std::fs::write(conf.path().join("config.yaml"), "")
+        std::fs::write(conf.path().join("config.yaml"), config)
             .map_err(KitError::io("writing Flink's config.yaml"))?;
         std::fs::copy(
             self.home.join("conf/log4j-cli.properties"),

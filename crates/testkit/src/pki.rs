@@ -101,6 +101,37 @@ impl TestPki {
     }
 }
 
+impl TestIdentity {
+    /// The certificate and key as a PKCS#12 keystore (as Java's `keytool`
+    /// and Flink read them) at `path`, encrypted with `password`, the CA's
+    /// certificate `ca` after the leaf in its chain.
+    pub fn to_pkcs12(&self, ca: &TestPki, path: &Path, password: &str) -> PathBuf {
+        use rustls_pki_types::pem::PemObject;
+        let leaf =
+            rustls_pki_types::CertificateDer::from_pem_file(&self.certificate).expect("the leaf");
+        let ca_cert =
+            rustls_pki_types::CertificateDer::from_pem_file(ca.ca_file()).expect("the CA");
+        let key =
+            rustls_pki_types::PrivatePkcs8KeyDer::from_pem_file(&self.key).expect("a PKCS#8 key");
+        let chain = p12_keystore::PrivateKeyChain::new(
+            b"holdfast-test".as_slice(),
+            p12_keystore::PrivateKey::from_der(key.secret_pkcs8_der()).expect("a key"),
+            [
+                p12_keystore::Certificate::from_der(leaf.as_ref()).expect("a certificate"),
+                p12_keystore::Certificate::from_der(ca_cert.as_ref()).expect("a certificate"),
+            ],
+        );
+        let mut store = p12_keystore::KeyStore::new();
+        store.add_entry(
+            "holdfast",
+            p12_keystore::KeyStoreEntry::PrivateKeyChain(chain),
+        );
+        let bytes = store.writer(password).write().expect("a PKCS#12 file");
+        std::fs::write(path, bytes).expect("write the keystore");
+        path.to_owned()
+    }
+}
+
 fn window(validity: Validity) -> (OffsetDateTime, OffsetDateTime) {
     let now = OffsetDateTime::from(SystemTime::now());
     let day = time::Duration::days(1);
