@@ -46,6 +46,11 @@ pub struct ClusterConfig {
     /// binds (default 0 = any free port); differs from
     /// `taskmanager.rpc.port` unless either is 0.
     pub taskmanager_data_port: u16,
+    /// `jobmanager.rpc.bind-port`, `taskmanager.rpc.bind-port`,
+    /// `taskmanager.data.bind-port` (default unset): where each server binds
+    /// when that differs from the port others dial (which is then
+    /// advertised).
+    pub bind_ports: BindPorts,
     /// `taskmanager.network.memory.buffers-per-channel`: batches queued per
     /// data channel on each side (credits), 1 to 1024.
     pub buffers_per_channel: u32,
@@ -94,6 +99,7 @@ impl Default for ClusterConfig {
             jobmanager_rpc_port: 6123,
             taskmanager_rpc_port: 0,
             taskmanager_data_port: 0,
+            bind_ports: BindPorts::default(),
             buffers_per_channel: 4,
             rest_address: "localhost".into(),
             rest_bind_address: "localhost".into(),
@@ -109,6 +115,18 @@ impl Default for ClusterConfig {
             checkpointing: CheckpointingConfig::default(),
         }
     }
+}
+
+/// Flink's `*.bind-port` keys: the local port a server binds when it is
+/// not the one others dial.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BindPorts {
+    /// `jobmanager.rpc.bind-port`.
+    pub jobmanager_rpc: Option<u16>,
+    /// `taskmanager.rpc.bind-port`.
+    pub taskmanager_rpc: Option<u16>,
+    /// `taskmanager.data.bind-port`.
+    pub taskmanager_data: Option<u16>,
 }
 
 impl ClusterConfig {
@@ -174,6 +192,33 @@ impl ClusterConfig {
             let published = self.ha.backend == BackendKind::ZooKeeper;
             if value == 0 && !published {
                 return Err(ConfigError::ZeroPort { key, value });
+            }
+        }
+        for (bind, key, advertised, advertised_key) in [
+            (
+                self.bind_ports.jobmanager_rpc,
+                JM_BIND_PORT,
+                self.jobmanager_rpc_port,
+                JM_PORT,
+            ),
+            (
+                self.bind_ports.taskmanager_rpc,
+                TM_BIND_PORT,
+                self.taskmanager_rpc_port,
+                TM_PORT,
+            ),
+            (
+                self.bind_ports.taskmanager_data,
+                TM_DATA_BIND_PORT,
+                self.taskmanager_data_port,
+                TM_DATA_PORT,
+            ),
+        ] {
+            if bind.is_some() && advertised == 0 {
+                return Err(ConfigError::BindPortWithoutPort {
+                    key,
+                    advertised: advertised_key,
+                });
             }
         }
         let (rpc, data) = (self.taskmanager_rpc_port, self.taskmanager_data_port);

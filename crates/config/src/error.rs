@@ -110,6 +110,14 @@ pub enum ConfigError {
         /// The port.
         value: u16,
     },
+    /// A `*.bind-port` is set but the port others dial is 0.
+    #[error("{key} is set, so {advertised} is the port others dial and cannot be 0")]
+    BindPortWithoutPort {
+        /// The bind-port key.
+        key: &'static str,
+        /// The advertised port's key.
+        advertised: &'static str,
+    },
     /// An address is empty.
     #[error("{key} = {value:?}: needs a host name or address")]
     EmptyAddress {

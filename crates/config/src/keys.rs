@@ -88,6 +88,12 @@ pub const JM_PORT: &str = "jobmanager.rpc.port";
 pub const TM_PORT: &str = "taskmanager.rpc.port";
 /// `taskmanager.data.port`.
 pub const TM_DATA_PORT: &str = "taskmanager.data.port";
+/// `jobmanager.rpc.bind-port`.
+pub const JM_BIND_PORT: &str = "jobmanager.rpc.bind-port";
+/// `taskmanager.rpc.bind-port`.
+pub const TM_BIND_PORT: &str = "taskmanager.rpc.bind-port";
+/// `taskmanager.data.bind-port`.
+pub const TM_DATA_BIND_PORT: &str = "taskmanager.data.bind-port";
 /// `taskmanager.network.memory.buffers-per-channel`.
 pub const TM_BUFFERS_PER_CHANNEL: &str = "taskmanager.network.memory.buffers-per-channel";
 /// `taskmanager.resource-id`.
@@ -498,6 +504,27 @@ pub const KEYS: &[KeySpec] = &[
         Cluster,
         "the port of a TaskManager's data-exchange server (records between tasks on different \
          TaskManagers); `0` picks any free port",
+    ),
+    key(
+        JM_BIND_PORT,
+        "unset",
+        "port",
+        Cluster,
+        "the port the JobManager's RPC server binds to when it differs from the one others dial (NAT, a proxy, a container's port mapping); unset: `jobmanager.rpc.port`",
+    ),
+    key(
+        TM_BIND_PORT,
+        "unset",
+        "port",
+        Cluster,
+        "the port a TaskManager's RPC server binds to when it differs from `taskmanager.rpc.port`, the one others dial",
+    ),
+    key(
+        TM_DATA_BIND_PORT,
+        "unset",
+        "port",
+        Cluster,
+        "the port a TaskManager's data-exchange server binds to when it differs from `taskmanager.data.port`, the one others dial",
     ),
     key(
         TM_BUFFERS_PER_CHANNEL,

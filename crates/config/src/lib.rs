@@ -28,7 +28,7 @@ mod ssl;
 mod warning;
 
 pub use checkpointing::CheckpointingConfig;
-pub use cluster::ClusterConfig;
+pub use cluster::{BindPorts, ClusterConfig};
 pub use error::{ConfigError, ValueError};
 pub use restart::{
     ExponentialDelay, FailureRate, FixedDelay, RestartStrategyConfig, RestartStrategyKind,

@@ -89,6 +89,10 @@ fn port(text: &str) -> Result<u16, ValueError> {
     text.trim().parse().map_err(|_| ValueError::NotAPort)
 }
 
+fn bind_port(text: &str) -> Result<Option<u16>, ValueError> {
+    port(text).map(Some)
+}
+
 fn ratio(text: &str) -> Result<f64, ValueError> {
     text.trim().parse().map_err(|_| ValueError::NotANumber)
 }
@@ -221,6 +225,10 @@ impl ClusterConfig {
         reader.set(&mut config.jobmanager_rpc_port, JM_PORT, port)?;
         reader.set(&mut config.taskmanager_rpc_port, TM_PORT, port)?;
         reader.set(&mut config.taskmanager_data_port, TM_DATA_PORT, port)?;
+        let binds = &mut config.bind_ports;
+        reader.set(&mut binds.jobmanager_rpc, JM_BIND_PORT, bind_port)?;
+        reader.set(&mut binds.taskmanager_rpc, TM_BIND_PORT, bind_port)?;
+        reader.set(&mut binds.taskmanager_data, TM_DATA_BIND_PORT, bind_port)?;
         reader.set(
             &mut config.buffers_per_channel,
             TM_BUFFERS_PER_CHANNEL,

@@ -96,7 +96,7 @@ impl Exchange {
         tracing::info!(task_manager = %options.task_manager, %address, "data exchange listening");
         let location = DataLocation {
             task_manager: options.task_manager.clone(),
-            address: options.advertised(address.port()),
+            address: options.advertised(options.advertise_port.unwrap_or(address.port())),
         };
         Ok(Exchange::from_inner(Inner {
             options,

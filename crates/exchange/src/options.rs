@@ -51,6 +51,10 @@ pub struct ExchangeOptions {
     /// Mutual TLS on every data connection (`security.ssl.internal.*`),
     /// under the cluster secret's signature. Default none.
     pub tls: Option<std::sync::Arc<holdfast_tls::TlsLink>>,
+    /// The port others dial when it is not the bound one
+    /// (`taskmanager.data.port` with `taskmanager.data.bind-port`: NAT, a
+    /// proxy). Default none: the bound port.
+    pub advertise_port: Option<u16>,
 }
 
 impl Default for ExchangeOptions {
@@ -67,6 +71,7 @@ impl Default for ExchangeOptions {
             connect_timeout: Duration::from_secs(10),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             tls: None,
+            advertise_port: None,
         }
     }
 }

@@ -182,8 +182,16 @@ impl Setup {
             id,
             rpc_bind: bind_addr(
                 &self.config.jobmanager_rpc_address,
-                self.config.jobmanager_rpc_port,
+                self.config
+                    .bind_ports
+                    .jobmanager_rpc
+                    .unwrap_or(self.config.jobmanager_rpc_port),
             )?,
+            advertised_rpc_port: self
+                .config
+                .bind_ports
+                .jobmanager_rpc
+                .map(|_| self.config.jobmanager_rpc_port),
             rest_bind: bind_addr(&self.config.rest_bind_address, self.config.rest_port)?,
             advertised_host: None,
             ha_base: self.config.ha.base_path(),

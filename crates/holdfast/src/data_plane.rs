@@ -30,6 +30,7 @@ impl DataPlane {
         auth: Auth,
         buffers_per_channel: u32,
         tls: Option<std::sync::Arc<holdfast_tls::TlsLink>>,
+        bind_port: Option<u16>,
     ) -> Result<DataPlane> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -38,7 +39,9 @@ impl DataPlane {
             .build()
             .context("start the data-exchange runtime")?;
         let mut options = ExchangeOptions::new(id, auth);
-        options.bind = bind_addr(host, port)?;
+        // With `taskmanager.data.bind-port`, bind there and advertise `port`.
+        options.bind = bind_addr(host, bind_port.unwrap_or(port))?;
+        options.advertise_port = bind_port.map(|_| port);
         options.advertise_host = host.to_owned();
         options.buffers_per_channel = buffers_per_channel as usize;
         options.tls = tls;

@@ -58,12 +58,15 @@ impl Setup {
         auth: Auth,
         connection: &Connection<B>,
     ) -> Result<StartedTaskManager> {
-        let (rpc_port, data_port) = match place.ports {
+        let binds = &self.config.bind_ports;
+        let (rpc_port, data_port, rpc_bind, data_bind) = match place.ports {
             Ports::Configured => (
                 self.config.taskmanager_rpc_port,
                 self.config.taskmanager_data_port,
+                binds.taskmanager_rpc,
+                binds.taskmanager_data,
             ),
-            Ports::AnyFree => (0, 0),
+            Ports::AnyFree => (0, 0, None, None),
         };
         let data = DataPlane::start(
             place.id,
@@ -72,6 +75,7 @@ impl Setup {
             auth.clone(),
             self.config.buffers_per_channel,
             self.internal_tls.clone(),
+            data_bind,
         )
         .await?;
         self.data_metrics.add_exchange(data.exchange().clone());
@@ -86,7 +90,8 @@ impl Setup {
                 .parse()
                 .with_context(|| format!("taskmanager.resource-id = {}", place.id))?,
             slots: self.config.task_slots,
-            rpc_bind: bind_addr(place.host, rpc_port)?,
+            rpc_bind: bind_addr(place.host, rpc_bind.unwrap_or(rpc_port))?,
+            advertised_rpc_port: rpc_bind.map(|_| rpc_port),
             rpc_host: self.config.taskmanager_host.clone(),
             data_port,
             data_address: data.address(),

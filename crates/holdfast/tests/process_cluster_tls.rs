@@ -472,3 +472,209 @@ async fn flinks_cli_works_over_https_with_a_client_certificate() -> Result<()> {
     .await?;
     Ok(())
 }
+
+/// A link whose traffic is recorded: the process binds `bind` and
+/// advertises the proxy's port (Flink's `*.bind-port` keys), so every peer
+/// reaches it through the tap.
+struct Tapped {
+    route: holdfast_testkit::Route,
+    tap: holdfast_testkit::Tap,
+    bind: u16,
+}
+
+impl Tapped {
+    fn new(proxy: &holdfast_testkit::FaultProxy, name: &str) -> Result<Tapped> {
+        let bind = holdfast_testkit::free_port()?;
+        let tap = holdfast_testkit::Tap::default();
+        let route = proxy.route_with(
+            std::net::SocketAddr::from(([127, 0, 0, 1], bind)),
+            holdfast_testkit::RouteOptions::named(name)
+                .with_tap(tap.clone())
+                .with_connect_retry(Duration::from_secs(5)),
+        )?;
+        Ok(Tapped { route, tap, bind })
+    }
+
+    /// `-D` values making `port_key` (advertised) the proxy's and
+    /// `bind_key` the real one.
+    fn defines(&self, port_key: &str, bind_key: &str) -> [String; 2] {
+        [
+            format!("{port_key}={}", self.route.listen_addr().port()),
+            format!("{bind_key}={}", self.bind),
+        ]
+    }
+}
+
+/// What no link may show in clear: part of the words the job counts and of
+/// the input path its deployment carries.
+const MARKER: &[u8] = b"holdfastmarker";
+
+/// A cluster whose JobManager RPC, both TaskManagers' RPC and the data
+/// link into `tm-1` go through recording proxies, after a wordcount over
+/// marker words ran on it exactly.
+struct TappedCluster {
+    cluster: Cluster,
+    jm: support::cluster::JobManager,
+    client: RestClient,
+    _tms: [support::cluster::TaskManager; 2],
+    taps: Vec<(&'static str, holdfast_testkit::Tap)>,
+    // Dropped last: the processes dial through it.
+    _proxy: holdfast_testkit::FaultProxy,
+}
+
+async fn tapped_wordcount(dir: &Path, config: &str, tls: Option<&Pki>) -> Result<TappedCluster> {
+    let proxy = holdfast_testkit::FaultProxy::start()?;
+    let cluster = Cluster::start("lease", config).await?;
+    let jm_rpc = Tapped::new(&proxy, "jm-a rpc")?;
+    let jm = cluster
+        .jobmanager_defined(
+            "jm-a",
+            &jm_rpc.defines("jobmanager.rpc.port", "jobmanager.rpc.bind-port"),
+        )
+        .await?;
+    let tm1_rpc = Tapped::new(&proxy, "tm-1 rpc")?;
+    let tm1_data = Tapped::new(&proxy, "tm-1 data")?;
+    let mut defines = tm1_rpc
+        .defines("taskmanager.rpc.port", "taskmanager.rpc.bind-port")
+        .to_vec();
+    defines.extend(tm1_data.defines("taskmanager.data.port", "taskmanager.data.bind-port"));
+    let tm1 = cluster.taskmanager_defined("tm-1", &defines, &[]).await?;
+    let tm2_rpc = Tapped::new(&proxy, "tm-2 rpc")?;
+    let tm2 = cluster
+        .taskmanager_defined(
+            "tm-2",
+            &tm2_rpc.defines("taskmanager.rpc.port", "taskmanager.rpc.bind-port"),
+            &[],
+        )
+        .await?;
+    let client = match tls {
+        Some(p) => https(&jm.rest, Some(&p.operator), &p.ca)?.0,
+        None => support::cluster::rest(&jm.rest)?,
+    };
+    registered(&client, 2).await?;
+
+    let input = dir.join("holdfastmarker-input");
+    std::fs::create_dir(&input)?;
+    let mut reference = std::collections::BTreeMap::new();
+    let mut text = String::new();
+    for line in 0..4_000u64 {
+        let words: Vec<String> = (0..4)
+            .map(|k| format!("holdfastmarker{}", (line * 7 + k * 13) % 61))
+            .collect();
+        for w in &words {
+            *reference.entry(w.clone()).or_insert(0u64) += 1;
+        }
+        text.push_str(&words.join(" "));
+        text.push('\n');
+    }
+    std::fs::write(input.join("part-0.txt"), text)?;
+    let output = dir.join("wordcount-out");
+    let params = serde_json::json!({"input": input, "output": output});
+    let graph = holdfast_dataflow::JobRegistry::builtin().job_graph("wordcount", &params, 2)?;
+    let job = client.submit(&graph).await?;
+    eventually("the wordcount finishes", || async {
+        let state = client.job(job).await?.state;
+        ensure!(
+            state != "FAILED",
+            "the job failed: {:?}",
+            client.exceptions(job).await?
+        );
+        Ok((state == "FINISHED").then_some(()))
+    })
+    .await?;
+    let mut counts = std::collections::BTreeMap::new();
+    for line in support::part_lines(&output)? {
+        let (word, count) = line.split_once(' ').context("a `word count` line")?;
+        counts.insert(word.to_owned(), count.parse::<u64>()?);
+    }
+    ensure!(counts == reference, "the counts differ from a plain count");
+    Ok(TappedCluster {
+        cluster,
+        jm,
+        client,
+        _tms: [tm1, tm2],
+        taps: vec![
+            ("jm-a rpc", jm_rpc.tap),
+            ("tm-1 rpc", tm1_rpc.tap),
+            ("tm-2 rpc", tm2_rpc.tap),
+            ("tm-1 data", tm1_data.tap),
+        ],
+        _proxy: proxy,
+    })
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The control: without TLS the same recording sees the marker on the RPC
+/// links (the job's input path in its deployment) and on the data link (the
+/// words), so the check of the encrypted run can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wire_check_sees_plaintext_when_tls_is_off() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let run = tapped_wordcount(dir.path(), "", None).await?;
+    for (name, tap) in &run.taps {
+        if *name == "jm-a rpc" {
+            continue; // TaskManager → JobManager calls carry reports, not the job.
+        }
+        ensure!(
+            contains(&tap.captured(), MARKER),
+            "{name} should show the marker in clear"
+        );
+    }
+    Ok(())
+}
+
+/// With TLS on every link: a wordcount over marker words is exact and no
+/// recorded link shows a marker; then a checkpointing keyed job runs
+/// exactly once through kill -9 of the leader, the standby taking over
+/// over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_plaintext_crosses_a_link_and_a_leader_kill_costs_no_record() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let p = pki(dir.path());
+    let checkpoints = dir.path().join("checkpoints");
+    let config = format!(
+        "{}execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s\n",
+        tls_config(&p),
+        checkpoints.display()
+    );
+    let mut run = tapped_wordcount(dir.path(), &config, Some(&p)).await?;
+    for (name, tap) in &run.taps {
+        let bytes = tap.captured();
+        ensure!(
+            bytes.len() > 1_000,
+            "{name} carried only {} bytes",
+            bytes.len()
+        );
+        ensure!(
+            !contains(&bytes, MARKER),
+            "{name} shows the marker in clear"
+        );
+    }
+
+    let jm_b = run.cluster.jobmanager("jm-b").await?;
+    let (client_b, _) = https(&jm_b.rest, Some(&p.operator), &p.ca)?;
+    const JOB: support::datagen_job::Datagen = support::datagen_job::Datagen {
+        records: 24_000,
+        rate: 4_000,
+        keys: 40,
+    };
+    let output = dir.path().join("datagen-out");
+    // The wordcount's checkpoints are in the log already: wait for one of
+    // this job's.
+    let from = run.jm.process.stderr().len();
+    let job = JOB.submit(&run.client, &output, "keyed", 2).await?;
+    logged(&run.jm.process, "checkpoint complete", from).await?;
+    run.jm.process.kill()?;
+    logged(
+        &jm_b.process,
+        "read the job's latest completed checkpoint from the HA store",
+        0,
+    )
+    .await?;
+    support::datagen_job::finished(&client_b, job).await?;
+    JOB.check_keyed(&output, true)
+}

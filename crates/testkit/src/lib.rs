@@ -56,5 +56,5 @@ pub use flink::FlinkClients;
 pub use kafka::KafkaBroker;
 pub use pki::{TestIdentity, TestPki, Validity as CertValidity};
 pub use ports::free_port;
-pub use proxy::{FaultProxy, Mode, Route, RouteOptions};
+pub use proxy::{FaultProxy, Mode, Route, RouteOptions, Tap};
 pub use zk::{ZkCluster, ZkClusterConfig, ZkMode};

@@ -90,6 +90,9 @@ pub struct JobManagerOptions {
     /// Mutual TLS on the RPC server (`security.ssl.internal.*`); the
     /// clients' side is in `client`.
     pub internal_tls: Option<Arc<holdfast_tls::TlsLink>>,
+    /// The RPC port others dial when it is not the bound one
+    /// (`jobmanager.rpc.bind-port`); `None`: the bound port.
+    pub advertised_rpc_port: Option<u16>,
     /// `web.refresh-interval`, told to Flink's web dashboard by `GET /config`.
     pub web_refresh_interval: Duration,
     /// How jobs checkpoint; `None`: they do not.
@@ -182,7 +185,11 @@ pub async fn start<B: Backend>(
         "http"
     };
     let address = JobManagerAddress {
-        rpc: format!("{}:{}", host(rpc), rpc.port()),
+        rpc: format!(
+            "{}:{}",
+            host(rpc),
+            options.advertised_rpc_port.unwrap_or(rpc.port())
+        ),
         rest: format!("{}://{}:{}", rest_scheme, host(rest), rest.port()),
     };
     let in_coordination = |f: &mut dyn FnMut()| match coordination {

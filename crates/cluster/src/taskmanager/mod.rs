@@ -78,6 +78,9 @@ pub struct TaskManagerOptions {
     /// Mutual TLS on the RPC server (`security.ssl.internal.*`); the
     /// clients' side is in `client`.
     pub internal_tls: Option<Arc<holdfast_tls::TlsLink>>,
+    /// The RPC port others dial when it is not the bound one
+    /// (`taskmanager.rpc.bind-port`); `None`: the bound port.
+    pub advertised_rpc_port: Option<u16>,
     /// The tasks this TaskManager can run.
     pub registry: Arc<TaskRegistry>,
     /// Metrics to update.
@@ -204,7 +207,10 @@ pub async fn start<B: Backend>(
     });
     let actor = actor::Actor::new(
         actor::Parts {
-            advertised: format!("{host}:{}", bound.port()),
+            advertised: format!(
+                "{host}:{}",
+                options.advertised_rpc_port.unwrap_or(bound.port())
+            ),
             client_auth: ClientAuth::new(&options.auth, peer),
             options,
             executor: executor.clone(),

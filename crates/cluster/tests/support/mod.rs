@@ -60,6 +60,7 @@ pub fn jobmanager_options(
         web_refresh_interval: Duration::from_secs(3),
         rest_access: holdfast_cluster::rest::RestAccess::open(),
         internal_tls: None,
+        advertised_rpc_port: None,
         checkpointing: None,
     })
 }
@@ -87,6 +88,7 @@ pub fn taskmanager_options(
         session_timeout: Duration::from_secs(2),
         auth: auth.clone(),
         internal_tls: None,
+        advertised_rpc_port: None,
         registry: Arc::clone(registry),
         metrics: ClusterMetrics::default(),
     })

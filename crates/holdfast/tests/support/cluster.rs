@@ -113,10 +113,16 @@ impl Cluster {
     /// [`jobmanager`](Self::jobmanager) with its ZooKeeper connection
     /// through `quorum` when given.
     pub async fn jobmanager_via(&self, id: &str, quorum: Option<&str>) -> Result<JobManager> {
-        let quorum_arg = quorum.map(|q| format!("high-availability.zookeeper.quorum={q}"));
+        let quorum = quorum.map(|q| format!("high-availability.zookeeper.quorum={q}"));
+        self.jobmanager_defined(id, quorum.as_slice()).await
+    }
+
+    /// [`jobmanager`](Self::jobmanager) with `-D KEY=VALUE` for each of
+    /// `defines`.
+    pub async fn jobmanager_defined(&self, id: &str, defines: &[String]) -> Result<JobManager> {
         let mut extra = vec!["--id", id];
-        if let Some(quorum) = &quorum_arg {
-            extra.extend(["-D", quorum.as_str()]);
+        for define in defines {
+            extra.extend(["-D", define.as_str()]);
         }
         let mut process = Holdfast::spawn(id, &self.args("jobmanager", &extra))?;
         let started = process.next("started").await?;

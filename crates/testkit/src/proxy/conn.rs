@@ -107,8 +107,15 @@ async fn run(
         up_w,
         mode.clone(),
         FirstMessage::new(route.rewrite.clone()),
+        route.tap.clone(),
     );
-    let to_downstream = pump(up_r, down_w, mode, FirstMessage::new(None));
+    let to_downstream = pump(
+        up_r,
+        down_w,
+        mode,
+        FirstMessage::new(None),
+        route.tap.clone(),
+    );
     match tokio::try_join!(to_upstream, to_downstream) {
         Ok(_) => End::Closed,
         Err(e) => End::Failed(e),

@@ -36,6 +36,6 @@ mod shared;
 
 pub use fault_proxy::FaultProxy;
 pub use mode::Mode;
-pub use options::{CONNECT_ATTEMPT_TIMEOUT, CONNECT_RETRY_INTERVAL, RouteOptions};
+pub use options::{CONNECT_ATTEMPT_TIMEOUT, CONNECT_RETRY_INTERVAL, RouteOptions, Tap};
 pub use rewrite::{FirstMessageRewrite, Rewrite};
 pub use route::{Route, RouteStats};

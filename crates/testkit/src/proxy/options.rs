@@ -21,6 +21,29 @@ pub struct RouteOptions {
     /// Rewrites the first message the connecting (downstream) side sends;
     /// `None` (the default) forwards it unchanged.
     pub first_message_rewrite: Option<Arc<dyn FirstMessageRewrite>>,
+    /// Records every byte that crosses the route, both directions, up to
+    /// [`Tap::LIMIT`] (for tests that look at what travels on the wire).
+    pub tap: Option<Tap>,
+}
+
+/// What crossed a route, both directions interleaved as read.
+#[derive(Clone, Debug, Default)]
+pub struct Tap(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Tap {
+    /// Bytes kept at most; later ones are not recorded.
+    pub const LIMIT: usize = 64 << 20;
+
+    /// A copy of what was recorded so far.
+    pub fn captured(&self) -> Vec<u8> {
+        holdfast_types::sync::lock(&self.0).clone()
+    }
+
+    pub(super) fn record(&self, bytes: &[u8]) {
+        let mut kept = holdfast_types::sync::lock(&self.0);
+        let room = Self::LIMIT.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
 }
 
 /// How long the proxy waits between two upstream connect attempts.
@@ -41,6 +64,12 @@ impl RouteOptions {
     /// These options with `connect_retry` set.
     pub fn with_connect_retry(mut self, connect_retry: Duration) -> RouteOptions {
         self.connect_retry = connect_retry;
+        self
+    }
+
+    /// These options recording what crosses the route into `tap`.
+    pub fn with_tap(mut self, tap: Tap) -> RouteOptions {
+        self.tap = Some(tap);
         self
     }
 

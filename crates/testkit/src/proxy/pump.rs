@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 
 use super::mode::Mode;
+use super::options::Tap;
 use super::rewrite::FirstMessage;
 
 /// The most the proxy reads at once.
@@ -41,6 +42,7 @@ pub(crate) async fn pump<R, W>(
     dst: W,
     mode: watch::Receiver<Mode>,
     first: FirstMessage,
+    tap: Option<Tap>,
 ) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -49,7 +51,7 @@ where
     let (tx, rx) = mpsc::unbounded_channel();
     let budget = Arc::new(Semaphore::new(IN_FLIGHT_BYTES));
     tokio::try_join!(
-        read_side(src, mode.clone(), first, budget, tx),
+        read_side(src, mode.clone(), first, budget, tx, tap),
         write_side(dst, mode, rx)
     )?;
     Ok(())
@@ -62,6 +64,7 @@ async fn read_side<R: AsyncRead + Unpin>(
     mut first: FirstMessage,
     budget: Arc<Semaphore>,
     tx: mpsc::UnboundedSender<Chunk>,
+    tap: Option<Tap>,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
@@ -70,6 +73,9 @@ async fn read_side<R: AsyncRead + Unpin>(
         }
         let n = src.read(&mut buf).await?;
         let read_at = Instant::now();
+        if let Some(tap) = &tap {
+            tap.record(&buf[..n]);
+        }
         let bytes = if n == 0 {
             first.finish()
         } else {

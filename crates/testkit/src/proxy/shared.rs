@@ -24,6 +24,7 @@ pub(super) struct RouteShared {
     pub(super) upstream: SocketAddr,
     pub(super) connect_retry: Duration,
     pub(super) rewrite: Option<Arc<dyn FirstMessageRewrite>>,
+    pub(super) tap: Option<super::options::Tap>,
     /// The current mode; every pump holds a receiver.
     pub(super) mode: watch::Sender<Mode>,
     /// Open connections, each with the signal that resets it.
@@ -48,6 +49,7 @@ impl RouteShared {
             upstream,
             connect_retry: options.connect_retry,
             rewrite: options.first_message_rewrite,
+            tap: options.tap,
             mode: watch::Sender::new(Mode::Pass),
             conns: Mutex::default(),
             next_id: AtomicU64::new(0),
