@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 
 use crate::output::Report;
 use crate::scenario::{
-    checkpoints, cluster, dataflow, failover, isolation, kafka, notify, ops, probe, table_load,
+    checkpoints, cluster, dataflow, failover, isolation, kafka, notify, ops, probe, table_load, tls,
 };
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
@@ -95,6 +95,9 @@ enum Scenario {
     /// a plain rdkafka loop: throughput, end-to-end latency at each
     /// checkpoint interval, and what the sink's requests cost (issue #22).
     Kafka(kafka::KafkaArgs),
+    /// What TLS costs: keyed throughput over two TaskManagers with mutual
+    /// TLS against plain TCP, and a new connection's handshake (issue #24).
+    Tls(tls::TlsArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -136,6 +139,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::TableLoad(args) => vec![table_load::run(args, tick).await?],
         Scenario::CheckpointRecovery(args) => vec![cluster::recovery::run(args, tick).await?],
         Scenario::Takeover(args) => vec![cluster::takeover::run(args, tick).await?],
+        Scenario::Tls(args) => vec![tls::run(args).await?],
         Scenario::Dataflow(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || dataflow::run(&args)).await??]
@@ -162,6 +166,7 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
             table_load::run(&defaults(), tick).await?,
             tokio::task::spawn_blocking(|| isolation::run(&defaults())).await??,
             tokio::task::spawn_blocking(|| checkpoints::run(&defaults())).await??,
+            tls::run(&defaults()).await?,
         ],
     })
 }

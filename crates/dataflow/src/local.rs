@@ -116,6 +116,9 @@ pub struct LocalRun {
     /// A checkpoint to start from (taken by an earlier run of the same
     /// plan).
     pub restore: Option<LocalCheckpoint>,
+    /// Mutual TLS between the in-process TaskManagers' exchanges (with
+    /// more than one); `None`: plain TCP.
+    pub tls: Option<Arc<holdfast_tls::TlsLink>>,
 }
 
 /// A checkpoint of a local run: every subtask's state file, as the
@@ -166,6 +169,7 @@ impl Default for LocalRun {
             metrics: Arc::new(DataflowMetrics::default()),
             checkpointing: None,
             restore: None,
+            tls: None,
         }
     }
 }
@@ -333,6 +337,7 @@ impl LocalRun {
         for index in 0..self.taskmanagers {
             let mut options = ExchangeOptions::new(format!("local-{index}"), Auth::Disabled);
             options.buffers_per_channel = self.buffers_per_channel;
+            options.tls = self.tls.clone();
             let exchange = runtime
                 .block_on(Exchange::start(options))
                 .map_err(|e| LocalError::Exchange(e.to_string()))?;

@@ -11,6 +11,7 @@ pub mod notify;
 pub mod ops;
 pub mod probe;
 pub mod table_load;
+pub mod tls;
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@
 //! counted, and logged at most once a minute per caller, naming it and why,
 //! never what it sent.
 //!
-//! [`decide`] is the rule, pure; [`guard`] is the middleware around it.
+//! `decide` is the rule, pure; `guard` is the middleware around it.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

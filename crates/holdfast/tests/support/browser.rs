@@ -37,6 +37,12 @@ impl Page {
     /// Starts headless Chromium (1400×1000) with one tab; screenshots go
     /// into `target/dashboard-screenshots/<test>/`.
     pub fn open(test: &str) -> Result<Page> {
+        Page::open_with(test, &[])
+    }
+
+    /// [`open`](Self::open) with extra Chromium flags (e.g. the server key
+    /// to trust with `--ignore-certificate-errors-spki-list`).
+    pub fn open_with(test: &str, args: &[&str]) -> Result<Page> {
         let path = std::env::var_os("HOLDFAST_CHROMIUM")
             .map(PathBuf::from)
             .or_else(|| CHROMIUM.iter().map(PathBuf::from).find(|p| p.exists()))
@@ -48,6 +54,7 @@ impl Page {
             .path(Some(path))
             .sandbox(false)
             .window_size(Some((1400, 1000)))
+            .args(args.iter().map(std::ffi::OsStr::new).collect())
             .idle_browser_timeout(Duration::from_secs(600))
             .build()
             .map_err(|e| anyhow::anyhow!("Chromium launch options: {e}"))?;
