@@ -85,6 +85,9 @@ pub fn builtin_jobs() -> JobRegistry {
 /// TaskManager rebuilds each job it runs from its name and parameters.
 pub fn main_with(jobs: JobRegistry) -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // One process-wide rustls provider (ring), for any library that asks
+    // rustls for the default; holdfast's own configurations name ring.
+    holdfast_tls::install_crypto_provider();
     // The demo prints its own timeline; its logs are opt-in (RUST_LOG=info).
     let default_filter = match cli.command {
         Command::Demo(_) => "off",

@@ -245,7 +245,7 @@ async fn a_cluster_with_tls_on_every_link_runs_a_job_and_refuses_strangers() -> 
         .find(|l| l.contains("registration with the JobManager failed"))
         .context("the registration failure is logged")?;
     ensure!(
-        line.contains("TLS refused") && line.contains("not signed by a CA the peer trusts"),
+        line.contains("TLS") && line.contains("not signed by a CA the peer trusts"),
         "{line}"
     );
     logged(&jm.process, "unknown-ca", 0).await?;
@@ -329,6 +329,29 @@ async fn the_rest_certificate_is_replaced_under_a_running_job_with_sighup() -> R
     .await?;
     logged(&jm.process, "TLS files changed", 0).await?;
 
+    // The internal certificate too: every process reads the same files;
+    // the JobManager rereads them on SIGHUP, and its RPC port presents the
+    // new one to new connections while the TaskManager's stays open.
+    ensure!(server_certificate_at(&jm.rpc, &p.ca.ca_file()).await? == "holdfast-node");
+    let node_2027 = p.ca.issue(
+        "holdfast-node-2027",
+        &["127.0.0.1", "localhost"],
+        CertValidity::Current,
+    );
+    std::fs::copy(&node_2027.certificate, &p.node.certificate)?;
+    std::fs::copy(&node_2027.key, &p.node.key)?;
+    jm.process.signal(Signal::SIGHUP)?;
+    eventually("the RPC port presents the renewed certificate", || async {
+        Ok(
+            (server_certificate_at(&jm.rpc, &p.ca.ca_file()).await? == "holdfast-node-2027")
+                .then_some(()),
+        )
+    })
+    .await?;
+    // A TaskManager started now (reading the renewed files) joins.
+    let _tm2 = cluster.taskmanager("tm-2", None).await?;
+    registered(&alice, 2).await?;
+
     // The job ran on untouched: running, never restarted.
     let details = all_running(&alice, job, "the job still runs").await?;
     let restarts = alice
@@ -350,8 +373,12 @@ async fn the_rest_certificate_is_replaced_under_a_running_job_with_sighup() -> R
 /// connection, with a client certificate not needed for the handshake's
 /// first half).
 async fn server_certificate(url: &str, ca: &Path) -> Result<String> {
+    server_certificate_at(url.trim_start_matches("https://"), ca).await
+}
+
+/// [`server_certificate`] of the TLS server at `addr` (`host:port`).
+async fn server_certificate_at(addr: &str, ca: &Path) -> Result<String> {
     use rustls_pki_types::pem::PemObject;
-    let addr = url.trim_start_matches("https://");
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pki_types::CertificateDer::pem_file_iter(ca)? {
         roots.add(cert?)?;

@@ -31,6 +31,7 @@ mod pkcs12;
 mod policy;
 mod refusal;
 mod stream;
+mod verdict;
 
 pub use acceptor::{Accepted, Acceptor, MAX_HANDSHAKES};
 pub use configs::ClientCertificates;

@@ -30,6 +30,7 @@ use crate::material::{self, Digest, Material, TlsFiles, Validity};
 use crate::metrics::TlsMetrics;
 use crate::policy::TlsPolicy;
 use crate::refusal::HandshakeRefusal;
+use crate::verdict;
 
 /// What one link is for, and so which configurations it builds.
 #[derive(Clone, Debug)]
@@ -259,10 +260,18 @@ impl TlsLink {
             detail: "this process does not dial TLS on this link".into(),
         })?;
         let name = server_name(host)?;
+        let started = Instant::now();
         let outcome =
             tokio::time::timeout(timeout, TlsConnector::from(config).connect(name, tcp)).await;
         let refusal = match outcome {
-            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Ok(mut stream)) => {
+                // One handshake's time more (plus a little) for the verdict.
+                let wait = (started.elapsed() + VERDICT_SLACK).min(timeout);
+                match verdict::await_verdict(&mut stream, wait).await {
+                    Ok(()) => return Ok(stream),
+                    Err(refusal) => refusal,
+                }
+            }
             Ok(Err(error)) => HandshakeRefusal::from_io(&error),
             Err(_) => HandshakeRefusal::timeout(timeout),
         };
@@ -326,6 +335,10 @@ impl TlsLink {
         })
     }
 }
+
+/// Added to the handshake's own duration while waiting for a TLS 1.3
+/// server's verdict on this side's certificate.
+const VERDICT_SLACK: Duration = Duration::from_millis(20);
 
 /// A host for SNI and verification: a DNS name or an IP address.
 fn server_name(host: &str) -> Result<ServerName<'static>, HandshakeRefusal> {
