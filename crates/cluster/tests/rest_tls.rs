@@ -15,7 +15,7 @@ use anyhow::Result;
 use holdfast_cluster::client::{ClientError, RestClient, StatusCode};
 use holdfast_cluster::rest::RestAccess;
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics};
 use prometheus_client::metrics::counter::Counter;
 use rest_fake::{Fake, RUNNING, Role, serve_with};
 
@@ -54,25 +54,16 @@ fn link(
     serve: Option<ClientCertificates>,
     metrics: &TlsMetrics,
 ) -> Arc<TlsLink> {
-    TlsLink::load(
-        LinkSpec {
-            name: "rest",
-            files: TlsFiles {
-                prefix: "security.ssl.rest",
-                certificate: identity.map(|i| i.certificate.clone()),
-                key: identity.map(|i| i.key.clone()),
-                ca: Some(ca.ca_file()),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve,
-            dial: serve.is_none(),
-            alpn: vec![b"http/1.1".to_vec()],
-            warn_before: Duration::from_secs(86_400),
-        },
-        metrics.clone(),
-    )
-    .unwrap()
+    let files = TlsFiles::pem(
+        "security.ssl.rest",
+        identity.map(TestIdentity::pair),
+        &ca.ca_file(),
+    );
+    let spec = LinkSpec {
+        alpn: vec![b"http/1.1".to_vec()],
+        ..LinkSpec::new("rest", files, serve, serve.is_none())
+    };
+    TlsLink::load(spec, metrics.clone()).unwrap()
 }
 
 /// A holdfast client over HTTPS with `identity` as its certificate.
@@ -183,15 +174,7 @@ async fn with_authentication_enabled_a_client_without_a_certificate_is_refused_a
             .len(),
         2
     );
-    let refusals = |reason: &str| {
-        metrics
-            .handshakes_refused
-            .get_or_create(&holdfast_tls::RefusalLabel {
-                link: "rest".into(),
-                reason: reason.into(),
-            })
-            .get()
-    };
+    let refusals = |reason: &str| metrics.refusals("rest", reason);
     assert_eq!(refusals("no-client-certificate"), 1);
     assert_eq!(refusals("unknown-ca"), 1);
     Ok(())
@@ -224,13 +207,7 @@ async fn a_client_that_does_not_trust_the_server_or_speaks_plain_http_gets_a_cle
     let plain = RestClient::new(&format!("http://{}", jm.addr), TIMEOUT)?;
     assert!(plain.jobs().await.is_err());
     assert_eq!(client(&jm.url, None, &p.ca).jobs().await?.jobs.len(), 2);
-    let not_tls = metrics
-        .handshakes_refused
-        .get_or_create(&holdfast_tls::RefusalLabel {
-            link: "rest".into(),
-            reason: "not-tls".into(),
-        })
-        .get();
+    let not_tls = metrics.refusals("rest", "not-tls");
     assert_eq!(not_tls, 1);
 
     // And the client refuses to send https to a plain URL or the reverse.

@@ -7,33 +7,20 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::*;
 use holdfast_exchange::{Exchange, ExchangeError, ExchangeOptions, Interrupt};
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics};
 
 fn link(identity: &TestIdentity, ca: &TestPki, metrics: &TlsMetrics) -> Arc<TlsLink> {
-    TlsLink::load(
-        LinkSpec {
-            name: "internal",
-            files: TlsFiles {
-                prefix: "security.ssl.internal",
-                certificate: Some(identity.certificate.clone()),
-                key: Some(identity.key.clone()),
-                ca: Some(ca.ca_file()),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve: Some(ClientCertificates::Required),
-            dial: true,
-            alpn: Vec::new(),
-            warn_before: Duration::from_secs(86_400),
-        },
-        metrics.clone(),
-    )
-    .unwrap()
+    let files = TlsFiles::pem(
+        "security.ssl.internal",
+        Some(identity.pair()),
+        &ca.ca_file(),
+    );
+    let spec = LinkSpec::new("internal", files, Some(ClientCertificates::Required), true);
+    TlsLink::load(spec, metrics.clone()).unwrap()
 }
 
 fn with_tls(id: &str, tls: Option<Arc<TlsLink>>) -> ExchangeOptions {
@@ -98,15 +85,7 @@ fn batches_cross_over_mutual_tls_and_strangers_are_refused() {
         "{error:?}"
     );
 
-    let count = |reason: &str| {
-        producer_metrics
-            .handshakes_refused
-            .get_or_create(&holdfast_tls::RefusalLabel {
-                link: "internal".into(),
-                reason: reason.into(),
-            })
-            .get()
-    };
+    let count = |reason: &str| producer_metrics.refusals("internal", reason);
     eventually("both refusals counted", || {
         count("unknown-ca") == 1 && count("not-tls") == 1
     });

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use base64::Engine;
 use browser::Page;
 use holdfast_testkit::{CertValidity, TestPki};
-use holdfast_tls::{LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{LinkSpec, TlsFiles, TlsLink, TlsMetrics};
 use sha2::Digest;
 use support::cluster::{Cluster, all_running, registered};
 use support::datagen_job::Datagen;
@@ -49,24 +49,12 @@ async fn the_dashboard_works_over_https() -> Result<()> {
     );
     let cluster = Cluster::start("lease", &config).await?;
     let jm = cluster.jobmanager("jm-a").await?;
-    let link = TlsLink::load(
-        LinkSpec {
-            name: "rest",
-            files: TlsFiles {
-                prefix: "security.ssl.rest",
-                certificate: Some(operator.certificate.clone()),
-                key: Some(operator.key.clone()),
-                ca: Some(ca.ca_file()),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve: None,
-            dial: true,
-            alpn: vec![b"http/1.1".to_vec()],
-            warn_before: std::time::Duration::from_secs(86_400),
-        },
-        TlsMetrics::default(),
-    )?;
+    let files = TlsFiles::pem("security.ssl.rest", Some(operator.pair()), &ca.ca_file());
+    let spec = LinkSpec {
+        alpn: vec![b"http/1.1".to_vec()],
+        ..LinkSpec::new("rest", files, None, true)
+    };
+    let link = TlsLink::load(spec, TlsMetrics::default())?;
     let client = holdfast_cluster::client::RestClient::with_tls(
         &jm.rest,
         std::time::Duration::from_secs(5),

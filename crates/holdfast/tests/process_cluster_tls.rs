@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use holdfast_cluster::client::{ClientError, RestClient};
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{LinkSpec, TlsFiles, TlsLink, TlsMetrics};
 use nix::sys::signal::Signal;
 use support::cluster::{Cluster, all_running, eventually, logged, metric, registered};
 use support::run;
@@ -81,24 +81,16 @@ fn https(
     identity: Option<&TestIdentity>,
     ca: &TestPki,
 ) -> Result<(RestClient, Arc<TlsLink>)> {
-    let link = TlsLink::load(
-        LinkSpec {
-            name: "rest",
-            files: TlsFiles {
-                prefix: "security.ssl.rest",
-                certificate: identity.map(|i| i.certificate.clone()),
-                key: identity.map(|i| i.key.clone()),
-                ca: Some(ca.ca_file()),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve: None,
-            dial: true,
-            alpn: vec![b"http/1.1".to_vec()],
-            warn_before: Duration::from_secs(86_400),
-        },
-        TlsMetrics::default(),
-    )?;
+    let files = TlsFiles::pem(
+        "security.ssl.rest",
+        identity.map(TestIdentity::pair),
+        &ca.ca_file(),
+    );
+    let spec = LinkSpec {
+        alpn: vec![b"http/1.1".to_vec()],
+        ..LinkSpec::new("rest", files, None, true)
+    };
+    let link = TlsLink::load(spec, TlsMetrics::default())?;
     let config = link.client_config().context("a client configuration")?;
     Ok((
         RestClient::with_tls(url, Duration::from_secs(5), config)?,

@@ -16,25 +16,17 @@ use holdfast_rpc::proto;
 use holdfast_rpc::{Auth, ClientAuth};
 use holdfast_rpc::{ClientConfig, JobManagerClient, RpcError, ServerAuth};
 use holdfast_testkit::{CertValidity, TestIdentity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics};
 
 fn link(identity: Option<&TestIdentity>, ca: &TestPki, metrics: &TlsMetrics) -> Arc<TlsLink> {
+    let files = TlsFiles::pem(
+        "security.ssl.internal",
+        identity.map(TestIdentity::pair),
+        &ca.ca_file(),
+    );
+    let serve = identity.map(|_| ClientCertificates::Required);
     TlsLink::load(
-        LinkSpec {
-            name: "internal",
-            files: TlsFiles {
-                prefix: "security.ssl.internal",
-                certificate: identity.map(|i| i.certificate.clone()),
-                key: identity.map(|i| i.key.clone()),
-                ca: Some(ca.ca_file()),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve: identity.map(|_| ClientCertificates::Required),
-            dial: true,
-            alpn: Vec::new(),
-            warn_before: Duration::from_secs(86_400),
-        },
+        LinkSpec::new("internal", files, serve, true),
         metrics.clone(),
     )
     .unwrap()
@@ -131,15 +123,7 @@ async fn calls_run_over_mutual_tls_and_strangers_are_refused_before_any_call() {
         "{error:?}"
     );
 
-    let refused = |reason: &str| {
-        server_metrics
-            .handshakes_refused
-            .get_or_create(&holdfast_tls::RefusalLabel {
-                link: "internal".into(),
-                reason: reason.into(),
-            })
-            .get()
-    };
+    let refused = |reason: &str| server_metrics.refusals("internal", reason);
     assert!(refused("no-client-certificate") >= 1);
     assert!(refused("unknown-ca") >= 1);
     assert!(refused("not-tls") >= 1);

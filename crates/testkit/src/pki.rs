@@ -102,6 +102,12 @@ impl TestPki {
 }
 
 impl TestIdentity {
+    /// The certificate and key files, as `holdfast_tls::TlsFiles::pem`
+    /// takes them.
+    pub fn pair(&self) -> (&Path, &Path) {
+        (&self.certificate, &self.key)
+    }
+
     /// The certificate and key as a PKCS#12 keystore (as Java's `keytool`
     /// and Flink read them) at `path`, encrypted with `password`, the CA's
     /// certificate `ca` after the leaf in its chain.

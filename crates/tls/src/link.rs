@@ -52,6 +52,27 @@ pub struct LinkSpec {
     pub warn_before: Duration,
 }
 
+impl LinkSpec {
+    /// A link named `name` with the default policy, no ALPN, and expiry
+    /// warnings from 30 days before the end.
+    pub fn new(
+        name: &'static str,
+        files: TlsFiles,
+        serve: Option<ClientCertificates>,
+        dial: bool,
+    ) -> LinkSpec {
+        LinkSpec {
+            name,
+            files,
+            policy: TlsPolicy::default(),
+            serve,
+            dial,
+            alpn: Vec::new(),
+            warn_before: Duration::from_secs(30 * 86_400),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Current {
     server: Option<Arc<ServerConfig>>,

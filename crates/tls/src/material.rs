@@ -59,6 +59,18 @@ impl fmt::Debug for Store {
 }
 
 impl TlsFiles {
+    /// PEM files under `prefix`: the own certificate and key when given,
+    /// and the CA.
+    pub fn pem(prefix: &'static str, identity: Option<(&Path, &Path)>, ca: &Path) -> TlsFiles {
+        TlsFiles {
+            prefix,
+            certificate: identity.map(|(certificate, _)| certificate.to_owned()),
+            key: identity.map(|(_, key)| key.to_owned()),
+            ca: Some(ca.to_owned()),
+            ..TlsFiles::default()
+        }
+    }
+
     fn key_name(&self, leaf: &str) -> String {
         match leaf {
             "keystore" | "truststore" => format!("{}.{leaf}", self.prefix),

@@ -65,6 +65,16 @@ impl TlsMetrics {
         );
     }
 
+    /// Handshakes of `link` refused for `reason` so far.
+    pub fn refusals(&self, link: &str, reason: &str) -> u64 {
+        self.handshakes_refused
+            .get_or_create(&RefusalLabel {
+                link: link.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .get()
+    }
+
     pub(crate) fn refused(&self, link: &str, reason: &str) {
         self.handshakes_refused
             .get_or_create(&RefusalLabel {

@@ -19,24 +19,17 @@ use tokio::net::{TcpListener, TcpStream};
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 fn files(identity: Option<&TestIdentity>, ca: &TestPki) -> TlsFiles {
-    TlsFiles {
-        prefix: "security.ssl.internal",
-        certificate: identity.map(|i| i.certificate.clone()),
-        key: identity.map(|i| i.key.clone()),
-        ca: Some(ca.ca_file()),
-        ..TlsFiles::default()
-    }
+    TlsFiles::pem(
+        "security.ssl.internal",
+        identity.map(TestIdentity::pair),
+        &ca.ca_file(),
+    )
 }
 
 fn spec(files: TlsFiles, serve: Option<ClientCertificates>, policy: TlsPolicy) -> LinkSpec {
     LinkSpec {
-        name: "internal",
-        files,
         policy,
-        serve,
-        dial: true,
-        alpn: Vec::new(),
-        warn_before: Duration::from_secs(30 * 86_400),
+        ..LinkSpec::new("internal", files, serve, true)
     }
 }
 

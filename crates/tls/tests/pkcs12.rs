@@ -10,9 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use holdfast_tls::{
-    ClientCertificates, LinkSpec, Store, TlsFiles, TlsLink, TlsMetrics, TlsPolicy, peer_name,
-};
+use holdfast_tls::{ClientCertificates, LinkSpec, Store, TlsFiles, TlsLink, TlsMetrics, peer_name};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -109,23 +107,14 @@ fn link(
     truststore: &Path,
     password: &str,
 ) -> Result<Arc<TlsLink>, holdfast_tls::TlsError> {
-    TlsLink::load(
-        LinkSpec {
-            name: "internal",
-            files: TlsFiles {
-                prefix: "security.ssl.internal",
-                keystore: store(keystore, password),
-                truststore: store(truststore, password),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve: Some(ClientCertificates::Required),
-            dial: true,
-            alpn: Vec::new(),
-            warn_before: Duration::from_secs(86_400),
-        },
-        TlsMetrics::default(),
-    )
+    let files = TlsFiles {
+        prefix: "security.ssl.internal",
+        keystore: store(keystore, password),
+        truststore: store(truststore, password),
+        ..TlsFiles::default()
+    };
+    let spec = LinkSpec::new("internal", files, Some(ClientCertificates::Required), true);
+    TlsLink::load(spec, TlsMetrics::default())
 }
 
 /// Both sides' view of one mutual handshake: the peer's certificate name.

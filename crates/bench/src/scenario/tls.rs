@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use holdfast_dataflow::{JobRegistry, LocalRun};
 use holdfast_testkit::{CertValidity, TestPki};
-use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics, TlsPolicy};
+use holdfast_tls::{ClientCertificates, LinkSpec, TlsFiles, TlsLink, TlsMetrics};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -47,25 +47,14 @@ pub struct TlsArgs {
 
 fn link(dir: &std::path::Path, ca: &TestPki, name: &str) -> Result<Arc<TlsLink>> {
     let identity = ca.issue(name, &["127.0.0.1", "localhost"], CertValidity::Current);
-    TlsLink::load(
-        LinkSpec {
-            name: "internal",
-            files: TlsFiles {
-                prefix: "security.ssl.internal",
-                certificate: Some(identity.certificate),
-                key: Some(identity.key),
-                ca: Some(ca.ca_file()),
-                ..TlsFiles::default()
-            },
-            policy: TlsPolicy::default(),
-            serve: Some(ClientCertificates::Required),
-            dial: true,
-            alpn: Vec::new(),
-            warn_before: Duration::from_secs(86_400),
-        },
-        TlsMetrics::default(),
-    )
-    .with_context(|| format!("TLS for {name} in {}", dir.display()))
+    let files = TlsFiles::pem(
+        "security.ssl.internal",
+        Some(identity.pair()),
+        &ca.ca_file(),
+    );
+    let spec = LinkSpec::new("internal", files, Some(ClientCertificates::Required), true);
+    TlsLink::load(spec, TlsMetrics::default())
+        .with_context(|| format!("TLS for {name} in {}", dir.display()))
 }
 
 /// One keyed run over two TaskManagers: (wall, CPU).

@@ -271,25 +271,11 @@ mod tests {
             &["localhost"],
             holdfast_testkit::CertValidity::Current,
         );
-        let link = holdfast_tls::TlsLink::load(
-            holdfast_tls::LinkSpec {
-                name: "rest",
-                files: holdfast_tls::TlsFiles {
-                    prefix: "security.ssl.rest",
-                    certificate: Some(id.certificate),
-                    key: Some(id.key),
-                    ca: Some(pki.ca_file()),
-                    ..holdfast_tls::TlsFiles::default()
-                },
-                policy: holdfast_tls::TlsPolicy::default(),
-                serve: Some(holdfast_tls::ClientCertificates::Optional),
-                dial: false,
-                alpn: Vec::new(),
-                warn_before: std::time::Duration::from_secs(86_400),
-            },
-            holdfast_tls::TlsMetrics::default(),
-        )
-        .unwrap();
+        let files =
+            holdfast_tls::TlsFiles::pem("security.ssl.rest", Some(id.pair()), &pki.ca_file());
+        let optional = Some(holdfast_tls::ClientCertificates::Optional);
+        let spec = holdfast_tls::LinkSpec::new("rest", files, optional, false);
+        let link = holdfast_tls::TlsLink::load(spec, holdfast_tls::TlsMetrics::default()).unwrap();
         let certified = RestAccess::open().with_tls(Arc::clone(&link), true);
         assert!(certified.is_guarded());
         assert_eq!(decide(&certified, &get, read, None, None), Decision::Allow);
