@@ -66,6 +66,18 @@ fn link(
     TlsLink::load(spec, metrics.clone()).unwrap()
 }
 
+/// The fake leader over HTTPS with `p.server`'s certificate, asking for
+/// client certificates as `clients` says, under `access`.
+async fn https_fake(
+    p: &Pki,
+    clients: ClientCertificates,
+    metrics: &TlsMetrics,
+    access: RestAccess,
+) -> rest_fake::Served {
+    let server = link(Some(&p.server), &p.ca, Some(clients), metrics);
+    serve_with(Fake::new(Role::Leader), access.with_tls(server, true)).await
+}
+
 /// A holdfast client over HTTPS with `identity` as its certificate.
 fn client(url: &str, identity: Option<&TestIdentity>, ca: &TestPki) -> RestClient {
     let tls = link(identity, ca, None, &TlsMetrics::default());
@@ -77,17 +89,12 @@ async fn a_verified_client_certificate_may_change_jobs_and_an_anonymous_client_m
 -> Result<()> {
     let p = pki();
     let refused = Counter::default();
-    let server = link(
-        Some(&p.server),
-        &p.ca,
-        Some(ClientCertificates::Optional),
+    let access = RestAccess::open().counting(refused.clone());
+    let jm = https_fake(
+        &p,
+        ClientCertificates::Optional,
         &TlsMetrics::default(),
-    );
-    let jm = serve_with(
-        Fake::new(Role::Leader),
-        RestAccess::open()
-            .counting(refused.clone())
-            .with_tls(server, true),
+        access,
     )
     .await;
     assert!(jm.url.starts_with("https://"), "{}", jm.url);
@@ -112,15 +119,11 @@ async fn a_verified_client_certificate_may_change_jobs_and_an_anonymous_client_m
 #[tokio::test]
 async fn closed_reads_need_a_certificate_too() -> Result<()> {
     let p = pki();
-    let server = link(
-        Some(&p.server),
-        &p.ca,
-        Some(ClientCertificates::Optional),
+    let jm = https_fake(
+        &p,
+        ClientCertificates::Optional,
         &TlsMetrics::default(),
-    );
-    let jm = serve_with(
-        Fake::new(Role::Leader),
-        RestAccess::open().with_tls(server, true).closing_reads(),
+        RestAccess::open().closing_reads(),
     )
     .await;
     let error = client(&jm.url, None, &p.ca).jobs().await.unwrap_err();
@@ -136,15 +139,11 @@ async fn with_authentication_enabled_a_client_without_a_certificate_is_refused_a
 -> Result<()> {
     let p = pki();
     let metrics = TlsMetrics::default();
-    let server = link(
-        Some(&p.server),
-        &p.ca,
-        Some(ClientCertificates::Required),
+    let jm = https_fake(
+        &p,
+        ClientCertificates::Required,
         &metrics,
-    );
-    let jm = serve_with(
-        Fake::new(Role::Leader),
-        RestAccess::open().with_tls(server, true),
+        RestAccess::open(),
     )
     .await;
 
@@ -185,15 +184,11 @@ async fn a_client_that_does_not_trust_the_server_or_speaks_plain_http_gets_a_cle
 -> Result<()> {
     let p = pki();
     let metrics = TlsMetrics::default();
-    let server = link(
-        Some(&p.server),
-        &p.ca,
-        Some(ClientCertificates::Optional),
+    let jm = https_fake(
+        &p,
+        ClientCertificates::Optional,
         &metrics,
-    );
-    let jm = serve_with(
-        Fake::new(Role::Leader),
-        RestAccess::open().with_tls(server, true),
+        RestAccess::open(),
     )
     .await;
 
@@ -229,15 +224,11 @@ async fn a_client_that_does_not_trust_the_server_or_speaks_plain_http_gets_a_cle
 #[tokio::test]
 async fn stalled_handshakes_do_not_block_other_clients() -> Result<()> {
     let p = pki();
-    let server = link(
-        Some(&p.server),
-        &p.ca,
-        Some(ClientCertificates::Optional),
+    let jm = https_fake(
+        &p,
+        ClientCertificates::Optional,
         &TlsMetrics::default(),
-    );
-    let jm = serve_with(
-        Fake::new(Role::Leader),
-        RestAccess::open().with_tls(server, true),
+        RestAccess::open(),
     )
     .await;
     let mut stalled = Vec::new();
