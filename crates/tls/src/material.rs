@@ -78,11 +78,15 @@ impl TlsFiles {
         }
     }
 
+    /// The files in the order [`Material::load`] hashes them: the identity
+    /// (PEM certificate and key, or the keystore), then the trust (PEM CA,
+    /// or the truststore).
     fn paths(&self) -> impl Iterator<Item = &PathBuf> {
-        [&self.certificate, &self.key, &self.ca]
+        [&self.certificate, &self.key]
             .into_iter()
             .flatten()
             .chain(self.keystore.iter().map(|s| &s.path))
+            .chain(&self.ca)
             .chain(self.truststore.iter().map(|s| &s.path))
     }
 }

@@ -197,3 +197,46 @@ fn bad_stores_are_named_and_the_password_never_shows() {
     let no_key = link(&trust, &trust, PASSWORD).unwrap_err().to_string();
     assert!(no_key.contains("no private key"), "{no_key}");
 }
+
+/// A keystore with a PEM CA, and PEM files with a truststore, both load;
+/// while nothing changes, the reload check reports nothing changed.
+#[test]
+fn stores_and_pem_files_mix_and_an_unchanged_mix_is_not_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = keystore(dir.path(), "node-a", "PKCS12");
+    let trust = truststore(dir.path(), &[("node-a", &a)]);
+    // `truststore` left node-a's certificate as PEM beside it.
+    let pem_ca = dir.path().join("node-a.crt");
+    let files = TlsFiles {
+        prefix: "security.ssl.internal",
+        keystore: store(&a, PASSWORD),
+        ca: Some(pem_ca),
+        ..TlsFiles::default()
+    };
+    let spec = LinkSpec::new("internal", files, Some(ClientCertificates::Required), true);
+    let mixed = TlsLink::load(spec, TlsMetrics::default()).unwrap();
+    assert!(matches!(
+        mixed.reload_if_changed(),
+        holdfast_tls::Reload::Unchanged
+    ));
+
+    let ca = holdfast_testkit::TestPki::new(dir.path(), "cluster");
+    let node = ca.issue(
+        "node-b",
+        &["127.0.0.1"],
+        holdfast_testkit::CertValidity::Current,
+    );
+    let files = TlsFiles {
+        prefix: "security.ssl.internal",
+        certificate: Some(node.certificate.clone()),
+        key: Some(node.key.clone()),
+        truststore: store(&trust, PASSWORD),
+        ..TlsFiles::default()
+    };
+    let spec = LinkSpec::new("internal", files, Some(ClientCertificates::Required), true);
+    let mixed = TlsLink::load(spec, TlsMetrics::default()).unwrap();
+    assert!(matches!(
+        mixed.reload_if_changed(),
+        holdfast_tls::Reload::Unchanged
+    ));
+}
