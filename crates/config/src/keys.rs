@@ -597,7 +597,7 @@ pub const KEYS: &[KeySpec] = &[
         "false",
         "boolean",
         Security,
-        "mutual TLS on the cluster's RPC and data exchange; needs the three `security.ssl.internal.pem.*` files",
+        "mutual TLS on the cluster's RPC and data exchange; needs a certificate and key (`security.ssl.internal.pem.certificate` and `.key`, or the keystore) and a CA (`security.ssl.internal.pem.ca`, or the truststore)",
     ),
     key(
         SSL_INTERNAL_CERT,
@@ -625,7 +625,7 @@ pub const KEYS: &[KeySpec] = &[
         "false",
         "boolean",
         Security,
-        "HTTPS for the REST API and the dashboard; needs `security.ssl.rest.pem.certificate` and `.key`",
+        "HTTPS for the REST API and the dashboard; needs a certificate and key (`security.ssl.rest.pem.certificate` and `.key`, or the keystore)",
     ),
     key(
         SSL_REST_AUTHENTICATION,
