@@ -41,6 +41,25 @@ fn client(target: &str, auth: &Auth, tls: Option<Arc<TlsLink>>) -> JobManagerCli
     JobManagerClient::new(target, ClientAuth::new(auth, peer("tm-1")), &config).unwrap()
 }
 
+/// Both test services over mutual TLS with `identity`, signed calls
+/// verified with `secret`; the `localhost:PORT` to dial.
+async fn serve(
+    identity: &TestIdentity,
+    ca: &TestPki,
+    secret: &Auth,
+    metrics: &TlsMetrics,
+) -> (String, holdfast_rpc::ServerHandle) {
+    let (addr, server) = holdfast_rpc::serve_both(
+        listener().await,
+        TestTaskManager::default(),
+        TestJobManager,
+        ServerAuth::new(secret, &VerifyConfig::default()),
+        Some(link(Some(identity), ca, metrics)),
+    )
+    .unwrap();
+    (format!("localhost:{}", addr.port()), server)
+}
+
 fn register() -> proto::RegisterTaskManagerRequest {
     proto::RegisterTaskManagerRequest {
         task_manager_id: "tm-1".into(),
@@ -62,15 +81,7 @@ async fn calls_run_over_mutual_tls_and_strangers_are_refused_before_any_call() {
     let tm_id = ca.issue("taskmanager-1", &["localhost"], CertValidity::Current);
     let server_metrics = TlsMetrics::default();
     let secret = auth(SECRET);
-    let (addr, _server) = holdfast_rpc::serve_both(
-        listener().await,
-        TestTaskManager::default(),
-        TestJobManager,
-        ServerAuth::new(&secret, &VerifyConfig::default()),
-        Some(link(Some(&jm_id), &ca, &server_metrics)),
-    )
-    .unwrap();
-    let target = format!("localhost:{}", addr.port());
+    let (target, _server) = serve(&jm_id, &ca, &secret, &server_metrics).await;
 
     let member = client(
         &target,
@@ -144,15 +155,7 @@ async fn a_caller_checks_the_servers_name() {
     );
     let tm_id = ca.issue("taskmanager-1", &["localhost"], CertValidity::Current);
     let secret = auth(SECRET);
-    let (addr, _server) = holdfast_rpc::serve_both(
-        listener().await,
-        TestTaskManager::default(),
-        TestJobManager,
-        ServerAuth::new(&secret, &VerifyConfig::default()),
-        Some(link(Some(&jm_id), &ca, &TlsMetrics::default())),
-    )
-    .unwrap();
-    let target = format!("localhost:{}", addr.port());
+    let (target, _server) = serve(&jm_id, &ca, &secret, &TlsMetrics::default()).await;
     let member = client(
         &target,
         &secret,

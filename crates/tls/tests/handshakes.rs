@@ -519,46 +519,46 @@ fn load_errors_name_the_key_and_file_and_never_the_key_material() {
         .to_string()
     };
 
-    let mut missing = files(Some(&id), &w.ca);
-    missing.certificate = Some(id.certificate.with_file_name("nowhere.pem"));
-    let error = load(missing);
-    assert!(
-        error.contains("security.ssl.internal.pem.certificate") && error.contains("nowhere.pem"),
-        "{error}"
-    );
-
-    let mut no_key = files(Some(&id), &w.ca);
-    no_key.key = None;
-    let error = load(no_key);
-    assert!(error.contains("security.ssl.internal.pem.key"), "{error}");
-
-    let mut swapped = files(Some(&id), &w.ca);
-    swapped.key = Some(other.key.clone());
-    let error = load(swapped);
-    assert!(
-        error.contains("other.key") && error.contains("jobmanager.pem"),
-        "{error}"
-    );
-
-    let mut cert_as_key = files(Some(&id), &w.ca);
-    cert_as_key.key = Some(id.certificate.clone());
-    let error = load(cert_as_key);
-    assert!(error.contains("security.ssl.internal.pem.key"), "{error}");
-
-    let mut no_ca = files(Some(&id), &w.ca);
-    no_ca.ca = None;
-    let error = load(no_ca);
-    assert!(error.contains("security.ssl.internal.pem.ca"), "{error}");
-
-    // A key given where the certificate belongs: the error says what was
-    // looked for and names the file, never what is in it.
-    let mut key_as_cert = files(Some(&id), &w.ca);
-    key_as_cert.certificate = Some(id.key.clone());
-    let error = load(key_as_cert);
-    assert!(
-        error.contains("CERTIFICATE") && !error.contains(&key_body) && !error.contains("BEGIN"),
-        "{error}"
-    );
+    // Each case: what is wrong with a good set of files, and what the
+    // error must name. None shows the key's content.
+    let nowhere = id.certificate.with_file_name("nowhere.pem");
+    type Mistake<'a> = Box<dyn Fn(&mut TlsFiles) + 'a>;
+    let cases: Vec<(Mistake<'_>, &[&str])> = vec![
+        (
+            Box::new(|f| f.certificate = Some(nowhere.clone())),
+            &["security.ssl.internal.pem.certificate", "nowhere.pem"],
+        ),
+        (
+            Box::new(|f| f.key = None),
+            &["security.ssl.internal.pem.key"],
+        ),
+        (
+            Box::new(|f| f.key = Some(other.key.clone())),
+            &["other.key", "jobmanager.pem"],
+        ),
+        (
+            Box::new(|f| f.key = Some(id.certificate.clone())),
+            &["security.ssl.internal.pem.key"],
+        ),
+        (Box::new(|f| f.ca = None), &["security.ssl.internal.pem.ca"]),
+        // A key given where the certificate belongs.
+        (
+            Box::new(|f| f.certificate = Some(id.key.clone())),
+            &["CERTIFICATE", "jobmanager.key"],
+        ),
+    ];
+    for (mistake, named) in cases {
+        let mut wrong = files(Some(&id), &w.ca);
+        mistake(&mut wrong);
+        let error = load(wrong);
+        for name in named {
+            assert!(error.contains(name), "{name} not in: {error}");
+        }
+        assert!(
+            !error.contains(&key_body) && !error.contains("BEGIN"),
+            "{error}"
+        );
+    }
 }
 
 /// A TLS 1.3 server refuses a client's certificate after the client's
