@@ -22,11 +22,15 @@
 pub mod conformance;
 mod error;
 mod local;
+mod open;
 mod path;
+pub mod s3;
 
 pub use error::StorageError;
 pub use local::LocalStorage;
+pub use open::{Opener, Storage};
 pub use path::{BadPath, MAX_SEGMENT, StoragePath};
+pub use s3::{S3Bucket, S3Options, S3Storage, Secret};
 
 use bytes::Bytes;
 
@@ -39,6 +43,20 @@ pub trait CheckpointStorage: Send + Sync + std::fmt::Debug + 'static {
         path: &StoragePath,
         bytes: Bytes,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Writes `bytes` at `path` only if no file is there
+    /// ([`StorageError::AlreadyExists`] if one is): for what is never
+    /// overwritten (a checkpoint's or savepoint's metadata). Of concurrent
+    /// creators exactly one succeeds. Durable when it returns `Ok`.
+    fn put_new(
+        &self,
+        path: &StoragePath,
+        bytes: Bytes,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Where the storage is, for messages: a local directory or
+    /// `s3://bucket/prefix`.
+    fn describe(&self) -> String;
 
     /// Reads the whole file at `path`.
     fn get(&self, path: &StoragePath) -> impl Future<Output = Result<Bytes, StorageError>> + Send;

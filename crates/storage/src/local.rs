@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
 use crate::CheckpointStorage;
 use crate::error::StorageError;
@@ -25,14 +25,19 @@ impl LocalStorage {
     /// Storage below `root`, which is created if it does not exist.
     pub fn new(root: impl Into<PathBuf>) -> Result<LocalStorage, StorageError> {
         let root = root.into();
-        let failed = |source| StorageError::Root {
-            root: root.clone(),
-            source,
+        let failed = |error: &dyn std::fmt::Display| StorageError::Root {
+            root: root.display().to_string(),
+            message: error.to_string(),
         };
-        std::fs::create_dir_all(&root).map_err(failed)?;
-        let root = root.canonicalize().map_err(failed)?;
+        let existed = root.is_dir();
+        std::fs::create_dir_all(&root).map_err(|e| failed(&e))?;
+        let root = root.canonicalize().map_err(|e| failed(&e))?;
+        if !existed {
+            // The directories just made are durable once their parents are.
+            sync_up(&root, Path::new("/")).map_err(|e| failed(&e))?;
+        }
         let store = LocalFileSystem::new_with_prefix(&root)
-            .map_err(|e| failed(std::io::Error::other(e.to_string())))?
+            .map_err(|e| failed(&e))?
             .with_automatic_cleanup(true);
         Ok(LocalStorage {
             root,
@@ -63,7 +68,7 @@ impl LocalStorage {
     ) -> StorageError {
         StorageError::Io {
             operation,
-            root: self.root.clone(),
+            root: self.root.display().to_string(),
             path: path.clone(),
             message: error.to_string(),
         }
@@ -75,10 +80,15 @@ impl LocalStorage {
 /// durable only once their directories are.
 fn sync(root: &Path, file: &Path) -> std::io::Result<()> {
     std::fs::File::open(file)?.sync_all()?;
-    let mut dir = file.parent();
+    sync_up(file, root)
+}
+
+/// Syncs every directory from `below`'s parent up to `top`.
+fn sync_up(below: &Path, top: &Path) -> std::io::Result<()> {
+    let mut dir = below.parent();
     while let Some(d) = dir {
         std::fs::File::open(d)?.sync_all()?;
-        if d == root {
+        if d == top {
             break;
         }
         dir = d.parent();
@@ -108,21 +118,52 @@ fn through_a_file(error: &object_store::Error) -> bool {
     false
 }
 
-impl CheckpointStorage for LocalStorage {
-    async fn put(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
+impl LocalStorage {
+    /// Writes `bytes` at `path` (only if nothing is there, when `mode` is
+    /// create), then syncs it and the directories up to the root.
+    async fn write(
+        &self,
+        path: &StoragePath,
+        bytes: Bytes,
+        mode: PutMode,
+    ) -> Result<(), StorageError> {
         if path.as_str().is_empty() {
             return Err(self.io("writing", path, "the root is a directory, not a file"));
         }
         let location = self.location(path)?;
-        self.store
-            .put(&location, PutPayload::from(bytes))
+        match self
+            .store
+            .put_opts(&location, PutPayload::from(bytes), mode.into())
             .await
-            .map_err(|e| self.io("writing", path, e))?;
+        {
+            Ok(_) => {}
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                return Err(StorageError::AlreadyExists {
+                    root: self.root.display().to_string(),
+                    path: path.clone(),
+                });
+            }
+            Err(error) => return Err(self.io("writing", path, error)),
+        }
         let (root, file) = (self.root.clone(), self.root.join(path.as_str()));
         tokio::task::spawn_blocking(move || sync(&root, &file))
             .await
             .map_err(|e| self.io("syncing", path, e))?
             .map_err(|e| self.io("syncing", path, e))
+    }
+}
+
+impl CheckpointStorage for LocalStorage {
+    async fn put(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
+        self.write(path, bytes, PutMode::Overwrite).await
+    }
+
+    async fn put_new(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
+        self.write(path, bytes, PutMode::Create).await
+    }
+
+    fn describe(&self) -> String {
+        self.root.display().to_string()
     }
 
     async fn get(&self, path: &StoragePath) -> Result<Bytes, StorageError> {
@@ -131,7 +172,7 @@ impl CheckpointStorage for LocalStorage {
             Ok(result) => result,
             Err(error) if not_there(&error) => {
                 return Err(StorageError::NotFound {
-                    root: self.root.clone(),
+                    root: self.root.display().to_string(),
                     path: path.clone(),
                 });
             }
@@ -148,7 +189,7 @@ impl CheckpointStorage for LocalStorage {
         match self.store.head(&location).await {
             Ok(meta) => Ok(meta.size),
             Err(error) if not_there(&error) => Err(StorageError::NotFound {
-                root: self.root.clone(),
+                root: self.root.display().to_string(),
                 path: path.clone(),
             }),
             Err(error) => Err(self.io("reading", path, error)),

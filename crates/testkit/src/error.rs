@@ -88,6 +88,42 @@ pub enum KitError {
         /// The tail of its log.
         log_tail: String,
     },
+    /// A server's program is not installed where the kit looks for it.
+    #[error("{tool} is not installed: {looked} does not exist. {install}")]
+    ToolMissing {
+        /// What is missing.
+        tool: &'static str,
+        /// Where the kit looked.
+        looked: PathBuf,
+        /// How to install it.
+        install: &'static str,
+    },
+    /// A test server (other than ZooKeeper and the Kafka broker) did not
+    /// serve in time.
+    #[error(
+        "{server} did not serve on {addr} within {waited:?}; the last lines of its log:\n{log_tail}"
+    )]
+    NotServing {
+        /// Which server.
+        server: &'static str,
+        /// Its address.
+        addr: SocketAddr,
+        /// How long the kit waited.
+        waited: Duration,
+        /// The tail of its log.
+        log_tail: String,
+    },
+    /// A test server (other than ZooKeeper and the Kafka broker) exited
+    /// while starting.
+    #[error("{server} exited while starting ({status}); its log:\n{log_tail}")]
+    ExitedWhileStarting {
+        /// Which server.
+        server: &'static str,
+        /// How it exited.
+        status: String,
+        /// The tail of its log.
+        log_tail: String,
+    },
     /// A condition the kit waits for did not come true in time.
     #[error("timed out after {waited:?} waiting for {what}")]
     Timeout {

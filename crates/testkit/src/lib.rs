@@ -49,6 +49,7 @@ pub mod kafka;
 pub mod pki;
 mod ports;
 pub mod proxy;
+pub mod s3;
 pub mod zk;
 
 pub use error::{KitError, Result};
@@ -57,4 +58,5 @@ pub use kafka::KafkaBroker;
 pub use pki::{TestIdentity, TestPki, Validity as CertValidity};
 pub use ports::free_port;
 pub use proxy::{FaultProxy, Mode, Route, RouteOptions, Tap};
+pub use s3::S3Server;
 pub use zk::{ZkCluster, ZkClusterConfig, ZkMode};

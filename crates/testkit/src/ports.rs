@@ -56,7 +56,7 @@ pub fn free_port() -> Result<u16> {
 /// A random number for port choice (not for anything that needs to be secure
 /// or reproducible): the standard library's randomly keyed hasher over a
 /// counter.
-fn random() -> u64 {
+pub(crate) fn random() -> u64 {
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
     hasher.write_u32(std::process::id());

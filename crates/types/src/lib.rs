@@ -17,6 +17,8 @@
 //! - [`ha`]: the HA layer's configuration as values: [`ha::HaConfig`] (Flink's
 //!   `high-availability.*` keys), [`ha::ErrorPolicy`], [`ha::LeaseConfig`]
 //!   — here so that `holdfast-config` reads them without the HA layer.
+//! - [`location`]: [`Location`], where checkpoints, savepoints and output
+//!   go: an absolute local path or `s3://bucket/key`.
 //! - [`duration`]: [`parse_duration`], Flink's spelling of durations in
 //!   configuration values (`60 s`, `60000`, `1min`).
 //!
@@ -29,11 +31,13 @@
 pub mod duration;
 pub mod ha;
 pub mod ids;
+pub mod location;
 pub mod sync;
 pub mod time;
 pub mod wall;
 
 pub use duration::parse_duration;
 pub use ids::{CheckpointId, ContenderId, Epoch, SessionId};
+pub use location::{Location, LocationError};
 pub use time::MonoTime;
 pub use wall::WallTime;

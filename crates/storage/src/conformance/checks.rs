@@ -636,3 +636,61 @@ pub async fn a_fresh_handle_sees_every_write_and_delete<F: Fixture>(fixture: &F)
     missing(&again, &state).await?;
     lists(&again, &StoragePath::root(), &[]).await
 }
+
+/// `put_new` writes a file where there is none, and never replaces one:
+/// a second `put_new` is [`StorageError::AlreadyExists`] naming the path
+/// and leaves the first bytes; of eight handles creating the same file at
+/// once exactly one succeeds and its bytes are what is read; a file
+/// deleted can be created again.
+pub async fn put_new_creates_once_and_one_of_concurrent_creators_wins<F: Fixture>(
+    fixture: &F,
+) -> Verdict {
+    let metadata = path("job/chk-7/_metadata")?;
+    let storage = fixture.open().await;
+    storage
+        .put_new(&metadata, Bytes::from("first"))
+        .await
+        .map_err(|e| format!("put_new {metadata} where nothing is: {e}"))?;
+    match storage.put_new(&metadata, Bytes::from("second")).await {
+        Err(StorageError::AlreadyExists { path: named, .. }) if named == metadata => {}
+        other => {
+            return Err(format!(
+                "a second put_new {metadata} gave {other:?}, not AlreadyExists"
+            ));
+        }
+    }
+    holds(&storage, &metadata, b"first").await?;
+
+    let contested = path("job/chk-8/_metadata")?;
+    let mut creators = tokio::task::JoinSet::new();
+    for creator in 0..8u8 {
+        let (handle, at) = (fixture.open().await, contested.clone());
+        creators.spawn(async move {
+            let bytes = Bytes::from(format!("creator {creator}"));
+            (bytes.clone(), handle.put_new(&at, bytes).await)
+        });
+    }
+    let mut winners = Vec::new();
+    while let Some(joined) = creators.join_next().await {
+        match joined.map_err(|e| format!("a creator panicked: {e}"))? {
+            (bytes, Ok(())) => winners.push(bytes),
+            (_, Err(StorageError::AlreadyExists { .. })) => {}
+            (_, Err(error)) => {
+                return Err(format!("a concurrent put_new failed otherwise: {error}"));
+            }
+        }
+    }
+    ensure!(
+        winners.len() == 1,
+        "{} of 8 concurrent put_new {contested} succeeded, not exactly one",
+        winners.len()
+    );
+    holds(&storage, &contested, &winners[0]).await?;
+
+    delete_all(&storage, &path("job/chk-7")?).await?;
+    storage
+        .put_new(&metadata, Bytes::from("again"))
+        .await
+        .map_err(|e| format!("put_new {metadata} after its delete: {e}"))?;
+    holds(&storage, &metadata, b"again").await
+}

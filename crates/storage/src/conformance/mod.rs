@@ -40,6 +40,7 @@
 //! | `..`, absolute paths, empty segments and characters outside ASCII letters, digits, `.`, `_`, `-` do not parse: nothing can leave the root, every name is stored as it is | [`only_portable_paths_inside_the_root_parse`](checks::only_portable_paths_inside_the_root_parse) |
 //! | concurrent writers to different paths (some in one new directory) all land | [`concurrent_writers_to_different_paths_all_land`](checks::concurrent_writers_to_different_paths_all_land) |
 //! | writes into a job's directory while another checkpoint's directory is deleted all land | [`writes_beside_a_concurrent_delete_all_land`](checks::writes_beside_a_concurrent_delete_all_land) |
+//! | `put_new` creates where nothing is, never replaces (`AlreadyExists` naming the path), of 8 concurrent creators exactly one wins | [`put_new_creates_once_and_one_of_concurrent_creators_wins`](checks::put_new_creates_once_and_one_of_concurrent_creators_wins) |
 //! | a write is seen at once by another handle and by a handle opened later (a restart, a new leader); so is a delete | [`a_fresh_handle_sees_every_write_and_delete`](checks::a_fresh_handle_sees_every_write_and_delete) |
 //!
 //! Not checked here, because no test can: that a `put` which returned `Ok`
@@ -133,6 +134,7 @@ macro_rules! conformance_suite {
             concurrent_writers_to_different_paths_all_land,
             writes_beside_a_concurrent_delete_all_land,
             a_fresh_handle_sees_every_write_and_delete,
+            put_new_creates_once_and_one_of_concurrent_creators_wins,
         );
     };
     (@each #[$attr:meta], $fixture:expr, $($check:ident),* $(,)?) => {

@@ -1,0 +1,340 @@
+//! [`S3Storage`]: checkpoint files under a key prefix in a bucket of an
+//! S3-compatible store, through `object_store`'s S3 client.
+//!
+//! A `put` is one `PUT` (a multipart upload, completed, above
+//! [`MULTIPART_ABOVE`]) that the server acknowledges only once it stored
+//! the object; `put_new` is a conditional create (`If-None-Match: *`), of
+//! concurrent creators exactly one wins; `delete_all` lists and deletes in
+//! bulk (up to 1,000 keys a request). Failed requests are retried with
+//! backoff within [`S3Options`]' limits; what still fails names the
+//! bucket, the key and the cause.
+//!
+//! ```text
+//!  mod.rs      S3Storage: the trait on one bucket and prefix
+//!  options.rs  S3Options (Flink's s3.* keys), Secret
+//!  http.rs     object_store's HTTP over the workspace's reqwest
+//! ```
+
+mod http;
+mod options;
+
+pub use options::{S3Options, Secret};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutPayload, RetryConfig};
+
+use crate::CheckpointStorage;
+use crate::error::StorageError;
+use crate::path::StoragePath;
+
+/// Files larger than this go up as a multipart upload.
+pub const MULTIPART_ABOVE: usize = 64 * 1024 * 1024;
+/// The size of each part of a multipart upload.
+const PART: usize = 16 * 1024 * 1024;
+
+/// A client for one bucket, shared by every [`S3Storage`] on it.
+#[derive(Clone, Debug)]
+pub struct S3Bucket {
+    name: String,
+    store: Arc<AmazonS3>,
+}
+
+impl S3Bucket {
+    /// A client for `bucket` as `options` say (the `AWS_*` environment
+    /// variables fill in what they leave unset). Nothing is sent yet: a
+    /// wrong endpoint or key shows at the first request.
+    pub fn connect(bucket: &str, options: &S3Options) -> Result<S3Bucket, StorageError> {
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_http_connector(http::Connector {
+                request_timeout: options.request_timeout,
+                connect_timeout: options.connect_timeout,
+            })
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig {
+                    init_backoff: Duration::from_millis(100),
+                    max_backoff: Duration::from_secs(5),
+                    base: 2.0,
+                },
+                max_retries: options.max_retries,
+                retry_timeout: options.retry_deadline,
+            })
+            .with_conditional_put(S3ConditionalPut::ETagMatch)
+            .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
+            .with_virtual_hosted_style_request(!options.path_style_access);
+        let endpoint = options.endpoint.clone().or_else(|| {
+            std::env::var("AWS_ENDPOINT_URL")
+                .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                .ok()
+        });
+        if let Some(endpoint) = &endpoint {
+            builder = builder
+                .with_endpoint(endpoint)
+                .with_allow_http(endpoint.starts_with("http://"));
+        }
+        let region = options.region.clone().or_else(|| {
+            std::env::var("AWS_REGION")
+                .or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
+                .ok()
+        });
+        builder = builder.with_region(region.unwrap_or_else(|| "us-east-1".to_owned()));
+        if let Some(key) = &options.access_key {
+            builder = builder.with_access_key_id(key);
+        }
+        if let Some(secret) = &options.secret_key {
+            builder = builder.with_secret_access_key(secret.expose());
+        }
+        let store = builder.build().map_err(|e| StorageError::Root {
+            root: format!("s3://{bucket}"),
+            message: e.to_string(),
+        })?;
+        Ok(S3Bucket {
+            name: bucket.to_owned(),
+            store: Arc::new(store),
+        })
+    }
+
+    /// The bucket's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Checkpoint files below one key prefix of one bucket.
+#[derive(Clone, Debug)]
+pub struct S3Storage {
+    bucket: S3Bucket,
+    /// No leading or trailing `/`; empty: the bucket's root.
+    prefix: String,
+    root: String,
+}
+
+impl S3Storage {
+    /// Storage below `prefix` (`/`-separated, no empty segment) in
+    /// `bucket`.
+    pub fn new(bucket: S3Bucket, prefix: &str) -> S3Storage {
+        let prefix = prefix.trim_matches('/').to_owned();
+        let root = if prefix.is_empty() {
+            format!("s3://{}", bucket.name)
+        } else {
+            format!("s3://{}/{prefix}", bucket.name)
+        };
+        S3Storage {
+            bucket,
+            prefix,
+            root,
+        }
+    }
+
+    fn key(&self, path: &StoragePath) -> Result<ObjectPath, StorageError> {
+        let key = match (self.prefix.as_str(), path.as_str()) {
+            (prefix, "") => prefix.to_owned(),
+            ("", path) => path.to_owned(),
+            (prefix, path) => format!("{prefix}/{path}"),
+        };
+        ObjectPath::parse(&key).map_err(|e| self.io("naming", path, e))
+    }
+
+    /// The key of a file, for a file: the empty path is the storage's own
+    /// root, a "directory".
+    fn file_key(
+        &self,
+        operation: &'static str,
+        path: &StoragePath,
+    ) -> Result<ObjectPath, StorageError> {
+        if path.as_str().is_empty() {
+            return Err(self.io(operation, path, "the root is a directory, not a file"));
+        }
+        self.key(path)
+    }
+
+    fn io(
+        &self,
+        operation: &'static str,
+        path: &StoragePath,
+        error: impl ToString,
+    ) -> StorageError {
+        StorageError::Io {
+            operation,
+            root: self.root.clone(),
+            path: path.clone(),
+            message: error.to_string(),
+        }
+    }
+
+    fn not_found(&self, path: &StoragePath) -> StorageError {
+        StorageError::NotFound {
+            root: self.root.clone(),
+            path: path.clone(),
+        }
+    }
+
+    fn relative(
+        &self,
+        key: &ObjectPath,
+        prefix: &StoragePath,
+    ) -> Result<StoragePath, StorageError> {
+        let key = key.as_ref();
+        let relative = if self.prefix.is_empty() {
+            Some(key)
+        } else {
+            key.strip_prefix(self.prefix.as_str())
+                .and_then(|k| k.strip_prefix('/'))
+        };
+        relative
+            .ok_or_else(|| {
+                self.io(
+                    "listing",
+                    prefix,
+                    format!("the server listed {key}, outside the prefix"),
+                )
+            })?
+            .parse::<StoragePath>()
+            .map_err(|e| self.io("listing", prefix, e))
+    }
+
+    async fn multipart(
+        &self,
+        path: &StoragePath,
+        location: &ObjectPath,
+        bytes: Bytes,
+    ) -> Result<(), StorageError> {
+        let store = &self.bucket.store;
+        let mut upload = store
+            .put_multipart(location)
+            .await
+            .map_err(|e| self.io("starting the upload of", path, e))?;
+        let mut sent = async {
+            for start in (0..bytes.len()).step_by(PART) {
+                let end = (start + PART).min(bytes.len());
+                upload
+                    .put_part(PutPayload::from(bytes.slice(start..end)))
+                    .await?;
+            }
+            upload.complete().await
+        }
+        .await;
+        if let Err(error) = sent.as_mut() {
+            // Never leave an unfinished upload behind to be billed.
+            if let Err(abort) = upload.abort().await {
+                tracing::warn!(root = %self.root, %path, error = %abort,
+                    "cannot abort a failed multipart upload; the bucket's lifecycle rule for incomplete uploads removes it");
+            }
+            return Err(self.io("writing", path, error));
+        }
+        Ok(())
+    }
+}
+
+impl CheckpointStorage for S3Storage {
+    async fn put(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
+        let location = self.file_key("writing", path)?;
+        if bytes.len() > MULTIPART_ABOVE {
+            return self.multipart(path, &location, bytes).await;
+        }
+        self.bucket
+            .store
+            .put_opts(
+                &location,
+                PutPayload::from(bytes),
+                PutMode::Overwrite.into(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| self.io("writing", path, e))
+    }
+
+    async fn put_new(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
+        let location = self.file_key("writing", path)?;
+        match self
+            .bucket
+            .store
+            .put_opts(&location, PutPayload::from(bytes), PutMode::Create.into())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Err(StorageError::AlreadyExists {
+                root: self.root.clone(),
+                path: path.clone(),
+            }),
+            Err(error) => Err(self.io("writing", path, error)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.root.clone()
+    }
+
+    async fn get(&self, path: &StoragePath) -> Result<Bytes, StorageError> {
+        let location = match self.file_key("reading", path) {
+            Ok(location) => location,
+            Err(_) => return Err(self.not_found(path)),
+        };
+        match self.bucket.store.get(&location).await {
+            Ok(result) => result
+                .bytes()
+                .await
+                .map_err(|e| self.io("reading", path, e)),
+            Err(object_store::Error::NotFound { .. }) => Err(self.not_found(path)),
+            Err(error) => Err(self.io("reading", path, error)),
+        }
+    }
+
+    async fn size(&self, path: &StoragePath) -> Result<u64, StorageError> {
+        let location = match self.file_key("reading", path) {
+            Ok(location) => location,
+            Err(_) => return Err(self.not_found(path)),
+        };
+        match self.bucket.store.head(&location).await {
+            Ok(meta) => Ok(meta.size),
+            Err(object_store::Error::NotFound { .. }) => Err(self.not_found(path)),
+            Err(error) => Err(self.io("reading", path, error)),
+        }
+    }
+
+    async fn list(&self, prefix: &StoragePath) -> Result<Vec<StoragePath>, StorageError> {
+        let location = self.key(prefix)?;
+        let location = (!location.as_ref().is_empty()).then_some(location);
+        let metas: Vec<_> = self
+            .bucket
+            .store
+            .list(location.as_ref())
+            .try_collect()
+            .await
+            .map_err(|e| self.io("listing", prefix, e))?;
+        let mut paths = metas
+            .iter()
+            .map(|meta| self.relative(&meta.location, prefix))
+            .collect::<Result<Vec<_>, _>>()?;
+        paths.sort();
+        Ok(paths)
+    }
+
+    async fn delete_all(&self, prefix: &StoragePath) -> Result<(), StorageError> {
+        let paths = self.list(prefix).await?;
+        let keys = paths
+            .iter()
+            .map(|path| self.key(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut results = self
+            .bucket
+            .store
+            .delete_stream(futures_util::stream::iter(keys.into_iter().map(Ok)).boxed());
+        while let Some(result) = results.next().await {
+            match result {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(error) => return Err(self.io("deleting below", prefix, error)),
+            }
+        }
+        Ok(())
+    }
+}
