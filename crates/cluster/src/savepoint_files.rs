@@ -1,116 +1,92 @@
 //! Writing a savepoint's directory: a self-contained copy of one
 //! checkpoint, so that it can be moved or copied and a job started from it
-//! anywhere.
+//! anywhere — a local directory or a prefix in an S3 bucket.
 //!
 //! ```text
 //! <savepoint dir>/savepoint-<job>-<id>/
 //!   <vertex>-<subtask>-<attempt>.state   copies of what the TaskManagers wrote
-//!   _metadata                            format 2, state files named relative to it; written last
+//!   _metadata                            format 2, state files named relative to it; written last, create-only
 //! ```
 //!
-//! Every file is synced, then the directory and its parent: a savepoint
-//! reported complete survives a crash of the machine.
-
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+//! Every file is durable before the next (a local one synced with its
+//! directories, an object acknowledged by the store), and the metadata is
+//! a conditional create: a savepoint reported complete survives a crash,
+//! and no write ever replaces another savepoint's metadata.
 
 use holdfast_runtime::recovery::Metadata;
+use holdfast_storage::{CheckpointStorage, Storage, StorageError, StoragePath};
 
 /// The name of a checkpoint's or savepoint's metadata file.
 pub(crate) const METADATA: &str = "_metadata";
 
-/// Why a savepoint's directory could not be written, naming the file.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum SavepointFileError {
-    /// The savepoint's directory has no parent (it is a root).
-    #[error("{} has no parent directory", dir.display())]
-    NoParent {
-        /// The savepoint's directory.
-        dir: PathBuf,
-    },
-    /// A file system call failed.
-    #[error("{what} {}: {source}", path.display())]
-    Io {
-        /// What was being done (`creating`, `copying the state file`, …).
-        what: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The metadata could not be serialized.
-    #[error(transparent)]
-    Metadata(serde_json::Error),
-}
-
-fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SavepointFileError {
-    let path = path.to_path_buf();
-    move |source| SavepointFileError::Io { what, path, source }
-}
-
-fn sync_dir(dir: &Path) -> Result<(), SavepointFileError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("syncing the directory", dir))
-}
-
 /// A savepoint's directory could not be written.
 #[derive(Debug)]
 pub(crate) struct WriteError {
-    /// What failed, naming the file: a [`SavepointFileError`]'s message
-    /// (the leader's checkpoint core takes the failure as text).
+    /// What failed, naming the file (the leader's checkpoint core takes
+    /// the failure as text).
     pub(crate) message: String,
-    /// Whether the directory was made by this write (so it may be removed;
-    /// one that was there already never is).
-    pub(crate) created: bool,
+    /// Whether this write may have put files there (so they may be
+    /// removed; a directory that held files already is never touched).
+    pub(crate) wrote: bool,
 }
 
-/// Writes `metadata` (its `dir` the savepoint's new directory, which must
-/// not exist) with a copy of each state file it names from `from` (the
-/// checkpoint directory the TaskManagers wrote); returns the path of its
-/// `_metadata`.
-pub(crate) fn write(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, WriteError> {
-    let not_made = |error: SavepointFileError| WriteError {
-        message: error.to_string(),
-        created: false,
-    };
-    let parent = dir.parent().ok_or_else(|| {
-        not_made(SavepointFileError::NoParent {
-            dir: dir.to_path_buf(),
-        })
-    })?;
-    fs::create_dir_all(parent)
-        .map_err(io("creating the savepoint directory", parent))
-        .map_err(not_made)?;
-    fs::create_dir(dir)
-        .map_err(io("creating", dir))
-        .map_err(not_made)?;
-    fill(from, dir, metadata).map_err(|error| WriteError {
-        message: error.to_string(),
-        created: true,
-    })
-}
-
-fn fill(from: &Path, dir: &Path, metadata: &Metadata) -> Result<PathBuf, SavepointFileError> {
-    let parent = dir.parent().ok_or_else(|| SavepointFileError::NoParent {
-        dir: dir.to_path_buf(),
-    })?;
-    for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
-        let (source, target) = (from.join(&task.state), dir.join(&task.state));
-        fs::copy(&source, &target).map_err(io("copying the state file", &source))?;
-        File::open(&target)
-            .and_then(|f| f.sync_all())
-            .map_err(io("syncing", &target))?;
+/// Writes `metadata` into `to` (the savepoint's own directory, which must
+/// be empty or missing) with a copy of each state file it names from
+/// `from`'s directory `originals` (the checkpoint the TaskManagers
+/// wrote); returns where its `_metadata` is.
+pub(crate) async fn write(
+    from: &Storage,
+    originals: &StoragePath,
+    to: &Storage,
+    metadata: &Metadata,
+) -> Result<(), WriteError> {
+    let there = to
+        .list(&StoragePath::root())
+        .await
+        .map_err(|e| WriteError {
+            message: e.to_string(),
+            wrote: false,
+        })?;
+    if let Some(file) = there.first() {
+        return Err(WriteError {
+            message: format!(
+                "{} is not empty (it holds {file}); a savepoint goes into a directory of its own",
+                to.describe()
+            ),
+            wrote: false,
+        });
     }
-    let bytes = serde_json::to_vec_pretty(metadata).map_err(SavepointFileError::Metadata)?;
-    let path = dir.join(METADATA);
-    let mut file = File::create(&path).map_err(io("creating", &path))?;
-    file.write_all(&bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(io("writing", &path))?;
-    sync_dir(dir)?;
-    sync_dir(parent)?;
-    Ok(path)
+    fill(from, originals, to, metadata)
+        .await
+        .map_err(|e| WriteError {
+            message: e,
+            wrote: true,
+        })
+}
+
+async fn fill(
+    from: &Storage,
+    originals: &StoragePath,
+    to: &Storage,
+    metadata: &Metadata,
+) -> Result<(), String> {
+    let name = |text: &str| -> Result<StoragePath, String> {
+        text.parse::<StoragePath>()
+            .map_err(|e| format!("the metadata names a bad state file: {e}"))
+    };
+    for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
+        let file = name(&task.state)?;
+        let source = originals.child(&task.state).map_err(|e| e.to_string())?;
+        let bytes = from
+            .get(&source)
+            .await
+            .map_err(|e| format!("copying the state file: {e}"))?;
+        to.put(&file, bytes)
+            .await
+            .map_err(|e: StorageError| e.to_string())?;
+    }
+    let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| e.to_string())?;
+    to.put_new(&name(METADATA)?, bytes.into())
+        .await
+        .map_err(|e| e.to_string())
 }

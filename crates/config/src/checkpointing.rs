@@ -2,8 +2,9 @@
 //! Flink's keys and defaults. Checkpointing is off until
 //! `execution.checkpointing.interval` is set, as in Flink.
 
-use std::path::PathBuf;
 use std::time::Duration;
+
+use holdfast_types::Location;
 
 use holdfast_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
 
@@ -24,12 +25,13 @@ pub struct CheckpointingConfig {
     /// once [`enabled`](Self::enabled); until then it is 1 s and unused.
     pub settings: CheckpointConfig,
     /// `execution.checkpointing.dir`, alias `state.checkpoints.dir`
-    /// (default unset): a local directory (`file://` or a plain path).
-    pub dir: Option<PathBuf>,
+    /// (default unset): a local directory (`file://`, or a path, made
+    /// absolute) or `s3://bucket/prefix`.
+    pub dir: Option<Location>,
     /// `execution.checkpointing.savepoint-dir`, alias
     /// `state.savepoints.dir` (default unset): where savepoints go when a
     /// request names no directory.
-    pub savepoint_dir: Option<PathBuf>,
+    pub savepoint_dir: Option<Location>,
 }
 
 impl Default for CheckpointingConfig {
@@ -67,15 +69,26 @@ pub(crate) fn mode(text: &str) -> Result<CheckpointingMode, ValueError> {
     }
 }
 
-/// Parses a checkpoint directory: `file:///path`, `file:/path` or a plain
-/// path. Other schemes (`s3://`, `hdfs://` …) are refused by name: only
-/// local directories are supported for now.
-pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, ValueError> {
+/// Parses a checkpoint or savepoint directory: `s3://bucket/prefix`
+/// (also Flink's `s3a://` and `s3p://`), `file:///path`, `file:/path` or a
+/// plain path (a relative one made absolute against the working
+/// directory). Other schemes (`hdfs://` …) are refused by name.
+pub(crate) fn dir(text: &str) -> Result<Option<Location>, ValueError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(None);
     }
     let path = match text.split_once(':') {
+        Some((scheme, _))
+            if ["s3", "s3a", "s3p"].contains(&scheme.to_ascii_lowercase().as_str()) =>
+        {
+            return text
+                .parse()
+                .map(Some)
+                .map_err(|e: holdfast_types::LocationError| {
+                    ValueError::BadLocation(e.to_string())
+                });
+        }
         Some(("file", rest)) => {
             // file:///a/b and file:/a/b are /a/b; file://host/… is not local.
             let rest = rest
@@ -99,7 +112,9 @@ pub(crate) fn dir(text: &str) -> Result<Option<PathBuf>, ValueError> {
         }
         _ => text,
     };
-    Ok(Some(PathBuf::from(path)))
+    std::path::absolute(path)
+        .map(|path| Some(Location::Local(path)))
+        .map_err(|e| ValueError::BadLocation(format!("{path:?} cannot be made absolute: {e}")))
 }
 
 #[cfg(test)]
@@ -107,27 +122,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn directories_are_local_paths_or_file_uris() {
+    fn directories_are_local_paths_file_uris_or_s3_urls() {
+        let here = std::env::current_dir().unwrap();
         let ok = [
-            ("file:///var/chk", "/var/chk"),
-            ("file:/var/chk", "/var/chk"),
-            ("/var/chk", "/var/chk"),
-            ("target/chk", "target/chk"),
-            ("C:/chk", "C:/chk"),
+            ("file:///var/chk", "/var/chk".to_owned()),
+            ("file:/var/chk", "/var/chk".to_owned()),
+            ("/var/chk", "/var/chk".to_owned()),
+            ("target/chk", here.join("target/chk").display().to_string()),
+            ("s3://bucket/chk/", "s3://bucket/chk".to_owned()),
+            ("s3a://bucket", "s3://bucket".to_owned()),
         ];
-        for (text, path) in ok {
-            assert_eq!(dir(text), Ok(Some(PathBuf::from(path))), "{text}");
+        for (text, shown) in ok {
+            assert_eq!(dir(text).unwrap().unwrap().to_string(), shown, "{text}");
         }
         assert_eq!(dir("  "), Ok(None));
         for text in [
-            "s3://bucket/chk",
             "hdfs://nn/chk",
             "file://host/chk",
             "file://",
+            "s3://",
+            "s3://Bucket/x",
+            "s3://bucket/a//b",
         ] {
             let error = dir(text).expect_err(text).to_string();
             assert!(
-                error.contains("scheme") || error.contains("local absolute path"),
+                error.contains("scheme")
+                    || error.contains("local absolute path")
+                    || error.contains("bucket")
+                    || error.contains("segment"),
                 "{text}: {error}"
             );
         }

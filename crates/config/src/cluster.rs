@@ -81,6 +81,8 @@ pub struct ClusterConfig {
     pub ha: HaConfig,
     /// `execution.checkpointing.*`.
     pub checkpointing: CheckpointingConfig,
+    /// `s3.*`: how to reach the store of `s3://` locations.
+    pub s3: holdfast_types::s3::S3Options,
 }
 
 impl Default for ClusterConfig {
@@ -113,6 +115,7 @@ impl Default for ClusterConfig {
             cluster_secret_file: None,
             ha: HaConfig::default(),
             checkpointing: CheckpointingConfig::default(),
+            s3: holdfast_types::s3::S3Options::default(),
         }
     }
 }

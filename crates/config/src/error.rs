@@ -229,12 +229,16 @@ pub enum ValueError {
     /// A directory URI of a scheme other than `file` (`s3://`, `hdfs://` …).
     #[error(
         "the `{scheme}` scheme is not supported: checkpoints go to a local directory \
-         (file:///path or a plain path)"
+         (file:///path or a plain path) or to an S3-compatible store (s3://bucket/path)"
     )]
     UnsupportedScheme {
-        /// The scheme, e.g. `s3`.
+        /// The scheme, e.g. `hdfs`.
         scheme: String,
     },
+    /// An `s3://` location that is malformed, or a path that cannot be
+    /// made absolute.
+    #[error("{0}")]
+    BadLocation(String),
 }
 
 fn from_suffix(origin: &Option<Origin>) -> String {

@@ -22,6 +22,8 @@ pub enum Section {
     Checkpointing,
     /// `security.ssl.*` and `security.rest.*`.
     Security,
+    /// `s3.*`.
+    ObjectStorage,
 }
 
 /// One documented configuration key.
@@ -197,6 +199,28 @@ pub const CP_DIR_ALIAS: &str = "state.checkpoints.dir";
 pub const SAVEPOINT_DIR: &str = "execution.checkpointing.savepoint-dir";
 /// `state.savepoints.dir`: Flink's deprecated name of [`SAVEPOINT_DIR`].
 pub const SAVEPOINT_DIR_ALIAS: &str = "state.savepoints.dir";
+/// `s3.endpoint`.
+pub const S3_ENDPOINT: &str = "s3.endpoint";
+/// `s3.endpoint.region` (Hadoop S3A's `fs.s3a.endpoint.region`).
+pub const S3_REGION: &str = "s3.endpoint.region";
+/// `s3.access-key`.
+pub const S3_ACCESS_KEY: &str = "s3.access-key";
+/// `s3.access.key`: Flink's other spelling of [`S3_ACCESS_KEY`].
+pub const S3_ACCESS_KEY_ALIAS: &str = "s3.access.key";
+/// `s3.secret-key`.
+pub const S3_SECRET_KEY: &str = "s3.secret-key";
+/// `s3.secret.key`: Flink's other spelling of [`S3_SECRET_KEY`].
+pub const S3_SECRET_KEY_ALIAS: &str = "s3.secret.key";
+/// `s3.path.style.access`.
+pub const S3_PATH_STYLE: &str = "s3.path.style.access";
+/// `s3.connection.timeout` (Hadoop S3A's `fs.s3a.connection.timeout`).
+pub const S3_REQUEST_TIMEOUT: &str = "s3.connection.timeout";
+/// `s3.connection.establish.timeout`.
+pub const S3_CONNECT_TIMEOUT: &str = "s3.connection.establish.timeout";
+/// `s3.retry.limit` (Hadoop S3A's `fs.s3a.retry.limit`).
+pub const S3_RETRY_LIMIT: &str = "s3.retry.limit";
+/// `s3.retry.deadline` (holdfast's own key).
+pub const S3_RETRY_DEADLINE: &str = "s3.retry.deadline";
 
 const fn key(
     name: &'static str,
@@ -861,9 +885,78 @@ pub const KEYS: &[KeySpec] = &[
             "unset",
             "path",
             Checkpointing,
-            "where savepoints go when a request names no directory: a local directory every process reaches; holdfast never deletes what is in it",
+            "where savepoints go when a request names no directory: a local directory every process reaches or `s3://bucket/prefix`; holdfast never deletes what is in it",
         )
     },
+    key(
+        S3_ENDPOINT,
+        "unset",
+        "string",
+        ObjectStorage,
+        "the S3-compatible server, `http://host:port` or `https://host[:port]`; unset: `AWS_ENDPOINT_URL`, else AWS",
+    ),
+    key(
+        S3_REGION,
+        "unset",
+        "string",
+        ObjectStorage,
+        "the region requests are signed for; unset: `AWS_REGION`, else `us-east-1`",
+    ),
+    KeySpec {
+        aliases: &[S3_ACCESS_KEY_ALIAS],
+        ..key(
+            S3_ACCESS_KEY,
+            "unset",
+            "string",
+            ObjectStorage,
+            "the access key; unset: `AWS_ACCESS_KEY_ID` (masked in `GET /jobmanager/config`)",
+        )
+    },
+    KeySpec {
+        aliases: &[S3_SECRET_KEY_ALIAS],
+        ..key(
+            S3_SECRET_KEY,
+            "unset",
+            "string",
+            ObjectStorage,
+            "the secret key; unset: `AWS_SECRET_ACCESS_KEY` (masked, never logged)",
+        )
+    },
+    key(
+        S3_PATH_STYLE,
+        "false",
+        "boolean",
+        ObjectStorage,
+        "address buckets as `endpoint/bucket/key` rather than `bucket.endpoint/key` (most self-hosted servers want `true`)",
+    ),
+    key(
+        S3_REQUEST_TIMEOUT,
+        "60 s",
+        "duration",
+        ObjectStorage,
+        "the longest one request may take before it is retried",
+    ),
+    key(
+        S3_CONNECT_TIMEOUT,
+        "5 s",
+        "duration",
+        ObjectStorage,
+        "the longest a connection may take to open",
+    ),
+    key(
+        S3_RETRY_LIMIT,
+        "10",
+        "count",
+        ObjectStorage,
+        "retries of a failed request (unreachable, 5xx such as 503 SlowDown, timed out), with exponential backoff from 100 ms to 5 s",
+    ),
+    key(
+        S3_RETRY_DEADLINE,
+        "60 s",
+        "duration",
+        ObjectStorage,
+        "no retry starts later than this after the first attempt; then the write fails naming the bucket, the key and the cause (a checkpoint is declined)",
+    ),
 ];
 
 /// The spec of `name` (or of the key `name` is an alias of).

@@ -23,6 +23,7 @@ mod error;
 pub mod keys;
 mod parse;
 mod restart;
+mod s3;
 mod source;
 mod ssl;
 mod warning;

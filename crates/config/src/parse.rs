@@ -18,13 +18,13 @@ use crate::ssl;
 use crate::warning::{Warning, suggest};
 
 /// Parses the keys of one source, keeping where each value came from.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     source: &'a ConfigSource,
 }
 
 impl Reader<'_> {
     /// Parses `key` into `field` if it is set.
-    fn set<T>(
+    pub(crate) fn set<T>(
         &self,
         field: &mut T,
         key: &'static str,
@@ -60,7 +60,7 @@ fn invalid(key: &'static str, entry: &Entry, reason: ValueError) -> ConfigError 
     }
 }
 
-fn duration(text: &str) -> Result<Duration, ValueError> {
+pub(crate) fn duration(text: &str) -> Result<Duration, ValueError> {
     parse_duration(text).map_err(ValueError::NotADuration)
 }
 
@@ -366,6 +366,8 @@ impl ClusterConfig {
             SAVEPOINT_DIR,
             crate::checkpointing::dir,
         )?;
+
+        crate::s3::read(&reader, &mut config.s3)?;
 
         config.ha = read_ha(source)?;
         config.validate()?;

@@ -398,8 +398,8 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
         })
     );
     assert_eq!(
-        config.checkpointing.dir.as_deref(),
-        Some(std::path::Path::new("/var/holdfast/chk"))
+        config.checkpointing.dir.map(|d| d.to_string()).as_deref(),
+        Some("/var/holdfast/chk")
     );
     // The key and its deprecated alias may agree.
     let (config, _) = with(&[
@@ -408,8 +408,8 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
     ])
     .unwrap();
     assert_eq!(
-        config.checkpointing.dir.as_deref(),
-        Some(std::path::Path::new("/chk"))
+        config.checkpointing.dir.map(|d| d.to_string()).as_deref(),
+        Some("/chk")
     );
     // Where savepoints go, under Flink's current name or its old one.
     assert_eq!(config.checkpointing.savepoint_dir, None);
@@ -420,8 +420,12 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
         let (config, warnings) = with(&[(key, "file:///var/holdfast/savepoints")]).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(
-            config.checkpointing.savepoint_dir.as_deref(),
-            Some(std::path::Path::new("/var/holdfast/savepoints")),
+            config
+                .checkpointing
+                .savepoint_dir
+                .map(|d| d.to_string())
+                .as_deref(),
+            Some("/var/holdfast/savepoints"),
             "{key}"
         );
     }
@@ -517,8 +521,20 @@ fn every_rule_names_the_key_and_the_value() {
             ],
         ),
         (
-            &[("state.checkpoints.dir", "s3://bucket/chk")],
-            &["state.checkpoints.dir", "`s3` scheme is not supported"],
+            &[("state.checkpoints.dir", "hdfs://nn/chk")],
+            &["state.checkpoints.dir", "`hdfs` scheme is not supported"],
+        ),
+        (
+            &[("execution.checkpointing.dir", "s3://Bucket/chk")],
+            &["execution.checkpointing.dir", "bucket name"],
+        ),
+        (
+            &[("s3.endpoint", "127.0.0.1:8333")],
+            &["s3.endpoint", "http://host:port"],
+        ),
+        (
+            &[("s3.retry.limit", "many")],
+            &["s3.retry.limit", "retry count"],
         ),
         (
             &[

@@ -14,7 +14,6 @@
 //! [`TaskInfo`]: crate::TaskInfo
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -150,15 +149,25 @@ impl CheckpointReporter {
 }
 
 /// Where an attempt's restored state is.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum StateSource {
     /// The subtask had no state in the checkpoint.
     Empty,
     /// In memory (an in-process run).
     Bytes(Arc<[u8]>),
-    /// A file the attempt reads on its own thread (a TaskManager's
-    /// checkpoint storage).
-    File(PathBuf),
+    /// A file in checkpoint storage (local or an object store), which the
+    /// attempt reads on its own thread.
+    Stored(Arc<dyn StoredState>),
+}
+
+/// A state file in checkpoint storage, read when the attempt restores
+/// (on the attempt's thread, which may block).
+pub trait StoredState: Send + Sync {
+    /// Where it is, for messages (`s3://bucket/…/1-0-0.state`).
+    fn location(&self) -> String;
+
+    /// Reads the whole file; `Err` says why, naming what failed.
+    fn read(&self) -> Result<Arc<[u8]>, String>;
 }
 
 impl StateSource {
@@ -168,31 +177,39 @@ impl StateSource {
         match self {
             StateSource::Empty => Ok(Arc::from([])),
             StateSource::Bytes(bytes) => Ok(Arc::clone(bytes)),
-            StateSource::File(path) => {
-                std::fs::read(path)
-                    .map(Arc::from)
-                    .map_err(|source| ReadStateError::File {
-                        path: path.clone(),
-                        source,
-                    })
-            }
+            StateSource::Stored(file) => file.read().map_err(|message| ReadStateError::Stored {
+                location: file.location(),
+                message,
+            }),
         }
     }
 }
+
+impl PartialEq for StateSource {
+    fn eq(&self, other: &StateSource) -> bool {
+        match (self, other) {
+            (StateSource::Empty, StateSource::Empty) => true,
+            (StateSource::Bytes(a), StateSource::Bytes(b)) => a == b,
+            (StateSource::Stored(a), StateSource::Stored(b)) => a.location() == b.location(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StateSource {}
 
 /// Why [`StateSource::read`] failed: one variant per kind of source that
 /// can fail (bytes in memory cannot). The attempt cannot restore; whether
 /// to retry is the restart strategy's.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadStateError {
-    /// A [`StateSource::File`] cannot be read.
-    #[error("cannot read the state file {}: {source}", path.display())]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
+    /// A [`StateSource::Stored`] file cannot be read.
+    #[error("cannot read the state file {location}: {message}")]
+    Stored {
+        /// Where it is.
+        location: String,
+        /// Why (the storage's error, naming the bucket or directory).
+        message: String,
     },
 }
 
@@ -201,7 +218,7 @@ impl fmt::Debug for StateSource {
         match self {
             StateSource::Empty => f.write_str("Empty"),
             StateSource::Bytes(bytes) => write!(f, "Bytes({} bytes)", bytes.len()),
-            StateSource::File(path) => f.debug_tuple("File").field(path).finish(),
+            StateSource::Stored(file) => f.debug_tuple("Stored").field(&file.location()).finish(),
         }
     }
 }
@@ -268,22 +285,29 @@ pub struct CheckpointTiming {
 mod tests {
     use super::*;
 
+    struct Missing;
+
+    impl StoredState for Missing {
+        fn location(&self) -> String {
+            "/nonexistent/holdfast/0-0-0.state".to_owned()
+        }
+
+        fn read(&self) -> Result<Arc<[u8]>, String> {
+            Err("no such file".to_owned())
+        }
+    }
+
     #[test]
-    fn a_missing_state_file_is_named_with_its_cause() {
-        let path = PathBuf::from("/nonexistent/holdfast/0-0-0.state");
-        let error = StateSource::File(path.clone()).read().unwrap_err();
-        let ReadStateError::File {
-            path: named,
-            source,
-        } = &error;
-        assert_eq!(named, &path);
-        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
-        assert!(
-            error
-                .to_string()
-                .starts_with("cannot read the state file /nonexistent/holdfast/0-0-0.state: "),
-            "{error}"
+    fn a_state_file_that_cannot_be_read_is_named_with_its_cause() {
+        let error = StateSource::Stored(Arc::new(Missing)).read().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "cannot read the state file /nonexistent/holdfast/0-0-0.state: no such file"
         );
         assert_eq!(&*StateSource::Empty.read().unwrap(), &[] as &[u8]);
+        assert_eq!(
+            StateSource::Stored(Arc::new(Missing)),
+            StateSource::Stored(Arc::new(Missing))
+        );
     }
 }

@@ -53,7 +53,7 @@ pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, CheckpointTiming,
     EncodeError, EncodeState, NO_CHECKPOINT, ReadStateError, RestoredFile, RestoredState,
-    StateSource, TaskCheckpointing,
+    StateSource, StoredState, TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
 pub use connector_status::{ConnectorStatus, SplitStatus, TransactionState, TransactionStatus};

@@ -273,6 +273,7 @@ impl Setup {
             config,
             dir: dir.clone(),
             savepoint_dir: checkpointing.savepoint_dir.clone(),
+            s3: self.config.s3.clone(),
         }))
     }
 

@@ -104,13 +104,13 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
         let dir = std::env::current_dir()
             .context("cannot read the working directory (for the default checkpoint directory)")?
             .join("holdfast-checkpoints");
-        checkpointing.dir = Some(dir);
+        checkpointing.dir = Some(holdfast_types::Location::Local(dir));
     }
     if checkpointing.savepoint_dir.is_none() {
         let dir = std::env::current_dir()
             .context("cannot read the working directory (for the default savepoint directory)")?
             .join("holdfast-savepoints");
-        checkpointing.savepoint_dir = Some(dir);
+        checkpointing.savepoint_dir = Some(holdfast_types::Location::Local(dir));
     }
     let submission = submission(&args, &setup, jobs)?;
     let graph = submission.as_ref().map(|s| s.graph.clone());

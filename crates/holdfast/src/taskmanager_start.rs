@@ -102,6 +102,7 @@ impl Setup {
             session_timeout: self.config.ha.session_timeout,
             auth,
             internal_tls: self.internal_tls.clone(),
+            s3: self.config.s3.clone(),
             registry,
             metrics: self.metrics.clone(),
         };

@@ -806,7 +806,7 @@ fn after_a_take_over_the_first_checkpoint_is_triggered_at_once() {
 fn savepoint(request: u64, stop: bool) -> I {
     I::TriggerSavepoint(SavepointRequest {
         request,
-        target: format!("/savepoints/{request}"),
+        target: format!("/savepoints/{request}").parse().unwrap(),
         stop,
     })
 }
@@ -834,7 +834,7 @@ fn a_savepoint_triggers_at_once_completes_like_a_checkpoint_and_is_answered() {
         [C::WriteMetadata {
             id: id(3),
             states: vec![(task(0, 0), state(10, 1)), (task(1, 0), state(10, 1))],
-            savepoint: Some("/savepoints/1".into()),
+            savepoint: Some("/savepoints/1".parse().unwrap()),
         }]
     );
     let location = MetadataLocation("/savepoints/1/_metadata".into());

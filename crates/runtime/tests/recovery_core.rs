@@ -6,6 +6,8 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+use holdfast_types::Location;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +37,7 @@ fn recovery_config() -> RecoveryConfig {
             timeout: Duration::from_secs(5),
             ..CheckpointConfig::every(Duration::from_secs(1))
         },
-        storage_root: PathBuf::from(ROOT),
+        storage_root: Location::Local(PathBuf::from(ROOT)),
     }
 }
 
@@ -99,7 +101,7 @@ impl Leader {
     fn savepoint(&mut self) {
         let out = self.checkpoint(CheckpointInput::TriggerSavepoint(SavepointRequest {
             request: 9,
-            target: "/sp".into(),
+            target: "/sp".parse().unwrap(),
             stop: false,
         }));
         assert_eq!(out, [C::AllocateId { job: self.job }]);
@@ -179,7 +181,7 @@ impl Leader {
         };
         let metadata = Arc::clone(metadata);
         let location = match savepoint {
-            Some(_) => format!("{}/_metadata", metadata.dir.as_ref().unwrap().display()),
+            Some(_) => format!("{}/_metadata", metadata.dir.as_ref().unwrap()),
             None => format!("{job}/chk-{n}/_metadata"),
         };
         let out = self.checkpoint(CheckpointInput::MetadataWritten {
@@ -226,11 +228,11 @@ fn metadata(job: JobId, n: u64, attempt: u32) -> Metadata {
         })
         .collect();
     let mut m = Metadata::new(job, cp(n), Some(&graph2(1, 1)), tasks);
-    m.dir = Some(
+    m.dir = Some(Location::Local(
         PathBuf::from(ROOT)
             .join(job.to_string())
             .join(format!("chk-{n}")),
-    );
+    ));
     m
 }
 
@@ -520,13 +522,10 @@ fn a_completed_checkpoint_is_notified_after_its_pointer_and_becomes_the_restore_
     let job = l.job;
     let written = l.up_to_pointer(1, None);
     assert_eq!(
-        written.dir.as_deref(),
-        Some(
-            PathBuf::from(ROOT)
-                .join(job.to_string())
-                .join("chk-1")
-                .as_path()
-        ),
+        written.dir,
+        Some(Location::Local(
+            PathBuf::from(ROOT).join(job.to_string()).join("chk-1")
+        )),
         "a checkpoint's metadata is in its directory of the checkpoint storage"
     );
     assert_eq!(written.tasks[0].state, "0.state", "named relative to it");
@@ -694,9 +693,9 @@ fn a_savepoint_refused_by_the_ha_store_has_its_directory_removed() {
     let job = l.job;
     l.savepoint();
     let written = l.up_to_pointer(2, Some("/sp"));
-    let dir = PathBuf::from("/sp").join(format!("savepoint-{job}-2"));
+    let dir = Location::Local(PathBuf::from("/sp").join(format!("savepoint-{job}-2")));
     assert!(written.savepoint);
-    assert_eq!(written.dir.as_deref(), Some(dir.as_path()));
+    assert_eq!(written.dir.as_ref(), Some(&dir));
     let out = l.checkpoint(CheckpointInput::PointerWritten {
         id: cp(2),
         outcome: PointerOutcome::Deposed,
@@ -786,7 +785,7 @@ fn a_savepoint_written_after_it_was_aborted_is_removed() {
         C::RemoveSavepoint {
             job,
             id: cp(2),
-            dir,
+            dir: Location::Local(dir),
             why: SavepointRemoval::WrittenAfterAbort
         }
     );

@@ -45,8 +45,7 @@ impl LocalStorage {
         })
     }
 
-    /// Where `path` is on the local filesystem (for code that reads a file
-    /// on a thread of its own, without a runtime).
+    /// Where `path` is on the local filesystem.
     pub fn local_path(&self, path: &StoragePath) -> PathBuf {
         self.root.join(path.as_str())
     }

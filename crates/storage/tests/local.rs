@@ -26,7 +26,7 @@ async fn files_are_written_read_listed_and_deleted_by_prefix() {
             .unwrap();
     }
     // On disk where the layout says, with no temporary files left, and
-    // where `local_path` (what restores read through) says.
+    // where `local_path` says.
     let state = path("job-1/chk-1/0-0-0.state");
     assert_eq!(
         storage.local_path(&state),

@@ -19,6 +19,7 @@
 //!   — here so that `holdfast-config` reads them without the HA layer.
 //! - [`location`]: [`Location`], where checkpoints, savepoints and output
 //!   go: an absolute local path or `s3://bucket/key`.
+//! - [`s3`]: [`s3::S3Options`], how to reach an S3-compatible store.
 //! - [`duration`]: [`parse_duration`], Flink's spelling of durations in
 //!   configuration values (`60 s`, `60000`, `1min`).
 //!
@@ -32,6 +33,7 @@ pub mod duration;
 pub mod ha;
 pub mod ids;
 pub mod location;
+pub mod s3;
 pub mod sync;
 pub mod time;
 pub mod wall;

@@ -410,6 +410,7 @@ impl<B: Backend> ActorParts<B> {
             checkpoints: self.checkpoints.as_ref().map(|c| CheckpointIo {
                 options: c.options.clone(),
                 storage: Arc::clone(&c.storage),
+                opener: Arc::clone(&c.opener),
                 ha: Arc::clone(&c.ha),
                 actor: self.self_tx.clone(),
                 epoch: token.epoch,

@@ -253,13 +253,16 @@ pub async fn start<B: Backend>(
         authenticated = options.auth.is_enabled(), "JobManager started; contending for leadership");
     let checkpoints = match &options.checkpointing {
         Some(checkpointing) => {
-            let storage = holdfast_storage::LocalStorage::new(&checkpointing.dir)
+            let opener = Arc::new(holdfast_storage::Opener::new(checkpointing.s3.clone()));
+            let storage = opener
+                .open(&checkpointing.dir)
                 .map_err(|e| StartError::bad_option("execution.checkpointing.dir", e))?;
-            tracing::info!(dir = %checkpointing.dir.display(), interval = ?checkpointing.config.interval,
+            tracing::info!(dir = %checkpointing.dir, interval = ?checkpointing.config.interval,
                 mode = ?checkpointing.config.mode, "jobs checkpoint");
             Some(checkpoints::CheckpointParts {
                 options: checkpointing.clone(),
-                storage: Arc::new(storage),
+                storage,
+                opener,
                 ha: Arc::new(checkpoints::ha::HaCheckpoints::new(
                     connection.clone(),
                     &options.ha_base,

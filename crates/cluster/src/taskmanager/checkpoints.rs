@@ -12,21 +12,21 @@
 //! ```
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use holdfast_executor::{
     CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, RestoredFile,
-    RestoredState, StateSource, TaskCheckpointing,
+    RestoredState, StateSource, StoredState, TaskCheckpointing,
 };
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, JobId};
 use holdfast_runtime::taskmanager::CallKind;
-use holdfast_storage::{BadPath, CheckpointStorage, LocalStorage, StorageError, StoragePath};
+use holdfast_storage::{BadPath, CheckpointStorage, Opener, Storage, StorageError, StoragePath};
 use holdfast_types::CheckpointId;
+use holdfast_types::Location;
 use holdfast_types::sync::lock;
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -82,36 +82,82 @@ pub(super) struct Written {
     pub(super) alignment: Duration,
 }
 
-/// Checkpoint storage by directory, shared by the actor (deploys) and the
+/// Checkpoint storage by location, shared by the actor (deploys) and the
 /// writer (acknowledgements).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(super) struct Storages {
-    by_dir: Arc<Mutex<HashMap<PathBuf, Arc<LocalStorage>>>>,
-    by_job: Arc<Mutex<HashMap<JobId, Arc<LocalStorage>>>>,
+    opener: Arc<Opener>,
+    by_job: Arc<Mutex<HashMap<JobId, Arc<Storage>>>>,
+    /// The runtime restores block on from their attempts' threads.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Storages {
+    /// Storages opened as `s3` says for `s3://` locations.
+    pub(super) fn new(s3: holdfast_types::s3::S3Options) -> Storages {
+        Storages {
+            opener: Arc::new(Opener::new(s3)),
+            by_job: Arc::default(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
     /// The storage at `dir` for `job`'s attempts (opened once per
-    /// directory).
-    fn open(&self, job: JobId, dir: &str) -> Result<Arc<LocalStorage>, StorageError> {
-        let dir = PathBuf::from(dir.strip_prefix("file://").unwrap_or(dir));
-        let storage = {
-            let mut by_dir = lock(&self.by_dir);
-            match by_dir.get(&dir) {
-                Some(storage) => Arc::clone(storage),
-                None => {
-                    let storage = Arc::new(LocalStorage::new(&dir)?);
-                    by_dir.insert(dir, Arc::clone(&storage));
-                    storage
-                }
-            }
-        };
+    /// location).
+    fn open(&self, job: JobId, dir: &str) -> Result<Arc<Storage>, String> {
+        let location: Location = dir.parse().map_err(|e| format!("{e}"))?;
+        let storage = self.opener.open(&location).map_err(|e| e.to_string())?;
         lock(&self.by_job).insert(job, Arc::clone(&storage));
         Ok(storage)
     }
 
-    fn of_job(&self, job: JobId) -> Option<Arc<LocalStorage>> {
+    fn of_job(&self, job: JobId) -> Option<Arc<Storage>> {
         lock(&self.by_job).get(&job).cloned()
+    }
+
+    /// A restore's file: `path` relative to `storage`, or a full location
+    /// (a savepoint's, in its own directory).
+    fn state_file(&self, storage: &Arc<Storage>, path: &str) -> Result<StateSource, String> {
+        let runtime = self
+            .runtime
+            .clone()
+            .ok_or("the TaskManager has no runtime to read state with")?;
+        let (storage, path) = match path.parse::<Location>() {
+            Ok(file) => self.opener.file(&file).map_err(|e| e.to_string())?,
+            Err(_) => (
+                Arc::clone(storage),
+                path.parse::<StoragePath>().map_err(|e| e.to_string())?,
+            ),
+        };
+        Ok(StateSource::Stored(Arc::new(StateFile {
+            storage,
+            path,
+            runtime,
+        })))
+    }
+}
+
+/// A state file an attempt reads from its own thread, through the
+/// TaskManager's runtime.
+struct StateFile {
+    storage: Arc<Storage>,
+    path: StoragePath,
+    runtime: tokio::runtime::Handle,
+}
+
+impl StoredState for StateFile {
+    fn location(&self) -> String {
+        format!("{}/{}", self.storage.describe(), self.path)
+    }
+
+    fn read(&self) -> Result<Arc<[u8]>, String> {
+        // The attempt's own OS thread, never one of the runtime's: it may
+        // block until the storage answers (bounded by its retries).
+        let bytes = self
+            .runtime
+            .block_on(self.storage.get(&self.path))
+            .map_err(|e| e.to_string())?;
+        Ok(Arc::from(&bytes[..]))
     }
 }
 
@@ -230,15 +276,12 @@ pub(super) fn task_checkpointing(
         Some(id) => {
             let mut files = Vec::with_capacity(settings.restore_files.len());
             for file in &settings.restore_files {
-                let source = if std::path::Path::new(&file.path).is_absolute() {
-                    // A savepoint's file, in its own directory.
-                    StateSource::File(file.path.clone().into())
-                } else {
-                    let path: StoragePath = file.path.parse().map_err(|e| {
-                        Status::invalid_argument(format!("checkpointing.restore_files: {e}"))
-                    })?;
-                    StateSource::File(storage.local_path(&path))
-                };
+                let source = storages.state_file(&storage, &file.path).map_err(|e| {
+                    Status::invalid_argument(format!(
+                        "checkpointing.restore_files {:?}: {e}",
+                        file.path
+                    ))
+                })?;
                 files.push(RestoredFile {
                     source,
                     vertex: file.vertex,

@@ -81,6 +81,8 @@ pub struct TaskManagerOptions {
     /// The RPC port others dial when it is not the bound one
     /// (`taskmanager.rpc.bind-port`); `None`: the bound port.
     pub advertised_rpc_port: Option<u16>,
+    /// `s3.*`: how to reach the store of `s3://` checkpoint directories.
+    pub s3: holdfast_types::s3::S3Options,
     /// The tasks this TaskManager can run.
     pub registry: Arc<TaskRegistry>,
     /// Metrics to update.
@@ -160,7 +162,7 @@ pub async fn start<B: Backend>(
         .with_checkpoint_reports(checkpoints_tx),
     );
     let (messages_tx, messages) = mpsc::unbounded_channel();
-    let storages = checkpoints::Storages::default();
+    let storages = checkpoints::Storages::new(options.s3.clone());
     tokio::spawn(checkpoints::write_reports(
         checkpoint_reports,
         storages.clone(),

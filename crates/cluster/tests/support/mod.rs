@@ -89,6 +89,7 @@ pub fn taskmanager_options(
         auth: auth.clone(),
         internal_tls: None,
         advertised_rpc_port: None,
+        s3: Default::default(),
         registry: Arc::clone(registry),
         metrics: ClusterMetrics::default(),
     })

@@ -685,7 +685,7 @@ impl CheckpointCoordinator {
             id,
             savepoint: savepoint.is_some(),
             stop: savepoint.is_some_and(|s| s.stop),
-            target: savepoint.map(|s| s.target.clone()),
+            target: savepoint.map(|s| s.target.to_string()),
             status: CheckpointStatus::InProgress,
             triggered_at: now,
             ended_at: None,

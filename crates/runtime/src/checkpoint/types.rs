@@ -31,7 +31,7 @@ pub struct SavepointRequest {
     /// The shell's name for the request (the REST trigger id).
     pub request: u64,
     /// The directory the savepoint goes into.
-    pub target: String,
+    pub target: holdfast_types::Location,
     /// Whether the job stops once it completes.
     pub stop: bool,
 }
@@ -244,7 +244,7 @@ pub enum CheckpointCommand {
         states: Vec<(ExecutionAttemptId, TaskState)>,
         /// For a savepoint, the directory it goes into (with its own copy
         /// of every state file); `None` for a checkpoint.
-        savepoint: Option<String>,
+        savepoint: Option<holdfast_types::Location>,
     },
     /// Write the pointer to the metadata into the HA store, conditional on
     /// this JobManager's leadership.

@@ -3,7 +3,6 @@
 //! the restore point moved on completion, savepoint directories that never
 //! counted removed), and what a take-over means for checkpoints.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use holdfast_types::{CheckpointId, MonoTime};
@@ -72,15 +71,16 @@ impl RecoveryCore {
         let Some(entry) = self.jobs.get(&job) else {
             return;
         };
-        let path = std::path::Path::new(&location.0);
-        if path.is_absolute()
+        // A savepoint's metadata is named by its full location; a
+        // checkpoint's relative to the storage root (no location).
+        if let Ok(file) = location.0.parse::<holdfast_types::Location>()
             && !entry.written.contains_key(id)
-            && let Some(dir) = path.parent()
+            && let Some(dir) = file.parent()
         {
             out.push(RecoveryCommand::RemoveSavepoint {
                 job,
                 id: *id,
-                dir: dir.to_path_buf(),
+                dir,
                 why: SavepointRemoval::WrittenAfterAbort,
             });
         }
@@ -154,11 +154,11 @@ impl RecoveryCore {
                 metadata.dir = Some(match &savepoint {
                     Some(target) => {
                         metadata.savepoint = true;
-                        PathBuf::from(target).join(savepoint_dir_name(job, id))
+                        target.join(&savepoint_dir_name(job, id))
                     }
                     None => storage_root
-                        .join(job.to_string())
-                        .join(checkpoint_dir_name(id)),
+                        .join(&job.to_string())
+                        .join(&checkpoint_dir_name(id)),
                 });
                 let metadata = Arc::new(metadata);
                 entry.written.insert(id, Arc::clone(&metadata));

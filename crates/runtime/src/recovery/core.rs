@@ -2,7 +2,6 @@
 //! job of a term (see the [module docs](super)).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use holdfast_types::{CheckpointId, MonoTime};
@@ -27,7 +26,7 @@ pub struct RecoveryConfig {
     /// The checkpoint storage's root as a directory: checkpoint `id` of
     /// `job` is `<root>/<job>/chk-<id>` (its metadata names its state files
     /// relative to it).
-    pub storage_root: PathBuf,
+    pub storage_root: holdfast_types::Location,
 }
 
 /// The leader's checkpoint and recovery rules, for every job of one term.

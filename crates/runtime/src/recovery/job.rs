@@ -3,7 +3,6 @@
 //! that, and what the current run restored from.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use holdfast_types::{CheckpointId, MonoTime};
@@ -23,7 +22,7 @@ pub struct Restored {
     /// When its first attempt was deployed.
     pub at: MonoTime,
     /// A savepoint's directory, when it was one.
-    pub savepoint: Option<PathBuf>,
+    pub savepoint: Option<holdfast_types::Location>,
 }
 
 /// A read of the restore point under way.

@@ -20,8 +20,6 @@
 //! beside its `_metadata`), so it can be moved or copied. Format 1 (paths
 //! relative to the checkpoint storage's root) is still read.
 
-use std::path::PathBuf;
-
 use holdfast_types::CheckpointId;
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +92,7 @@ pub struct Metadata {
     /// The directory it was read from or written to (not in the file):
     /// format 2 state paths are relative to it.
     #[serde(skip)]
-    pub dir: Option<PathBuf>,
+    pub dir: Option<holdfast_types::Location>,
 }
 
 /// Why a metadata file cannot be used.
@@ -259,7 +257,7 @@ impl Metadata {
             return String::new();
         }
         match (&self.dir, self.format) {
-            (Some(dir), FORMAT) => dir.join(&entry.state).display().to_string(),
+            (Some(dir), FORMAT) => dir.join(&entry.state).to_string(),
             _ => entry.state.clone(),
         }
     }

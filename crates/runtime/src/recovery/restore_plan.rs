@@ -216,7 +216,7 @@ mod tests {
             }
         }
         let mut metadata = Metadata::new(JobId::from_u128(1), CheckpointId(4), Some(graph), tasks);
-        metadata.dir = Some("/sp".into());
+        metadata.dir = Some("/sp".parse().unwrap());
         metadata
     }
 

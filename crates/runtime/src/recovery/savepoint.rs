@@ -1,18 +1,16 @@
 //! The rules of a savepoint request that need no I/O: where it goes, and
 //! what its user is told it is.
 
-use std::path::Path;
+use holdfast_types::Location;
 
 use crate::checkpoint::MetadataLocation;
 
 /// Why a savepoint cannot be asked for.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SavepointTargetError {
-    /// The directory named is relative.
-    #[error(
-        "the savepoint directory {0:?} is not an absolute path (it is a directory on the JobManager and every TaskManager)"
-    )]
-    NotAbsolute(String),
+    /// The directory named is relative, or of a storage holdfast has not.
+    #[error("the savepoint directory {0}")]
+    Unusable(String),
     /// No directory named and none configured.
     #[error(
         "no savepoint directory: name one (--savepoint-dir, target-directory) or set execution.checkpointing.savepoint-dir"
@@ -20,32 +18,29 @@ pub enum SavepointTargetError {
     None,
 }
 
-/// The directory a savepoint goes into: the one `given` (a `file://` URL
-/// or an absolute path; blank is none), else `default`
-/// (`execution.checkpointing.savepoint-dir`).
+/// The directory a savepoint goes into: the one `given` (an absolute
+/// path, a `file://` URL or `s3://bucket/prefix`; blank is none), else
+/// `default` (`execution.checkpointing.savepoint-dir`).
 pub fn savepoint_target(
     given: Option<&str>,
-    default: Option<&Path>,
-) -> Result<String, SavepointTargetError> {
+    default: Option<&Location>,
+) -> Result<Location, SavepointTargetError> {
     match given.map(str::trim).filter(|t| !t.is_empty()) {
-        Some(target) => {
-            let path = target.strip_prefix("file://").unwrap_or(target);
-            if !Path::new(path).is_absolute() {
-                return Err(SavepointTargetError::NotAbsolute(target.to_owned()));
-            }
-            Ok(path.to_owned())
-        }
-        None => default
-            .map(|dir| dir.display().to_string())
-            .ok_or(SavepointTargetError::None),
+        Some(target) => target.parse().map_err(|e: holdfast_types::LocationError| {
+            SavepointTargetError::Unusable(e.to_string())
+        }),
+        None => default.cloned().ok_or(SavepointTargetError::None),
     }
 }
 
 /// What a user is told a savepoint is: the directory of its `_metadata`.
 pub fn savepoint_location(metadata: &MetadataLocation) -> String {
-    Path::new(&metadata.0)
-        .parent()
-        .map_or(metadata.0.clone(), |d| d.display().to_string())
+    metadata
+        .0
+        .parse::<Location>()
+        .ok()
+        .and_then(|file| file.parent())
+        .map_or(metadata.0.clone(), |dir| dir.to_string())
 }
 
 #[cfg(test)]
@@ -54,20 +49,26 @@ mod tests {
 
     #[test]
     fn a_named_directory_wins_and_must_be_absolute() {
-        let default = Path::new("/sp");
+        let default: Location = "/sp".parse().unwrap();
+        let target = |given| savepoint_target(given, Some(&default)).map(|l| l.to_string());
+        assert_eq!(target(Some("file:///x/y")), Ok("/x/y".into()));
         assert_eq!(
-            savepoint_target(Some("file:///x/y"), Some(default)),
-            Ok("/x/y".into())
-        );
-        assert_eq!(savepoint_target(Some(" /x "), None), Ok("/x".into()));
-        assert_eq!(
-            savepoint_target(Some("rel"), Some(default)),
-            Err(SavepointTargetError::NotAbsolute("rel".into()))
+            target(Some(" s3://bucket/sp ")),
+            Ok("s3://bucket/sp".into())
         );
         assert_eq!(
-            savepoint_target(Some("  "), Some(default)),
-            Ok("/sp".into())
+            savepoint_target(Some(" /x "), None).map(|l| l.to_string()),
+            Ok("/x".into())
         );
+        assert!(matches!(
+            target(Some("rel")),
+            Err(SavepointTargetError::Unusable(message)) if message.contains("not an absolute path")
+        ));
+        assert!(matches!(
+            target(Some("hdfs://nn/x")),
+            Err(SavepointTargetError::Unusable(_))
+        ));
+        assert_eq!(target(Some("  ")), Ok("/sp".into()));
         assert_eq!(
             savepoint_target(None, None),
             Err(SavepointTargetError::None)
@@ -75,6 +76,12 @@ mod tests {
         assert_eq!(
             savepoint_location(&MetadataLocation("/sp/savepoint-j-4/_metadata".into())),
             "/sp/savepoint-j-4"
+        );
+        assert_eq!(
+            savepoint_location(&MetadataLocation(
+                "s3://b-1/sp/savepoint-j-4/_metadata".into()
+            )),
+            "s3://b-1/sp/savepoint-j-4"
         );
     }
 }

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -276,7 +275,7 @@ pub enum RecoveryCommand {
         /// The savepoint.
         id: CheckpointId,
         /// Its directory.
-        dir: PathBuf,
+        dir: holdfast_types::Location,
         /// Why.
         why: SavepointRemoval,
     },

@@ -11,14 +11,12 @@
 //!
 //! ```text
 //!  mod.rs      S3Storage: the trait on one bucket and prefix
-//!  options.rs  S3Options (Flink's s3.* keys), Secret
 //!  http.rs     object_store's HTTP over the workspace's reqwest
 //! ```
 
 mod http;
-mod options;
 
-pub use options::{S3Options, Secret};
+pub use holdfast_types::s3::{S3Options, Secret};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -18,7 +18,6 @@ pub(super) mod ha;
 pub(super) mod savepoints;
 pub(super) mod view;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,14 +29,17 @@ use holdfast_runtime::checkpoint::{
 };
 use holdfast_runtime::ids::JobId;
 use holdfast_runtime::recovery::{Metadata, Pointer, ReadId, RecoveryInput, check_savepoint};
-use holdfast_storage::{CheckpointStorage, LocalStorage, StoragePath};
+use holdfast_storage::{CheckpointStorage, Opener, Storage, StoragePath};
 use holdfast_types::CheckpointId;
 use holdfast_types::Epoch;
+use holdfast_types::Location;
+use holdfast_types::s3::S3Options;
 use tokio::sync::mpsc;
 
 use self::ha::{CheckpointHa, pointer_outcome};
 use super::actor::Message;
 use crate::checkpoint_files::{checkpoint_dir, metadata_path};
+use crate::savepoint_files::{self, METADATA};
 
 /// How the cluster's jobs checkpoint (`execution.checkpointing.*`).
 #[derive(Clone, Debug)]
@@ -45,17 +47,21 @@ pub struct CheckpointOptions {
     /// The coordinator's settings.
     pub config: CheckpointConfig,
     /// `execution.checkpointing.dir`: a local directory every process of
-    /// the cluster reaches.
-    pub dir: PathBuf,
+    /// the cluster reaches, or `s3://bucket/prefix`.
+    pub dir: Location,
     /// `execution.checkpointing.savepoint-dir`: where savepoints go when a
     /// request names no directory.
-    pub savepoint_dir: Option<PathBuf>,
+    pub savepoint_dir: Option<Location>,
+    /// `s3.*`: how to reach the store of `s3://` locations.
+    pub s3: S3Options,
 }
 
 /// What the JobManager keeps for its terms' checkpoints.
 pub(super) struct CheckpointParts {
     pub(super) options: CheckpointOptions,
-    pub(super) storage: Arc<LocalStorage>,
+    pub(super) storage: Arc<Storage>,
+    /// Opens savepoint directories (one S3 client per bucket).
+    pub(super) opener: Arc<Opener>,
     pub(super) ha: Arc<dyn CheckpointHa>,
 }
 
@@ -63,7 +69,8 @@ pub(super) struct CheckpointParts {
 #[derive(Clone)]
 pub(super) struct CheckpointIo {
     pub(super) options: CheckpointOptions,
-    pub(super) storage: Arc<LocalStorage>,
+    pub(super) storage: Arc<Storage>,
+    pub(super) opener: Arc<Opener>,
     pub(super) ha: Arc<dyn CheckpointHa>,
     pub(super) actor: mpsc::UnboundedSender<Message>,
     pub(super) epoch: Epoch,
@@ -102,7 +109,7 @@ impl CheckpointIo {
                 let path = metadata_path(job, id).map_err(|e| e.to_string())?;
                 let bytes = serde_json::to_vec_pretty(&*metadata).map_err(|e| e.to_string())?;
                 io.storage
-                    .put(&path, Bytes::from(bytes))
+                    .put_new(&path, Bytes::from(bytes))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok::<_, String>(MetadataLocation(path.as_str().to_owned()))
@@ -137,42 +144,43 @@ impl CheckpointIo {
         });
     }
 
-    /// Writes savepoint `id`: a new directory `metadata.dir` with its own
-    /// copy of every state file (synced) and `metadata` as its `_metadata`
-    /// (written last, synced, then the directory and its parent). A failed
-    /// write removes what it made. Answered as the metadata write.
+    /// Writes savepoint `id`: a new directory `metadata.dir` (local or in
+    /// a bucket) with its own copy of every state file and `metadata` as
+    /// its `_metadata`, written last (see `savepoint_files`). A failed
+    /// write removes what it wrote. Answered as the metadata write.
     pub(super) fn write_savepoint(&self, job: JobId, id: CheckpointId, metadata: Arc<Metadata>) {
         let io = self.clone();
         tokio::spawn(async move {
-            let result = match (checkpoint_dir(job, id), metadata.dir.clone()) {
-                (Ok(originals), Some(dir)) => {
-                    let from = io.storage.local_path(&originals);
-                    let made = dir.clone();
-                    let written = tokio::task::spawn_blocking(move || {
-                        crate::savepoint_files::write(&from, &dir, &metadata)
-                    })
-                    .await;
-                    match written {
-                        Ok(Ok(path)) => Ok(MetadataLocation(path.display().to_string())),
-                        Ok(Err(error)) => {
-                            // Only a directory this write made is removed.
-                            if error.created {
-                                let _ = tokio::fs::remove_dir_all(&made).await;
-                            }
-                            Err(error.message)
-                        }
-                        Err(e) => Err(format!("the savepoint writer stopped: {e}")),
-                    }
-                }
-                (Err(e), _) => Err(e.to_string()),
-                (_, None) => Err("the savepoint has no directory".to_owned()),
-            };
+            let result = io.savepoint(job, id, &metadata).await;
             if let Err(error) = &result {
                 tracing::warn!(%job, checkpoint = %id, %error,
                     "cannot write the savepoint; it fails (the job goes on)");
             }
             io.input(job, CheckpointInput::MetadataWritten { id, result });
         });
+    }
+
+    async fn savepoint(
+        &self,
+        job: JobId,
+        id: CheckpointId,
+        metadata: &Metadata,
+    ) -> Result<MetadataLocation, String> {
+        let originals = checkpoint_dir(job, id).map_err(|e| e.to_string())?;
+        let dir = metadata
+            .dir
+            .clone()
+            .ok_or("the savepoint has no directory")?;
+        let to = self.opener.open(&dir).map_err(|e| e.to_string())?;
+        match savepoint_files::write(&self.storage, &originals, &to, metadata).await {
+            Ok(()) => Ok(MetadataLocation(dir.join(METADATA).to_string())),
+            Err(error) => {
+                if error.wrote {
+                    remove_dir(&self.opener, &dir).await;
+                }
+                Err(error.message)
+            }
+        }
     }
 
     /// Deletes the state files TaskManagers wrote for savepoint `id`: its
@@ -225,15 +233,21 @@ impl CheckpointIo {
 
     /// Deletes a savepoint's directory that must not look like a
     /// savepoint (it never counted).
-    pub(super) fn remove_savepoint(&self, dir: PathBuf) {
-        tokio::spawn(async move {
-            if let Err(error) = tokio::fs::remove_dir_all(&dir).await
-                && error.kind() != std::io::ErrorKind::NotFound
-            {
-                tracing::warn!(dir = %dir.display(), %error,
-                    "cannot delete an aborted savepoint's directory; delete it by hand, it is not a savepoint");
-            }
-        });
+    pub(super) fn remove_savepoint(&self, dir: Location) {
+        let opener = Arc::clone(&self.opener);
+        tokio::spawn(async move { remove_dir(&opener, &dir).await });
+    }
+
+    /// Reads the whole file at `location` (a savepoint's, anywhere).
+    async fn read(&self, location: &Location) -> Result<Bytes, holdfast_storage::StorageError> {
+        let (storage, name) = self.opener.file(location)?;
+        storage.get(&name).await
+    }
+
+    /// The size of the file at `location`.
+    async fn size(&self, location: &Location) -> Result<u64, holdfast_storage::StorageError> {
+        let (storage, name) = self.opener.file(location)?;
+        storage.size(&name).await
     }
 
     /// Reads `job`'s completed-checkpoint pointers from the HA store after
@@ -291,22 +305,24 @@ impl CheckpointIo {
         path: &str,
         allow_non_restored: bool,
     ) -> Result<(CheckpointId, Vec<String>), String> {
-        let given = std::path::Path::new(path);
-        if !given.is_absolute() {
-            return Err("the path is not absolute".into());
-        }
-        let file = match tokio::fs::metadata(given).await {
-            Ok(meta) if meta.is_dir() => given.join(crate::savepoint_files::METADATA),
-            Ok(_) => given.to_path_buf(),
-            Err(e) => return Err(format!("it cannot be read: {e}")),
+        let given: Location = path.parse().map_err(|e| format!("{e}"))?;
+        // A savepoint's directory (its `_metadata` inside), or the file.
+        let inside = given.join(METADATA);
+        let (file, bytes) = match self.read(&inside).await {
+            Ok(bytes) => (inside, bytes),
+            Err(error) if error.is_not_found() => {
+                let bytes = self
+                    .read(&given)
+                    .await
+                    .map_err(|e| format!("it cannot be read: {e}"))?;
+                (given, bytes)
+            }
+            Err(error) => return Err(format!("it cannot be read: {error}")),
         };
-        let bytes = tokio::fs::read(&file)
-            .await
-            .map_err(|e| format!("{} cannot be read: {e}", file.display()))?;
-        let id = Metadata::read_any(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+        let id = Metadata::read_any(&bytes).map_err(|e| format!("{file}: {e}"))?;
         let pointer = Pointer {
             id,
-            metadata: file.display().to_string(),
+            metadata: file.to_string(),
         };
         let metadata = self.read_checked(job, &pointer).await?;
         let empty =
@@ -332,16 +348,16 @@ impl CheckpointIo {
     /// Reads and checks one completed checkpoint: its metadata, and that
     /// every state file it names is there with its recorded size.
     async fn read_checked(&self, job: JobId, pointer: &Pointer) -> Result<Metadata, String> {
-        let absolute = std::path::Path::new(&pointer.metadata);
-        let metadata = if absolute.is_absolute() {
+        let metadata = if let Ok(file) = pointer.metadata.parse::<Location>() {
             // A savepoint's (its own directory, anywhere).
-            let bytes = tokio::fs::read(absolute)
+            let bytes = self
+                .read(&file)
                 .await
-                .map_err(|e| format!("its metadata {} cannot be read: {e}", pointer.metadata))?;
+                .map_err(|e| format!("its metadata cannot be read: {e}"))?;
             let metadata = Metadata::read(&bytes, pointer.id)
-                .map_err(|e| format!("its metadata {}: {e}", pointer.metadata))?;
+                .map_err(|e| format!("its metadata {file}: {e}"))?;
             Metadata {
-                dir: absolute.parent().map(std::path::Path::to_path_buf),
+                dir: file.parent(),
                 ..metadata
             }
         } else {
@@ -356,30 +372,32 @@ impl CheckpointIo {
                 .map_err(|e| format!("its metadata cannot be read: {e}"))?;
             let metadata = Metadata::parse(&bytes, job, pointer.id)
                 .map_err(|e| format!("its metadata {}: {e}", pointer.metadata))?;
-            let dir = checkpoint_dir(job, pointer.id).map_err(|e| e.to_string())?;
             Metadata {
-                dir: Some(self.storage.local_path(&dir)),
+                dir: Some(
+                    self.options.dir.join(
+                        &checkpoint_dir(job, pointer.id)
+                            .map_err(|e| e.to_string())?
+                            .to_string(),
+                    ),
+                ),
                 ..metadata
             }
         };
         for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
             let location = metadata.state_location(task);
-            let path = if std::path::Path::new(&location).is_absolute() {
-                std::path::PathBuf::from(&location)
-            } else {
-                let path: StoragePath = location
-                    .parse()
-                    .map_err(|e| format!("its metadata names a bad state path: {e}"))?;
-                self.storage.local_path(&path)
-            };
-            let size = tokio::fs::metadata(&path)
-                .await
-                .map(|m| m.len())
-                .map_err(|e| format!("state file {} cannot be read: {e}", path.display()))?;
+            let size = match location.parse::<Location>() {
+                Ok(file) => self.size(&file).await,
+                Err(_) => {
+                    let path: StoragePath = location
+                        .parse()
+                        .map_err(|e| format!("its metadata names a bad state path: {e}"))?;
+                    self.storage.size(&path).await
+                }
+            }
+            .map_err(|e| format!("state file {location} cannot be read: {e}"))?;
             if size != task.bytes {
                 return Err(format!(
-                    "state file {} holds {size} bytes, the metadata says {}",
-                    path.display(),
+                    "state file {location} holds {size} bytes, the metadata says {}",
                     task.bytes
                 ));
             }
@@ -391,3 +409,25 @@ impl CheckpointIo {
 /// The longest a pointer write may take before it counts as failed (its
 /// outcome unknown: the coordinator retires it).
 const POINTER_WRITE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Deletes what is in a savepoint's directory `dir` (local: the directory
+/// too); what is not there is no error.
+async fn remove_dir(opener: &Opener, dir: &Location) {
+    let removed = match dir {
+        Location::Local(path) => match tokio::fs::remove_dir_all(path).await {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error.to_string()),
+            _ => Ok(()),
+        },
+        Location::S3 { .. } => match opener.open(dir) {
+            Ok(storage) => storage
+                .delete_all(&StoragePath::root())
+                .await
+                .map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        },
+    };
+    if let Err(error) = removed {
+        tracing::warn!(%dir, %error,
+            "cannot delete an aborted savepoint's files; delete them by hand, they are not a savepoint");
+    }
+}

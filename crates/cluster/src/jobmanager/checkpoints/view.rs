@@ -5,7 +5,7 @@ use holdfast_runtime::checkpoint::{
 };
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId};
 use holdfast_runtime::recovery::{JobRecovery, savepoint_dir_name};
-use holdfast_types::{MonoTime, WallTime};
+use holdfast_types::{Location, MonoTime, WallTime};
 
 use super::CheckpointOptions;
 use crate::checkpoint_files::metadata_path;
@@ -247,7 +247,7 @@ pub(in crate::jobmanager) fn stats(
                 restore_timestamp: wall(r.at, now, wall_now),
                 is_savepoint: r.savepoint.is_some(),
                 external_path: match &r.savepoint {
-                    Some(dir) => dir.display().to_string(),
+                    Some(dir) => dir.to_string(),
                     None => metadata_path(job, r.id)
                         .map(|p| p.as_str().to_owned())
                         .unwrap_or_default(),
@@ -278,7 +278,10 @@ pub(in crate::jobmanager) fn config(options: &CheckpointOptions) -> CheckpointCo
             delete_on_cancellation: true,
         },
         state_backend: "hashmap".to_owned(),
-        checkpoint_storage: format!("file://{}", options.dir.display()),
+        checkpoint_storage: match &options.dir {
+            Location::Local(path) => format!("file://{}", path.display()),
+            s3 => s3.to_string(),
+        },
         unaligned_checkpoints: false,
         aligned_checkpoint_timeout: 0,
         checkpoints_after_tasks_finish: true,

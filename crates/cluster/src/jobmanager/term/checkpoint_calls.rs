@@ -61,7 +61,7 @@ impl Term {
                 None => ControlError::NotFound(job),
             });
         }
-        let target = savepoint_target(target.as_deref(), cp.io.options.savepoint_dir.as_deref())
+        let target = savepoint_target(target.as_deref(), cp.io.options.savepoint_dir.as_ref())
             .map_err(|e| ControlError::Invalid(e.to_string()))?;
         let request = self.runtime.random_u64();
         let trigger = cp.savepoints.begin(request, job, trigger_id);

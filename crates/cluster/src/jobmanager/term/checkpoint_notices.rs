@@ -62,7 +62,7 @@ impl Term {
                     let bytes = metadata.bytes();
                     if metadata.savepoint {
                         tracing::info!(%job, checkpoint = %id, bytes, stop,
-                            dir = %metadata.dir.as_deref().map(|d| d.display().to_string()).unwrap_or_default(),
+                            dir = %metadata.dir.as_ref().map(ToString::to_string).unwrap_or_default(),
                             "savepoint complete (its pointer is in the HA store); sinks commit it now");
                     } else {
                         tracing::info!(%job, checkpoint = %id, bytes,

@@ -177,7 +177,7 @@ impl Term {
             RecoveryCommand::DropOriginals { job, id } => cp.io.drop_originals(job, id),
             RecoveryCommand::RemoveSavepoint { job, id, dir, why } => {
                 if why == SavepointRemoval::WrittenAfterAbort {
-                    tracing::warn!(%job, checkpoint = %id, dir = %dir.display(),
+                    tracing::warn!(%job, checkpoint = %id, dir = %dir,
                         "a savepoint was written after it was aborted; deleting its directory");
                 }
                 cp.io.remove_savepoint(dir);

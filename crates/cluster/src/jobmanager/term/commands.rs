@@ -231,7 +231,7 @@ pub(super) fn task_checkpointing(
     };
     Some(proto::TaskCheckpointing {
         mode: mode_name(cp.io.options.config.mode).to_owned(),
-        storage_dir: cp.io.options.dir.display().to_string(),
+        storage_dir: cp.io.options.dir.to_string(),
         restore_checkpoint: restore.as_ref().map(|(id, _)| id.0),
         restore_files: restore
             .map(|(_, files)| {

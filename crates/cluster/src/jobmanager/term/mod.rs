@@ -157,7 +157,7 @@ impl Term {
             checkpoints: parts.checkpoints.map(|io| checkpoints::TermCheckpoints {
                 core: RecoveryCore::new(RecoveryConfig {
                     checkpoints: io.options.config.clone(),
-                    storage_root: io.storage.root().to_path_buf(),
+                    storage_root: io.options.dir.clone(),
                 }),
                 io,
                 ended: HashMap::new(),

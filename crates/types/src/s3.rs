@@ -1,6 +1,7 @@
-//! [`S3Options`]: how to reach an S3-compatible store, from Flink's `s3.*`
-//! keys (`holdfast-config` reads them), with the standard `AWS_*`
-//! environment variables as the fallback for what is not set.
+//! [`S3Options`]: how to reach the S3-compatible store of `s3://`
+//! locations, as values: `holdfast-config` reads them from Flink's `s3.*`
+//! keys, `holdfast-storage` makes its client from them (the standard
+//! `AWS_*` environment variables fill in what is not set).
 
 use std::fmt;
 use std::time::Duration;
