@@ -113,10 +113,10 @@ pub struct RunArgs {
     #[arg(long)]
     name: Option<String>,
     /// Start the job from this savepoint (its directory, as `holdfast
-    /// savepoint` and `stop` print it): state is mapped by operator id, at
-    /// any parallelism.
+    /// savepoint` and `stop` print it: a path or `s3://bucket/…`): state
+    /// is mapped by operator id, at any parallelism.
     #[arg(long, value_name = "PATH")]
-    from_savepoint: Option<PathBuf>,
+    from_savepoint: Option<String>,
     /// With `--from-savepoint`: drop the state of operators the job no
     /// longer has instead of refusing the savepoint.
     #[arg(long, requires = "from_savepoint")]
@@ -301,16 +301,20 @@ async fn submit(args: RunArgs, jobs: &JobRegistry) -> Result<()> {
     graph.validate().context("the job cannot run")?;
     let id = match &args.from_savepoint {
         Some(path) => {
-            // The JobManager reads it: an absolute path (this process's
-            // directory for a relative one).
-            let path = std::path::absolute(path)
-                .with_context(|| format!("--from-savepoint {}", path.display()))?;
+            // The JobManager reads it: a location, or an absolute path
+            // (this process's directory for a relative one).
+            let location = match path.parse::<holdfast_types::Location>() {
+                Ok(location) => location,
+                Err(holdfast_types::LocationError::NotAbsolute(_)) => {
+                    holdfast_types::Location::Local(
+                        std::path::absolute(path)
+                            .with_context(|| format!("--from-savepoint {path}"))?,
+                    )
+                }
+                Err(error) => bail!("--from-savepoint: {error}"),
+            };
             client
-                .submit_from_savepoint(
-                    &graph,
-                    &path.display().to_string(),
-                    args.allow_non_restored_state,
-                )
+                .submit_from_savepoint(&graph, &location.to_string(), args.allow_non_restored_state)
                 .await
                 .map_err(plain)?
         }
