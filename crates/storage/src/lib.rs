@@ -30,7 +30,7 @@ pub use error::StorageError;
 pub use local::LocalStorage;
 pub use open::{Opener, Storage};
 pub use path::{BadPath, MAX_SEGMENT, StoragePath};
-pub use s3::{S3Bucket, S3Options, S3Storage, Secret};
+pub use s3::{OpenUpload, S3Bucket, S3Options, S3Storage, Secret};
 
 use bytes::Bytes;
 

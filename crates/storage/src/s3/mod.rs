@@ -12,11 +12,14 @@
 //! ```text
 //!  mod.rs      S3Storage: the trait on one bucket and prefix
 //!  http.rs     object_store's HTTP over the workspace's reqwest
+//!  uploads.rs  multipart uploads held open: start, parts, complete, abort, list
 //! ```
 
 mod http;
+mod uploads;
 
 pub use holdfast_types::s3::{S3Options, Secret};
+pub use uploads::OpenUpload;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +44,9 @@ const PART: usize = 16 * 1024 * 1024;
 pub struct S3Bucket {
     name: String,
     store: Arc<AmazonS3>,
+    /// For the requests object_store has no call for (listing open
+    /// uploads), sent to URLs it signs.
+    http: reqwest::Client,
 }
 
 impl S3Bucket {
@@ -92,9 +98,18 @@ impl S3Bucket {
             root: format!("s3://{bucket}"),
             message: e.to_string(),
         })?;
+        let http = reqwest::Client::builder()
+            .timeout(options.request_timeout)
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|e| StorageError::Root {
+                root: format!("s3://{bucket}"),
+                message: e.to_string(),
+            })?;
         Ok(S3Bucket {
             name: bucket.to_owned(),
             store: Arc::new(store),
+            http,
         })
     }
 
