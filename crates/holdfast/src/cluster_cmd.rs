@@ -382,7 +382,7 @@ pub fn run_jobmanager(args: JobManagerArgs, jobs: &JobRegistry) -> Result<()> {
         let options = setup.jobmanager_options(
             id,
             setup.auth(None)?,
-            task_registry(jobs, None, setup.data_metrics.dataflow())?,
+            task_registry(jobs, &setup.config.s3, None, setup.data_metrics.dataflow())?,
         )?;
         let id = options.id.clone();
         let handle =

@@ -88,13 +88,18 @@ impl Drop for DataPlane {
 /// The built-in tasks plus the `dataflow` task running `jobs`, exchanging
 /// records through `exchange` (`None` on a JobManager, which only validates
 /// submissions) and counting into `metrics` (the process's, which
-/// [`DataMetrics`](crate::data_metrics::DataMetrics) exports).
+/// [`DataMetrics`](crate::data_metrics::DataMetrics) exports); `s3://`
+/// outputs reach their buckets as this process's `s3.*` settings say.
 pub fn task_registry(
     jobs: &JobRegistry,
+    s3: &holdfast_storage::S3Options,
     exchange: Option<Exchange>,
     metrics: &Arc<DataflowMetrics>,
 ) -> Result<Arc<TaskRegistry>> {
     let mut tasks = TaskRegistry::builtin();
+    let jobs = jobs
+        .clone()
+        .with_connector(crate::s3_files::connector(s3.clone()));
     jobs.install(&mut tasks, exchange, Arc::clone(metrics))
         .context("register the dataflow task")?;
     Ok(Arc::new(tasks))

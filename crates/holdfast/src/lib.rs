@@ -23,6 +23,7 @@ mod demo;
 mod ha;
 mod inspect;
 mod metrics_server;
+mod s3_files;
 mod savepoint_cmd;
 mod standalone;
 mod table_cmd;
@@ -64,9 +65,13 @@ enum Command {
 }
 
 /// The `holdfast` binary's jobs: the built-in ones, whose `input` and
-/// `output` may also be `kafka://` topics.
+/// `output` may also be `kafka://` topics, and whose `output` may be an
+/// `s3://` directory (a process re-registers it with its own `s3.*`
+/// settings).
 pub fn builtin_jobs() -> JobRegistry {
-    JobRegistry::builtin().with_connector(holdfast_kafka::connector())
+    JobRegistry::builtin()
+        .with_connector(holdfast_kafka::connector())
+        .with_connector(s3_files::connector(holdfast_storage::S3Options::default()))
 }
 
 /// Runs holdfast's command line with the dataflow jobs of `jobs`: every role

@@ -158,7 +158,7 @@ pub async fn run(mut setup: Setup, args: StandaloneArgs, jobs: &JobRegistry) -> 
     let options = setup.jobmanager_options(
         "jm-standalone".to_owned(),
         auth.clone(),
-        task_registry(jobs, None, setup.data_metrics.dataflow())?,
+        task_registry(jobs, &setup.config.s3, None, setup.data_metrics.dataflow())?,
     )?;
     let jm = jobmanager::start(options, jm_connection.clone(), Some(&setup.coordination)).await?;
     let mut tms = Vec::new();

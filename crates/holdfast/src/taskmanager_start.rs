@@ -81,6 +81,7 @@ impl Setup {
         self.data_metrics.add_exchange(data.exchange().clone());
         let registry = task_registry(
             jobs,
+            &self.config.s3,
             Some(data.exchange().clone()),
             self.data_metrics.dataflow(),
         )?;

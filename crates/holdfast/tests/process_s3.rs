@@ -4,12 +4,15 @@
 //! it cannot start). Nothing of the job's state touches a local disk: the
 //! checkpoint and savepoint directories are `s3://` locations.
 //!
-//! - A bounded keyed `datagen` job checkpoints into the bucket through a
-//!   kill -9 of a TaskManager and then of the leader: the committed output
-//!   holds every update exactly once, and the ended job's checkpoints
-//!   leave the bucket.
-//! - A job stopped with a savepoint into the bucket resumes from it at
-//!   another parallelism, exactly once; a missing savepoint is refused by
+//! - A bounded keyed `datagen` job checkpoints into the bucket and writes
+//!   its output there (the S3 file sink: part files as multipart uploads)
+//!   through a kill -9 of a TaskManager and then of the leader: the
+//!   committed part files hold every update exactly once, no multipart
+//!   upload is left open, and the ended job's checkpoints leave the
+//!   bucket.
+//! - A job writing to the bucket, stopped with a savepoint into it,
+//!   resumes from it at another parallelism (the sink's uploads taken over
+//!   by the new subtasks), exactly once; a missing savepoint is refused by
 //!   name.
 //! - The store stalled (a proxy in front of it holds every byte) past the
 //!   checkpoint timeout: checkpoints are declined naming the bucket and
@@ -45,8 +48,8 @@ fn s3_config(s3: &S3Server, endpoint: &str) -> String {
     )
 }
 
-/// Everything below `prefix` in the server's bucket.
-async fn bucket_files(s3: &S3Server, prefix: &str) -> Result<Vec<String>> {
+/// The storage below `prefix` of the server's bucket.
+fn bucket(s3: &S3Server, prefix: &str) -> Result<S3Storage> {
     let options = S3Options {
         endpoint: Some(s3.endpoint()),
         access_key: Some(s3.access_key().to_owned()),
@@ -54,8 +57,15 @@ async fn bucket_files(s3: &S3Server, prefix: &str) -> Result<Vec<String>> {
         path_style_access: true,
         ..S3Options::default()
     };
-    let storage = S3Storage::new(S3Bucket::connect(s3.bucket(), &options)?, prefix);
-    Ok(storage
+    Ok(S3Storage::new(
+        S3Bucket::connect(s3.bucket(), &options)?,
+        prefix,
+    ))
+}
+
+/// Everything below `prefix` in the server's bucket.
+async fn bucket_files(s3: &S3Server, prefix: &str) -> Result<Vec<String>> {
+    Ok(bucket(s3, prefix)?
         .list(&StoragePath::root())
         .await?
         .into_iter()
@@ -63,11 +73,29 @@ async fn bucket_files(s3: &S3Server, prefix: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The S3 file sink's committed output under `s3://BUCKET/out`, copied
+/// into `into` (part files only: nothing else may be there); checks that
+/// no multipart upload is left open anywhere in the bucket.
+async fn committed_output(s3: &S3Server, into: &Path) -> Result<()> {
+    std::fs::create_dir_all(into)?;
+    let out = bucket(s3, "out")?;
+    for name in out.list(&StoragePath::root()).await? {
+        ensure!(
+            name.as_str().starts_with("part-"),
+            "only committed part files in the output: {name}"
+        );
+        std::fs::write(into.join(name.as_str()), out.get(&name).await?)?;
+    }
+    let open = bucket(s3, "")?.open_uploads("").await?;
+    ensure!(open.is_empty(), "multipart uploads left open: {open:?}");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_leader() -> Result<()> {
     let s3 = S3Server::start()?;
     let data = tempfile::tempdir()?;
-    let output = data.path().join("out");
+    let output = format!("s3://{}/out", s3.bucket());
     let config = format!(
         "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: s3://{}/checkpoints\n\
          restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s\n{}",
@@ -82,7 +110,9 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
     registered(&client_a, 2).await?;
     let jm_b = cluster.jobmanager("jm-b").await?;
     let client_b = rest(&jm_b.rest)?;
-    let job = JOB.submit(&client_a, &output, "keyed", 2).await?;
+    let job = JOB
+        .submit(&client_a, Path::new(&output), "keyed", 2)
+        .await?;
 
     // Checkpoints land in the bucket: state files and a metadata file.
     let job_prefix = format!("checkpoints/{job}");
@@ -121,14 +151,17 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
     )
     .await?;
     finished(&client_b, job).await?;
-    JOB.check_keyed(&output, true)?;
+    // The part files in the bucket hold every update exactly once.
+    let copied = data.path().join("committed");
+    committed_output(&s3, &copied).await?;
+    JOB.check_keyed(&copied, true)?;
 
     // The ended job's checkpoints are retired from the bucket.
+    // (Also what the killed leader had unlinked but not deleted: the
+    // directory is swept once no pointer is left.)
     eventually("the ended job's checkpoints leave the bucket", || async {
-        Ok(bucket_files(&s3, &job_prefix)
-            .await?
-            .is_empty()
-            .then_some(()))
+        let files = bucket_files(&s3, &job_prefix).await?;
+        Ok(files.is_empty().then_some(()))
     })
     .await?;
     // The secret is masked where the configuration shows, and in no log.
@@ -157,7 +190,7 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
 async fn a_savepoint_in_a_bucket_resumes_the_job_at_another_parallelism() -> Result<()> {
     let s3 = S3Server::start()?;
     let data = tempfile::tempdir()?;
-    let output = data.path().join("out");
+    let output = format!("s3://{}/out", s3.bucket());
     let config = format!(
         "execution.checkpointing.interval: 300ms\nexecution.checkpointing.dir: s3://{bucket}/checkpoints\n\
          execution.checkpointing.savepoint-dir: s3://{bucket}/savepoints\ntaskmanager.numberOfTaskSlots: 3\n{}",
@@ -171,7 +204,7 @@ async fn a_savepoint_in_a_bucket_resumes_the_job_at_another_parallelism() -> Res
     let _tm2 = cluster.taskmanager("tm-2", None).await?;
     registered(&client, 2).await?;
 
-    let first = JOB.submit(&client, &output, "keyed", 2).await?;
+    let first = JOB.submit(&client, Path::new(&output), "keyed", 2).await?;
     all_running(&client, first, "the job runs").await?;
     completed(&jm, 3).await?;
     // Stopped in its middle with a savepoint into the bucket.
@@ -192,7 +225,9 @@ async fn a_savepoint_in_a_bucket_resumes_the_job_at_another_parallelism() -> Res
             && files.iter().filter(|f| f.ends_with(".state")).count() >= 2,
         "the savepoint holds its metadata and its own state files: {files:?}"
     );
-    let committed = support::part_lines(&output)?.len();
+    let after_first = data.path().join("after-first");
+    committed_output(&s3, &after_first).await?;
+    let committed = support::part_lines(&after_first)?.len();
     ensure!(
         0 < committed && committed < JOB.records as usize,
         "stopped in the middle: {committed} updates committed"
@@ -206,7 +241,9 @@ async fn a_savepoint_in_a_bucket_resumes_the_job_at_another_parallelism() -> Res
     .to_string();
     let second = run_from_savepoint(&jm, "datagen", &params, 3, Path::new(&savepoint), &[]).await?;
     finished(&client, second).await?;
-    JOB.check_keyed(&output, true)?;
+    let copied = data.path().join("committed");
+    committed_output(&s3, &copied).await?;
+    JOB.check_keyed(&copied, true)?;
 
     // A savepoint that is not there is refused, naming it.
     let missing = format!("s3://{}/savepoints/none-such", s3.bucket());

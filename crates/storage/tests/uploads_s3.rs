@@ -29,13 +29,22 @@ async fn an_upload_is_invisible_until_completed_and_completing_twice_is_fine() {
     let id = storage.start_upload(&file).await.unwrap();
     let first = Bytes::from(vec![b'a'; 5 * 1024 * 1024]);
     let tags = vec![
-        storage.upload_part(&file, &id, 0, first.clone()).await.unwrap(),
-        storage.upload_part(&file, &id, 1, Bytes::from("tail\n")).await.unwrap(),
+        storage
+            .upload_part(&file, &id, 0, first.clone())
+            .await
+            .unwrap(),
+        storage
+            .upload_part(&file, &id, 1, Bytes::from("tail\n"))
+            .await
+            .unwrap(),
     ];
     // Open: listed, no object yet.
     let open = storage.open_uploads("part-0-").await.unwrap();
     assert_eq!(open.len(), 1, "{open:?}");
-    assert_eq!((open[0].path.clone(), open[0].id.clone()), (file.clone(), id.clone()));
+    assert_eq!(
+        (open[0].path.clone(), open[0].id.clone()),
+        (file.clone(), id.clone())
+    );
     assert!(storage.get(&file).await.unwrap_err().is_not_found());
     assert!(storage.list(&StoragePath::root()).await.unwrap().is_empty());
 
@@ -58,7 +67,10 @@ async fn aborted_uploads_leave_nothing_and_listing_is_by_name_prefix() {
     for name in ["part-1-a-0", "part-1-a-1", "part-10-b-0", "part-2-c-0"] {
         let file = path(name);
         let id = storage.start_upload(&file).await.unwrap();
-        storage.upload_part(&file, &id, 0, Bytes::from(name)).await.unwrap();
+        storage
+            .upload_part(&file, &id, 0, Bytes::from(name))
+            .await
+            .unwrap();
         started.push((file, id));
     }
     other.start_upload(&path("part-1-z-0")).await.unwrap();
@@ -81,7 +93,10 @@ async fn aborted_uploads_leave_nothing_and_listing_is_by_name_prefix() {
     // Aborting again, and completing an aborted upload.
     let (file, id) = &started[0];
     storage.abort_upload(file, id).await.unwrap();
-    let error = storage.complete_upload(file, id, &["x".into()]).await.unwrap_err();
+    let error = storage
+        .complete_upload(file, id, &["x".into()])
+        .await
+        .unwrap_err();
     assert!(error.to_string().contains("part-1-a-0"), "{error}");
     assert!(storage.list(&StoragePath::root()).await.unwrap().is_empty());
 }

@@ -17,10 +17,9 @@ use holdfast_executor::TaskFailure;
 use holdfast_runtime::failure::FailureKind;
 use holdfast_types::CheckpointId;
 
-use crate::checkpoint::decode_part;
 use crate::context::OperatorContext;
 use crate::sink::parts::{PartFileError, PartFiles, PartFilesState, RollingPolicy};
-use crate::sink::{Sink, SinkWriter};
+use crate::sink::{Sink, SinkWriter, TakenOver, taken_over};
 
 type Format<T> = Arc<dyn Fn(&T, &mut String) + Send + Sync>;
 
@@ -90,24 +89,10 @@ impl<T: 'static> Sink<T> for FileSink<T> {
         // pending and deletes their other hidden files; so does a fresh
         // start for its own (an earlier run's leftovers never become
         // output).
-        let mut taken = Vec::new();
-        let mut old_parallelism = None;
-        for part in ctx.restored_parts() {
-            old_parallelism = Some(part.parallelism);
-            if part.owned_by(ctx.subtask(), ctx.parallelism()) {
-                let state: PartFilesState = decode_part(ctx.operator(), &part.bytes)?;
-                taken.push((part.subtask, state));
-            }
-        }
-        // Old subtasks beyond the new parallelism that left no state still
-        // may have left hidden files: the subtask they wrap to deletes them.
-        let old_parallelism = old_parallelism
-            .unwrap_or(0)
-            .min(crate::keys::UPPER_MAX_PARALLELISM);
-        let others: Vec<u32> = (ctx.parallelism()..old_parallelism)
-            .filter(|old| old % ctx.parallelism().max(1) == ctx.subtask())
-            .collect();
-        let states: Vec<(u32, &PartFilesState)> = taken.iter().map(|(s, st)| (*s, st)).collect();
+        let taken: TakenOver<PartFilesState> = taken_over(ctx)?;
+        let states: Vec<(u32, &PartFilesState)> =
+            taken.states.iter().map(|(s, st)| (*s, st)).collect();
+        let others = taken.others;
         let files = PartFiles::take_over(
             &self.dir,
             ctx.subtask(),

@@ -19,6 +19,44 @@ pub use file::FileSink;
 pub use parts::{PartFileError, PartFiles, PartFilesState, RollingPolicy};
 pub use print::Print;
 
+/// What a restored subtask of a sink that writes files takes over from
+/// the old subtasks: the states of those it owns
+/// ([`RestoredPart::owned_by`](crate::RestoredPart::owned_by): at an
+/// unchanged parallelism only its own), decoded, and the old subtasks
+/// beyond the new parallelism that left no state but wrap to it (they may
+/// still have left unfinished files). What it commits and what it deletes
+/// or aborts follows from these and the checkpoint it restores.
+pub struct TakenOver<S> {
+    /// `(old subtask, its state)`.
+    pub states: Vec<(u32, S)>,
+    /// Old subtasks without state whose leftovers are this one's to clear.
+    pub others: Vec<u32>,
+}
+
+/// [`TakenOver`] for the writer `ctx` opens.
+pub fn taken_over<S: serde::de::DeserializeOwned>(
+    ctx: &OperatorContext,
+) -> Result<TakenOver<S>, TaskFailure> {
+    let mut states = Vec::new();
+    let mut old_parallelism = None;
+    for part in ctx.restored_parts() {
+        old_parallelism = Some(part.parallelism);
+        if part.owned_by(ctx.subtask(), ctx.parallelism()) {
+            states.push((
+                part.subtask,
+                crate::checkpoint::decode_part(ctx.operator(), &part.bytes)?,
+            ));
+        }
+    }
+    let old_parallelism = old_parallelism
+        .unwrap_or(0)
+        .min(crate::keys::UPPER_MAX_PARALLELISM);
+    let others = (ctx.parallelism()..old_parallelism)
+        .filter(|old| old % ctx.parallelism().max(1) == ctx.subtask())
+        .collect();
+    Ok(TakenOver { states, others })
+}
+
 /// A sink: a description (cheap, shared by all subtasks) that opens one
 /// [`SinkWriter`] per subtask.
 pub trait Sink<T>: Send + Sync + 'static {

@@ -36,7 +36,8 @@ impl Datagen {
         pipeline: &str,
         parallelism: u32,
     ) -> Result<JobId> {
-        let jobs = holdfast_dataflow::JobRegistry::builtin();
+        // The binary's jobs: `output` may be an `s3://` directory.
+        let jobs = holdfast::builtin_jobs();
         let params = json!({
             "records": self.records, "rate": self.rate, "keys": self.keys,
             "pipeline": pipeline, "output": output,

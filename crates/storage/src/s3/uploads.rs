@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::multipart::{MultipartStore, PartId};
-use object_store::signer::{Signer, SignedUrlOptions};
+use object_store::signer::{SignedUrlOptions, Signer};
 use object_store::{ObjectStoreExt, PutPayload};
 use serde::Deserialize;
 
@@ -95,7 +95,12 @@ impl S3Storage {
     /// upload already gone is no error.
     pub async fn abort_upload(&self, path: &StoragePath, id: &str) -> Result<(), StorageError> {
         let key = self.file_key("aborting the upload of", path)?;
-        match self.bucket.store.abort_multipart(&key, &id.to_owned()).await {
+        match self
+            .bucket
+            .store
+            .abort_multipart(&key, &id.to_owned())
+            .await
+        {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(error) if !self.is_open(path, id).await? => {
                 tracing::debug!(%path, %error, "aborting an upload that is gone already");
@@ -118,7 +123,8 @@ impl S3Storage {
     /// segments: `dir/part-3-` finds `dir/part-3-w-0`), through every page.
     pub async fn open_uploads(&self, name_prefix: &str) -> Result<Vec<OpenUpload>, StorageError> {
         let root = StoragePath::root();
-        let failed = |error: &dyn std::fmt::Display| self.io("listing the open uploads below", &root, error);
+        let failed =
+            |error: &dyn std::fmt::Display| self.io("listing the open uploads below", &root, error);
         let key_prefix = match self.prefix.as_str() {
             "" => name_prefix.to_owned(),
             prefix => format!("{prefix}/{name_prefix}"),
@@ -145,7 +151,13 @@ impl S3Storage {
                 )
                 .await
                 .map_err(|e| failed(&e))?;
-            let response = self.bucket.http.get(url).send().await.map_err(|e| failed(&e))?;
+            let response = self
+                .bucket
+                .http
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| failed(&e))?;
             let status = response.status();
             let body = response.text().await.map_err(|e| failed(&e))?;
             if !status.is_success() {

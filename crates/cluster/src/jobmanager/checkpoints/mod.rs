@@ -223,6 +223,39 @@ impl CheckpointIo {
         });
     }
 
+    /// An ended job's checkpoint directory: once the HA store holds no
+    /// pointer of the job any more (its retained checkpoints retired, by
+    /// the `Retire`s that follow the job's end), whatever is left below
+    /// `<job>/` goes too — files of a checkpoint a killed leader had
+    /// unlinked but not yet deleted, a late TaskManager's state file of an
+    /// aborted checkpoint. With a pointer still there nothing is deleted.
+    pub(super) fn sweep_ended(&self, job: JobId) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + ENDED_SWEEP_WAIT;
+            loop {
+                match io.ha.pointers(job).await {
+                    Ok(pointers) if pointers.is_empty() => break,
+                    _ if tokio::time::Instant::now() >= deadline => {
+                        tracing::warn!(%job, waited = ?ENDED_SWEEP_WAIT,
+                            "an ended job still has checkpoint pointers in the HA store; its checkpoint directory is kept (safe to delete by hand once the job is gone)");
+                        return;
+                    }
+                    // The retires are still under way.
+                    _ => tokio::time::sleep(ENDED_SWEEP_POLL).await,
+                }
+            }
+            let swept = match StoragePath::root().child(&job.to_string()) {
+                Ok(dir) => io.storage.delete_all(&dir).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(error) = swept {
+                tracing::warn!(%job, %error,
+                    "cannot delete an ended job's checkpoint directory (safe to delete by hand)");
+            }
+        });
+    }
+
     async fn delete_files(&self, job: JobId, id: CheckpointId) -> Result<(), String> {
         let dir = checkpoint_dir(job, id).map_err(|e| e.to_string())?;
         self.storage
@@ -405,6 +438,11 @@ impl CheckpointIo {
         Ok(metadata)
     }
 }
+
+/// How long an ended job's sweep waits for its pointers to be retired.
+const ENDED_SWEEP_WAIT: Duration = Duration::from_secs(60);
+/// How often it looks.
+const ENDED_SWEEP_POLL: Duration = Duration::from_millis(500);
 
 /// The longest a pointer write may take before it counts as failed (its
 /// outcome unknown: the coordinator retires it).

@@ -189,6 +189,7 @@ impl Term {
                 }
                 tracing::info!(%job, checkpoints = retained,
                     "job ended: its retained checkpoints are removed from the HA store and the checkpoint directory");
+                cp.io.sweep_ended(job);
             }
             RecoveryCommand::Notice(notice) => self.checkpoint_notice(notice),
         }
