@@ -259,6 +259,17 @@ pub async fn start<B: Backend>(
                 .map_err(|e| StartError::bad_option("execution.checkpointing.dir", e))?;
             tracing::info!(dir = %checkpointing.dir, interval = ?checkpointing.config.interval,
                 mode = ?checkpointing.config.mode, "jobs checkpoint");
+            // Say at once when the storage cannot be reached (wrong
+            // credentials, a missing bucket): not a reason to stop, it may
+            // come back, but every checkpoint would be declined meanwhile.
+            let probe = Arc::clone(&storage);
+            tokio::spawn(async move {
+                use holdfast_storage::CheckpointStorage as _;
+                if let Err(error) = probe.list(&holdfast_storage::StoragePath::root()).await {
+                    tracing::warn!(dir = %probe.describe(), %error,
+                        "the checkpoint storage cannot be read; checkpoints fail until it can (check the location, the s3.* settings and the network)");
+                }
+            });
             Some(checkpoints::CheckpointParts {
                 options: checkpointing.clone(),
                 storage,
