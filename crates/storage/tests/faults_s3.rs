@@ -44,17 +44,32 @@ async fn wrong_credentials_and_a_missing_bucket_fail_at_once_naming_bucket_key_a
         .await
         .unwrap_err()
         .to_string();
-    assert!(started.elapsed() < Duration::from_secs(10), "a refusal is not retried for long");
-    assert!(error.contains(server.bucket()) && error.contains("job/chk-1/0-0-0.state"), "{error}");
-    assert!(error.contains("403") || error.contains("Forbidden"), "{error}");
-    assert!(!error.contains(server.secret_key()) && !error.contains("not-the-secret"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a refusal is not retried for long"
+    );
+    assert!(
+        error.contains(server.bucket()) && error.contains("job/chk-1/0-0-0.state"),
+        "{error}"
+    );
+    assert!(
+        error.contains("403") || error.contains("Forbidden"),
+        "{error}"
+    );
+    assert!(
+        !error.contains(server.secret_key()) && !error.contains("not-the-secret"),
+        "{error}"
+    );
 
     let error = storage("no-such-bucket", &options(&server, server.endpoint()))
         .put(&file(), Bytes::from("state"))
         .await
         .unwrap_err()
         .to_string();
-    assert!(error.contains("no-such-bucket") && error.contains("NoSuchBucket"), "{error}");
+    assert!(
+        error.contains("no-such-bucket") && error.contains("NoSuchBucket"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,7 +78,11 @@ async fn throttling_is_retried_until_the_store_takes_the_write() {
     let front = SlowDown::start(server.addr(), 3).await;
     let storage = storage(server.bucket(), &options(&server, front.endpoint()));
     storage.put(&file(), Bytes::from("state")).await.unwrap();
-    assert_eq!(front.refused(), 3, "three 503 SlowDown answers, then the write");
+    assert_eq!(
+        front.refused(),
+        3,
+        "three 503 SlowDown answers, then the write"
+    );
     assert_eq!(storage.get(&file()).await.unwrap(), Bytes::from("state"));
 }
 
@@ -83,8 +102,14 @@ async fn an_unreachable_store_fails_within_the_retry_deadline() {
         .unwrap_err()
         .to_string();
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(500) && took < Duration::from_secs(10), "{took:?}");
-    assert!(error.contains("job/chk-1/0-0-0.state") && error.contains("retries"), "{error}");
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert!(
+        error.contains("job/chk-1/0-0-0.state") && error.contains("retries"),
+        "{error}"
+    );
 }
 
 /// An HTTP front that answers the first `refuse` requests with S3's

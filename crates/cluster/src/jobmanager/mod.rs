@@ -265,7 +265,13 @@ pub async fn start<B: Backend>(
             let probe = Arc::clone(&storage);
             tokio::spawn(async move {
                 use holdfast_storage::CheckpointStorage as _;
-                if let Err(error) = probe.list(&holdfast_storage::StoragePath::root()).await {
+                // A listing of a name nobody writes: one cheap request, and
+                // it tells a missing bucket from a missing file.
+                let Ok(nothing) = holdfast_storage::StoragePath::root().child("holdfast-probe")
+                else {
+                    return;
+                };
+                if let Err(error) = probe.list(&nothing).await {
                     tracing::warn!(dir = %probe.describe(), %error,
                         "the checkpoint storage cannot be read; checkpoints fail until it can (check the location, the s3.* settings and the network)");
                 }
