@@ -1,13 +1,21 @@
 //! Where checkpoints are written.
 //!
 //! One trait, [`CheckpointStorage`], for every place checkpoint files can
-//! go; [`LocalStorage`] puts them in a local directory through
-//! `object_store`'s local filesystem, so that S3-compatible stores can
-//! follow behind the same trait. A write counts only once it is durable:
-//! `object_store` writes a temporary file and renames it into place but
-//! does not sync, so [`LocalStorage::put`] syncs the file and every
-//! directory it created or renamed into before it returns — a checkpoint
-//! is never acknowledged on data a crash of the machine could lose.
+//! go, with two implementations on `object_store`:
+//!
+//! - [`LocalStorage`], a local directory. A write counts only once it is
+//!   durable: `object_store` writes a temporary file and renames it into
+//!   place but does not sync, so [`LocalStorage::put`] syncs the file and
+//!   every directory it created or renamed into before it returns — a
+//!   checkpoint is never acknowledged on data a crash of the machine
+//!   could lose.
+//! - [`S3Storage`], a key prefix in a bucket of an S3-compatible store: a
+//!   write is acknowledged by the store once stored; `put_new` is a
+//!   conditional create; failed requests are retried within the limits of
+//!   [`S3Options`]; multipart uploads can be held open ([`s3`]).
+//!
+//! [`Opener`] opens the [`Storage`] (either) of a
+//! [`Location`](holdfast_types::Location): a path or `s3://bucket/prefix`.
 //!
 //! Paths are [`StoragePath`]s: relative, `/`-separated, every segment
 //! non-empty and neither `.` nor `..`, so no name from a job or a peer can
@@ -15,8 +23,7 @@
 //! `.`, `_` and `-` only, so every storage keeps a name as it is.
 //!
 //! [`conformance`] is the suite every implementation passes
-//! ([`conformance_suite!`]), and what the next one (an S3-compatible
-//! store) must do to pass it.
+//! ([`conformance_suite!`]).
 #![warn(missing_docs)]
 
 pub mod conformance;

@@ -1,6 +1,8 @@
 //! The conformance suite every [`CheckpointStorage`] must pass, in the
-//! library so that the next implementation (an S3-compatible store) runs
-//! the very checks [`LocalStorage`](crate::LocalStorage) runs.
+//! library so that every implementation runs the very same checks:
+//! [`LocalStorage`](crate::LocalStorage) in `tests/conformance_local.rs`,
+//! [`S3Storage`](crate::S3Storage) on a real S3 server (SeaweedFS) in
+//! `tests/conformance_s3.rs`.
 //!
 //! An implementation provides a [`Fixture`]: a place that starts empty and
 //! a way to open a storage on it, as many times as a check likes (each
@@ -48,12 +50,12 @@
 //! directories; a remote store must acknowledge only what it stored
 //! durably).
 //!
-//! # For an S3-compatible implementation
+//! # What an S3-compatible implementation does to pass
 //!
-//! The next backend, on `object_store`'s `AmazonS3`, runs this suite
-//! against a real S3-compatible server started by its tests (as the HA
-//! tests start a real ZooKeeper), failing loudly when there is none. To
-//! pass:
+//! [`S3Storage`](crate::S3Storage), on `object_store`'s `AmazonS3`, runs
+//! this suite against a real S3-compatible server started by its tests
+//! (as the HA tests start a real ZooKeeper), failing loudly when there is
+//! none. It passes by:
 //!
 //! - **Fixture.** Every fixture gets a prefix of its own (a fresh random
 //!   one in a shared bucket): the checks assume an empty place, and a
@@ -84,10 +86,8 @@
 //! - **No caching**: a handle must see another handle's write or delete at
 //!   once (S3 is strongly consistent for this; a server that is not fails
 //!   the last check).
-//! - `LocalStorage::local_path` is not part of the trait: code that reads
-//!   state files through it (the TaskManager's restore, the leader's size
-//!   check and savepoint copies) must go through `get`/`size` before an
-//!   S3 storage can be used for checkpoints.
+//! - **put_new** is a `PUT` with `If-None-Match: *`: a `412` (or a
+//!   conflict) is [`StorageError::AlreadyExists`](crate::StorageError::AlreadyExists).
 //!
 //! [`CheckpointStorage`]: crate::CheckpointStorage
 //! [`StorageError::NotFound`]: crate::StorageError::NotFound
