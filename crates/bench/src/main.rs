@@ -38,7 +38,8 @@ use serde_json::{Value, json};
 
 use crate::output::Report;
 use crate::scenario::{
-    checkpoints, cluster, dataflow, failover, isolation, kafka, notify, ops, probe, table_load, tls,
+    checkpoints, cluster, dataflow, failover, isolation, kafka, notify, object_storage, ops, probe,
+    table_load, tls,
 };
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.
@@ -98,6 +99,9 @@ enum Scenario {
     /// What TLS costs: keyed throughput over two TaskManagers with mutual
     /// TLS against plain TCP, and a new connection's handshake (issue #24).
     Tls(tls::TlsArgs),
+    /// Checkpoints and the exactly-once file sink on an S3-compatible store
+    /// (the test kit's SeaweedFS) against the local filesystem (issue #25).
+    ObjectStorage(object_storage::ObjectStorageArgs),
     /// Every scenario with its defaults.
     All,
 }
@@ -151,6 +155,10 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::Checkpoints(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || checkpoints::run(&args)).await??]
+        }
+        Scenario::ObjectStorage(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || object_storage::run(&args)).await??]
         }
         Scenario::Kafka(args) => {
             let args = args.clone();

@@ -71,7 +71,16 @@ enum Command {
 pub fn builtin_jobs() -> JobRegistry {
     JobRegistry::builtin()
         .with_connector(holdfast_kafka::connector())
-        .with_connector(s3_files::connector(holdfast_storage::S3Options::default()))
+        .with_connector(s3_connector(holdfast_storage::S3Options::default()))
+}
+
+/// The `s3://` output connector (the exactly-once file sink on a bucket),
+/// reaching buckets as `options` say — for binaries and benchmarks that
+/// build their own registry.
+pub fn s3_connector(
+    options: holdfast_storage::S3Options,
+) -> impl holdfast_dataflow::connector::Connector {
+    s3_files::connector(options)
 }
 
 /// Runs holdfast's command line with the dataflow jobs of `jobs`: every role

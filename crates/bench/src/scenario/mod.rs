@@ -8,6 +8,7 @@ pub mod failover;
 pub mod isolation;
 pub mod kafka;
 pub mod notify;
+pub mod object_storage;
 pub mod ops;
 pub mod probe;
 pub mod table_load;

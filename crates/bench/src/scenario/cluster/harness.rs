@@ -83,7 +83,12 @@ impl Harness {
 
     /// Gives every process started from now on `key: value`.
     pub fn define(&mut self, key: &str, value: &str) {
-        self.defines.extend(define(key, value));
+        let prefix = format!("{key}=");
+        match self.defines.iter().position(|d| d.starts_with(&prefix)) {
+            // Set again: the new value replaces the old.
+            Some(at) => self.defines[at] = format!("{key}={value}"),
+            None => self.defines.extend(define(key, value)),
+        }
     }
 
     /// The `holdfast` binary.

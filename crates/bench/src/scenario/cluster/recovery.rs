@@ -41,6 +41,21 @@ pub struct RecoveryArgs {
     /// The `holdfast` binary (default: next to this one).
     #[arg(long)]
     pub holdfast_bin: Option<std::path::PathBuf>,
+    /// Where the checkpoints go: a local directory, a bucket of the test
+    /// kit's S3 server (SeaweedFS), or both, crash by crash alternating.
+    #[arg(long, value_enum, default_value = "local")]
+    pub storage: Storage,
+}
+
+/// `--storage`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Storage {
+    /// A temporary local directory.
+    Local,
+    /// `s3://BUCKET/checkpoints` on the test kit's S3 server.
+    S3,
+    /// Local and S3, alternating.
+    Both,
 }
 
 /// What a task logs once restored.
@@ -138,30 +153,53 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
         interval: args.heartbeat_interval.clone(),
         timeout: args.heartbeat_timeout.clone(),
     };
-    let (harness, _dir) =
-        Harness::checkpointing(args.holdfast_bin.as_deref(), heartbeat, "5s", tick).await?;
-    let mut crashes = Vec::new();
+    let (local, _dir) =
+        Harness::checkpointing(args.holdfast_bin.as_deref(), heartbeat.clone(), "5s", tick).await?;
+    // The S3 one: the same, its checkpoints in a bucket.
+    let s3 = match args.storage {
+        Storage::Local => None,
+        Storage::S3 | Storage::Both => {
+            let server = holdfast_testkit::S3Server::start()
+                .context("starting the S3 server (scripts/test installs it)")?;
+            let (mut harness, dir) =
+                Harness::checkpointing(args.holdfast_bin.as_deref(), heartbeat, "5s", tick).await?;
+            harness.define(
+                "execution.checkpointing.dir",
+                &format!("s3://{}/checkpoints", server.bucket()),
+            );
+            harness.define("s3.endpoint", &server.endpoint());
+            harness.define("s3.access-key", server.access_key());
+            harness.define("s3.secret-key", server.secret_key());
+            harness.define("s3.path.style.access", "true");
+            Some((harness, server, dir))
+        }
+    };
+    let places: Vec<(&str, &Harness)> = match (&args.storage, &s3) {
+        (Storage::Local, _) | (_, None) => vec![("local", &local)],
+        (Storage::S3, Some((harness, _, _))) => vec![("s3", harness)],
+        (Storage::Both, Some((harness, _, _))) => vec![("local", &local), ("s3", harness)],
+    };
+    let mut crashes: Vec<(&str, Crash)> = Vec::new();
     for round in 0..args.rounds.max(1) {
-        let crash = crash(&harness, args.keys, &round.to_string())
-            .await
-            .with_context(|| format!("crash {}", round + 1))?;
-        eprintln!(
-            "checkpoint-recovery: crash {}: {} MiB of state; running again after {:.0} ms, a checkpoint \
-             after {:.0} ms",
-            round + 1,
-            crash.state_bytes >> 20,
-            crash.running_again_ms,
-            crash.checkpoint_again_ms
-        );
-        crashes.push(crash);
+        for (storage, harness) in &places {
+            let crash = crash(harness, args.keys, &format!("{storage}-{round}"))
+                .await
+                .with_context(|| format!("crash {} ({storage})", round + 1))?;
+            eprintln!(
+                "checkpoint-recovery: crash {} ({storage}): {} MiB of state; running again after {:.0} ms, a \
+                 checkpoint after {:.0} ms",
+                round + 1,
+                crash.state_bytes >> 20,
+                crash.running_again_ms,
+                crash.checkpoint_again_ms
+            );
+            crashes.push((storage, crash));
+        }
     }
-    let running: Vec<f64> = crashes.iter().map(|c| c.running_again_ms).collect();
-    let checkpointed: Vec<f64> = crashes.iter().map(|c| c.checkpoint_again_ms).collect();
-    let r = Summary::of(&running).context("no crash")?;
-    let c = Summary::of(&checkpointed).context("no crash")?;
     let mut table = Table::new(
         "kill -9 of a TaskManager, 10 M keys of checkpointed state",
         &[
+            "checkpoints in",
             "keys",
             "state",
             "crashes",
@@ -169,17 +207,34 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
             "first checkpoint after (p50 / max)",
         ],
     );
-    table.row(vec![
-        args.keys.to_string(),
-        format!("{} MiB", crashes.last().map_or(0, |c| c.state_bytes >> 20)),
-        crashes.len().to_string(),
-        format!("{:.0} / {:.0} ms", r.p50, r.max),
-        format!("{:.0} / {:.0} ms", c.p50, c.max),
-    ]);
+    let mut json_by_storage = serde_json::Map::new();
+    for (storage, _) in &places {
+        let mine: Vec<&Crash> = crashes
+            .iter()
+            .filter(|(s, _)| s == storage)
+            .map(|(_, c)| c)
+            .collect();
+        let running: Vec<f64> = mine.iter().map(|c| c.running_again_ms).collect();
+        let checkpointed: Vec<f64> = mine.iter().map(|c| c.checkpoint_again_ms).collect();
+        let r = Summary::of(&running).context("no crash")?;
+        let c = Summary::of(&checkpointed).context("no crash")?;
+        table.row(vec![
+            (*storage).to_owned(),
+            args.keys.to_string(),
+            format!("{} MiB", mine.last().map_or(0, |c| c.state_bytes >> 20)),
+            mine.len().to_string(),
+            format!("{:.0} / {:.0} ms", r.p50, r.max),
+            format!("{:.0} / {:.0} ms", c.p50, c.max),
+        ]);
+        json_by_storage.insert(
+            (*storage).to_owned(),
+            json!({"running_again_ms": summary_json(&running), "checkpoint_again_ms": summary_json(&checkpointed)}),
+        );
+    }
     let mut report = Report::new(json!({
         "scenario": "checkpoint-recovery", "keys": args.keys,
         "heartbeat": {"interval": args.heartbeat_interval, "timeout": args.heartbeat_timeout},
-        "running_again_ms": summary_json(&running), "checkpoint_again_ms": summary_json(&checkpointed),
+        "by_storage": json_by_storage,
     }));
     report.table(table);
     report.note(
