@@ -110,9 +110,11 @@ fn failure(error: StorageError) -> TaskFailure {
 
 impl Sink<String> for S3FileSink {
     fn open(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<String>>, TaskFailure> {
-        // The writer's own runtime: its calls block the task's thread,
-        // never one of the TaskManager's runtime threads.
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        // The writer's own runtime, one thread: its calls block the task's
+        // thread, never one of the TaskManager's runtime threads, and its
+        // parts go up there while the task writes on.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
             .enable_all()
             .thread_name("s3-sink")
             .build()

@@ -15,9 +15,11 @@
 //! upload still open for the subtasks it takes over: the output of
 //! attempts whose checkpoint never completed never appears, and no
 //! abandoned upload is left to be billed. Every call blocks the task's
-//! thread on the writer's own runtime, bounded by the `s3.*` retries.
+//! thread on the writer's own runtime (one thread of its own, on which
+//! parts go up while the task writes the next), bounded by the `s3.*`
+//! retries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +31,10 @@ use serde::{Deserialize, Serialize};
 /// A part goes up once this much is buffered (S3 wants at least 5 MiB in
 /// every part but the last).
 pub(crate) const PART_BYTES: usize = 8 << 20;
+/// Parts uploading at once per part file: the writer goes on filling the
+/// next while these go up, and waits for the oldest beyond them (memory:
+/// this many parts plus the one filling).
+const IN_FLIGHT: usize = 2;
 
 /// One pending part file: what completing it needs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,7 +69,10 @@ pub(crate) trait OpenDir: Send + Sync {
 struct Open {
     name: StoragePath,
     id: Option<String>,
+    /// The tags of the parts uploaded, in order.
     parts: Vec<String>,
+    /// Parts on their way up, in order (uploads overlap the writing).
+    in_flight: VecDeque<tokio::task::JoinHandle<Result<String, StorageError>>>,
     buffer: Vec<u8>,
     bytes: u64,
     opened_at: Duration,
@@ -171,6 +180,7 @@ impl S3Parts {
                 name,
                 id: None,
                 parts: Vec::new(),
+                in_flight: VecDeque::new(),
                 buffer: Vec::with_capacity(PART_BYTES + 64 * 1024),
                 bytes: 0,
                 opened_at: now,
@@ -229,9 +239,13 @@ impl S3Parts {
         if self.open.as_ref().is_some_and(|o| !o.buffer.is_empty()) {
             self.upload_buffer()?;
         }
-        if let Some(open) = self.open.take()
-            && let Some(id) = open.id
-        {
+        let Some(mut open) = self.open.take() else {
+            return Ok(());
+        };
+        while let Some(upload) = open.in_flight.pop_front() {
+            open.parts.push(self.finished(upload)?);
+        }
+        if let Some(id) = open.id {
             self.rolled.push(PendingUpload {
                 name: open.name.as_str().to_owned(),
                 id,
@@ -241,6 +255,8 @@ impl S3Parts {
         Ok(())
     }
 
+    /// Sends the buffer up as the next part, in the background; waits for
+    /// the oldest part still going up when too many are.
     fn upload_buffer(&mut self) -> Result<(), StorageError> {
         let Some(open) = self.open.as_mut() else {
             return Ok(());
@@ -255,16 +271,45 @@ impl S3Parts {
                 id
             }
         };
-        let bytes = Bytes::from(std::mem::take(&mut open.buffer));
-        let tag = self.runtime.block_on(self.storage.upload_part(
-            &open.name,
-            &id,
-            open.parts.len(),
-            bytes,
-        ))?;
-        open.parts.push(tag);
+        let bytes = Bytes::from(std::mem::replace(
+            &mut open.buffer,
+            Vec::with_capacity(PART_BYTES + 64 * 1024),
+        ));
+        let index = open.parts.len() + open.in_flight.len();
+        let (storage, name) = (self.storage.clone(), open.name.clone());
+        open.in_flight.push_back(
+            self.runtime
+                .spawn(async move { storage.upload_part(&name, &id, index, bytes).await }),
+        );
+        while open.in_flight.len() > IN_FLIGHT {
+            let Some(oldest) = open.in_flight.pop_front() else {
+                break;
+            };
+            let tag = join(&self.runtime, &self.location, oldest)?;
+            open.parts.push(tag);
+        }
         Ok(())
     }
+
+    /// The tag of a part whose upload was under way.
+    fn finished(
+        &self,
+        upload: tokio::task::JoinHandle<Result<String, StorageError>>,
+    ) -> Result<String, StorageError> {
+        join(&self.runtime, &self.location, upload)
+    }
+}
+
+/// Waits for a part's upload: its tag.
+fn join(
+    runtime: &tokio::runtime::Runtime,
+    location: &str,
+    upload: tokio::task::JoinHandle<Result<String, StorageError>>,
+) -> Result<String, StorageError> {
+    runtime.block_on(upload).map_err(|e| StorageError::Root {
+        root: location.to_owned(),
+        message: format!("a part's upload stopped: {e}"),
+    })?
 }
 
 fn parse(name: &str) -> Result<StoragePath, StorageError> {

@@ -39,7 +39,8 @@ impl OpenDir for Server {
 
 impl Server {
     fn start() -> Server {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
