@@ -24,7 +24,7 @@ mod support;
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
-use holdfast_storage::{CheckpointStorage, S3Bucket, S3Options, S3Storage, Secret, StoragePath};
+use holdfast_storage::{CheckpointStorage, S3Bucket, S3Storage, StoragePath};
 use holdfast_testkit::{FaultProxy, Mode, S3Server};
 use support::cluster::{
     Cluster, all_running, cli, cli_fails, eventually, logged, registered, rest, run_from_savepoint,
@@ -50,13 +50,7 @@ fn s3_config(s3: &S3Server, endpoint: &str) -> String {
 
 /// The storage below `prefix` of the server's bucket.
 fn bucket(s3: &S3Server, prefix: &str) -> Result<S3Storage> {
-    let options = S3Options {
-        endpoint: Some(s3.endpoint()),
-        access_key: Some(s3.access_key().to_owned()),
-        secret_key: Some(Secret::new(s3.secret_key())),
-        path_style_access: true,
-        ..S3Options::default()
-    };
+    let options = s3.options();
     Ok(S3Storage::new(
         S3Bucket::connect(s3.bucket(), &options)?,
         prefix,

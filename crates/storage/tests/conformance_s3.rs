@@ -5,7 +5,7 @@
 //! `open` a new client (as a restarted process would make).
 
 use holdfast_storage::conformance::Fixture;
-use holdfast_storage::{S3Bucket, S3Options, S3Storage, Secret};
+use holdfast_storage::{S3Bucket, S3Storage};
 use holdfast_testkit::S3Server;
 
 struct S3Fixture {
@@ -21,21 +21,11 @@ fn fixture() -> S3Fixture {
     }
 }
 
-pub fn options(server: &S3Server) -> S3Options {
-    S3Options {
-        endpoint: Some(server.endpoint()),
-        access_key: Some(server.access_key().to_owned()),
-        secret_key: Some(Secret::new(server.secret_key())),
-        path_style_access: true,
-        ..S3Options::default()
-    }
-}
-
 impl Fixture for S3Fixture {
     type Storage = S3Storage;
 
     async fn open(&self) -> S3Storage {
-        let bucket = S3Bucket::connect(self.server.bucket(), &options(&self.server))
+        let bucket = S3Bucket::connect(self.server.bucket(), &self.server.options())
             .unwrap_or_else(|error| panic!("opening the bucket: {error}"));
         S3Storage::new(bucket, &self.prefix)
     }

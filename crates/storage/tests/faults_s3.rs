@@ -15,13 +15,11 @@ use holdfast_testkit::S3Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// The server's options, with requests sent to `endpoint`.
 fn options(server: &S3Server, endpoint: String) -> S3Options {
     S3Options {
         endpoint: Some(endpoint),
-        access_key: Some(server.access_key().to_owned()),
-        secret_key: Some(Secret::new(server.secret_key())),
-        path_style_access: true,
-        ..S3Options::default()
+        ..server.options()
     }
 }
 

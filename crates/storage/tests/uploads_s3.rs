@@ -2,18 +2,11 @@
 //! sink writes through) on a real S3 server (SeaweedFS from the test kit).
 
 use bytes::Bytes;
-use holdfast_storage::{CheckpointStorage, S3Bucket, S3Options, S3Storage, Secret, StoragePath};
+use holdfast_storage::{CheckpointStorage, S3Bucket, S3Storage, StoragePath};
 use holdfast_testkit::S3Server;
 
 fn storage(server: &S3Server, prefix: &str) -> S3Storage {
-    let options = S3Options {
-        endpoint: Some(server.endpoint()),
-        access_key: Some(server.access_key().to_owned()),
-        secret_key: Some(Secret::new(server.secret_key())),
-        path_style_access: true,
-        ..S3Options::default()
-    };
-    let bucket = S3Bucket::connect(server.bucket(), &options).unwrap();
+    let bucket = S3Bucket::connect(server.bucket(), &server.options()).unwrap();
     S3Storage::new(bucket, prefix)
 }
 

@@ -124,6 +124,18 @@ impl S3Server {
         &self.secret_key
     }
 
+    /// How holdfast's S3 client reaches this server: its endpoint, the
+    /// identity's keys, path-style requests, the client's default limits.
+    pub fn options(&self) -> holdfast_types::s3::S3Options {
+        holdfast_types::s3::S3Options {
+            endpoint: Some(self.endpoint()),
+            access_key: Some(self.access_key.clone()),
+            secret_key: Some(holdfast_types::s3::Secret::new(&self.secret_key)),
+            path_style_access: true,
+            ..holdfast_types::s3::S3Options::default()
+        }
+    }
+
     /// The server's process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)

@@ -26,7 +26,7 @@ use holdfast_dataflow::local::LocalCheckpoints;
 use holdfast_dataflow::{JobRegistry, LocalRun};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_storage::{
-    CheckpointStorage, LocalStorage, S3Bucket, S3Options, S3Storage, Secret, StoragePath,
+    CheckpointStorage, LocalStorage, S3Bucket, S3Options, S3Storage, StoragePath,
 };
 use holdfast_testkit::S3Server;
 use serde_json::{Value, json};
@@ -65,13 +65,7 @@ impl Places {
     fn start() -> Result<Places> {
         let server =
             S3Server::start().context("starting the S3 server (scripts/test installs it)")?;
-        let options = S3Options {
-            endpoint: Some(server.endpoint()),
-            access_key: Some(server.access_key().to_owned()),
-            secret_key: Some(Secret::new(server.secret_key())),
-            path_style_access: true,
-            ..S3Options::default()
-        };
+        let options = server.options();
         Ok(Places {
             server,
             options,

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast_dataflow::sink::RollingPolicy;
-use holdfast_storage::{
-    CheckpointStorage, S3Bucket, S3Options, S3Storage, Secret, StorageError, StoragePath,
-};
+use holdfast_storage::{CheckpointStorage, S3Bucket, S3Storage, StorageError, StoragePath};
 use holdfast_testkit::S3Server;
 
 use super::parts::{OpenDir, PART_BYTES, S3Parts, S3PartsState};
@@ -23,13 +21,7 @@ impl OpenDir for Server {
         let prefix = location
             .strip_prefix(&format!("s3://{}/", self.s3.bucket()))
             .unwrap_or_else(|| panic!("{location} is not in the test's bucket"));
-        let options = S3Options {
-            endpoint: Some(self.s3.endpoint()),
-            access_key: Some(self.s3.access_key().to_owned()),
-            secret_key: Some(Secret::new(self.s3.secret_key())),
-            path_style_access: true,
-            ..S3Options::default()
-        };
+        let options = self.s3.options();
         Ok(S3Storage::new(
             S3Bucket::connect(self.s3.bucket(), &options)?,
             prefix,
