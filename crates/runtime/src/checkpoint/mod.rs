@@ -48,11 +48,13 @@
 mod aligner;
 mod config;
 mod coordinator;
+mod files;
 mod types;
 
 pub use aligner::{AlignCommand, BarrierAligner};
 pub use config::{CheckpointConfig, CheckpointConfigError, CheckpointingMode};
 pub use coordinator::CheckpointCoordinator;
+pub use files::{FileName, FilesCommand, FilesInput, NewFile, SharedFiles};
 pub use types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
     MetadataLocation, PointerFailure, PointerOutcome, SavepointRequest, TaskAck, TaskState,
