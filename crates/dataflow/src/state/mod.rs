@@ -16,6 +16,7 @@
 
 mod key_groups;
 pub(crate) mod operator;
+pub mod run;
 mod table;
 
 pub use key_groups::{KeyGroup, KeyGroupRange};

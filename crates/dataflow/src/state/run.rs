@@ -1,0 +1,345 @@
+//! Key-group runs: the file format of incremental checkpoints (issue #26;
+//! not written by checkpoints yet).
+//!
+//! A *run* is an immutable file one subtask writes for one checkpoint. It
+//! holds a *section* per key group — the group whole (a *base*) or the keys
+//! changed since the subtask's base checkpoint (a *delta*: upserts and
+//! tombstones) — and a footer that indexes the sections, so that a restore
+//! (at any parallelism) reads just the groups it owns. A group's state at a
+//! checkpoint is its chain: a base and the deltas after it, merged newest
+//! wins ([`merge_chain`]).
+//!
+//! ```text
+//!  "HFRUN001" | section … | footer (postcard: [group, kind, offset, length, crc32] …) | footer length (u64 LE) | "HFRUN001"
+//!  section = postcard: [(key bytes, Some(value bytes) | None)] sorted by key, each key once
+//! ```
+//!
+//! Every section carries a CRC-32 of its bytes, checked when it is read: a
+//! damaged file is refused naming the group, never restored from.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::KeyGroup;
+
+const MAGIC: &[u8; 8] = b"HFRUN001";
+
+/// Whether a section holds its group whole or the changes since a base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SectionKind {
+    /// Every key of the group.
+    Base,
+    /// The keys written or removed since the base.
+    Delta,
+}
+
+/// One key's entry in a section: its value, or `None` for a key removed
+/// (only in a delta).
+pub type Entry = (Vec<u8>, Option<Vec<u8>>);
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct IndexEntry {
+    group: u32,
+    kind: SectionKind,
+    offset: u64,
+    length: u64,
+    crc: u32,
+}
+
+/// A run that cannot be read, or a section that cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// Not a run (no magic at either end, a footer that does not fit).
+    #[error("not a key-group run: {0}")]
+    NotARun(String),
+    /// A section's bytes do not match their checksum, or do not decode.
+    #[error("the section of {group} is damaged: {reason}")]
+    Damaged {
+        /// Its key group.
+        group: KeyGroup,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A group written twice into one run.
+    #[error("{0} has two sections in one run")]
+    Twice(KeyGroup),
+    /// A base with a tombstone (a base holds values only).
+    #[error("the base section of {0} holds a removal")]
+    RemovalInBase(KeyGroup),
+}
+
+/// Writes one run, section by section.
+#[derive(Debug, Default)]
+pub struct RunWriter {
+    bytes: Vec<u8>,
+    index: Vec<IndexEntry>,
+}
+
+impl RunWriter {
+    /// An empty run.
+    pub fn new() -> RunWriter {
+        RunWriter {
+            bytes: MAGIC.to_vec(),
+            index: Vec::new(),
+        }
+    }
+
+    /// Adds `group`'s section: its entries, in any order (sorted here; a
+    /// key given twice keeps its last entry).
+    pub fn section(
+        &mut self,
+        group: KeyGroup,
+        kind: SectionKind,
+        entries: impl IntoIterator<Item = Entry>,
+    ) -> Result<(), RunError> {
+        if self.index.iter().any(|e| e.group == group.0) {
+            return Err(RunError::Twice(group));
+        }
+        let sorted: BTreeMap<Vec<u8>, Option<Vec<u8>>> = entries.into_iter().collect();
+        if kind == SectionKind::Base && sorted.values().any(Option::is_none) {
+            return Err(RunError::RemovalInBase(group));
+        }
+        let entries: Vec<Entry> = sorted.into_iter().collect();
+        let encoded = postcard::to_allocvec(&entries).map_err(|e| RunError::Damaged {
+            group,
+            reason: e.to_string(),
+        })?;
+        self.index.push(IndexEntry {
+            group: group.0,
+            kind,
+            offset: self.bytes.len() as u64,
+            length: encoded.len() as u64,
+            crc: crc32fast::hash(&encoded),
+        });
+        self.bytes.extend_from_slice(&encoded);
+        Ok(())
+    }
+
+    /// The run's bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.index.sort_by_key(|e| e.group);
+        // An index of plain numbers always encodes.
+        let footer = postcard::to_allocvec(&self.index).unwrap_or_default();
+        self.bytes.extend_from_slice(&footer);
+        self.bytes
+            .extend_from_slice(&(footer.len() as u64).to_le_bytes());
+        self.bytes.extend_from_slice(MAGIC);
+        self.bytes
+    }
+}
+
+/// A run read back: its index, and its sections on demand.
+#[derive(Clone, Debug)]
+pub struct Run<'a> {
+    bytes: &'a [u8],
+    index: Vec<IndexEntry>,
+}
+
+impl<'a> Run<'a> {
+    /// Reads the footer of `bytes`.
+    pub fn parse(bytes: &'a [u8]) -> Result<Run<'a>, RunError> {
+        let not = |why: &str| RunError::NotARun(why.to_owned());
+        let tail = 8 + 8;
+        if bytes.len() < MAGIC.len() + tail || !bytes.starts_with(MAGIC) || !bytes.ends_with(MAGIC)
+        {
+            return Err(not("the magic bytes are missing"));
+        }
+        let length_at = bytes.len() - tail;
+        let mut length = [0u8; 8];
+        length.copy_from_slice(&bytes[length_at..length_at + 8]);
+        let footer_length = usize::try_from(u64::from_le_bytes(length))
+            .map_err(|_| not("the footer's length is too large"))?;
+        let footer_at = length_at
+            .checked_sub(footer_length)
+            .filter(|at| *at >= MAGIC.len())
+            .ok_or_else(|| not("the footer's length does not fit the file"))?;
+        let index: Vec<IndexEntry> = postcard::from_bytes(&bytes[footer_at..length_at])
+            .map_err(|e| not(&format!("the footer does not decode: {e}")))?;
+        for entry in &index {
+            let end = entry.offset.checked_add(entry.length);
+            if entry.offset < MAGIC.len() as u64 || end.is_none_or(|end| end > footer_at as u64) {
+                return Err(not(&format!(
+                    "the section of {} lies outside the file",
+                    KeyGroup(entry.group)
+                )));
+            }
+        }
+        Ok(Run { bytes, index })
+    }
+
+    /// The groups it has a section of, and their kinds, by group.
+    pub fn groups(&self) -> Vec<(KeyGroup, SectionKind)> {
+        self.index
+            .iter()
+            .map(|e| (KeyGroup(e.group), e.kind))
+            .collect()
+    }
+
+    /// `group`'s section (`None`: the run has none), its checksum checked.
+    pub fn section(&self, group: KeyGroup) -> Result<Option<(SectionKind, Vec<Entry>)>, RunError> {
+        let Some(entry) = self.index.iter().find(|e| e.group == group.0) else {
+            return Ok(None);
+        };
+        // Checked in `parse`: inside the file.
+        let start = entry.offset as usize;
+        let bytes = &self.bytes[start..start + entry.length as usize];
+        if crc32fast::hash(bytes) != entry.crc {
+            return Err(RunError::Damaged {
+                group,
+                reason: "its checksum does not match".to_owned(),
+            });
+        }
+        let entries = postcard::from_bytes(bytes).map_err(|e| RunError::Damaged {
+            group,
+            reason: e.to_string(),
+        })?;
+        Ok(Some((entry.kind, entries)))
+    }
+}
+
+/// A group's state from its chain, oldest first: a base, then deltas (a
+/// later entry of a key wins; a removal drops it). A chain that does not
+/// start with a base starts from nothing.
+pub fn merge_chain(
+    chain: impl IntoIterator<Item = (SectionKind, Vec<Entry>)>,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut state = BTreeMap::new();
+    for (kind, entries) in chain {
+        if kind == SectionKind::Base {
+            state.clear();
+        }
+        for (key, value) in entries {
+            match value {
+                Some(value) => {
+                    state.insert(key, value);
+                }
+                None => {
+                    state.remove(&key);
+                }
+            }
+        }
+    }
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry(key: &str, value: Option<&str>) -> Entry {
+        (
+            key.as_bytes().to_vec(),
+            value.map(|v| v.as_bytes().to_vec()),
+        )
+    }
+
+    #[test]
+    fn sections_read_back_by_group_sorted_and_checked() {
+        let mut writer = RunWriter::new();
+        writer
+            .section(
+                KeyGroup(7),
+                SectionKind::Delta,
+                [
+                    entry("b", Some("2")),
+                    entry("a", None),
+                    entry("b", Some("3")),
+                ],
+            )
+            .unwrap();
+        writer
+            .section(KeyGroup(2), SectionKind::Base, [entry("x", Some("1"))])
+            .unwrap();
+        assert_eq!(
+            writer.section(KeyGroup(2), SectionKind::Delta, []),
+            Err(RunError::Twice(KeyGroup(2)))
+        );
+        let bytes = writer.finish();
+        let run = Run::parse(&bytes).unwrap();
+        assert_eq!(
+            run.groups(),
+            [
+                (KeyGroup(2), SectionKind::Base),
+                (KeyGroup(7), SectionKind::Delta)
+            ]
+        );
+        assert_eq!(
+            run.section(KeyGroup(7)).unwrap(),
+            Some((
+                SectionKind::Delta,
+                vec![entry("a", None), entry("b", Some("3"))]
+            ))
+        );
+        assert_eq!(run.section(KeyGroup(3)).unwrap(), None);
+    }
+
+    #[test]
+    fn damage_and_garbage_are_refused_by_name() {
+        let mut writer = RunWriter::new();
+        writer
+            .section(KeyGroup(1), SectionKind::Base, [entry("k", Some("value"))])
+            .unwrap();
+        let mut bytes = writer.finish();
+        bytes[MAGIC.len() + 2] ^= 0xFF;
+        let run = Run::parse(&bytes).unwrap();
+        assert!(matches!(
+            run.section(KeyGroup(1)),
+            Err(RunError::Damaged {
+                group: KeyGroup(1),
+                ..
+            })
+        ));
+        for garbage in [&b""[..], b"HFRUN001", b"not a run at all, not at all!!!"] {
+            assert!(matches!(Run::parse(garbage), Err(RunError::NotARun(_))));
+        }
+        let mut writer = RunWriter::new();
+        assert_eq!(
+            writer.section(KeyGroup(4), SectionKind::Base, [entry("k", None)]),
+            Err(RunError::RemovalInBase(KeyGroup(4)))
+        );
+    }
+
+    proptest! {
+        /// Random writes and removals over several checkpoints: each
+        /// checkpoint's delta (the keys changed since the last, with their
+        /// values or removals) written into a run, read back, and merged
+        /// onto the base gives the state itself.
+        #[test]
+        fn a_base_and_its_deltas_merge_to_the_state(
+            steps in prop::collection::vec(
+                prop::collection::vec((0u8..20, prop::option::of(any::<u16>())), 0..30),
+                1..6,
+            )
+        ) {
+            let mut state: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            let mut runs = Vec::new();
+            for (n, writes) in steps.iter().enumerate() {
+                let mut changed: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+                for (key, value) in writes {
+                    let key = vec![*key];
+                    let value = value.map(|v| v.to_le_bytes().to_vec());
+                    match &value {
+                        Some(v) => { state.insert(key.clone(), v.clone()); }
+                        None => { state.remove(&key); }
+                    }
+                    changed.insert(key, value);
+                }
+                let mut writer = RunWriter::new();
+                if n == 0 {
+                    let base = state.iter().map(|(k, v)| (k.clone(), Some(v.clone())));
+                    writer.section(KeyGroup(0), SectionKind::Base, base).unwrap();
+                } else {
+                    writer.section(KeyGroup(0), SectionKind::Delta, changed).unwrap();
+                }
+                runs.push(writer.finish());
+            }
+            let chain: Vec<_> = runs
+                .iter()
+                .map(|bytes| Run::parse(bytes).unwrap().section(KeyGroup(0)).unwrap().unwrap())
+                .collect();
+            prop_assert_eq!(merge_chain(chain), state);
+        }
+    }
+}
