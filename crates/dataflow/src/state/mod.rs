@@ -20,4 +20,4 @@ pub mod run;
 mod table;
 
 pub use key_groups::{KeyGroup, KeyGroupRange};
-pub use table::{KeyedTable, StateError, TableSnapshot};
+pub use table::{KeyedTable, StateError, TableChanges, TableSnapshot};

@@ -59,6 +59,20 @@ pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
     max_parallelism: u32,
     range: KeyGroupRange,
     groups: Vec<HashMap<K, V>>,
+    /// With change tracking on ([`track_changes`](Self::track_changes)):
+    /// per key group, the keys written or removed since the last
+    /// [`take_changes`](Self::take_changes).
+    changed: Option<Vec<rustc_hash::FxHashSet<K>>>,
+}
+
+/// The keys of each key group that changed between two
+/// [`KeyedTable::take_changes`], with the snapshot taken at the second:
+/// what an incremental checkpoint writes as its deltas (issue #26; not
+/// written by checkpoints yet).
+#[derive(Clone, Debug)]
+pub struct TableChanges<K: Hash + Eq + Clone, V: Clone> {
+    snapshot: TableSnapshot<K, V>,
+    changed: Vec<rustc_hash::FxHashSet<K>>,
 }
 
 /// A snapshot of a [`KeyedTable`]: cheap to take, unaffected by later
@@ -78,6 +92,34 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             max_parallelism,
             range,
             groups: vec![HashMap::with_hasher(FxBuildHasher); range.len()],
+            changed: None,
+        }
+    }
+
+    /// Keeps, from now on, which keys of each key group are written or
+    /// removed (a hash insert per write), for
+    /// [`take_changes`](Self::take_changes).
+    pub fn track_changes(&mut self) {
+        if self.changed.is_none() {
+            self.changed = Some(vec![rustc_hash::FxHashSet::default(); self.range.len()]);
+        }
+    }
+
+    /// A snapshot (one pointer copy per key group) and the keys changed
+    /// since the last call (or since tracking began), which start anew:
+    /// the lists are swapped, not copied. `None` without tracking.
+    pub fn take_changes(&mut self) -> Option<TableChanges<K, V>> {
+        let fresh = vec![rustc_hash::FxHashSet::default(); self.range.len()];
+        let changed = std::mem::replace(self.changed.as_mut()?, fresh);
+        Some(TableChanges {
+            snapshot: self.snapshot(),
+            changed,
+        })
+    }
+
+    fn touch(&mut self, slot: usize, key: &K) {
+        if let Some(changed) = &mut self.changed {
+            changed[slot].insert(key.clone());
         }
     }
 
@@ -108,7 +150,10 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// partitioner never sends one.
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, (K, V)> {
         match self.slot(&key) {
-            Some(slot) => Ok(self.groups[slot].insert(key, value)),
+            Some(slot) => {
+                self.touch(slot, &key);
+                Ok(self.groups[slot].insert(key, value))
+            }
             None => Err((key, value)),
         }
     }
@@ -117,6 +162,9 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// snapshot still shares are copied first).
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         let slot = self.slot(key)?;
+        if self.changed.is_some() && self.groups[slot].contains_key(key) {
+            self.touch(slot, key);
+        }
         self.groups[slot].get_mut(key)
     }
 
@@ -125,7 +173,10 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// back).
     pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> Result<&mut V, K> {
         match self.slot(&key) {
-            Some(slot) => Ok(self.groups[slot].entry(key).or_insert_with(make)),
+            Some(slot) => {
+                self.touch(slot, &key);
+                Ok(self.groups[slot].entry(key).or_insert_with(make))
+            }
             None => Err(key),
         }
     }
@@ -133,8 +184,11 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// Removes every key, returning them with their values.
     pub fn drain(&mut self) -> Vec<(K, V)> {
         let mut all = Vec::with_capacity(self.len());
-        for group in &mut self.groups {
+        for (slot, group) in self.groups.iter_mut().enumerate() {
             let taken = std::mem::replace(group, HashMap::with_hasher(FxBuildHasher));
+            if let Some(changed) = &mut self.changed {
+                changed[slot].extend(taken.keys().cloned());
+            }
             all.extend(taken);
         }
         all
@@ -143,7 +197,11 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let slot = self.slot(key)?;
-        self.groups[slot].remove(key)
+        let removed = self.groups[slot].remove(key);
+        if removed.is_some() {
+            self.touch(slot, key);
+        }
+        removed
     }
 
     /// Keys held.
@@ -168,6 +226,52 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             range: self.range,
             groups: self.groups.clone(),
         }
+    }
+}
+
+impl<K, V> TableChanges<K, V>
+where
+    K: Hash + Eq + Clone + Serialize,
+    V: Clone + Serialize,
+{
+    /// Per key group with changes, the run entries of its delta: each
+    /// changed key with its value at the snapshot, or a removal (run it
+    /// off the task thread). Keys and values are encoded with postcard,
+    /// as [`TableSnapshot::encode`] encodes them.
+    pub fn encode_deltas(&self) -> Result<Vec<(KeyGroup, Vec<super::run::Entry>)>, StateError> {
+        let snapshot = &self.snapshot;
+        let mut deltas = Vec::new();
+        for ((group, map), changed) in snapshot
+            .range
+            .iter()
+            .zip(&snapshot.groups)
+            .zip(&self.changed)
+        {
+            if changed.is_empty() {
+                continue;
+            }
+            let failed = |e: postcard::Error| StateError::Encode {
+                state: snapshot.name.clone(),
+                group,
+                reason: e.to_string(),
+            };
+            let mut entries = Vec::with_capacity(changed.len());
+            for key in changed {
+                let value = map
+                    .get(key)
+                    .map(postcard::to_allocvec)
+                    .transpose()
+                    .map_err(failed)?;
+                entries.push((postcard::to_allocvec(key).map_err(failed)?, value));
+            }
+            deltas.push((group, entries));
+        }
+        Ok(deltas)
+    }
+
+    /// The snapshot taken with the changes.
+    pub fn snapshot(&self) -> &TableSnapshot<K, V> {
+        &self.snapshot
     }
 }
 
