@@ -8,13 +8,15 @@
 //!   _metadata                            format 2, state files named relative to it; written last, create-only
 //! ```
 //!
-//! Every file is durable before the next (a local one synced with its
-//! directories, an object acknowledged by the store), and the metadata is
+//! State files are copied by the store itself inside one bucket, else
+//! read and written. Every file is durable before the next (a local one
+//! synced with its directories, an object acknowledged by the store), and
+//! the metadata is
 //! a conditional create: a savepoint reported complete survives a crash,
 //! and no write ever replaces another savepoint's metadata.
 
 use holdfast_runtime::recovery::Metadata;
-use holdfast_storage::{CheckpointStorage, Storage, StorageError, StoragePath};
+use holdfast_storage::{CheckpointStorage, Storage, StoragePath};
 
 /// The name of a checkpoint's or savepoint's metadata file.
 pub(crate) const METADATA: &str = "_metadata";
@@ -77,13 +79,11 @@ async fn fill(
     for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
         let file = name(&task.state)?;
         let source = originals.child(&task.state).map_err(|e| e.to_string())?;
-        let bytes = from
-            .get(&source)
+        // Inside one bucket the store copies it; otherwise it is read and
+        // written (durable when the copy returns, as a put).
+        from.copy_to(&source, to, &file)
             .await
             .map_err(|e| format!("copying the state file: {e}"))?;
-        to.put(&file, bytes)
-            .await
-            .map_err(|e: StorageError| e.to_string())?;
     }
     let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| e.to_string())?;
     to.put_new(&name(METADATA)?, bytes.into())

@@ -75,6 +75,27 @@ impl CheckpointStorage for Storage {
     }
 }
 
+impl Storage {
+    /// Copies the file `from` of this storage to `to` in `target`: inside
+    /// one bucket with the store's own copy (nothing passes through this
+    /// process), otherwise by reading it and writing it there (durable when
+    /// this returns, as a `put` is).
+    pub async fn copy_to(
+        &self,
+        from: &StoragePath,
+        target: &Storage,
+        to: &StoragePath,
+    ) -> Result<(), StorageError> {
+        if let (Storage::S3(source), Storage::S3(destination)) = (self, target)
+            && source.same_bucket(destination)
+        {
+            return source.copy_within_bucket(from, destination, to).await;
+        }
+        let bytes = self.get(from).await?;
+        target.put(to, bytes).await
+    }
+}
+
 /// Opens the storage of a location: a local directory (made if missing),
 /// or a prefix of a bucket, through one client per bucket made with the
 /// process's [`S3Options`]. Storages are kept by location.

@@ -212,6 +212,32 @@ impl S3Storage {
             .map_err(|e| self.io("listing", prefix, e))
     }
 
+    /// Whether `other` is in the same bucket through the same client (so
+    /// the store can copy between them itself).
+    pub fn same_bucket(&self, other: &S3Storage) -> bool {
+        Arc::ptr_eq(&self.bucket.store, &other.bucket.store)
+    }
+
+    /// Copies `from` here to `to` in `target` (same bucket: see
+    /// [`same_bucket`](Self::same_bucket)) with the store's own copy
+    /// (`CopyObject`): no byte passes through this process.
+    pub async fn copy_within_bucket(
+        &self,
+        from: &StoragePath,
+        target: &S3Storage,
+        to: &StoragePath,
+    ) -> Result<(), StorageError> {
+        let source = self.file_key("copying", from)?;
+        let destination = target.file_key("copying", to)?;
+        match self.bucket.store.copy(&source, &destination).await {
+            Ok(()) => Ok(()),
+            Err(object_store::Error::NotFound { .. }) => Err(self.not_found(from)),
+            Err(error) => {
+                Err(self.io("copying", from, format!("to {}/{to}: {error}", target.root)))
+            }
+        }
+    }
+
     async fn multipart(
         &self,
         path: &StoragePath,
