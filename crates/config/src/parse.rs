@@ -135,7 +135,30 @@ fn kind(text: &str) -> Result<RestartStrategyKind, ValueError> {
 }
 
 /// Both a key and its alias set to values that `same` says differ.
-fn alias_conflict(
+/// `error` with the values it shows masked (a conflict between two
+/// spellings of a secret names the keys and where they came from only).
+fn masked(error: ConfigError) -> ConfigError {
+    match error {
+        ConfigError::AliasConflict {
+            key,
+            mut value,
+            alias,
+            mut alias_value,
+        } => {
+            value.value = "******".to_owned();
+            alias_value.value = "******".to_owned();
+            ConfigError::AliasConflict {
+                key,
+                value,
+                alias,
+                alias_value,
+            }
+        }
+        other => other,
+    }
+}
+
+pub(crate) fn alias_conflict(
     source: &ConfigSource,
     key: &'static str,
     alias: &'static str,
@@ -367,6 +390,14 @@ impl ClusterConfig {
             crate::checkpointing::dir,
         )?;
 
+        // Flink's two spellings of the keys may both be given if they agree.
+        alias_conflict(source, S3_ACCESS_KEY, S3_ACCESS_KEY_ALIAS, |a, b| {
+            a.trim() == b.trim()
+        })?;
+        alias_conflict(source, S3_SECRET_KEY, S3_SECRET_KEY_ALIAS, |a, b| {
+            a.trim() == b.trim()
+        })
+        .map_err(masked)?;
         crate::s3::read(&reader, &mut config.s3)?;
 
         config.ha = read_ha(source)?;

@@ -15,7 +15,9 @@ use crate::parse::Reader;
 pub(crate) fn read(reader: &Reader<'_>, options: &mut S3Options) -> Result<(), crate::ConfigError> {
     reader.set(&mut options.endpoint, S3_ENDPOINT, endpoint)?;
     reader.set(&mut options.region, S3_REGION, text)?;
+    reader.set(&mut options.access_key, S3_ACCESS_KEY_ALIAS, text)?;
     reader.set(&mut options.access_key, S3_ACCESS_KEY, text)?;
+    reader.set(&mut options.secret_key, S3_SECRET_KEY_ALIAS, secret)?;
     reader.set(&mut options.secret_key, S3_SECRET_KEY, secret)?;
     reader.set(
         &mut options.path_style_access,

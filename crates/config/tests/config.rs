@@ -729,3 +729,55 @@ proptest! {
         let _ = ConfigSource::from_yaml_str(&text, Origin::Define);
     }
 }
+
+#[test]
+fn s3_keys_under_either_spelling_with_secrets_never_shown() {
+    let (config, warnings) = with(&[
+        ("s3.endpoint", "http://127.0.0.1:8333/"),
+        ("s3.endpoint.region", "eu-west-1"),
+        ("s3.access.key", "AKIDEXAMPLE"),
+        ("s3.secret.key", "the-secret"),
+        ("s3.path.style.access", "true"),
+        ("s3.connection.timeout", "5 s"),
+        ("s3.retry.limit", "3"),
+        ("s3.retry.deadline", "20 s"),
+        ("execution.checkpointing.dir", "s3a://bucket/checkpoints/"),
+    ])
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let s3 = &config.s3;
+    assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:8333"));
+    assert_eq!(s3.region.as_deref(), Some("eu-west-1"));
+    assert_eq!(s3.access_key.as_deref(), Some("AKIDEXAMPLE"));
+    assert_eq!(
+        s3.secret_key.as_ref().map(|s| s.expose()),
+        Some("the-secret")
+    );
+    assert!(s3.path_style_access);
+    assert_eq!(s3.request_timeout, Duration::from_secs(5));
+    assert_eq!(
+        (s3.max_retries, s3.retry_deadline),
+        (3, Duration::from_secs(20))
+    );
+    assert!(!format!("{config:?}").contains("the-secret"));
+    assert_eq!(
+        config.checkpointing.dir.map(|d| d.to_string()).as_deref(),
+        Some("s3://bucket/checkpoints")
+    );
+
+    // Both spellings: they must agree; a conflict names keys, not secrets.
+    let message = error(&[
+        ("s3.secret-key", "one-secret"),
+        ("s3.secret.key", "other-secret"),
+    ]);
+    assert!(
+        message.contains("s3.secret-key") && message.contains("s3.secret.key"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("one-secret") && !message.contains("other-secret"),
+        "{message}"
+    );
+    let (config, _) = with(&[("s3.access-key", "A"), ("s3.access.key", "A")]).unwrap();
+    assert_eq!(config.s3.access_key.as_deref(), Some("A"));
+}

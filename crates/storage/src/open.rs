@@ -98,12 +98,12 @@ impl Storage {
 
 /// Opens the storage of a location: a local directory (made if missing),
 /// or a prefix of a bucket, through one client per bucket made with the
-/// process's [`S3Options`]. Storages are kept by location.
+/// process's [`S3Options`] (kept for the process's life; a storage itself
+/// is cheap to open again).
 #[derive(Debug, Default)]
 pub struct Opener {
     s3: S3Options,
     buckets: Mutex<HashMap<String, S3Bucket>>,
-    storages: Mutex<HashMap<Location, Arc<Storage>>>,
 }
 
 impl Opener {
@@ -118,15 +118,10 @@ impl Opener {
     /// The storage whose root is `location` (a local directory is made if
     /// it is missing).
     pub fn open(&self, location: &Location) -> Result<Arc<Storage>, StorageError> {
-        if let Some(storage) = lock(&self.storages).get(location) {
-            return Ok(Arc::clone(storage));
-        }
-        let storage = Arc::new(match location {
+        Ok(Arc::new(match location {
             Location::Local(dir) => Storage::Local(LocalStorage::new(dir)?),
             Location::S3 { bucket, key } => Storage::S3(S3Storage::new(self.bucket(bucket)?, key)),
-        });
-        lock(&self.storages).insert(location.clone(), Arc::clone(&storage));
-        Ok(storage)
+        }))
     }
 
     /// The storage of the directory a file `location` is in, and the

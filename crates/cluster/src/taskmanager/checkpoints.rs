@@ -116,46 +116,63 @@ impl Storages {
     }
 
     /// A restore's file: `path` relative to `storage`, or a full location
-    /// (a savepoint's, in its own directory).
+    /// (a savepoint's, in its own directory), read when the attempt
+    /// restores (a file that is not there fails the restore, not the
+    /// deploy).
     fn state_file(&self, storage: &Arc<Storage>, path: &str) -> Result<StateSource, String> {
         let runtime = self
             .runtime
             .clone()
             .ok_or("the TaskManager has no runtime to read state with")?;
-        let (storage, path) = match path.parse::<Location>() {
-            Ok(file) => self.opener.file(&file).map_err(|e| e.to_string())?,
-            Err(_) => (
+        let at = match path.parse::<Location>() {
+            Ok(file) => Place::Elsewhere(file),
+            Err(_) => Place::Here(
                 Arc::clone(storage),
                 path.parse::<StoragePath>().map_err(|e| e.to_string())?,
             ),
         };
         Ok(StateSource::Stored(Arc::new(StateFile {
-            storage,
-            path,
+            opener: Arc::clone(&self.opener),
+            at,
             runtime,
         })))
     }
 }
 
+/// Where a state file is.
+enum Place {
+    /// In the job's checkpoint storage.
+    Here(Arc<Storage>, StoragePath),
+    /// Anywhere else (a savepoint's own directory).
+    Elsewhere(Location),
+}
+
 /// A state file an attempt reads from its own thread, through the
 /// TaskManager's runtime.
 struct StateFile {
-    storage: Arc<Storage>,
-    path: StoragePath,
+    opener: Arc<Opener>,
+    at: Place,
     runtime: tokio::runtime::Handle,
 }
 
 impl StoredState for StateFile {
     fn location(&self) -> String {
-        format!("{}/{}", self.storage.describe(), self.path)
+        match &self.at {
+            Place::Here(storage, path) => format!("{}/{path}", storage.describe()),
+            Place::Elsewhere(location) => location.to_string(),
+        }
     }
 
     fn read(&self) -> Result<Arc<[u8]>, String> {
+        let (storage, path) = match &self.at {
+            Place::Here(storage, path) => (Arc::clone(storage), path.clone()),
+            Place::Elsewhere(location) => self.opener.file(location).map_err(|e| e.to_string())?,
+        };
         // The attempt's own OS thread, never one of the runtime's: it may
         // block until the storage answers (bounded by its retries).
         let bytes = self
             .runtime
-            .block_on(self.storage.get(&self.path))
+            .block_on(storage.get(&path))
             .map_err(|e| e.to_string())?;
         Ok(Arc::from(&bytes[..]))
     }
