@@ -25,18 +25,16 @@
 //! # }
 //! ```
 
-use std::fs::File;
 use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::error::{KitError, Result};
-use crate::zk::OWNER_MARKER_NAME;
+use crate::zk::{OWNER_MARKER_NAME, spawn_logged};
 
 /// The environment variable naming the broker binary, when it is not where
 /// `scripts/test` installs it.
@@ -186,33 +184,22 @@ impl KafkaBroker {
 
     fn spawn(&mut self) -> Result<()> {
         let log = self.log_path();
-        let out = File::options()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(KitError::io(format!("opening {}", log.display())))?;
-        let err = out
-            .try_clone()
-            .map_err(KitError::io("duplicating the log handle"))?;
         // Readiness is this start's own announcement in the log, then a
         // connection: a port that merely accepts may be another process's.
         let logged_before = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
         let announcement = format!("127.0.0.1:{}", self.addr.port());
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .arg("start")
             .arg("--data-dir")
             .arg(self.dir.path())
             .args(["--host", "127.0.0.1", "--only", "kafka", "--kafka-port"])
-            .arg(self.addr.port().to_string())
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(KitError::io(format!(
-                "starting the Kafka broker {}",
-                self.binary.display()
-            )))?;
+            .arg(self.addr.port().to_string());
+        let child = spawn_logged(
+            &mut command,
+            &log,
+            &format!("the Kafka broker {}", self.binary.display()),
+        )?;
         self.child = Some(child);
         let started = Instant::now();
         while started.elapsed() < READY_WITHIN {

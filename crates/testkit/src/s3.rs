@@ -20,19 +20,17 @@
 //! # }
 //! ```
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::error::{KitError, Result};
-use crate::zk::OWNER_MARKER_NAME;
+use crate::zk::{OWNER_MARKER_NAME, spawn_logged};
 
 /// The environment variable naming the `weed` binary, when it is not where
 /// `scripts/test` installs it.
@@ -200,19 +198,12 @@ impl S3Server {
 
     fn spawn(&mut self) -> Result<()> {
         let log = self.log_path();
-        let out = File::options()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(KitError::io(format!("opening {}", log.display())))?;
-        let err = out
-            .try_clone()
-            .map_err(KitError::io("duplicating the log handle"))?;
         let data = self.dir.path().join("data");
         std::fs::create_dir_all(&data)
             .map_err(KitError::io(format!("creating {}", data.display())))?;
         let p = self.ports;
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .arg("mini")
             .arg(format!("-dir={}", data.display()))
             .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
@@ -233,16 +224,12 @@ impl S3Server {
                 "-s3.config={}",
                 self.dir.path().join("s3.json").display()
             ))
-            .arg(format!("-bucket={}", self.bucket))
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(KitError::io(format!(
-                "starting the S3 server {}",
-                self.binary.display()
-            )))?;
+            .arg(format!("-bucket={}", self.bucket));
+        let child = spawn_logged(
+            &mut command,
+            &log,
+            &format!("the S3 server {}", self.binary.display()),
+        )?;
         self.child = Some(child);
         let started = Instant::now();
         while started.elapsed() < READY_WITHIN {

@@ -16,4 +16,4 @@ pub use cluster::ZkCluster;
 pub use config::ZkClusterConfig;
 pub use four_letter::ZkMode;
 pub use process::reap_orphans;
-pub(crate) use process::{OWNER_MARKER_NAME, log_tail};
+pub(crate) use process::{OWNER_MARKER_NAME, log_tail, spawn_logged};

@@ -46,15 +46,8 @@ impl ServerProcess {
                 missing: PathBuf::from(jar),
             });
         }
-        let out = File::options()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(KitError::io(format!("opening {}", log.display())))?;
-        let err = out
-            .try_clone()
-            .map_err(KitError::io("duplicating the log handle"))?;
-        let child = Command::new(&config.java)
+        let mut command = Command::new(&config.java);
+        command
             .arg(format!("-Xmx{}m", config.heap_mib))
             .args(["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"])
             .arg(format!(
@@ -66,16 +59,12 @@ impl ServerProcess {
             .arg("-cp")
             .arg(&config.classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-            .arg(zoo_cfg)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(KitError::io(format!(
-                "starting ZooKeeper member {member} with {}",
-                config.java.display()
-            )))?;
+            .arg(zoo_cfg);
+        let child = spawn_logged(
+            &mut command,
+            log,
+            &format!("ZooKeeper member {member} with {}", config.java.display()),
+        )?;
         Ok(ServerProcess { member, child })
     }
 
@@ -127,6 +116,27 @@ impl Drop for ServerProcess {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Starts `command` in a process group of its own (so a signal to the test
+/// does not reach it), stdin closed, stdout and stderr appended to `log`;
+/// `what` names it in the error.
+pub(crate) fn spawn_logged(command: &mut Command, log: &Path, what: &str) -> Result<Child> {
+    let out = File::options()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(KitError::io(format!("opening {}", log.display())))?;
+    let err = out
+        .try_clone()
+        .map_err(KitError::io("duplicating the log handle"))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .map_err(KitError::io(format!("starting {what}")))
 }
 
 /// The last `lines` lines of a log file (empty if unreadable).

@@ -207,8 +207,14 @@ impl CheckpointIo {
     }
 
     /// Removes a completed checkpoint no longer retained: its pointer,
-    /// then (only once the pointer is gone) its files.
-    pub(super) fn retire(&self, job: JobId, id: CheckpointId, token: LeaderToken) {
+    /// then (only once the pointer is gone) its files. The handle ends when
+    /// both are done (or given up).
+    pub(super) fn retire(
+        &self,
+        job: JobId,
+        id: CheckpointId,
+        token: LeaderToken,
+    ) -> tokio::task::JoinHandle<()> {
         let io = self.clone();
         tokio::spawn(async move {
             if let Err(error) = io.ha.remove_pointer(job, token, id).await {
@@ -220,29 +226,32 @@ impl CheckpointIo {
                 tracing::warn!(%job, checkpoint = %id, %error,
                     "cannot delete a retired checkpoint's files (safe to delete by hand)");
             }
-        });
+        })
     }
 
-    /// An ended job's checkpoint directory: once the HA store holds no
-    /// pointer of the job any more (its retained checkpoints retired, by
-    /// the `Retire`s that follow the job's end), whatever is left below
-    /// `<job>/` goes too — files of a checkpoint a killed leader had
-    /// unlinked but not yet deleted, a late TaskManager's state file of an
-    /// aborted checkpoint. With a pointer still there nothing is deleted.
-    pub(super) fn sweep_ended(&self, job: JobId) {
+    /// An ended job's checkpoint directory, once `retires` (its retained
+    /// checkpoints' retirements) are done: if the HA store holds no
+    /// pointer of the job any more, whatever is left below `<job>/` goes
+    /// too — files of a checkpoint a killed leader had unlinked but not yet
+    /// deleted, a late TaskManager's state file of an aborted checkpoint.
+    /// With a pointer still there (a retirement failed) nothing is deleted.
+    pub(super) fn sweep_ended(&self, job: JobId, retires: Vec<tokio::task::JoinHandle<()>>) {
         let io = self.clone();
         tokio::spawn(async move {
-            let deadline = tokio::time::Instant::now() + ENDED_SWEEP_WAIT;
-            loop {
-                match io.ha.pointers(job).await {
-                    Ok(pointers) if pointers.is_empty() => break,
-                    _ if tokio::time::Instant::now() >= deadline => {
-                        tracing::warn!(%job, waited = ?ENDED_SWEEP_WAIT,
-                            "an ended job still has checkpoint pointers in the HA store; its checkpoint directory is kept (safe to delete by hand once the job is gone)");
-                        return;
-                    }
-                    // The retires are still under way.
-                    _ => tokio::time::sleep(ENDED_SWEEP_POLL).await,
+            for retire in retires {
+                let _ = retire.await;
+            }
+            match io.ha.pointers(job).await {
+                Ok(pointers) if pointers.is_empty() => {}
+                Ok(_) => {
+                    tracing::warn!(%job,
+                        "an ended job still has checkpoint pointers in the HA store; its checkpoint directory is kept (safe to delete by hand once the job is gone)");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(%job, %error,
+                        "cannot read an ended job's checkpoint pointers; its checkpoint directory is kept (safe to delete by hand once the job is gone)");
+                    return;
                 }
             }
             let swept = match StoragePath::root().child(&job.to_string()) {
@@ -438,11 +447,6 @@ impl CheckpointIo {
         Ok(metadata)
     }
 }
-
-/// How long an ended job's sweep waits for its pointers to be retired.
-const ENDED_SWEEP_WAIT: Duration = Duration::from_secs(60);
-/// How often it looks.
-const ENDED_SWEEP_POLL: Duration = Duration::from_millis(500);
 
 /// The longest a pointer write may take before it counts as failed (its
 /// outcome unknown: the coordinator retires it).

@@ -36,6 +36,10 @@ pub(in crate::jobmanager) struct TermCheckpoints {
     pub(in crate::jobmanager) ended: HashMap<JobId, CheckpointStats>,
     /// The savepoints asked for, by trigger id.
     pub(in crate::jobmanager) savepoints: SavepointOps,
+    /// Jobs that ended and whose retained checkpoints are being retired:
+    /// the retirements still to come, and those under way. When the last
+    /// one is under way the job's directory is swept after them.
+    pub(in crate::jobmanager) ending: HashMap<JobId, (usize, Vec<tokio::task::JoinHandle<()>>)>,
 }
 
 impl Term {
@@ -173,7 +177,18 @@ impl Term {
                 cp.savepoints.finish(request, result);
             }
             RecoveryCommand::Discard { job, id } => cp.io.discard(job, id),
-            RecoveryCommand::Retire { job, id } => cp.io.retire(job, id, token),
+            RecoveryCommand::Retire { job, id } => {
+                let retire = cp.io.retire(job, id, token);
+                if let Some((left, retires)) = cp.ending.get_mut(&job) {
+                    retires.push(retire);
+                    *left = left.saturating_sub(1);
+                    if *left == 0
+                        && let Some((_, retires)) = cp.ending.remove(&job)
+                    {
+                        cp.io.sweep_ended(job, retires);
+                    }
+                }
+            }
             RecoveryCommand::DropOriginals { job, id } => cp.io.drop_originals(job, id),
             RecoveryCommand::RemoveSavepoint { job, id, dir, why } => {
                 if why == SavepointRemoval::WrittenAfterAbort {
@@ -189,7 +204,13 @@ impl Term {
                 }
                 tracing::info!(%job, checkpoints = retained,
                     "job ended: its retained checkpoints are removed from the HA store and the checkpoint directory");
-                cp.io.sweep_ended(job);
+                // The `Retire`s of its retained checkpoints follow; the
+                // directory is swept once they are done.
+                if retained == 0 {
+                    cp.io.sweep_ended(job, Vec::new());
+                } else {
+                    cp.ending.insert(job, (retained, Vec::new()));
+                }
             }
             RecoveryCommand::Notice(notice) => self.checkpoint_notice(notice),
         }

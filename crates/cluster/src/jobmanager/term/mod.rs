@@ -161,6 +161,7 @@ impl Term {
                 }),
                 io,
                 ended: HashMap::new(),
+                ending: HashMap::new(),
                 savepoints: Default::default(),
             }),
             timeline: Arc::default(),
