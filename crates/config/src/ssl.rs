@@ -37,14 +37,7 @@ pub struct PemPaths {
 }
 
 /// A password from the configuration; never shown by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Password(pub String);
-
-impl std::fmt::Debug for Password {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Password(<redacted>)")
-    }
-}
+pub type Password = holdfast_types::secret::Secret;
 
 /// `security.ssl.*`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,7 +175,10 @@ fn files(prefix: &'static str, paths: &PemPaths) -> TlsFiles {
     let store = |path: &Option<PathBuf>, password: &Option<Password>| {
         path.as_ref().map(|path| Store {
             path: path.clone(),
-            password: password.as_ref().map(|p| p.0.clone()).unwrap_or_default(),
+            password: password
+                .as_ref()
+                .map(|p| p.expose().to_owned())
+                .unwrap_or_default(),
         })
     };
     TlsFiles {
@@ -310,7 +306,7 @@ pub(crate) fn read_access(text: &str) -> Result<ReadAccess, ValueError> {
 }
 
 pub(crate) fn password(text: &str) -> Result<Option<Password>, ValueError> {
-    Ok(Some(Password(text.to_owned())))
+    Ok(Some(Password::new(text)))
 }
 
 /// `None` for PKCS12 (the default), else the type, refused by `validate`.

@@ -20,6 +20,7 @@
 //! - [`location`]: [`Location`], where checkpoints, savepoints and output
 //!   go: an absolute local path or `s3://bucket/key`.
 //! - [`s3`]: [`s3::S3Options`], how to reach an S3-compatible store.
+//! - [`secret`]: [`secret::Secret`], a configured secret `Debug` never shows.
 //! - [`duration`]: [`parse_duration`], Flink's spelling of durations in
 //!   configuration values (`60 s`, `60000`, `1min`).
 //!
@@ -34,6 +35,7 @@ pub mod ha;
 pub mod ids;
 pub mod location;
 pub mod s3;
+pub mod secret;
 pub mod sync;
 pub mod time;
 pub mod wall;

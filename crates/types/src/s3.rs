@@ -3,30 +3,9 @@
 //! keys, `holdfast-storage` makes its client from them (the standard
 //! `AWS_*` environment variables fill in what is not set).
 
-use std::fmt;
 use std::time::Duration;
 
-/// A secret that never shows in `Debug` or `Display`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps `value`.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret itself (only for the client that signs with it).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(******)")
-    }
-}
+pub use crate::secret::Secret;
 
 /// How to reach the S3-compatible store of `s3://` locations.
 #[derive(Clone, Debug, PartialEq, Eq)]
