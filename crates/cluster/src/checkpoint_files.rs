@@ -3,6 +3,7 @@
 //! ```text
 //! <execution.checkpointing.dir>/<job>/chk-<id>/<vertex>-<subtask>-<attempt>.state   one per attempt with state (TaskManagers write them)
 //! <execution.checkpointing.dir>/<job>/chk-<id>/_metadata                            JSON, written last by the leader; the HA pointer names it
+//! <execution.checkpointing.dir>/<job>/shared/<attempt>/<id>-<operator>.run             incremental checkpoints' runs, reused by later checkpoints
 //! ```
 //!
 //! The metadata's content and its rules are the recovery core's
@@ -38,6 +39,18 @@ pub(crate) fn state_path(
     ))
 }
 
+/// `<job>/<name>`: a shared file of an incremental checkpoint (`name` as
+/// the task named it, `shared/…`).
+pub(crate) fn shared_path(job: JobId, name: &str) -> Result<StoragePath, BadPath> {
+    if !name.starts_with("shared/") {
+        return Err(BadPath {
+            path: name.chars().take(200).collect(),
+            reason: "a shared file's name starts with `shared/`",
+        });
+    }
+    StoragePath::root().child(&job.to_string())?.join(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +63,10 @@ mod tests {
         assert_eq!(state.as_str(), format!("{job}/chk-5/1-2-3.state"));
         let metadata = metadata_path(job, CheckpointId(5)).unwrap();
         assert_eq!(metadata.as_str(), format!("{job}/chk-5/_metadata"));
+        let shared = shared_path(job, "shared/1-2-3/5-sum.run").unwrap();
+        assert_eq!(shared.as_str(), format!("{job}/shared/1-2-3/5-sum.run"));
+        for outside in ["chk-5/_metadata", "shared/../../x", "/shared/x", "shared"] {
+            assert!(shared_path(job, outside).is_err(), "{outside}");
+        }
     }
 }

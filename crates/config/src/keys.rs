@@ -189,6 +189,11 @@ pub const CP_MAX_CONCURRENT: &str = "execution.checkpointing.max-concurrent-chec
 pub const CP_TOLERABLE: &str = "execution.checkpointing.tolerable-failed-checkpoints";
 /// `execution.checkpointing.num-retained`.
 pub const CP_RETAINED: &str = "execution.checkpointing.num-retained";
+/// `execution.checkpointing.incremental`.
+pub const CP_INCREMENTAL: &str = "execution.checkpointing.incremental";
+/// `state.backend.incremental`: Flink's deprecated name of
+/// [`CP_INCREMENTAL`].
+pub const CP_INCREMENTAL_ALIAS: &str = "state.backend.incremental";
 /// `execution.checkpointing.mode`.
 pub const CP_MODE: &str = "execution.checkpointing.mode";
 /// `execution.checkpointing.dir`.
@@ -860,6 +865,20 @@ pub const KEYS: &[KeySpec] = &[
         "count",
         Checkpointing,
         "completed checkpoints kept (pointer and files); older ones are deleted; at least 1",
+    ),
+    key(
+        CP_INCREMENTAL,
+        "false",
+        "boolean",
+        Checkpointing,
+        "keyed state goes into shared files that later checkpoints reuse, so a checkpoint writes about what changed since the last one (savepoints stay full copies)",
+    ),
+    key(
+        CP_INCREMENTAL_ALIAS,
+        "false",
+        "boolean",
+        Checkpointing,
+        "Flink's deprecated name of `execution.checkpointing.incremental`",
     ),
     key(
         CP_MODE,

@@ -370,6 +370,11 @@ impl ClusterConfig {
         reader.set(&mut settings.tolerable_failures, CP_TOLERABLE, count)?;
         reader.set(&mut settings.num_retained, CP_RETAINED, count)?;
         reader.set(&mut settings.mode, CP_MODE, crate::checkpointing::mode)?;
+        alias_conflict(source, CP_INCREMENTAL, CP_INCREMENTAL_ALIAS, |a, b| {
+            ssl::flag(a).ok() == ssl::flag(b).ok()
+        })?;
+        reader.set(&mut settings.incremental, CP_INCREMENTAL_ALIAS, ssl::flag)?;
+        reader.set(&mut settings.incremental, CP_INCREMENTAL, ssl::flag)?;
         reader.set(
             &mut checkpointing.dir,
             CP_DIR_ALIAS,

@@ -381,6 +381,7 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
         ("execution.checkpointing.tolerable-failed-checkpoints", "3"),
         ("execution.checkpointing.num-retained", "4"),
         ("execution.checkpointing.mode", "AT_LEAST_ONCE"),
+        ("execution.checkpointing.incremental", "true"),
         ("state.checkpoints.dir", "file:///var/holdfast/chk"),
     ])
     .unwrap();
@@ -395,7 +396,33 @@ fn checkpointing_is_off_until_an_interval_is_set_and_reads_flinks_keys() {
             tolerable_failures: 3,
             num_retained: 4,
             mode: CheckpointingMode::AtLeastOnce,
+            incremental: true,
         })
+    );
+    // Flink's older name, and a conflict between the two named.
+    let (older, _) = with(&[
+        ("execution.checkpointing.interval", "2 s"),
+        ("state.backend.incremental", "TRUE"),
+    ])
+    .unwrap();
+    assert!(older.checkpointing.coordinator().unwrap().incremental);
+    let error = with(&[
+        ("execution.checkpointing.incremental", "false"),
+        ("state.backend.incremental", "true"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("execution.checkpointing.incremental")
+            && error.contains("state.backend.incremental"),
+        "{error}"
+    );
+    let error = with(&[("execution.checkpointing.incremental", "yes")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("execution.checkpointing.incremental"),
+        "{error}"
     );
     assert_eq!(
         config.checkpointing.dir.map(|d| d.to_string()).as_deref(),

@@ -16,23 +16,27 @@
 
 use std::collections::BTreeMap;
 
-use holdfast_executor::{EncodeError, EncodeState, TaskFailure};
+use holdfast_executor::{EncodeError, EncodeState, EncodedState, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
-use holdfast_types::CheckpointId;
+use holdfast_types::{CheckpointId, SnapshotKind};
 use serde::{Deserialize, Serialize};
 
 /// The first bytes of every state file.
 const MAGIC: &[u8; 8] = b"HFSTATE1";
-/// The state file's format version: 2 files each operator's part under
-/// its id (`uid`, else its name); version 1 filed it under its position in
-/// the plan, and is still read.
-const FORMAT: u32 = 2;
+/// The state file's format version: 3 as 2, with a keyed state's part
+/// either inline or chains of sections in shared files (incremental
+/// checkpoints); 2 files each operator's part under its id (`uid`, else its
+/// name); version 1 filed it under its position in the plan. All are read.
+const FORMAT: u32 = 3;
+/// Parts by operator id, a keyed state's part its groups inline.
+const FORMAT_2: u32 = 2;
 /// The first format (parts by node position).
 const FORMAT_1: u32 = 1;
 
-/// Encodes a part off the task thread; its error is the operator's own
-/// (a serializer's, a keyed state's), kept whole.
-pub(crate) type Deferred = Box<dyn FnOnce() -> Result<Vec<u8>, EncodeError> + Send>;
+/// Encodes a part off the task thread (its bytes, and for an incremental
+/// keyed state the shared files it wrote and reuses); its error is the
+/// operator's own (a serializer's, a keyed state's), kept whole.
+pub(crate) type Deferred = Box<dyn FnOnce() -> Result<EncodedState, EncodeError> + Send>;
 
 /// Why a subtask's state file could not be encoded (off the task thread):
 /// the checkpoint is declined with this message, the job runs on. Reaches
@@ -75,8 +79,8 @@ pub(crate) enum Part {
 }
 
 /// What the operators of one task put in for one checkpoint.
-#[derive(Default)]
 pub(crate) struct Snapshot {
+    kind: SnapshotKind,
     parts: Vec<(String, Part)>,
     /// Time the task thread spent taking the parts (its pause; sending the
     /// barrier on behind the records before it is not).
@@ -84,6 +88,21 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// An empty snapshot of the given kind.
+    pub(crate) fn new(kind: SnapshotKind) -> Snapshot {
+        Snapshot {
+            kind,
+            parts: Vec::new(),
+            taking: std::time::Duration::ZERO,
+        }
+    }
+
+    /// What it is to be: full, or incremental on a base (what the barrier
+    /// carries on).
+    pub(crate) fn kind(&self) -> SnapshotKind {
+        self.kind
+    }
+
     /// Adds node `node`'s part, made by `take` on the task thread (timed:
     /// this is the snapshot's synchronous part).
     pub(crate) fn take(
@@ -116,11 +135,16 @@ impl Snapshot {
         let parts = self.parts;
         Box::new(move || {
             let mut operators = Vec::with_capacity(parts.len());
+            let (mut shared, mut reused) = (Vec::new(), Vec::new());
             for (uid, part) in parts {
                 let bytes = match part {
                     Part::Bytes(bytes) => bytes,
                     Part::Deferred(encode) => match encode() {
-                        Ok(bytes) => bytes,
+                        Ok(encoded) => {
+                            shared.extend(encoded.shared);
+                            reused.extend(encoded.reused);
+                            encoded.bytes
+                        }
                         Err(source) => {
                             return Err(StateEncodeError::Operator { uid, source }.into());
                         }
@@ -128,8 +152,18 @@ impl Snapshot {
                 };
                 operators.push((uid, bytes));
             }
-            let file = StateFile { header, operators };
-            Ok(file.encode()?)
+            let file = StateFile {
+                header,
+                operators,
+                format: FORMAT,
+            };
+            reused.sort();
+            reused.dedup();
+            Ok(EncodedState {
+                bytes: file.encode()?,
+                shared,
+                reused,
+            })
         })
     }
 }
@@ -151,6 +185,13 @@ pub(crate) struct FileHeader {
 pub(crate) struct StateFile {
     header: FileHeader,
     operators: Vec<(String, Vec<u8>)>,
+    /// The format it was read in (not in the file).
+    #[serde(skip, default = "current_format")]
+    format: u32,
+}
+
+fn current_format() -> u32 {
+    FORMAT
 }
 
 /// Format 1: parts by the operator's position in the plan.
@@ -178,7 +219,12 @@ impl StateFile {
             .ok_or(StateDecodeError::Truncated)?;
         let format = u32::from_le_bytes(*format);
         match format {
-            FORMAT => postcard::from_bytes(body).map_err(StateDecodeError::Undecodable),
+            FORMAT | FORMAT_2 => {
+                let mut file: StateFile =
+                    postcard::from_bytes(body).map_err(StateDecodeError::Undecodable)?;
+                file.format = format;
+                Ok(file)
+            }
             FORMAT_1 => {
                 let old: StateFileV1 =
                     postcard::from_bytes(body).map_err(StateDecodeError::Undecodable)?;
@@ -193,6 +239,7 @@ impl StateFile {
                 Ok(StateFile {
                     header: old.header,
                     operators,
+                    format: FORMAT_1,
                 })
             }
             other => Err(StateDecodeError::UnknownFormat { format: other }),
@@ -220,7 +267,7 @@ pub(crate) enum StateDecodeError {
         node: u32,
     },
     /// A format version this build does not read.
-    #[error("its format version is {format}; this build reads versions {FORMAT_1} and {FORMAT}")]
+    #[error("its format version is {format}; this build reads versions {FORMAT_1} to {FORMAT}")]
     UnknownFormat {
         /// The file's version.
         format: u32,
@@ -236,9 +283,26 @@ pub struct RestoredPart {
     pub parallelism: u32,
     /// The operator's own encoding.
     pub bytes: Vec<u8>,
+    /// The state file's format (a keyed state's part changed in 3).
+    pub format: u32,
+    /// The state file it came from (an incremental keyed state reads its
+    /// shared files beside it).
+    pub source: holdfast_executor::StateSource,
 }
 
 impl RestoredPart {
+    /// A part of this build's format, read from memory (for tests of
+    /// operators that restore).
+    pub fn new(subtask: u32, parallelism: u32, bytes: Vec<u8>) -> RestoredPart {
+        RestoredPart {
+            subtask,
+            parallelism,
+            bytes,
+            format: FORMAT,
+            source: holdfast_executor::StateSource::Empty,
+        }
+    }
+
     /// Whether subtask `subtask` of `parallelism` is the one new subtask
     /// that takes over what belongs to this part's old subtask as a whole
     /// (a sink's transactions and files, a count): the subtask of the
@@ -322,6 +386,8 @@ impl Restored {
                         subtask: file.subtask,
                         parallelism: file.parallelism,
                         bytes,
+                        format: state.format,
+                        source: file.source.clone(),
                     });
                 }
             }
@@ -416,18 +482,18 @@ mod tests {
 
     #[test]
     fn a_state_file_round_trips_and_is_checked() {
-        let mut snapshot = Snapshot::default();
+        let mut snapshot = Snapshot::new(SnapshotKind::Full);
         let bytes = postcard::to_allocvec(&42u64).unwrap();
         snapshot
             .take("count", || Ok(Some(Part::Bytes(bytes))))
             .unwrap();
         snapshot
             .take("window", || {
-                Ok(Some(Part::Deferred(Box::new(|| Ok(vec![9, 9])))))
+                Ok(Some(Part::Deferred(Box::new(|| Ok(vec![9, 9].into())))))
             })
             .unwrap();
         snapshot.take("map", || Ok(None)).unwrap();
-        let bytes = snapshot.encoder(header(2))().unwrap();
+        let bytes = snapshot.encoder(header(2))().unwrap().bytes;
         let mut restored = read(&bytes, 2).unwrap();
         assert_eq!(restored.checkpoint(), Some(CheckpointId(3)));
         let parts = restored.take("count");
@@ -468,7 +534,7 @@ mod tests {
 
     #[test]
     fn a_failing_part_fails_the_encoding_naming_the_operator() {
-        let mut snapshot = Snapshot::default();
+        let mut snapshot = Snapshot::new(SnapshotKind::Full);
         snapshot
             .take("sum", || {
                 Ok(Some(Part::Deferred(Box::new(|| Err("disk full".into())))))
@@ -480,7 +546,7 @@ mod tests {
 
     #[test]
     fn an_encoding_error_keeps_the_operator_and_its_cause() {
-        let mut snapshot = Snapshot::default();
+        let mut snapshot = Snapshot::new(SnapshotKind::Full);
         snapshot
             .take("sum", || {
                 Ok(Some(Part::Deferred(Box::new(|| {
@@ -506,10 +572,10 @@ mod tests {
         assert!(matches!(decode(b"garbage!"), StateDecodeError::WrongMagic));
         assert!(matches!(decode(MAGIC), StateDecodeError::Truncated));
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&3u32.to_le_bytes());
+        next.extend_from_slice(&4u32.to_le_bytes());
         assert!(matches!(
             decode(&next),
-            StateDecodeError::UnknownFormat { format: 3 }
+            StateDecodeError::UnknownFormat { format: 4 }
         ));
         let mut cut = MAGIC.to_vec();
         cut.extend_from_slice(&FORMAT.to_le_bytes());
@@ -551,12 +617,12 @@ mod tests {
         );
         // A future format is refused, naming both.
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&3u32.to_le_bytes());
+        next.extend_from_slice(&4u32.to_le_bytes());
         let error = read(&next, 2).unwrap_err();
         assert!(
             error
                 .message()
-                .contains("format version is 3; this build reads versions 1 and 2"),
+                .contains("format version is 4; this build reads versions 1 to 3"),
             "{}",
             error.message()
         );

@@ -22,8 +22,8 @@ use holdfast_executor::{
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::Wiring;
-use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
+use holdfast_types::{CheckpointId, SnapshotKind};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::api::Dataflow;
@@ -449,6 +449,7 @@ impl LocalCheckpoints {
                     timestamp_ms: 0,
                     last,
                     stop,
+                    kind: SnapshotKind::Full,
                 });
             }
         }
@@ -478,6 +479,7 @@ impl LocalCheckpoints {
                         timestamp_ms: 0,
                         last,
                         stop,
+                        kind: SnapshotKind::Full,
                     });
                 }
                 continue;
@@ -489,7 +491,9 @@ impl LocalCheckpoints {
                 CheckpointOutcome::Acknowledged { state, sync, .. } => {
                     longest_sync = longest_sync.max(sync);
                     let bytes: Arc<[u8]> = match state {
-                        Some(encode) => encode().map_err(LocalCheckpointError::Encode)?.into(),
+                        Some(encode) => {
+                            encode().map_err(LocalCheckpointError::Encode)?.bytes.into()
+                        }
                         None => Arc::from([]),
                     };
                     states.insert(report.key.attempt.task, bytes);

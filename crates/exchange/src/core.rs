@@ -83,7 +83,7 @@ impl ChannelCore {
             }
             // Never merged: a watermark after a barrier must not replace
             // one before it, nor a barrier or a change of idleness vanish.
-            Event::Barrier(_) | Event::Idle(_) => {}
+            Event::Barrier(..) | Event::Idle(_) => {}
             Event::End => self.end_queued = true,
         }
         self.events.push_back(event);
@@ -181,7 +181,7 @@ impl ChannelCore {
 mod tests {
     use super::*;
     use crate::event::Batch;
-    use holdfast_types::CheckpointId;
+    use holdfast_types::{CheckpointId, SnapshotKind};
 
     fn batch(n: u32) -> Event {
         Event::Batch(Batch::Encoded {
@@ -245,7 +245,7 @@ mod tests {
         core.offer(batch(1));
         assert!(matches!(core.offer(Event::Watermark(1)), Offer::Accepted));
         assert!(matches!(
-            core.offer(Event::Barrier(CheckpointId(5))),
+            core.offer(Event::Barrier(CheckpointId(5), SnapshotKind::Full)),
             Offer::Accepted
         ));
         // Not merged into the watermark before the barrier.
@@ -255,13 +255,13 @@ mod tests {
         assert!(matches!(core.pop(), Ok(Some(Event::Watermark(1)))));
         assert!(matches!(
             core.pop(),
-            Ok(Some(Event::Barrier(CheckpointId(5))))
+            Ok(Some(Event::Barrier(CheckpointId(5), SnapshotKind::Full)))
         ));
         assert!(matches!(core.pop(), Ok(Some(Event::Watermark(3)))));
         // Without credit a barrier at the head passes; behind a batch it
         // waits (FIFO).
         core.offer(batch(2));
-        core.offer(Event::Barrier(CheckpointId(6)));
+        core.offer(Event::Barrier(CheckpointId(6), SnapshotKind::Full));
         let no_credit = |e: &Event| !e.is_batch();
         assert!(matches!(core.pop_if(no_credit), Ok(None)));
     }

@@ -11,7 +11,7 @@ use std::any::Any;
 use std::fmt;
 
 use bytes::Bytes;
-use holdfast_types::CheckpointId;
+use holdfast_types::{CheckpointId, SnapshotKind};
 
 /// One item of a channel. Every channel delivers its events in the order
 /// they were sent (FIFO), whatever their kind: later checkpoint barriers
@@ -28,8 +28,9 @@ pub enum Event {
     Watermark(i64),
     /// Checkpoint barrier: everything before it on this channel belongs to
     /// the checkpoint, nothing after. Takes no credit and is never merged
-    /// or dropped, so it keeps its place among batches and watermarks.
-    Barrier(CheckpointId),
+    /// or dropped, so it keeps its place among batches and watermarks. It
+    /// carries what the snapshot is to be (full, or incremental on a base).
+    Barrier(CheckpointId, SnapshotKind),
     /// The producer's event time is idle (`true`: none of its input
     /// produces records, so a consumer does not wait for this channel's
     /// watermark) or active again (`false`, sent before its next records
@@ -53,7 +54,7 @@ impl Event {
             Event::Batch(Batch::Local(_)) => "local batch",
             Event::Batch(Batch::Encoded { .. }) => "encoded batch",
             Event::Watermark(_) => "watermark",
-            Event::Barrier(_) => "barrier",
+            Event::Barrier(..) => "barrier",
             Event::Idle(true) => "idle",
             Event::Idle(false) => "active",
             Event::End => "end",

@@ -153,7 +153,7 @@ impl InputGate {
                             self.finished += 1;
                         }
                         Event::Batch(_) => Counters::add(&self.counters.batches_received, 1),
-                        Event::Watermark(_) | Event::Barrier(_) | Event::Idle(_) => {}
+                        Event::Watermark(_) | Event::Barrier(..) | Event::Idle(_) => {}
                     }
                     if !channel.ended {
                         // To the back of the queue: the others take their turn.

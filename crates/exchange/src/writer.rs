@@ -165,7 +165,7 @@ impl PartitionWriter {
                 }),
                 Event::Watermark(w) => Event::Watermark(*w),
                 Event::Idle(idle) => Event::Idle(*idle),
-                Event::Barrier(id) => Event::Barrier(*id),
+                Event::Barrier(id, kind) => Event::Barrier(*id, *kind),
                 Event::End if self.ended[subpartition] => continue,
                 Event::End => Event::End,
             };

@@ -39,7 +39,9 @@ fn events_arrive_in_order_then_end_and_the_partition_leaves() {
             }
             if seq % 250 == 249 {
                 let id = holdfast_types::CheckpointId(u64::from(seq / 250 + 1));
-                writer.send(0, Event::Barrier(id)).unwrap();
+                writer
+                    .send(0, Event::Barrier(id, holdfast_types::SnapshotKind::Full))
+                    .unwrap();
             }
         }
         writer.finish().unwrap();
@@ -52,7 +54,7 @@ fn events_arrive_in_order_then_end_and_the_partition_leaves() {
             (0, Event::End) => break,
             (0, Event::Watermark(w)) => watermarks.push(w),
             // Exactly where it was sent: after 250 × n batches.
-            (0, Event::Barrier(id)) => barriers.push((id.0, expected)),
+            (0, Event::Barrier(id, _)) => barriers.push((id.0, expected)),
             (0, batch) => {
                 assert_eq!(numbers(batch), (7, expected));
                 expected += 1;

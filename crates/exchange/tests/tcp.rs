@@ -49,7 +49,15 @@ fn a_slow_remote_consumer_bounds_the_producer_at_both_sides_buffers() {
     assert!(writer.try_send(0, encoded(1, 5)).unwrap().is_some());
     writer.send(0, Event::Watermark(99)).unwrap();
     writer
-        .send(0, Event::Barrier(holdfast_types::CheckpointId(7)))
+        .send(
+            0,
+            Event::Barrier(
+                holdfast_types::CheckpointId(7),
+                holdfast_types::SnapshotKind::Incremental {
+                    base: Some(holdfast_types::CheckpointId(6)),
+                },
+            ),
+        )
         .unwrap();
     writer.finish().unwrap();
     let mut rest = Vec::new();
@@ -57,7 +65,16 @@ fn a_slow_remote_consumer_bounds_the_producer_at_both_sides_buffers() {
         match next(&mut gate).1 {
             Event::End => break,
             Event::Watermark(w) => rest.push(i64::from(u32::MAX) + w),
-            Event::Barrier(id) => rest.push(-(id.0 as i64)),
+            Event::Barrier(id, kind) => {
+                assert_eq!(
+                    kind,
+                    holdfast_types::SnapshotKind::Incremental {
+                        base: Some(holdfast_types::CheckpointId(6))
+                    },
+                    "the barrier's kind crosses the wire"
+                );
+                rest.push(-(id.0 as i64))
+            }
             batch => rest.push(i64::from(numbers(batch).1)),
         }
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::AttemptRef;
-use holdfast_types::CheckpointId;
+use holdfast_types::{CheckpointId, SnapshotKind};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// What a running attempt is asked about checkpoints.
@@ -41,6 +41,8 @@ pub enum CheckpointRequest {
         /// after its barrier until it hears how it ended (aborted: it goes
         /// on; complete: [`CheckpointRequest::Stop`]).
         stop: bool,
+        /// What the snapshot is to be (its barriers carry it on).
+        kind: SnapshotKind,
     },
     /// Checkpoint `id` is complete (its pointer is in the HA store): commit
     /// what was prepared for it and before it.
@@ -54,10 +56,57 @@ pub enum CheckpointRequest {
     Stop(CheckpointId),
 }
 
-/// Encodes an attempt's snapshot into the bytes written to storage; run by
+/// Encodes an attempt's snapshot into what is written to storage; run by
 /// the TaskManager off the task thread (the task thread only took a cheap
 /// copy). An `Err` declines the checkpoint with that reason.
-pub type EncodeState = Box<dyn FnOnce() -> Result<Vec<u8>, EncodeError> + Send>;
+pub type EncodeState = Box<dyn FnOnce() -> Result<EncodedState, EncodeError> + Send>;
+
+/// An attempt's encoded snapshot: its state file, and for an incremental
+/// checkpoint the shared files it wrote and those of its base it reuses.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct EncodedState {
+    /// The state file (written under the checkpoint's own directory).
+    pub bytes: Vec<u8>,
+    /// Files written for this checkpoint that later ones may reuse, named
+    /// relative to the job's checkpoint directory (`shared/…`).
+    pub shared: Vec<SharedFile>,
+    /// Shared files of the base it reuses, by name, with their sizes.
+    pub reused: Vec<SharedRef>,
+}
+
+impl From<Vec<u8>> for EncodedState {
+    fn from(bytes: Vec<u8>) -> EncodedState {
+        EncodedState {
+            bytes,
+            ..EncodedState::default()
+        }
+    }
+}
+
+/// A shared file to write: its name (relative to the job's checkpoint
+/// directory) and its bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// Its name.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl fmt::Debug for SharedFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SharedFile({}, {} bytes)", self.name, self.bytes.len())
+    }
+}
+
+/// A shared file used, by name, with its size.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SharedRef {
+    /// Its name, relative to the job's checkpoint directory.
+    pub name: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
 
 /// Why an [`EncodeState`] could not encode an attempt's state: the task
 /// code's own error, kept whole with its causes (the executor knows nothing
@@ -168,6 +217,17 @@ pub trait StoredState: Send + Sync {
 
     /// Reads the whole file; `Err` says why, naming what failed.
     fn read(&self) -> Result<Arc<[u8]>, String>;
+
+    /// Reads `range` of the shared file `name` (relative to the directory
+    /// of the job whose checkpoint this file belongs to: the state file's
+    /// directory's parent), for an incremental checkpoint's state.
+    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+        let _ = range;
+        Err(format!(
+            "{} has no shared files beside it (cannot read {name})",
+            self.location()
+        ))
+    }
 }
 
 impl StateSource {

@@ -404,6 +404,7 @@ mod tests {
             timestamp_ms: 9,
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         });
         inbox.deliver(CheckpointRequest::Complete(id));
         let (woke, ctx) = sleeper.join().unwrap();
@@ -420,6 +421,7 @@ mod tests {
                     timestamp_ms: 9,
                     last: false,
                     stop: false,
+                    kind: holdfast_types::SnapshotKind::Full,
                 },
                 CheckpointRequest::Complete(id)
             ]

@@ -52,8 +52,8 @@ mod thread;
 pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, CheckpointTiming,
-    EncodeError, EncodeState, NO_CHECKPOINT, ReadStateError, RestoredFile, RestoredState,
-    StateSource, StoredState, TaskCheckpointing,
+    EncodeError, EncodeState, EncodedState, NO_CHECKPOINT, ReadStateError, RestoredFile,
+    RestoredState, SharedFile, SharedRef, StateSource, StoredState, TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
 pub use connector_status::{ConnectorStatus, SplitStatus, TransactionState, TransactionStatus};

@@ -52,6 +52,7 @@ async fn triggers_reach_code_that_takes_part_and_are_acknowledged_for_code_that_
         timestamp_ms: 0,
         last: false,
         stop: false,
+        kind: holdfast_types::SnapshotKind::Full,
     };
     assert!(executor.deliver(&stateless, trigger(3)));
     let report = reports.recv().await.unwrap();

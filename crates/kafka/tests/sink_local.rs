@@ -222,14 +222,8 @@ fn a_checkpoint_whose_writer_died_before_it_was_told_is_committed_by_the_restore
     let nothing = read(&bootstrap, "hard", 1, "read_committed", 1)?;
     assert!(nothing.is_empty(), "nothing is committed yet: {nothing:?}");
 
-    let restored = context(0, &metrics).restored_with(
-        CheckpointId(1),
-        vec![RestoredPart {
-            subtask: 0,
-            parallelism: 1,
-            bytes: state,
-        }],
-    );
+    let restored =
+        context(0, &metrics).restored_with(CheckpointId(1), vec![RestoredPart::new(0, 1, state)]);
     let meters = Arc::new(TaskMeters::default());
     let mut writer = sink.open(&restored.with_task_meters(Arc::clone(&meters)))?;
     let seen = read(&bootstrap, "hard", 1, "read_committed", 2)?;
@@ -302,14 +296,8 @@ fn a_restore_whose_promised_transaction_was_aborted_fails_beyond_restart_naming_
     let wire = holdfast_kafka::wire::TxnWire::new(vec![bootstrap.clone()], Duration::from_secs(10));
     wire.reserve(&[pending[0].name.clone()], Duration::from_secs(10))?;
 
-    let restored = context(0, &metrics).restored_with(
-        CheckpointId(1),
-        vec![RestoredPart {
-            subtask: 0,
-            parallelism: 1,
-            bytes: state,
-        }],
-    );
+    let restored =
+        context(0, &metrics).restored_with(CheckpointId(1), vec![RestoredPart::new(0, 1, state)]);
     let failure = sink.open(&restored).err().expect("the restore fails");
     assert!(failure.is_unrecoverable(), "{}", failure.report());
     let report = failure.report();
@@ -428,14 +416,8 @@ fn a_barrier_bringing_the_next_id_begins_with_the_producer_prepared_for_it_and_a
     // The restore commits checkpoint 7, sweeps ids 7 and 8 (nothing open
     // to abort) and creates id 7: a restored writer has nothing prepared.
     let again = DataflowMetrics::default();
-    let restored = context(0, &again).restored_with(
-        CheckpointId(7),
-        vec![RestoredPart {
-            subtask: 0,
-            parallelism: 1,
-            bytes: state,
-        }],
-    );
+    let restored =
+        context(0, &again).restored_with(CheckpointId(7), vec![RestoredPart::new(0, 1, state)]);
     let mut writer = sink.open(&restored)?;
     assert_eq!(begins(&again), counted(&[("created", 1)]));
     assert_eq!(transactions(&again), counted(&[("recovered", 1)]));
@@ -487,14 +469,8 @@ fn a_name_the_sink_holds_pending_is_never_prepared_when_checkpoint_ids_start_aga
     // 1 promised, waiting for it to complete. Preparing id 2 would fence
     // it, and the commit would find it lost.
     let again = DataflowMetrics::default();
-    let restored = context(0, &again).restored_with(
-        CheckpointId(2),
-        vec![RestoredPart {
-            subtask: 0,
-            parallelism: 1,
-            bytes: second,
-        }],
-    );
+    let restored =
+        context(0, &again).restored_with(CheckpointId(2), vec![RestoredPart::new(0, 1, second)]);
     let mut writer = sink.open(&restored)?;
     writer.write(&["z".to_string()])?;
     writer.snapshot(CheckpointId(1))?;

@@ -58,6 +58,8 @@ fn state(bytes: u64, alignment_ms: u64) -> TaskState {
         location: format!("chk/{bytes}"),
         bytes,
         alignment: Duration::from_millis(alignment_ms),
+        shared_new: Vec::new(),
+        shared_reused: Vec::new(),
     }
 }
 
@@ -82,6 +84,7 @@ fn trigger(c: &mut CheckpointCoordinator, now: u64, n: u64) {
             sources: vec![task(0, 0)],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
 }
@@ -646,6 +649,7 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
             sources: vec![task(0, 0)],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
     complete(&mut c, 210, 2);
@@ -663,6 +667,7 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
             sources: vec![task(0, 0), task(1, 0)],
             last: true,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
     // An end reported twice, or by a task of no run, changes nothing.
@@ -693,6 +698,7 @@ fn tasks_whose_input_ended_are_triggered_themselves_and_the_last_end_triggers_at
             sources: vec![again(0)],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
 }
@@ -710,6 +716,7 @@ fn a_checkpoint_waiting_for_a_task_whose_input_ended_is_triggered_there() {
             sources: vec![task(1, 0)],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
     // Acknowledged by both, it completes.
@@ -748,6 +755,7 @@ fn ends_told_before_the_run_count_for_it() {
             sources: vec![task(0, 0), task(1, 0)],
             last: true,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
     // An earlier run's ends are not this run's.
@@ -793,6 +801,7 @@ fn after_a_take_over_the_first_checkpoint_is_triggered_at_once() {
             sources: vec![task(0, 0)],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
     complete(&mut c, 10, 7);
@@ -826,6 +835,7 @@ fn a_savepoint_triggers_at_once_completes_like_a_checkpoint_and_is_answered() {
             sources: vec![task(0, 0)],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }]
     );
     ack(&mut c, 12, 3, task(0, 0));

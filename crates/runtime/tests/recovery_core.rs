@@ -162,6 +162,7 @@ impl Leader {
                 sources: vec![self.attempt(0)],
                 last: false,
                 stop: false,
+                kind: holdfast_types::SnapshotKind::Full,
             }]
         );
         let mut written = Vec::new();
@@ -173,6 +174,8 @@ impl Leader {
                     location: format!("{job}/chk-{n}/{}.state", task.task.vertex),
                     bytes: 10,
                     alignment: Duration::ZERO,
+                    shared_new: Vec::new(),
+                    shared_reused: Vec::new(),
                 },
             });
         }
@@ -225,6 +228,7 @@ fn metadata(job: JobId, n: u64, attempt: u32) -> Metadata {
             state: format!("{vertex}-0-{attempt}.state"),
             bytes: 10,
             alignment_ms: 0,
+            shared: Vec::new(),
         })
         .collect();
     let mut m = Metadata::new(job, cp(n), Some(&graph2(1, 1)), tasks);
@@ -682,6 +686,7 @@ fn a_take_over_confirms_the_latest_checkpoint_to_the_adopted_attempts_and_checkp
             sources: vec![l.attempt(0), sink],
             last: false,
             stop: false,
+            kind: holdfast_types::SnapshotKind::Full,
         }],
         "the attempt whose input ended snapshots directly"
     );
@@ -762,6 +767,8 @@ fn a_savepoint_written_after_it_was_aborted_is_removed() {
                 location: String::new(),
                 bytes: 0,
                 alignment: Duration::ZERO,
+                shared_new: Vec::new(),
+                shared_reused: Vec::new(),
             },
         });
     }

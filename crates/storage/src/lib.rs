@@ -68,6 +68,17 @@ pub trait CheckpointStorage: Send + Sync + std::fmt::Debug + 'static {
     /// Reads the whole file at `path`.
     fn get(&self, path: &StoragePath) -> impl Future<Output = Result<Bytes, StorageError>> + Send;
 
+    /// Reads bytes `range` of the file at `path` (a range past its end is
+    /// an error).
+    fn get_range(
+        &self,
+        path: &StoragePath,
+        range: std::ops::Range<u64>,
+    ) -> impl Future<Output = Result<Bytes, StorageError>> + Send;
+
+    /// Deletes the file at `path`; deleting what is not there is no error.
+    fn delete(&self, path: &StoragePath) -> impl Future<Output = Result<(), StorageError>> + Send;
+
     /// The size of the file at `path`, in bytes.
     fn size(&self, path: &StoragePath) -> impl Future<Output = Result<u64, StorageError>> + Send;
 

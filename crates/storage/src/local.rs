@@ -183,6 +183,30 @@ impl CheckpointStorage for LocalStorage {
             .map_err(|e| self.io("reading", path, e))
     }
 
+    async fn get_range(
+        &self,
+        path: &StoragePath,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, StorageError> {
+        let location = self.location(path)?;
+        match self.store.get_range(&location, range).await {
+            Ok(bytes) => Ok(bytes),
+            Err(error) if not_there(&error) => Err(StorageError::NotFound {
+                root: self.root.display().to_string(),
+                path: path.clone(),
+            }),
+            Err(error) => Err(self.io("reading", path, error)),
+        }
+    }
+
+    async fn delete(&self, path: &StoragePath) -> Result<(), StorageError> {
+        let location = self.location(path)?;
+        match self.store.delete(&location).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(self.io("deleting", path, error)),
+        }
+    }
+
     async fn size(&self, path: &StoragePath) -> Result<u64, StorageError> {
         let location = self.location(path)?;
         match self.store.head(&location).await {

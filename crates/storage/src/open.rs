@@ -53,6 +53,24 @@ impl CheckpointStorage for Storage {
         }
     }
 
+    async fn get_range(
+        &self,
+        path: &StoragePath,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, StorageError> {
+        match self {
+            Storage::Local(s) => s.get_range(path, range).await,
+            Storage::S3(s) => s.get_range(path, range).await,
+        }
+    }
+
+    async fn delete(&self, path: &StoragePath) -> Result<(), StorageError> {
+        match self {
+            Storage::Local(s) => s.delete(path).await,
+            Storage::S3(s) => s.delete(path).await,
+        }
+    }
+
     async fn size(&self, path: &StoragePath) -> Result<u64, StorageError> {
         match self {
             Storage::Local(s) => s.size(path).await,

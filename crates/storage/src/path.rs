@@ -48,6 +48,29 @@ impl StoragePath {
         &self.0
     }
 
+    /// The path above it (`None` for the root).
+    pub fn parent(&self) -> Option<StoragePath> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(match self.0.rsplit_once('/') {
+            Some((parent, _)) => StoragePath(parent.to_owned()),
+            None => StoragePath::root(),
+        })
+    }
+
+    /// `self/relative`, `relative` checked as a path of its own.
+    pub fn join(&self, relative: &str) -> Result<StoragePath, BadPath> {
+        let relative: StoragePath = relative.parse()?;
+        if self.0.is_empty() {
+            return Ok(relative);
+        }
+        if relative.0.is_empty() {
+            return Ok(self.clone());
+        }
+        Ok(StoragePath(format!("{}/{}", self.0, relative.0)))
+    }
+
     /// Its segments.
     pub fn segments(&self) -> impl Iterator<Item = &str> {
         self.0.split('/').filter(|s| !s.is_empty())

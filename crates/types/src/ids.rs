@@ -45,6 +45,34 @@ impl fmt::Display for CheckpointId {
     }
 }
 
+/// What a checkpoint's snapshot is to be, as its barrier carries it to
+/// every task: self-contained, or on top of an earlier checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SnapshotKind {
+    /// Everything in the checkpoint's own files (a savepoint, or
+    /// `execution.checkpointing.incremental: false`).
+    Full,
+    /// Incremental: keyed state goes into shared files, and a task may
+    /// reuse, by name, what it wrote for `base` (the newest completed
+    /// checkpoint when this one was triggered, whose files the leader keeps
+    /// until this one ends). `None`: no base; everything is written anew
+    /// (into shared files that later checkpoints may reuse).
+    Incremental {
+        /// The checkpoint whose files may be reused.
+        base: Option<CheckpointId>,
+    },
+}
+
+impl fmt::Display for SnapshotKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotKind::Full => f.write_str("full"),
+            SnapshotKind::Incremental { base: None } => f.write_str("incremental, no base"),
+            SnapshotKind::Incremental { base: Some(b) } => write!(f, "incremental on {b}"),
+        }
+    }
+}
+
 /// Who contends for leadership: a process-chosen, human-readable id (for a
 /// JobManager, its address or name). Written as the latch node's data.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -41,7 +41,7 @@ pub mod time;
 pub mod wall;
 
 pub use duration::parse_duration;
-pub use ids::{CheckpointId, ContenderId, Epoch, SessionId};
+pub use ids::{CheckpointId, ContenderId, Epoch, SessionId, SnapshotKind};
 pub use location::{Location, LocationError};
 pub use time::MonoTime;
 pub use wall::WallTime;

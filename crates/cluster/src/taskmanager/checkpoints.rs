@@ -18,22 +18,22 @@ use std::time::Duration;
 use bytes::Bytes;
 use holdfast_executor::{
     CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, RestoredFile,
-    RestoredState, StateSource, StoredState, TaskCheckpointing,
+    RestoredState, SharedRef, StateSource, StoredState, TaskCheckpointing,
 };
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, JobId};
 use holdfast_runtime::taskmanager::CallKind;
 use holdfast_storage::{BadPath, CheckpointStorage, Opener, Storage, StorageError, StoragePath};
-use holdfast_types::CheckpointId;
 use holdfast_types::Location;
 use holdfast_types::sync::lock;
+use holdfast_types::{CheckpointId, SnapshotKind};
 use tokio::sync::mpsc;
 use tonic::Status;
 
 use super::actor::{Actor, Message};
 use super::calls::attempt_key;
-use crate::checkpoint_files::state_path;
+use crate::checkpoint_files::{shared_path, state_path};
 
 /// An attempt's answer, ready for the leader.
 #[derive(Debug)]
@@ -74,12 +74,17 @@ pub(super) enum Decline {
 }
 
 /// What an acknowledgement says was written.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Written {
     /// Relative to the storage root; empty: no state.
     pub(super) state: String,
     pub(super) bytes: u64,
     pub(super) alignment: Duration,
+    /// Shared files written for the checkpoint (relative to the job's
+    /// checkpoint directory).
+    pub(super) shared_new: Vec<SharedRef>,
+    /// Shared files of its base it reuses.
+    pub(super) shared_reused: Vec<SharedRef>,
 }
 
 /// Checkpoint storage by location, shared by the actor (deploys) and the
@@ -176,6 +181,25 @@ impl StoredState for StateFile {
             .map_err(|e| e.to_string())?;
         Ok(Arc::from(&bytes[..]))
     }
+
+    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+        // Beside the checkpoint's directory: `<job>/chk-<id>/x.state` ─►
+        // `<job>/<name>`.
+        let (storage, path) = match &self.at {
+            Place::Here(storage, path) => (Arc::clone(storage), path.clone()),
+            Place::Elsewhere(location) => self.opener.file(location).map_err(|e| e.to_string())?,
+        };
+        let job_dir = path
+            .parent()
+            .and_then(|chk| chk.parent())
+            .ok_or_else(|| format!("{}: no job directory above it", self.location()))?;
+        let shared = job_dir.join(name).map_err(|e| e.to_string())?;
+        let bytes = self
+            .runtime
+            .block_on(storage.get_range(&shared, range))
+            .map_err(|e| e.to_string())?;
+        Ok(bytes.to_vec())
+    }
 }
 
 /// Encodes and writes the attempts' snapshots, then hands each answer to
@@ -209,20 +233,15 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
         CheckpointOutcome::Declined(reason) => Err(Decline::ByAttempt(reason)),
         CheckpointOutcome::InputEnded => {
             input_ended = true;
-            Ok(Written {
-                state: String::new(),
-                bytes: 0,
-                alignment: Duration::ZERO,
-            })
+            Ok(Written::default())
         }
         CheckpointOutcome::Acknowledged {
             state: None,
             alignment,
             ..
         } => Ok(Written {
-            state: String::new(),
-            bytes: 0,
             alignment,
+            ..Written::default()
         }),
         CheckpointOutcome::Acknowledged {
             state: Some(encode),
@@ -232,10 +251,9 @@ async fn write_one(report: CheckpointReport, storages: &Storages) -> Answer {
             tracing::debug!(%key, %checkpoint, ?sync, ?alignment, "snapshot taken; encoding and writing it");
             write_state(key, checkpoint, encode, storages)
                 .await
-                .map(|(state, bytes)| Written {
-                    state,
-                    bytes,
+                .map(|written| Written {
                     alignment,
+                    ..written
                 })
         }
     };
@@ -252,19 +270,39 @@ async fn write_state(
     checkpoint: CheckpointId,
     encode: holdfast_executor::EncodeState,
     storages: &Storages,
-) -> Result<(String, u64), Decline> {
+) -> Result<Written, Decline> {
     let storage = storages.of_job(key.job).ok_or(Decline::NoStorage)?;
     let path = state_path(key.job, checkpoint, key.attempt).map_err(Decline::Path)?;
-    let bytes = tokio::task::spawn_blocking(encode)
+    let encoded = tokio::task::spawn_blocking(encode)
         .await
         .map_err(Decline::EncodePanicked)?
         .map_err(Decline::Encode)?;
-    let size = bytes.len() as u64;
+    // The shared files first: the state file names them.
+    let mut shared_new = Vec::with_capacity(encoded.shared.len());
+    for file in encoded.shared {
+        let at = shared_path(key.job, &file.name).map_err(Decline::Path)?;
+        let bytes = file.bytes.len() as u64;
+        storage
+            .put(&at, Bytes::from(file.bytes))
+            .await
+            .map_err(Decline::Write)?;
+        shared_new.push(SharedRef {
+            name: file.name,
+            bytes,
+        });
+    }
+    let size = encoded.bytes.len() as u64;
     storage
-        .put(&path, Bytes::from(bytes))
+        .put(&path, Bytes::from(encoded.bytes))
         .await
         .map_err(Decline::Write)?;
-    Ok((path.as_str().to_owned(), size))
+    Ok(Written {
+        state: path.as_str().to_owned(),
+        bytes: size,
+        alignment: Duration::ZERO,
+        shared_new,
+        shared_reused: encoded.reused,
+    })
 }
 
 /// Reads a deploy's checkpoint settings.
@@ -334,6 +372,13 @@ impl Actor {
                 timestamp_ms: request.timestamp_ms,
                 last: request.last,
                 stop: request.stop,
+                kind: if request.incremental {
+                    SnapshotKind::Incremental {
+                        base: (request.base != 0).then_some(CheckpointId(request.base)),
+                    }
+                } else {
+                    SnapshotKind::Full
+                },
             },
         );
         Ok(proto::TriggerCheckpointReply { known })
@@ -411,6 +456,17 @@ impl Actor {
                 request.state = written.state;
                 request.state_bytes = written.bytes;
                 request.alignment_ms = written.alignment.as_millis() as u64;
+                let refs = |files: Vec<SharedRef>| {
+                    files
+                        .into_iter()
+                        .map(|f| proto::SharedFileRef {
+                            name: f.name,
+                            bytes: f.bytes,
+                        })
+                        .collect()
+                };
+                request.shared_new = refs(written.shared_new);
+                request.shared_reused = refs(written.shared_reused);
             }
             Err(reason) => request.declined = reason.to_string(),
         }

@@ -13,8 +13,7 @@ use crate::checkpoint::Snapshot;
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
 use crate::push::{BoxPush, Push, forward_time};
-use crate::state::KeyedTable;
-use crate::state::operator::{open_table, table_part};
+use crate::state::operator::Checkpointed;
 use crate::window::Aggregate;
 
 /// A record's key.
@@ -33,7 +32,7 @@ fn foreign_key(ctx: &OperatorContext) -> TaskFailure {
 pub(crate) struct Reduce<T: Data, K: Key, F> {
     key: KeyFn<T, K>,
     f: F,
-    state: KeyedTable<K, T>,
+    state: Checkpointed<K, T>,
     ctx: OperatorContext,
     out: Vec<T>,
     next: BoxPush<T>,
@@ -49,7 +48,7 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Reduce<T, K, F> {
         Ok(Reduce {
             key,
             f,
-            state: open_table(ctx)?,
+            state: Checkpointed::open(ctx)?,
             ctx: ctx.clone(),
             out: Vec::new(),
             next,
@@ -61,13 +60,13 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
         for record in batch.drain(..) {
             let key = (self.key)(&record);
-            let value = match self.state.get_mut(&key) {
+            let value = match self.state.table.get_mut(&key) {
                 Some(current) => {
                     *current = (self.f)(current, &record);
                     current.clone()
                 }
                 None => {
-                    if self.state.insert(key, record.clone()).is_err() {
+                    if self.state.table.insert(key, record.clone()).is_err() {
                         return Err(foreign_key(&self.ctx));
                     }
                     record
@@ -83,7 +82,8 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
         self.next.finish()
     }
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        snapshot.take(self.ctx.uid(), || Ok(Some(table_part(&self.state))))?;
+        let kind = snapshot.kind();
+        snapshot.take(self.ctx.uid(), || Ok(Some(self.state.part(id, kind))))?;
         self.next.barrier(id, snapshot)
     }
     fn checkpoint_ended(&mut self, id: CheckpointId, completed: bool) -> Result<(), TaskFailure> {
@@ -106,7 +106,7 @@ pub(crate) struct KeyedAggregate<T, K: Key, A: Aggregate<T>> {
     key: KeyFn<T, K>,
     aggregate: A,
     emit: Emit,
-    state: KeyedTable<K, A::Acc>,
+    state: Checkpointed<K, A::Acc>,
     ctx: OperatorContext,
     out: Vec<(K, A::Out)>,
     next: BoxPush<(K, A::Out)>,
@@ -124,7 +124,7 @@ impl<T, K: Key, A: Aggregate<T>> KeyedAggregate<T, K, A> {
             key,
             aggregate,
             emit,
-            state: open_table(ctx)?,
+            state: Checkpointed::open(ctx)?,
             ctx: ctx.clone(),
             out: Vec::new(),
             next,
@@ -137,10 +137,11 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
         let aggregate = &self.aggregate;
         for record in batch.drain(..) {
             let key = (self.key)(&record);
-            let acc = match self.state.get_mut(&key) {
+            let acc = match self.state.table.get_mut(&key) {
                 Some(acc) => acc,
                 None => match self
                     .state
+                    .table
                     .get_or_insert_with(key.clone(), || aggregate.create())
                 {
                     Ok(acc) => acc,
@@ -159,7 +160,7 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
 
     fn finish(&mut self) -> Result<(), TaskFailure> {
         if self.emit == Emit::AtEnd {
-            for (key, acc) in self.state.drain() {
+            for (key, acc) in self.state.table.drain() {
                 self.out.push((key, self.aggregate.result(&acc)));
                 if self.out.len() == 1024 {
                     self.next.push(&mut self.out)?;
@@ -171,7 +172,8 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
     }
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        snapshot.take(self.ctx.uid(), || Ok(Some(table_part(&self.state))))?;
+        let kind = snapshot.kind();
+        snapshot.take(self.ctx.uid(), || Ok(Some(self.state.part(id, kind))))?;
         self.next.barrier(id, snapshot)
     }
 

@@ -150,7 +150,7 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
         snapshot.take(self.ctx.uid(), || {
             let state = core.state();
             Ok(Some(Part::Deferred(Box::new(move || {
-                Ok(postcard::to_allocvec(&state)?)
+                Ok(postcard::to_allocvec(&state)?.into())
             }))))
         })?;
         self.next.barrier(id, snapshot)

@@ -190,11 +190,11 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
                 };
                 for (name, part) in states {
                     match part() {
-                        Ok(bytes) => saved.states.push((name, bytes)),
+                        Ok(encoded) => saved.states.push((name, encoded.bytes)),
                         Err(source) => return Err(StateEncodeError::State { name, source }.into()),
                     }
                 }
-                Ok(postcard::to_allocvec(&saved)?)
+                Ok(postcard::to_allocvec(&saved)?.into())
             }))))
         })?;
         self.next.barrier(id, snapshot)

@@ -100,7 +100,7 @@ impl<K: Key, V: Data> AnyTable<K> for KeyedTable<K, V> {
         Box::new(move || {
             let parts = snapshot.encode()?;
             let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
-            Ok(postcard::to_allocvec(&parts)?)
+            Ok(postcard::to_allocvec(&parts)?.into())
         })
     }
 

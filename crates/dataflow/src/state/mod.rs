@@ -14,6 +14,7 @@
 //! - **restoring at another parallelism** takes, from the parts of every
 //!   old subtask, just the key groups of the new subtask's range.
 
+pub(crate) mod incremental;
 mod key_groups;
 pub(crate) mod operator;
 pub mod run;

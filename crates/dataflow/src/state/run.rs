@@ -1,5 +1,5 @@
-//! Key-group runs: the file format of incremental checkpoints (issue #26;
-//! not written by checkpoints yet).
+//! Key-group runs: the file format of incremental checkpoints (the shared
+//! files keyed operators write, `state/incremental.rs`).
 //!
 //! A *run* is an immutable file one subtask writes for one checkpoint. It
 //! holds a *section* per key group — the group whole (a *base*) or the keys
@@ -116,6 +116,29 @@ impl RunWriter {
         Ok(())
     }
 
+    /// The run's bytes, and where each section is in them (what a chain
+    /// names, so a restore reads just its sections).
+    pub fn finish_indexed(self) -> (Vec<u8>, Vec<SectionAt>) {
+        let mut index: Vec<SectionAt> = self
+            .index
+            .iter()
+            .map(|e| SectionAt {
+                group: KeyGroup(e.group),
+                kind: e.kind,
+                offset: e.offset,
+                length: e.length,
+                crc: e.crc,
+            })
+            .collect();
+        index.sort_by_key(|s| s.group);
+        (self.finish(), index)
+    }
+
+    /// Whether no section was added.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
     /// The run's bytes.
     pub fn finish(mut self) -> Vec<u8> {
         self.index.sort_by_key(|e| e.group);
@@ -126,6 +149,43 @@ impl RunWriter {
             .extend_from_slice(&(footer.len() as u64).to_le_bytes());
         self.bytes.extend_from_slice(MAGIC);
         self.bytes
+    }
+}
+
+/// Where one section is in its run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionAt {
+    /// Its key group.
+    pub group: KeyGroup,
+    /// Base or delta.
+    pub kind: SectionKind,
+    /// Its first byte in the run.
+    pub offset: u64,
+    /// Its length.
+    pub length: u64,
+    /// The CRC-32 of its bytes.
+    pub crc: u32,
+}
+
+impl SectionAt {
+    /// The section's entries from its `bytes` (read from the run at
+    /// `offset`, `length` long), its checksum checked.
+    pub fn entries(&self, bytes: &[u8]) -> Result<Vec<Entry>, RunError> {
+        let damaged = |reason: String| RunError::Damaged {
+            group: self.group,
+            reason,
+        };
+        if bytes.len() as u64 != self.length {
+            return Err(damaged(format!(
+                "{} bytes read where the section has {}",
+                bytes.len(),
+                self.length
+            )));
+        }
+        if crc32fast::hash(bytes) != self.crc {
+            return Err(damaged("its checksum does not match".to_owned()));
+        }
+        postcard::from_bytes(bytes).map_err(|e| damaged(e.to_string()))
     }
 }
 

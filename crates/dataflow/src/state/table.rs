@@ -105,6 +105,11 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         }
     }
 
+    /// Whether changes are tracked.
+    pub fn is_tracking_changes(&self) -> bool {
+        self.changed.is_some()
+    }
+
     /// A snapshot (one pointer copy per key group) and the keys changed
     /// since the last call (or since tracking began), which start anew:
     /// the lists are swapped, not copied. `None` without tracking.
@@ -273,6 +278,75 @@ where
     pub fn snapshot(&self) -> &TableSnapshot<K, V> {
         &self.snapshot
     }
+
+    /// The snapshot, and per key group (in range order) the keys changed.
+    pub(crate) fn into_parts(self) -> (TableSnapshot<K, V>, Vec<rustc_hash::FxHashSet<K>>) {
+        (self.snapshot, self.changed)
+    }
+}
+
+impl<K, V> TableSnapshot<K, V>
+where
+    K: Hash + Eq + Clone + Serialize,
+    V: Clone + Serialize,
+{
+    /// The key groups it holds.
+    pub(crate) fn range(&self) -> KeyGroupRange {
+        self.range
+    }
+
+    /// Whether the group at `slot` (its index in the range) holds no key.
+    pub(crate) fn group_is_empty(&self, slot: usize) -> bool {
+        self.groups[slot].is_empty()
+    }
+
+    /// Every key of the group at `slot`, as run entries (a base section).
+    pub(crate) fn base_entries(&self, slot: usize) -> Result<Vec<super::run::Entry>, StateError> {
+        let group = KeyGroup(self.range.start + slot as u32);
+        let failed = |e: postcard::Error| self.encode_error(group, e);
+        self.groups[slot]
+            .iter()
+            .map(|(k, v)| {
+                Ok((
+                    postcard::to_allocvec(k).map_err(failed)?,
+                    Some(postcard::to_allocvec(v).map_err(failed)?),
+                ))
+            })
+            .collect()
+    }
+
+    /// `keys` of the group at `slot` as run entries: each with its value
+    /// at the snapshot, or a removal (a delta section).
+    pub(crate) fn delta_entries<'k>(
+        &self,
+        slot: usize,
+        keys: impl IntoIterator<Item = &'k K>,
+    ) -> Result<Vec<super::run::Entry>, StateError>
+    where
+        K: 'k,
+    {
+        let group = KeyGroup(self.range.start + slot as u32);
+        let failed = |e: postcard::Error| self.encode_error(group, e);
+        let map = &self.groups[slot];
+        keys.into_iter()
+            .map(|key| {
+                let value = map
+                    .get(key)
+                    .map(postcard::to_allocvec)
+                    .transpose()
+                    .map_err(failed)?;
+                Ok((postcard::to_allocvec(key).map_err(failed)?, value))
+            })
+            .collect()
+    }
+
+    fn encode_error(&self, group: KeyGroup, e: postcard::Error) -> StateError {
+        StateError::Encode {
+            state: self.name.clone(),
+            group,
+            reason: e.to_string(),
+        }
+    }
 }
 
 impl<K, V> KeyedTable<K, V>
@@ -314,6 +388,34 @@ where
             }
         }
         Ok(table)
+    }
+
+    /// Puts a key and value encoded as runs hold them into `group` (which
+    /// must be in the table's range), checking that the key belongs there.
+    pub(crate) fn insert_encoded(
+        &mut self,
+        group: KeyGroup,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StateError> {
+        let corrupt = |e: postcard::Error| StateError::Corrupt {
+            state: self.name.clone(),
+            group,
+            reason: e.to_string(),
+        };
+        let key: K = postcard::from_bytes(key).map_err(corrupt)?;
+        let value: V = postcard::from_bytes(value).map_err(corrupt)?;
+        let found = self.group_of(&key);
+        if found != group || !self.range.contains(group) {
+            return Err(StateError::WrongGroup {
+                state: self.name.clone(),
+                group,
+                found,
+            });
+        }
+        let slot = (group.0 - self.range.start) as usize;
+        self.groups[slot].insert(key, value);
+        Ok(())
     }
 }
 

@@ -12,7 +12,7 @@ use holdfast_executor::{
     CheckpointOutcome, CheckpointRequest, NO_CHECKPOINT, TaskContext, TaskFailure,
 };
 use holdfast_runtime::checkpoint::{AlignCommand, BarrierAligner, CheckpointingMode};
-use holdfast_types::{CheckpointId, MonoTime};
+use holdfast_types::{CheckpointId, MonoTime, SnapshotKind};
 
 use crate::checkpoint::{FileHeader, Snapshot};
 use crate::task::input::Chain;
@@ -75,6 +75,9 @@ pub(crate) struct TaskCheckpoints {
     /// ends once its input ends (its producers end first, so no task ever
     /// writes to one that ended).
     stopped: bool,
+    /// What each checkpoint being aligned is to be, as its first barrier
+    /// said.
+    kinds: std::collections::BTreeMap<CheckpointId, SnapshotKind>,
 }
 
 impl TaskCheckpoints {
@@ -93,6 +96,7 @@ impl TaskCheckpoints {
             started: Instant::now(),
             halted: None,
             stopped: false,
+            kinds: std::collections::BTreeMap::new(),
         }
     }
 
@@ -111,8 +115,8 @@ impl TaskCheckpoints {
     ) -> Result<Flow, TaskFailure> {
         for request in ctx.take_checkpoint_requests() {
             match request {
-                CheckpointRequest::Trigger { id, stop, .. } if self.enabled => {
-                    self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
+                CheckpointRequest::Trigger { id, stop, kind, .. } if self.enabled => {
+                    self.snapshot(ctx, id, kind, Duration::ZERO, |snapshot| {
                         source.barrier(id, snapshot)
                     })?;
                     if !stop && self.halted.is_some_and(|halted| id > halted) {
@@ -180,6 +184,7 @@ impl TaskCheckpoints {
                     self.stopped = true;
                 }
                 CheckpointRequest::Aborted(id) => {
+                    self.kinds.remove(&id);
                     if let Some(aligner) = self.aligner.as_mut() {
                         for command in aligner.on_abort(id) {
                             if let AlignCommand::Unblock(channel) = command {
@@ -218,12 +223,15 @@ impl TaskCheckpoints {
             for request in ctx.take_checkpoint_requests() {
                 match request {
                     CheckpointRequest::Trigger {
-                        id, last: final_, ..
+                        id,
+                        last: final_,
+                        kind,
+                        ..
                     } => {
                         if self.snapshotted.is_some_and(|done| id <= done) {
                             continue; // snapshotted already
                         }
-                        self.snapshot(ctx, id, Duration::ZERO, |snapshot| {
+                        self.snapshot(ctx, id, kind, Duration::ZERO, |snapshot| {
                             task.barrier(id, snapshot)
                         })?;
                         if final_ {
@@ -261,8 +269,10 @@ impl TaskCheckpoints {
         gate: &mut InputGate,
         channel: usize,
         id: CheckpointId,
+        kind: SnapshotKind,
     ) -> Result<(), TaskFailure> {
         let now = self.now();
+        self.kinds.entry(id).or_insert(kind);
         let aligner = match self.aligner.as_mut() {
             Some(aligner) if self.enabled => aligner,
             _ => {
@@ -306,7 +316,12 @@ impl TaskCheckpoints {
                 AlignCommand::Block(channel) => gate.block(channel),
                 AlignCommand::Unblock(channel) => gate.unblock(channel),
                 AlignCommand::Snapshot { id, alignment } => {
-                    self.snapshot(ctx, id, alignment, |snapshot| chain.barrier(id, snapshot))?
+                    let kind = self.kinds.remove(&id).unwrap_or(SnapshotKind::Full);
+                    // Older ones were given up (overtaken).
+                    self.kinds.retain(|k, _| *k > id);
+                    self.snapshot(ctx, id, kind, alignment, |snapshot| {
+                        chain.barrier(id, snapshot)
+                    })?
                 }
                 AlignCommand::Aborted { id } => ctx.checkpoint_reporter().report(
                     id,
@@ -325,10 +340,11 @@ impl TaskCheckpoints {
         &mut self,
         ctx: &TaskContext,
         id: CheckpointId,
+        kind: SnapshotKind,
         alignment: Duration,
         take: impl FnOnce(&mut Snapshot) -> Result<(), TaskFailure>,
     ) -> Result<(), TaskFailure> {
-        let mut snapshot = Snapshot::default();
+        let mut snapshot = Snapshot::new(kind);
         take(&mut snapshot)?;
         self.snapshotted = Some(self.snapshotted.map_or(id, |done| done.max(id)));
         let sync = snapshot.taking();

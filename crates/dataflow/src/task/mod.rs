@@ -297,8 +297,8 @@ fn run_input(
                     }
                     checkpoints.on_end(ctx, port.chain(), &mut gate, channel)?;
                 }
-                Event::Barrier(id) => {
-                    checkpoints.on_barrier(ctx, port.chain(), &mut gate, channel, id)?;
+                Event::Barrier(id, kind) => {
+                    checkpoints.on_barrier(ctx, port.chain(), &mut gate, channel, id, kind)?;
                 }
                 other => {
                     return Err(TaskFailure::new(format!(

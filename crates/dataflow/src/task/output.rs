@@ -240,7 +240,7 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
         }
     }
 
-    fn barrier(&mut self, id: CheckpointId, _: &mut Snapshot) -> Result<(), TaskFailure> {
+    fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
         if self.writer.is_none() {
             // The output ended (a task waiting for its last checkpoint):
             // nothing follows to cut.
@@ -249,7 +249,7 @@ impl<T: Data> Push<T> for NetworkOutput<T> {
         // Records before the barrier go first, in every subpartition.
         self.send_all()?;
         self.writer()?
-            .broadcast_event(Event::Barrier(id))
+            .broadcast_event(Event::Barrier(id, snapshot.kind()))
             .map_err(exchange_failure)
     }
 

@@ -108,7 +108,7 @@ async fn channel(net: &Net, spec: &ChannelSpec, pipe: &Pipe, notify: &Notify) ->
                 }
                 Frame::Watermark(w) => Event::Watermark(w),
                 Frame::Idle(idle) => Event::Idle(idle),
-                Frame::Barrier(id) => Event::Barrier(holdfast_types::CheckpointId(id)),
+                Frame::Barrier(id, kind) => Event::Barrier(holdfast_types::CheckpointId(id), kind),
                 Frame::End => Event::End,
                 Frame::Error {
                     code,

@@ -245,7 +245,7 @@ async fn stream_channel(
                 }
                 Event::Watermark(w) => io.queue(&Frame::Watermark(w)),
                 Event::Idle(idle) => io.queue(&Frame::Idle(idle)),
-                Event::Barrier(id) => io.queue(&Frame::Barrier(id.0)),
+                Event::Barrier(id, kind) => io.queue(&Frame::Barrier(id.0, kind)),
                 Event::End => {
                     io.queue(&Frame::End);
                     ended = true;

@@ -10,7 +10,8 @@
 //!  5 Batch    records u32 | bytes                                     (server → client)
 //!  6 Watermark  i64
 //!  7 End
-//!  9 Barrier  checkpoint id u64                                       (server → client)
+//!  9 Barrier  checkpoint id u64 | kind u8 (0: full, 1: incremental)
+//!             | base u64 (incremental only; 0: none)                   (server → client)
 //! 10 Idle     idle u8 (1: idle, 0: active again)                      (server → client)
 //!  8 Error    code u8 | detail u64 | message (UTF-8)                  (either way, then close)
 //! ```
@@ -22,12 +23,14 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
+use holdfast_types::{CheckpointId, SnapshotKind};
 
 use crate::ids::PartitionId;
 
 /// The protocol version this crate speaks, sent in `Hello` (2: barriers;
-/// 3: idleness; a peer of another version is refused by name).
-pub(crate) const VERSION: u16 = 3;
+/// 3: idleness; 4: a barrier's snapshot kind; a peer of another version is
+/// refused by name).
+pub(crate) const VERSION: u16 = 4;
 /// The first bytes of every `Hello`: tells a data connection from garbage.
 pub(crate) const MAGIC: &[u8; 4] = b"HFDX";
 /// The length prefix.
@@ -57,7 +60,7 @@ pub(crate) enum Frame {
     /// A watermark.
     Watermark(i64),
     /// A checkpoint barrier.
-    Barrier(u64),
+    Barrier(u64, SnapshotKind),
     /// The producer's event time went idle (`true`) or active again.
     Idle(bool),
     /// The channel's end.
@@ -106,7 +109,7 @@ impl Frame {
             Frame::Credit(_) => "Credit",
             Frame::Batch { .. } => "Batch",
             Frame::Watermark(_) => "Watermark",
-            Frame::Barrier(_) => "Barrier",
+            Frame::Barrier(..) => "Barrier",
             Frame::Idle(_) => "Idle",
             Frame::End => "End",
             Frame::Error { .. } => "Error",
@@ -157,9 +160,16 @@ impl Frame {
                 out.put_i64(*w);
             }
             Frame::End => out.put_u8(7),
-            Frame::Barrier(id) => {
+            Frame::Barrier(id, kind) => {
                 out.put_u8(9);
                 out.put_u64(*id);
+                match kind {
+                    SnapshotKind::Full => out.put_u8(0),
+                    SnapshotKind::Incremental { base } => {
+                        out.put_u8(1);
+                        out.put_u64(base.map_or(0, |b| b.0));
+                    }
+                }
             }
             Frame::Idle(idle) => {
                 out.put_u8(10);
@@ -266,7 +276,25 @@ fn parse(kind: u8, mut body: Bytes) -> Result<Frame, FrameError> {
         }
         6 => Frame::Watermark(get(&mut body, "Watermark", Buf::try_get_i64)?),
         7 => Frame::End,
-        9 => Frame::Barrier(get(&mut body, "Barrier", Buf::try_get_u64)?),
+        9 => {
+            let id = get(&mut body, "Barrier", Buf::try_get_u64)?;
+            let kind = match get(&mut body, "Barrier", Buf::try_get_u8)? {
+                0 => SnapshotKind::Full,
+                1 => {
+                    let base = get(&mut body, "Barrier", Buf::try_get_u64)?;
+                    SnapshotKind::Incremental {
+                        base: (base != 0).then_some(CheckpointId(base)),
+                    }
+                }
+                other => {
+                    return Err(FrameError::BadValue {
+                        kind: "Barrier",
+                        value: u64::from(other),
+                    });
+                }
+            };
+            Frame::Barrier(id, kind)
+        }
         10 => match get(&mut body, "Idle", Buf::try_get_u8)? {
             0 => Frame::Idle(false),
             1 => Frame::Idle(true),

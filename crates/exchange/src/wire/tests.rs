@@ -3,6 +3,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use holdfast_runtime::ids::{ExecutionAttemptId, JobId, TaskId};
+use holdfast_types::SnapshotKind;
 use proptest::prelude::*;
 
 use super::fault;
@@ -42,7 +43,14 @@ fn every_kind() -> Vec<Frame> {
             bytes: Bytes::new(),
         },
         Frame::Watermark(i64::MIN),
-        Frame::Barrier(u64::MAX),
+        Frame::Barrier(u64::MAX, SnapshotKind::Full),
+        Frame::Barrier(7, SnapshotKind::Incremental { base: None }),
+        Frame::Barrier(
+            8,
+            SnapshotKind::Incremental {
+                base: Some(holdfast_types::CheckpointId(7)),
+            },
+        ),
         Frame::Idle(true),
         Frame::Idle(false),
         Frame::End,

@@ -38,6 +38,10 @@ pub struct CheckpointConfig {
     pub num_retained: u32,
     /// `execution.checkpointing.mode`.
     pub mode: CheckpointingMode,
+    /// `execution.checkpointing.incremental` (default false): checkpoints
+    /// write keyed state into shared files and reuse what the newest
+    /// completed one wrote, so each writes about what changed since.
+    pub incremental: bool,
 }
 
 impl CheckpointConfig {
@@ -51,6 +55,7 @@ impl CheckpointConfig {
             tolerable_failures: 0,
             num_retained: 1,
             mode: CheckpointingMode::ExactlyOnce,
+            incremental: false,
         }
     }
 

@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use holdfast_types::{CheckpointId, MonoTime};
+use holdfast_types::{CheckpointId, MonoTime, SnapshotKind};
 
 use super::config::CheckpointConfig;
+use super::files::SharedFiles;
 use super::types::{
     AbortReason, CheckpointCommand, CheckpointInput, CheckpointStatus, CheckpointSummary,
     MetadataLocation, PointerOutcome, SavepointRequest, TaskAck, TaskState,
@@ -46,6 +47,8 @@ struct Pending {
     savepoint: Option<SavepointRequest>,
     /// Where its metadata went, once written.
     metadata: Option<MetadataLocation>,
+    /// Full, or incremental on a base.
+    kind: SnapshotKind,
 }
 
 /// One job's checkpoint coordination on the leader.
@@ -89,6 +92,11 @@ pub struct CheckpointCoordinator {
     completed_total: u64,
     failed_total: u64,
     history: VecDeque<CheckpointSummary>,
+    /// Incremental checkpoints' shared files, and who uses each.
+    pub(super) files: SharedFiles,
+    /// Completed incremental checkpoints whose files the registry knows:
+    /// what a trigger may name as its base.
+    pub(super) bases: BTreeSet<CheckpointId>,
 }
 
 impl CheckpointCoordinator {
@@ -119,7 +127,14 @@ impl CheckpointCoordinator {
             completed_total: 0,
             failed_total: 0,
             history: VecDeque::new(),
+            files: SharedFiles::new(),
+            bases: BTreeSet::new(),
         }
+    }
+
+    /// Its settings.
+    pub(super) fn config(&self) -> &CheckpointConfig {
+        &self.config
     }
 
     /// Handles one input at `now`; returns what the shell must do, in order.
@@ -218,6 +233,7 @@ impl CheckpointCoordinator {
                                 sources: vec![task],
                                 last: false,
                                 stop: pending.savepoint.as_ref().is_some_and(|s| s.stop),
+                                kind: pending.kind,
                             });
                         }
                     }
@@ -413,6 +429,7 @@ impl CheckpointCoordinator {
         if stop {
             self.stopping = Some(id);
         }
+        let kind = self.triggered_kind(id, savepoint.is_some());
         self.pending.insert(
             id,
             Pending {
@@ -423,6 +440,7 @@ impl CheckpointCoordinator {
                 states: BTreeMap::new(),
                 savepoint: savepoint.clone(),
                 metadata: None,
+                kind,
             },
         );
         self.record(id, now, savepoint.as_ref());
@@ -436,6 +454,7 @@ impl CheckpointCoordinator {
             sources,
             last,
             stop,
+            kind,
         });
         // Another savepoint may be waiting for the id asked for.
         self.on_tick(out, now);
@@ -449,6 +468,17 @@ impl CheckpointCoordinator {
         task: ExecutionAttemptId,
         state: TaskState,
     ) {
+        let declined = self.files_acknowledged(out, id, &state);
+        if let Some(reason) = declined {
+            if self
+                .pending
+                .get(&id)
+                .is_some_and(|p| p.phase == Phase::Collecting && p.awaiting.contains(&task))
+            {
+                self.abort(out, now, id, AbortReason::Declined { task, reason });
+            }
+            return;
+        }
         let Some(pending) = self.pending.get_mut(&id) else {
             if self.aborted.contains(&id) {
                 // What it wrote for an aborted checkpoint is garbage.
@@ -546,6 +576,9 @@ impl CheckpointCoordinator {
                 // remove the pointer if it is there, and only then its files.
                 let fail = self.end(out, now, id, AbortReason::PointerFailed(error));
                 out.push(CheckpointCommand::Retire { id });
+                if fail.is_some() {
+                    self.files_aborted(out, id, Some(id));
+                }
                 out.extend(fail.flatten());
             }
         }
@@ -577,6 +610,7 @@ impl CheckpointCoordinator {
             tasks: pending.tasks,
             stop,
         });
+        self.files_completed(out, id, pending.kind);
         if let (Some(savepoint), Some(metadata)) = (pending.savepoint, pending.metadata) {
             out.push(CheckpointCommand::SavepointDone {
                 request: savepoint.request,
@@ -597,6 +631,7 @@ impl CheckpointCoordinator {
         while self.retained.len() > self.config.num_retained as usize {
             if let Some(old) = self.retained.pop_front() {
                 out.push(CheckpointCommand::Retire { id: old });
+                self.files_retired(out, old);
             }
         }
     }
@@ -622,6 +657,7 @@ impl CheckpointCoordinator {
     ) {
         if let Some(fail) = self.end(out, now, id, reason) {
             out.push(CheckpointCommand::Discard { id });
+            self.files_aborted(out, id, None);
             out.extend(fail);
         }
     }

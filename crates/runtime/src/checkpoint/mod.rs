@@ -49,6 +49,7 @@ mod aligner;
 mod config;
 mod coordinator;
 mod files;
+mod incremental;
 mod types;
 
 pub use aligner::{AlignCommand, BarrierAligner};

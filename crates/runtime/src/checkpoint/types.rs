@@ -5,8 +5,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use holdfast_types::{CheckpointId, MonoTime};
+use holdfast_types::{CheckpointId, MonoTime, SnapshotKind};
 
+use super::files::NewFile;
 use crate::ids::ExecutionAttemptId;
 
 /// What one task attempt wrote for a checkpoint: where its state is, how
@@ -20,6 +21,11 @@ pub struct TaskState {
     pub bytes: u64,
     /// How long the task's inputs were blocked waiting for every barrier.
     pub alignment: Duration,
+    /// Shared files written for this checkpoint (incremental), named
+    /// relative to the job's checkpoint directory.
+    pub shared_new: Vec<NewFile>,
+    /// Shared files of its base it reuses.
+    pub shared_reused: Vec<NewFile>,
 }
 
 /// A savepoint asked for: a checkpoint triggered now, whatever the
@@ -235,6 +241,8 @@ pub enum CheckpointCommand {
         /// Whether it is a stop-with-savepoint: the sources stop after its
         /// barrier (and go on if it is aborted).
         stop: bool,
+        /// Full, or incremental on the newest completed checkpoint.
+        kind: SnapshotKind,
     },
     /// Every task acknowledged: write the checkpoint's metadata file.
     WriteMetadata {
@@ -300,6 +308,15 @@ pub enum CheckpointCommand {
     Retire {
         /// The checkpoint.
         id: CheckpointId,
+    },
+    /// Delete these shared files (incremental checkpoints' runs no
+    /// retained or pending checkpoint uses any more); with `after_retire`,
+    /// once that checkpoint's pointer is gone from the HA store.
+    DeleteShared {
+        /// The files, relative to the job's checkpoint directory.
+        files: Vec<String>,
+        /// The retirement they follow.
+        after_retire: Option<CheckpointId>,
     },
     /// Too many checkpoints failed in a row: fail the job.
     FailJob {

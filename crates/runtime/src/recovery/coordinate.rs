@@ -9,7 +9,7 @@ use holdfast_types::{CheckpointId, MonoTime};
 
 use super::core::{Out, RecoveryCore};
 use super::job::RestorePoint;
-use super::metadata::{Metadata, TaskEntry, checkpoint_dir_name, savepoint_dir_name};
+use super::metadata::{Metadata, SharedEntry, TaskEntry, checkpoint_dir_name, savepoint_dir_name};
 use super::types::{CompletedStats, RecoveryCommand, RecoveryNotice, SavepointRemoval};
 use crate::checkpoint::{AbortReason, CheckpointCommand, CheckpointInput};
 use crate::ids::{ExecutionAttemptId, JobId};
@@ -126,12 +126,14 @@ impl RecoveryCore {
                 sources,
                 last,
                 stop,
+                kind,
             } => out.push(RecoveryCommand::TriggerBarriers {
                 job,
                 id,
                 sources,
                 last,
                 stop,
+                kind,
             }),
             CheckpointCommand::WriteMetadata {
                 id,
@@ -147,6 +149,15 @@ impl RecoveryCore {
                         state: state.location,
                         bytes: state.bytes,
                         alignment_ms: state.alignment.as_millis() as u64,
+                        shared: state
+                            .shared_new
+                            .iter()
+                            .chain(&state.shared_reused)
+                            .map(|f| SharedEntry {
+                                name: f.name.clone(),
+                                bytes: f.bytes,
+                            })
+                            .collect(),
                     })
                     .collect();
                 let graph = master.job(job).map(|j| &j.graph);
@@ -261,6 +272,14 @@ impl RecoveryCore {
             }
             CheckpointCommand::Discard { id } => out.push(RecoveryCommand::Discard { job, id }),
             CheckpointCommand::Retire { id } => out.push(RecoveryCommand::Retire { job, id }),
+            CheckpointCommand::DeleteShared {
+                files,
+                after_retire,
+            } => out.push(RecoveryCommand::DeleteShared {
+                job,
+                files,
+                after_retire,
+            }),
             CheckpointCommand::FailJob { reason } => {
                 out.push(RecoveryCommand::FailJob { job, reason })
             }

@@ -50,6 +50,20 @@ pub struct TaskEntry {
     pub bytes: u64,
     /// How long its barrier alignment took (ms).
     pub alignment_ms: u64,
+    /// The shared files its state uses (an incremental checkpoint's runs,
+    /// relative to the job's checkpoint directory, with their sizes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<SharedEntry>,
+}
+
+/// A shared file a task's state uses.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedEntry {
+    /// Relative to the job's checkpoint directory (`shared/…`).
+    pub name: String,
+    /// Its size.
+    pub bytes: u64,
 }
 
 /// One vertex of the job a checkpoint was taken of.
@@ -262,9 +276,21 @@ impl Metadata {
         }
     }
 
-    /// The state's total size, over every task.
+    /// The state's total size, over every task (state files only).
     pub fn bytes(&self) -> u64 {
         self.tasks.iter().map(|t| t.bytes).sum()
+    }
+
+    /// Every shared file the checkpoint uses, once each, by name.
+    pub fn shared_files(&self) -> Vec<SharedEntry> {
+        let set: std::collections::BTreeSet<&SharedEntry> =
+            self.tasks.iter().flat_map(|t| &t.shared).collect();
+        set.into_iter().cloned().collect()
+    }
+
+    /// What a restore reads: the state files and every shared file.
+    pub fn referenced_bytes(&self) -> u64 {
+        self.bytes() + self.shared_files().iter().map(|f| f.bytes).sum::<u64>()
     }
 
     /// Per task, the attempt that took this checkpoint: the oldest a new
@@ -303,6 +329,7 @@ mod tests {
             state: "x".into(),
             bytes: 3,
             alignment_ms: 4,
+            shared: Vec::new(),
         };
         let metadata = Metadata::new(job, CheckpointId(5), None, vec![entry.clone()]);
         let bytes = serde_json::to_vec(&metadata).unwrap();

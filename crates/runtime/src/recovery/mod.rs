@@ -58,7 +58,7 @@ mod types;
 pub use self::core::{READ_RETRY, RecoveryConfig, RecoveryCore};
 pub use job::{JobRecovery, Restored};
 pub use metadata::{
-    FORMAT, Metadata, MetadataError, TaskEntry, VertexEntry, checkpoint_dir_name,
+    FORMAT, Metadata, MetadataError, SharedEntry, TaskEntry, VertexEntry, checkpoint_dir_name,
     savepoint_dir_name,
 };
 pub use restore_plan::{FileToRead, SavepointMismatch, check_savepoint, files_for};

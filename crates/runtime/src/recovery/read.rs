@@ -211,7 +211,27 @@ impl RecoveryCore {
         let first = !entry.read_once;
         if first {
             entry.read_once = true;
+            let next_id = retained
+                .iter()
+                .max()
+                .map_or(CheckpointId(1), |r| CheckpointId(r.0 + 1));
             entry.coordinator = crate::checkpoint::CheckpointCoordinator::new(config, retained);
+            // The registry of shared files starts from what the restore
+            // point uses (older retained ones, read on demand only, keep
+            // theirs until the job ends).
+            if let Some(latest) = latest.as_ref().filter(|m| !m.savepoint) {
+                let files = latest
+                    .shared_files()
+                    .into_iter()
+                    .map(|f| crate::checkpoint::NewFile {
+                        name: f.name,
+                        bytes: f.bytes,
+                    })
+                    .collect();
+                entry
+                    .coordinator
+                    .rebuild_files(vec![(CheckpointId(latest.checkpoint), files)], next_id);
+            }
             entry.running = None;
         }
         let floor = latest.as_ref().map(|m| m.attempts()).unwrap_or_default();

@@ -212,6 +212,7 @@ mod tests {
                     state: format!("{v}-{s}-0.state"),
                     bytes: 1,
                     alignment_ms: 0,
+                    shared: Vec::new(),
                 });
             }
         }

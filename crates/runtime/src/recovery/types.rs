@@ -178,6 +178,8 @@ pub enum RecoveryCommand {
         last: bool,
         /// Whether it is a stop-with-savepoint.
         stop: bool,
+        /// Full, or incremental on a base.
+        kind: holdfast_types::SnapshotKind,
     },
     /// Write `metadata` as checkpoint `id`'s `_metadata` (a savepoint's:
     /// into its own directory `metadata.dir`, with a copy of every state
@@ -251,6 +253,17 @@ pub enum RecoveryCommand {
         job: JobId,
         /// The checkpoint.
         id: CheckpointId,
+    },
+    /// Delete shared files of incremental checkpoints (relative to the
+    /// job's checkpoint directory) that nothing retained or pending uses;
+    /// with `after_retire`, only once that retirement removed its pointer.
+    DeleteShared {
+        /// The job.
+        job: JobId,
+        /// The files.
+        files: Vec<String>,
+        /// The retirement they wait for.
+        after_retire: Option<CheckpointId>,
     },
     /// Remove a completed checkpoint no longer retained: its pointer, then
     /// its files.

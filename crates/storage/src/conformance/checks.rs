@@ -694,3 +694,51 @@ pub async fn put_new_creates_once_and_one_of_concurrent_creators_wins<F: Fixture
         .map_err(|e| format!("put_new {metadata} after its delete: {e}"))?;
     holds(&storage, &metadata, b"again").await
 }
+
+/// `get_range` reads exactly the bytes asked for (a shared file's section);
+/// `delete` removes one file and nothing whose name it prefixes, and
+/// deleting it again succeeds.
+pub async fn a_range_reads_just_its_bytes_and_delete_removes_one_file<F: Fixture>(
+    fixture: &F,
+) -> Verdict {
+    let storage = fixture.open().await;
+    let run = path("job/shared/a/1-op.run")?;
+    let longer = path("job/shared/a/1-op.run2")?;
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+    put(&storage, &run, Bytes::from(bytes.clone())).await?;
+    put(&storage, &longer, content(&longer)).await?;
+    for range in [0..1, 17..4_113, 9_999..10_000, 0..10_000] {
+        let got = storage
+            .get_range(&run, range.clone())
+            .await
+            .map_err(|error| format!("get_range {run} {range:?}: {error}"))?;
+        ensure!(
+            got[..] == bytes[range.start as usize..range.end as usize],
+            "get_range {run} {range:?} read {} other bytes",
+            got.len()
+        );
+    }
+    let missing = path("job/shared/a/none.run")?;
+    match storage.get_range(&missing, 0..1).await {
+        Err(StorageError::NotFound { .. }) => {}
+        other => {
+            return Err(format!(
+                "get_range of a missing file: {other:?}, not NotFound"
+            ));
+        }
+    }
+    storage
+        .delete(&run)
+        .await
+        .map_err(|error| format!("delete {run}: {error}"))?;
+    match storage.get(&run).await {
+        Err(StorageError::NotFound { .. }) => {}
+        other => return Err(format!("{run} after its delete: {other:?}")),
+    }
+    holds(&storage, &longer, &content(&longer)).await?;
+    storage
+        .delete(&run)
+        .await
+        .map_err(|error| format!("delete {run} again: {error}"))?;
+    Ok(())
+}

@@ -135,6 +135,7 @@ macro_rules! conformance_suite {
             writes_beside_a_concurrent_delete_all_land,
             a_fresh_handle_sees_every_write_and_delete,
             put_new_creates_once_and_one_of_concurrent_creators_wins,
+            a_range_reads_just_its_bytes_and_delete_removes_one_file,
         );
     };
     (@each #[$attr:meta], $fixture:expr, $($check:ident),* $(,)?) => {

@@ -328,6 +328,30 @@ impl CheckpointStorage for S3Storage {
         }
     }
 
+    async fn get_range(
+        &self,
+        path: &StoragePath,
+        range: std::ops::Range<u64>,
+    ) -> Result<Bytes, StorageError> {
+        let location = match self.file_key("reading", path) {
+            Ok(location) => location,
+            Err(_) => return Err(self.not_found(path)),
+        };
+        match self.bucket.store.get_range(&location, range).await {
+            Ok(bytes) => Ok(bytes),
+            Err(object_store::Error::NotFound { .. }) => Err(self.not_found(path)),
+            Err(error) => Err(self.io("reading", path, error)),
+        }
+    }
+
+    async fn delete(&self, path: &StoragePath) -> Result<(), StorageError> {
+        let location = self.key(path)?;
+        match self.bucket.store.delete(&location).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(self.io("deleting", path, error)),
+        }
+    }
+
     async fn size(&self, path: &StoragePath) -> Result<u64, StorageError> {
         let location = match self.file_key("reading", path) {
             Ok(location) => location,

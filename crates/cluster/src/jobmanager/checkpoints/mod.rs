@@ -38,7 +38,7 @@ use tokio::sync::mpsc;
 
 use self::ha::{CheckpointHa, pointer_outcome};
 use super::actor::Message;
-use crate::checkpoint_files::{checkpoint_dir, metadata_path};
+use crate::checkpoint_files::{checkpoint_dir, metadata_path, shared_path};
 use crate::savepoint_files::{self, METADATA};
 
 /// How the cluster's jobs checkpoint (`execution.checkpointing.*`).
@@ -214,6 +214,7 @@ impl CheckpointIo {
         job: JobId,
         id: CheckpointId,
         token: LeaderToken,
+        unlinked: tokio::sync::watch::Sender<bool>,
     ) -> tokio::task::JoinHandle<()> {
         let io = self.clone();
         tokio::spawn(async move {
@@ -222,6 +223,7 @@ impl CheckpointIo {
                     "cannot remove a retired checkpoint's pointer from the HA store; its files are kept");
                 return;
             }
+            let _ = unlinked.send(true);
             if let Err(error) = io.delete_files(job, id).await {
                 tracing::warn!(%job, checkpoint = %id, %error,
                     "cannot delete a retired checkpoint's files (safe to delete by hand)");
@@ -262,6 +264,41 @@ impl CheckpointIo {
                 tracing::warn!(%job, %error,
                     "cannot delete an ended job's checkpoint directory (safe to delete by hand)");
             }
+        });
+    }
+
+    /// Deletes shared files of incremental checkpoints that nothing
+    /// retained or pending uses (the registry decided), after `after` says
+    /// a retirement removed its pointer (if it never does, they are kept:
+    /// that checkpoint may still be restored from).
+    pub(super) fn delete_shared(
+        &self,
+        job: JobId,
+        files: Vec<String>,
+        after: Option<tokio::sync::watch::Receiver<bool>>,
+    ) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            if let Some(mut unlinked) = after
+                && unlinked.wait_for(|done| *done).await.is_err()
+            {
+                tracing::warn!(%job, files = files.len(),
+                    "a retired checkpoint's pointer was not removed: the shared files only it used are kept (safe to delete by hand once it is gone)");
+                return;
+            }
+            let mut failed = 0;
+            for name in &files {
+                let deleted = match shared_path(job, name) {
+                    Ok(path) => io.storage.delete(&path).await.map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                if let Err(error) = deleted {
+                    failed += 1;
+                    tracing::warn!(%job, file = %name, %error,
+                        "cannot delete a shared checkpoint file nothing uses any more (safe to delete by hand)");
+                }
+            }
+            tracing::debug!(%job, deleted = files.len() - failed, failed, "shared checkpoint files deleted");
         });
     }
 

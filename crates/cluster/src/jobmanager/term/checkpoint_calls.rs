@@ -107,6 +107,8 @@ impl Term {
                     location: request.state.clone(),
                     bytes: request.state_bytes,
                     alignment: Duration::from_millis(request.alignment_ms),
+                    shared_new: shared_files(&request.shared_new),
+                    shared_reused: shared_files(&request.shared_reused),
                 },
             }
         } else {
@@ -164,4 +166,15 @@ impl Term {
         }
         snapshot.savepoints = cp.savepoints.views().collect();
     }
+}
+
+/// A report's shared files, as the coordinator takes them.
+fn shared_files(files: &[proto::SharedFileRef]) -> Vec<holdfast_runtime::checkpoint::NewFile> {
+    files
+        .iter()
+        .map(|f| holdfast_runtime::checkpoint::NewFile {
+            name: f.name.clone(),
+            bytes: f.bytes,
+        })
+        .collect()
 }

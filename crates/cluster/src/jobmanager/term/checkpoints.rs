@@ -18,7 +18,7 @@ use holdfast_runtime::master::{MasterCommand, MasterInput};
 use holdfast_runtime::recovery::{
     JobStart, RecoveryCommand, RecoveryCore, RecoveryInput, SavepointRemoval, savepoint_location,
 };
-use holdfast_types::{CheckpointId, MonoTime};
+use holdfast_types::{CheckpointId, MonoTime, SnapshotKind};
 
 use super::Term;
 use crate::jobmanager::checkpoints::savepoints::SavepointOps;
@@ -40,6 +40,10 @@ pub(in crate::jobmanager) struct TermCheckpoints {
     /// the retirements still to come, and those under way. When the last
     /// one is under way the job's directory is swept after them.
     pub(in crate::jobmanager) ending: HashMap<JobId, (usize, Vec<tokio::task::JoinHandle<()>>)>,
+    /// Retirements under way, each saying once its pointer is gone (shared
+    /// files it alone used are deleted only then).
+    pub(in crate::jobmanager) unlinked:
+        HashMap<(JobId, CheckpointId), tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Term {
@@ -127,7 +131,8 @@ impl Term {
                 sources,
                 last,
                 stop,
-            } => self.trigger(job, id, &sources, last, stop),
+                kind,
+            } => self.trigger(job, id, &sources, last, stop, kind),
             RecoveryCommand::WriteMetadata { job, id, metadata } => {
                 if metadata.savepoint {
                     cp.io.write_savepoint(job, id, metadata);
@@ -178,7 +183,9 @@ impl Term {
             }
             RecoveryCommand::Discard { job, id } => cp.io.discard(job, id),
             RecoveryCommand::Retire { job, id } => {
-                let retire = cp.io.retire(job, id, token);
+                let (unlinked, watch) = tokio::sync::watch::channel(false);
+                cp.unlinked.insert((job, id), watch);
+                let retire = cp.io.retire(job, id, token, unlinked);
                 if let Some((left, retires)) = cp.ending.get_mut(&job) {
                     retires.push(retire);
                     *left = left.saturating_sub(1);
@@ -188,6 +195,15 @@ impl Term {
                         cp.io.sweep_ended(job, retires);
                     }
                 }
+            }
+            RecoveryCommand::DeleteShared {
+                job,
+                files,
+                after_retire,
+            } => {
+                let after = after_retire.and_then(|id| cp.unlinked.remove(&(job, id)));
+                cp.unlinked.retain(|_, watch| watch.has_changed().is_ok());
+                cp.io.delete_shared(job, files, after);
             }
             RecoveryCommand::DropOriginals { job, id } => cp.io.drop_originals(job, id),
             RecoveryCommand::RemoveSavepoint { job, id, dir, why } => {
@@ -225,8 +241,13 @@ impl Term {
         sources: &[ExecutionAttemptId],
         last: bool,
         stop: bool,
+        kind: SnapshotKind,
     ) {
-        tracing::debug!(%job, checkpoint = %id, sources = sources.len(), stop, "checkpoint triggered");
+        tracing::debug!(%job, checkpoint = %id, sources = sources.len(), stop, %kind, "checkpoint triggered");
+        let (incremental, base) = match kind {
+            SnapshotKind::Full => (false, 0),
+            SnapshotKind::Incremental { base } => (true, base.map_or(0, |b| b.0)),
+        };
         for attempt in sources {
             let Some(tm) = self.tm_of(job, attempt.task) else {
                 continue;
@@ -238,6 +259,8 @@ impl Term {
                 timestamp_ms: self.runtime.wall_now().as_millis(),
                 last,
                 stop,
+                incremental,
+                base,
             };
             self.order(&tm, Order::Trigger(request));
         }

@@ -162,6 +162,7 @@ impl Term {
                 io,
                 ended: HashMap::new(),
                 ending: HashMap::new(),
+                unlinked: HashMap::new(),
                 savepoints: Default::default(),
             }),
             timeline: Arc::default(),

@@ -1,0 +1,427 @@
+//! Incremental checkpoints of a [`KeyedTable`]: what a keyed operator
+//! writes when a barrier asks for an incremental snapshot, and how it
+//! restores from one.
+//!
+//! A checkpoint's part of a table is, per key group, a *chain* of sections
+//! in shared run files ([`super::run`]): a base and the deltas after it. At
+//! a barrier naming base `b`, a group nobody wrote since `b` keeps `b`'s
+//! chain (its files reused by name, nothing written); a changed group gets
+//! a delta section with its keys changed since `b` (their values at the
+//! snapshot, or removals); a group whose deltas reach its base's size, or
+//! whose chain reaches [`MAX_CHAIN`] sections, is written whole again (a
+//! new base), so a restore never reads more than about twice a group.
+//!
+//! ```text
+//!  barrier n (base b) ─► task thread: take the changes (O(groups)), pick b's chains ─► part
+//!  off the task thread: the changed keys since b, per group: delta | new base | unchanged ─► one run
+//!     ─► EncodedState { part: chains, shared: [shared/<attempt>/<n>-<op>.run], reused: b's files }
+//! ```
+//!
+//! Only chains this attempt wrote (or restored from) are reused, and only
+//! when the keys changed since are all known: otherwise the group is
+//! written whole. The leader keeps `b`'s files while `n` is pending
+//! (`holdfast_runtime::checkpoint::SharedFiles`); no task deletes one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use holdfast_executor::{EncodeError, EncodedState, SharedFile, SharedRef, StateSource};
+use holdfast_types::sync::lock;
+use holdfast_types::{CheckpointId, SnapshotKind};
+use rustc_hash::FxHashSet;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::run::{RunWriter, SectionAt, SectionKind, merge_chain};
+use super::table::{KeyedTable, TableSnapshot};
+use super::{KeyGroup, KeyGroupRange};
+use crate::checkpoint::Part;
+
+/// The most sections a group's chain holds before it is written whole.
+pub(crate) const MAX_CHAIN: usize = 8;
+
+/// One section of a chain: which shared file, and where in it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SectionRef {
+    /// The shared file, relative to the job's checkpoint directory.
+    pub(crate) file: String,
+    /// The whole file's size.
+    pub(crate) file_bytes: u64,
+    /// The section.
+    pub(crate) at: SectionAt,
+}
+
+/// Per key group (by number), its chain, oldest section first.
+pub(crate) type Chains = BTreeMap<u32, Vec<SectionRef>>;
+
+/// A keyed table's part of a state file (format 3).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum TablePart {
+    /// Every non-empty group whole, inline: a full snapshot.
+    Inline(Vec<(u32, Vec<u8>)>),
+    /// Per group, its chain in shared files.
+    Chains(Vec<(u32, Vec<SectionRef>)>),
+}
+
+/// The keys changed between two snapshots, per group in range order.
+type Changed<K> = Arc<Vec<FxHashSet<K>>>;
+
+/// What a keyed operator keeps, beside its table, for incremental
+/// checkpoints.
+pub(crate) struct TableChains<K> {
+    /// The run files' prefix: `shared/<attempt tag>/`.
+    dir: String,
+    /// The operator's part of a run file's name (unique in the job).
+    op: String,
+    /// The keys changed up to each snapshot since the previous one, by the
+    /// checkpoint that took it, oldest first: complete from the oldest
+    /// chain in `chains` on.
+    changes: Vec<(CheckpointId, Changed<K>)>,
+    /// Each checkpoint's chains this attempt wrote (filled in by the
+    /// encoders, off the task thread) or restored from.
+    chains: Arc<Mutex<BTreeMap<CheckpointId, Arc<Chains>>>>,
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
+    /// Nothing written yet, for the operator `uid` of the attempt tagged
+    /// `tag`.
+    pub(crate) fn new(tag: &str, uid: &str) -> TableChains<K> {
+        TableChains {
+            dir: format!("shared/{tag}/"),
+            op: format!("{}-{:08x}", file_safe(uid), crc32fast::hash(uid.as_bytes())),
+            changes: Vec::new(),
+            chains: Arc::default(),
+        }
+    }
+
+    /// Restored from `chains` of checkpoint `from` (the groups of this
+    /// subtask's range).
+    fn restored(&mut self, from: CheckpointId, chains: Chains) {
+        lock(&self.chains).insert(from, Arc::new(chains));
+    }
+
+    /// The part of `table` for checkpoint `id` of `kind` (on the task
+    /// thread: a pointer copy per key group and a swap of the change
+    /// lists; the rest is encoded later).
+    pub(crate) fn part<V>(
+        &mut self,
+        table: &mut KeyedTable<K, V>,
+        id: CheckpointId,
+        kind: SnapshotKind,
+    ) -> Part
+    where
+        K: Serialize,
+        V: Clone + Serialize + Send + Sync + 'static,
+    {
+        let base = match kind {
+            SnapshotKind::Full => {
+                if let Some(changes) = table.take_changes() {
+                    let (_, changed) = changes.into_parts();
+                    self.changes.push((id, Arc::new(changed)));
+                }
+                return inline_part(table.snapshot());
+            }
+            SnapshotKind::Incremental { base } => base,
+        };
+        let tracking = table.is_tracking_changes();
+        table.track_changes();
+        let Some(changes) = table.take_changes() else {
+            return inline_part(table.snapshot());
+        };
+        let (snapshot, changed) = changes.into_parts();
+        self.changes.push((id, Arc::new(changed)));
+        let base_chains = match base {
+            Some(b) => {
+                // Bases only move forward: what is older is never needed.
+                self.changes.retain(|(c, _)| *c > b);
+                let mut chains = lock(&self.chains);
+                chains.retain(|c, _| *c >= b);
+                // Without tracking before this snapshot, the keys changed
+                // since the base are unknown: everything is written anew.
+                chains.get(&b).filter(|_| tracking).cloned()
+            }
+            None => {
+                self.changes.clear();
+                lock(&self.chains).clear();
+                None
+            }
+        };
+        let deltas: Vec<Changed<K>> = self.changes.iter().map(|(_, c)| Arc::clone(c)).collect();
+        let file = format!("{}{}-{}.run", self.dir, id.0, self.op);
+        let chains = Arc::clone(&self.chains);
+        Part::Deferred(Box::new(move || {
+            let (encoded, written) = encode(&snapshot, base_chains.as_deref(), &deltas, file)?;
+            lock(&chains).insert(id, Arc::new(written));
+            Ok(encoded)
+        }))
+    }
+}
+
+/// A full snapshot's part, every group inline.
+fn inline_part<K, V>(snapshot: TableSnapshot<K, V>) -> Part
+where
+    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
+    V: Clone + Serialize + Send + Sync + 'static,
+{
+    Part::Deferred(Box::new(move || {
+        let parts = snapshot.encode()?;
+        let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
+        Ok(postcard::to_allocvec(&TablePart::Inline(parts))?.into())
+    }))
+}
+
+/// Encodes one incremental part: the run of what changed since
+/// `base_chains` (all of it without them), and the chains that result.
+fn encode<K, V>(
+    snapshot: &TableSnapshot<K, V>,
+    base_chains: Option<&Chains>,
+    deltas: &[Changed<K>],
+    file: String,
+) -> Result<(EncodedState, Chains), EncodeError>
+where
+    K: Hash + Eq + Clone + Serialize,
+    V: Clone + Serialize,
+{
+    let mut writer = RunWriter::new();
+    let mut chains = Chains::new();
+    for (slot, group) in snapshot.range().iter().enumerate() {
+        let old = base_chains.and_then(|c| c.get(&group.0));
+        let Some(chain) = old else {
+            if !snapshot.group_is_empty(slot) {
+                writer.section(group, SectionKind::Base, snapshot.base_entries(slot)?)?;
+                chains.insert(group.0, Vec::new());
+            }
+            continue;
+        };
+        let keys: FxHashSet<&K> = deltas.iter().flat_map(|d| d[slot].iter()).collect();
+        if keys.is_empty() {
+            chains.insert(group.0, chain.clone());
+            continue;
+        }
+        let delta = snapshot.delta_entries(slot, keys)?;
+        let delta_bytes: u64 = delta
+            .iter()
+            .map(|(k, v)| (k.len() + v.as_ref().map_or(0, Vec::len) + 2) as u64)
+            .sum();
+        let base_bytes = chain.first().map_or(0, |s| s.at.length);
+        let deltas_bytes: u64 = chain.iter().skip(1).map(|s| s.at.length).sum();
+        if chain.len() >= MAX_CHAIN || deltas_bytes + delta_bytes >= base_bytes {
+            if !snapshot.group_is_empty(slot) {
+                writer.section(group, SectionKind::Base, snapshot.base_entries(slot)?)?;
+                chains.insert(group.0, Vec::new());
+            }
+        } else {
+            writer.section(group, SectionKind::Delta, delta)?;
+            chains.insert(group.0, chain.clone());
+        }
+    }
+    let mut shared = Vec::new();
+    if !writer.is_empty() {
+        let (bytes, index) = writer.finish_indexed();
+        let file_bytes = bytes.len() as u64;
+        for at in index {
+            if let Some(chain) = chains.get_mut(&at.group.0) {
+                chain.push(SectionRef {
+                    file: file.clone(),
+                    file_bytes,
+                    at,
+                });
+            }
+        }
+        shared.push(SharedFile { name: file, bytes });
+    }
+    let new: BTreeSet<&str> = shared.iter().map(|f| f.name.as_str()).collect();
+    let reused: BTreeSet<SharedRef> = chains
+        .values()
+        .flatten()
+        .filter(|s| !new.contains(s.file.as_str()))
+        .map(|s| SharedRef {
+            name: s.file.clone(),
+            bytes: s.file_bytes,
+        })
+        .collect();
+    let part = TablePart::Chains(chains.iter().map(|(g, c)| (*g, c.clone())).collect());
+    Ok((
+        EncodedState {
+            bytes: postcard::to_allocvec(&part)?,
+            shared,
+            reused: reused.into_iter().collect(),
+        },
+        chains,
+    ))
+}
+
+/// Letters, digits, `-` and `_` of `name` (the rest as `_`): a file-name
+/// part.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .take(40)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Restores the groups of `range` from the parts of a table `name`: each
+/// inline part's groups, and each chain read from its shared files (one
+/// read per file, of the span this subtask needs). `chains_out` gets the
+/// chains restored, to be reused by the next incremental checkpoint.
+pub(crate) fn restore_table<K, V>(
+    name: &str,
+    max_parallelism: u32,
+    range: KeyGroupRange,
+    from: Option<CheckpointId>,
+    parts: &[(Vec<u8>, u32, &StateSource)],
+    chains_out: &mut TableChains<K>,
+) -> Result<KeyedTable<K, V>, RestoreError>
+where
+    K: Hash + Eq + Clone + Send + Sync + DeserializeOwned + 'static,
+    V: Clone + DeserializeOwned,
+{
+    let mut inline: Vec<(KeyGroup, Vec<u8>)> = Vec::new();
+    let mut restored = Chains::new();
+    let mut reads = Reads::new();
+    let mut any_chains = false;
+    for (bytes, format, source) in parts {
+        let part = if *format >= 3 {
+            postcard::from_bytes(bytes).map_err(|e| RestoreError::Undecodable(e.to_string()))?
+        } else {
+            TablePart::Inline(
+                postcard::from_bytes(bytes)
+                    .map_err(|e| RestoreError::Undecodable(e.to_string()))?,
+            )
+        };
+        match part {
+            TablePart::Inline(groups) => {
+                inline.extend(groups.into_iter().map(|(g, b)| (KeyGroup(g), b)));
+            }
+            TablePart::Chains(groups) => {
+                any_chains = true;
+                let mine: Vec<(u32, Vec<SectionRef>)> = groups
+                    .into_iter()
+                    .filter(|(g, _)| range.contains(KeyGroup(*g)))
+                    .collect();
+                reads.extend(read_sections(&mine, source)?);
+                restored.extend(mine);
+            }
+        }
+    }
+    let mut table: KeyedTable<K, V> = KeyedTable::restore(
+        name,
+        max_parallelism,
+        range,
+        inline.iter().map(|(g, b)| (*g, b.as_slice())),
+    )
+    .map_err(RestoreError::State)?;
+    for (group, chain) in &restored {
+        for (key, value) in merged(chain, &reads)? {
+            table
+                .insert_encoded(KeyGroup(*group), &key, &value)
+                .map_err(RestoreError::State)?;
+        }
+    }
+    if any_chains {
+        table.track_changes();
+        if let Some(from) = from {
+            chains_out.restored(from, restored);
+        }
+    }
+    Ok(table)
+}
+
+/// The bytes of each section, by (file, offset).
+type Reads = BTreeMap<(String, u64), Vec<u8>>;
+
+fn read_sections(
+    chains: &[(u32, Vec<SectionRef>)],
+    source: &StateSource,
+) -> Result<Reads, RestoreError> {
+    let StateSource::Stored(file) = source else {
+        return Err(RestoreError::NoSharedFiles);
+    };
+    // One read per file: the span of every section needed from it.
+    let mut spans: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for section in chains.iter().flat_map(|(_, c)| c) {
+        let end = section.at.offset + section.at.length;
+        let span = spans
+            .entry(section.file.as_str())
+            .or_insert((section.at.offset, end));
+        span.0 = span.0.min(section.at.offset);
+        span.1 = span.1.max(end);
+    }
+    let mut reads = Reads::new();
+    for (name, (start, end)) in spans {
+        let bytes = file
+            .read_shared(name, start..end)
+            .map_err(RestoreError::Read)?;
+        if bytes.len() as u64 != end - start {
+            return Err(RestoreError::Read(format!(
+                "{name}: {} bytes read of {start}..{end}",
+                bytes.len()
+            )));
+        }
+        for section in chains
+            .iter()
+            .flat_map(|(_, c)| c)
+            .filter(|s| s.file == name)
+        {
+            let at = (section.at.offset - start) as usize;
+            let bytes = bytes[at..at + section.at.length as usize].to_vec();
+            reads.insert((name.to_owned(), section.at.offset), bytes);
+        }
+    }
+    Ok(reads)
+}
+
+/// A group's state from its chain's sections, read into `reads`.
+fn merged(chain: &[SectionRef], reads: &Reads) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, RestoreError> {
+    let mut sections = Vec::with_capacity(chain.len());
+    for section in chain {
+        let bytes = reads
+            .get(&(section.file.clone(), section.at.offset))
+            .ok_or_else(|| RestoreError::Read(format!("{}: not read", section.file)))?;
+        let entries = section
+            .at
+            .entries(bytes)
+            .map_err(|e| RestoreError::Damaged {
+                file: section.file.clone(),
+                reason: e.to_string(),
+            })?;
+        sections.push((section.at.kind, entries));
+    }
+    Ok(merge_chain(sections))
+}
+
+/// Why a table cannot be restored from its parts.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RestoreError {
+    /// A part does not decode.
+    #[error("its part cannot be decoded: {0}")]
+    Undecodable(String),
+    /// A part names shared files, but its state file has none beside it.
+    #[error("its part names shared files, but its state was not read from checkpoint storage")]
+    NoSharedFiles,
+    /// A shared file could not be read.
+    #[error("cannot read a shared file: {0}")]
+    Read(String),
+    /// A section is damaged.
+    #[error("the shared file {file} is damaged: {reason}")]
+    Damaged {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The entries do not make this table's state.
+    #[error(transparent)]
+    State(super::StateError),
+}
+
+#[cfg(test)]
+#[path = "incremental_tests.rs"]
+mod tests;

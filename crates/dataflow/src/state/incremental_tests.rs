@@ -1,0 +1,294 @@
+//! Incremental snapshots of a keyed table against the table itself: random
+//! writes, removals and drains between random checkpoints (full, or
+//! incremental on a completed one, or on none); every completed
+//! checkpoint, restored from its chains (at its parallelism and split in
+//! two), is the table as it was at that checkpoint.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use holdfast_executor::{EncodedState, StateSource, StoredState};
+use holdfast_types::{CheckpointId, SnapshotKind};
+use proptest::prelude::*;
+
+use super::*;
+
+const MAX: u32 = 16;
+
+/// Shared files in memory, read the way a TaskManager reads them.
+#[derive(Default)]
+struct Files {
+    files: Mutex<HashMap<String, Vec<u8>>>,
+    reads: Mutex<usize>,
+}
+
+impl StoredState for Files {
+    fn location(&self) -> String {
+        "memory".to_owned()
+    }
+
+    fn read(&self) -> Result<Arc<[u8]>, String> {
+        Err("no state file here".to_owned())
+    }
+
+    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+        *lock(&self.reads) += 1;
+        let files = lock(&self.files);
+        let file = files
+            .get(name)
+            .ok_or_else(|| format!("{name}: no such file"))?;
+        file.get(range.start as usize..range.end as usize)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| format!("{name}: {range:?} is past its end"))
+    }
+}
+
+type Table = KeyedTable<String, u64>;
+
+fn encode(part: Part) -> EncodedState {
+    match part {
+        Part::Deferred(encode) => encode().unwrap(),
+        Part::Bytes(bytes) => bytes.into(),
+    }
+}
+
+fn contents(table: &Table) -> BTreeMap<String, u64> {
+    table.iter().map(|(k, v)| (k.clone(), *v)).collect()
+}
+
+fn restore(
+    part: &[u8],
+    files: &Arc<Files>,
+    range: KeyGroupRange,
+    from: CheckpointId,
+) -> (Table, TableChains<String>) {
+    let source = StateSource::Stored(Arc::clone(files) as Arc<dyn StoredState>);
+    let mut chains = TableChains::new("restored", "sum");
+    let table = restore_table(
+        "sum",
+        MAX,
+        range,
+        Some(from),
+        &[(part.to_vec(), 3, &source)],
+        &mut chains,
+    )
+    .unwrap();
+    (table, chains)
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(u8, u64),
+    Remove(u8),
+    Drain,
+    /// A checkpoint: full, incremental on the newest completed one, or
+    /// incremental on none; completed or not.
+    Checkpoint {
+        kind: u8,
+        completes: bool,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0u8..40, 0u64..1000).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => (0u8..40).prop_map(Op::Remove),
+        1 => Just(Op::Drain),
+        3 => (0u8..6, proptest::bool::weighted(0.8))
+            .prop_map(|(kind, completes)| Op::Checkpoint { kind, completes }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn every_completed_checkpoint_restores_to_the_table_it_was_taken_of(ops in proptest::collection::vec(op(), 1..120)) {
+        let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+        let mut table = Table::new("sum", MAX, range);
+        let mut chains = TableChains::<String>::new("0-0-0", "sum");
+        let files = Arc::new(Files::default());
+        let mut completed: Option<CheckpointId> = None;
+        let mut taken: Vec<(CheckpointId, Vec<u8>, BTreeMap<String, u64>, bool)> = Vec::new();
+        let mut id = 0;
+        for op in ops {
+            match op {
+                Op::Put(k, v) => { let _ = table.insert(format!("k{k}"), v); }
+                Op::Remove(k) => { table.remove(&format!("k{k}")); }
+                Op::Drain => { table.drain(); }
+                Op::Checkpoint { kind, completes } => {
+                    id += 1;
+                    let n = CheckpointId(id);
+                    let kind = match kind {
+                        0 => SnapshotKind::Full,
+                        1 => SnapshotKind::Incremental { base: None },
+                        _ => SnapshotKind::Incremental { base: completed },
+                    };
+                    let encoded = encode(chains.part(&mut table, n, kind));
+                    // Reused files are the base's own: never one of a
+                    // checkpoint that did not complete.
+                    if let SnapshotKind::Incremental { base: Some(b) } = kind {
+                        let base_files: BTreeSet<String> = taken.iter()
+                            .filter(|t| t.0 == b)
+                            .flat_map(|t| chain_files(&t.1))
+                            .collect();
+                        for reused in &encoded.reused {
+                            prop_assert!(base_files.contains(&reused.name),
+                                "{n} reused {} which its base {b} does not use", reused.name);
+                        }
+                    } else {
+                        prop_assert!(encoded.reused.is_empty(), "{kind:?} reused {:?}", encoded.reused);
+                    }
+                    for file in encoded.shared {
+                        prop_assert!(lock(&files.files).insert(file.name.clone(), file.bytes).is_none(),
+                            "{} written twice", file.name);
+                    }
+                    if completes {
+                        completed = Some(n);
+                    }
+                    taken.push((n, encoded.bytes, contents(&table), completes));
+                }
+            }
+        }
+        for (n, part, expected, completes) in &taken {
+            if !completes {
+                continue;
+            }
+            let (restored, _) = restore(part, &files, range, *n);
+            prop_assert_eq!(&contents(&restored), expected, "checkpoint {}", n);
+            // At parallelism 2 each half takes its own key groups.
+            let mut halves = BTreeMap::new();
+            for subtask in 0..2 {
+                let half = KeyGroupRange::of_subtask(MAX, 2, subtask);
+                let (restored, _) = restore(part, &files, half, *n);
+                halves.extend(contents(&restored));
+            }
+            prop_assert_eq!(&halves, expected, "checkpoint {} split in two", n);
+            if let Ok(TablePart::Chains(chains)) = postcard::from_bytes::<TablePart>(part) {
+                for (group, chain) in chains {
+                    prop_assert!(chain.len() <= MAX_CHAIN, "group {} has {} sections", group, chain.len());
+                    prop_assert!(chain.first().is_some_and(|s| s.at.kind == super::super::run::SectionKind::Base),
+                        "group {}'s chain does not start with a base", group);
+                }
+            }
+        }
+    }
+}
+
+/// The shared files a part's chains name.
+fn chain_files(part: &[u8]) -> Vec<String> {
+    match postcard::from_bytes::<TablePart>(part) {
+        Ok(TablePart::Chains(chains)) => chains
+            .into_iter()
+            .flat_map(|(_, c)| c.into_iter().map(|s| s.file))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn a_checkpoint_on_a_base_writes_only_the_changed_groups_and_reuses_the_rest() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let mut table = Table::new("sum", MAX, range);
+    let mut chains = TableChains::<String>::new("0-0-0", "sum");
+    for k in 0..1000 {
+        table.insert(format!("k{k}"), k).unwrap();
+    }
+    let first = encode(chains.part(
+        &mut table,
+        CheckpointId(1),
+        SnapshotKind::Incremental { base: None },
+    ));
+    assert_eq!(first.shared.len(), 1);
+    assert!(first.reused.is_empty());
+    let full = first.shared[0].bytes.len();
+    // One key changed: a delta of one group; the other groups' sections
+    // are reused from checkpoint 1's file.
+    *table.get_mut(&"k7".to_owned()).unwrap() = 70;
+    let second = encode(chains.part(
+        &mut table,
+        CheckpointId(2),
+        SnapshotKind::Incremental {
+            base: Some(CheckpointId(1)),
+        },
+    ));
+    assert_eq!(second.shared.len(), 1);
+    let delta = second.shared[0].bytes.len();
+    assert!(
+        delta * 20 < full,
+        "a one-key change wrote {delta} bytes against {full} for everything"
+    );
+    assert_eq!(
+        second
+            .reused
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>(),
+        ["shared/0-0-0/1-sum-".to_owned() + &format!("{:08x}.run", crc32fast::hash(b"sum"))]
+    );
+    // Nothing changed: nothing written, everything reused.
+    let third = encode(chains.part(
+        &mut table,
+        CheckpointId(3),
+        SnapshotKind::Incremental {
+            base: Some(CheckpointId(2)),
+        },
+    ));
+    assert!(third.shared.is_empty());
+    assert_eq!(third.reused.len(), 2);
+    // A base whose chains this attempt does not know: written whole.
+    let fourth = encode(chains.part(
+        &mut table,
+        CheckpointId(4),
+        SnapshotKind::Incremental {
+            base: Some(CheckpointId(99)),
+        },
+    ));
+    assert_eq!(fourth.shared.len(), 1);
+    assert!(fourth.reused.is_empty());
+}
+
+#[test]
+fn a_damaged_or_missing_shared_file_is_refused_by_name() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let mut table = Table::new("sum", MAX, range);
+    let mut chains = TableChains::<String>::new("0-0-0", "sum");
+    for k in 0..100 {
+        table.insert(format!("k{k}"), k).unwrap();
+    }
+    let encoded = encode(chains.part(
+        &mut table,
+        CheckpointId(1),
+        SnapshotKind::Incremental { base: None },
+    ));
+    let files = Arc::new(Files::default());
+    let source = StateSource::Stored(Arc::clone(&files) as Arc<dyn StoredState>);
+    let restore_with = |files_source: &StateSource| {
+        let mut out = TableChains::<String>::new("r", "sum");
+        restore_table::<String, u64>(
+            "sum",
+            MAX,
+            range,
+            Some(CheckpointId(1)),
+            &[(encoded.bytes.clone(), 3, files_source)],
+            &mut out,
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string()
+    };
+    let missing = restore_with(&source);
+    assert!(missing.contains("no such file"), "{missing}");
+    let name = encoded.shared[0].name.clone();
+    let mut damaged = encoded.shared[0].bytes.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    lock(&files.files).insert(name.clone(), damaged);
+    let error = restore_with(&source);
+    assert!(
+        error.contains(&name) && error.contains("damaged"),
+        "{error}"
+    );
+    let in_memory = restore_with(&StateSource::Empty);
+    assert!(in_memory.contains("names shared files"), "{in_memory}");
+}

@@ -1,0 +1,149 @@
+//! The coordinator's side of incremental checkpoints: which base a
+//! checkpoint is triggered on, and its [`SharedFiles`] registry fed with
+//! every trigger, acknowledgement, completion, abort and retirement — the
+//! one place that decides which shared files to delete.
+//!
+//! ```text
+//!  trigger n ──► kind: Full (a savepoint, incremental off) | Incremental{base: newest retained incremental one}
+//!            ──► registry Triggered{n, base}: n pins base's files
+//!  ack ────────► registry Acknowledged: new files, reused ones (a reused file the base does not hold declines n)
+//!  completed ──► registry Completed ──► DeleteShared{base files n did not reuse}
+//!  retired ────► registry Retired ────► DeleteShared{…, after_retire}   (after its pointer is gone)
+//!  aborted ────► registry Aborted ────► DeleteShared{what only n used}
+//! ```
+
+use holdfast_types::{CheckpointId, SnapshotKind};
+
+use super::coordinator::CheckpointCoordinator;
+use super::files::{FilesCommand, FilesInput, NewFile};
+use super::types::{CheckpointCommand, TaskState};
+
+impl CheckpointCoordinator {
+    /// What checkpoint `id` is to be: full for a savepoint (self-contained)
+    /// or with incremental checkpoints off; else incremental on the newest
+    /// retained checkpoint whose shared files the registry knows (`None`:
+    /// everything is written anew). The registry pins that base's files.
+    pub(super) fn triggered_kind(&mut self, id: CheckpointId, savepoint: bool) -> SnapshotKind {
+        let kind = if savepoint || !self.config().incremental {
+            SnapshotKind::Full
+        } else {
+            let base = self.retained().filter(|r| self.bases.contains(r)).max();
+            SnapshotKind::Incremental { base }
+        };
+        let base = match kind {
+            SnapshotKind::Incremental { base } => base,
+            SnapshotKind::Full => None,
+        };
+        self.files.handle(FilesInput::Triggered { id, base });
+        kind
+    }
+
+    /// A task's acknowledgement, told to the registry; the reason to
+    /// decline `id` if the task reused what its base does not hold.
+    pub(super) fn files_acknowledged(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        id: CheckpointId,
+        state: &TaskState,
+    ) -> Option<String> {
+        if state.shared_new.is_empty() && state.shared_reused.is_empty() {
+            return None;
+        }
+        let commands = self.files.handle(FilesInput::Acknowledged {
+            id,
+            new: state.shared_new.clone(),
+            reused: state.shared_reused.iter().map(|f| f.name.clone()).collect(),
+        });
+        self.carry_out(out, commands, None)
+    }
+
+    /// Checkpoint `id` completed; an incremental one may be a base.
+    pub(super) fn files_completed(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        id: CheckpointId,
+        kind: SnapshotKind,
+    ) {
+        if matches!(kind, SnapshotKind::Incremental { .. }) {
+            self.bases.insert(id);
+        }
+        let commands = self.files.handle(FilesInput::Completed { id });
+        self.carry_out(out, commands, None);
+    }
+
+    /// Completed checkpoint `id` is retired: its files go once its pointer
+    /// did.
+    pub(super) fn files_retired(&mut self, out: &mut Vec<CheckpointCommand>, id: CheckpointId) {
+        self.bases.remove(&id);
+        let commands = self.files.handle(FilesInput::Retired { id });
+        self.carry_out(out, commands, Some(id));
+    }
+
+    /// Pending checkpoint `id` ended without completing (with
+    /// `after_retire`: its pointer may have landed, and is removed first).
+    pub(super) fn files_aborted(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        id: CheckpointId,
+        after_retire: Option<CheckpointId>,
+    ) {
+        let commands = self.files.handle(FilesInput::Aborted { id });
+        self.carry_out(out, commands, after_retire);
+    }
+
+    /// A new term's registry: the shared files `retained` checkpoints use,
+    /// as their metadata lists them (the restore point's, read before
+    /// anything is triggered); every id below `next_id` is an earlier
+    /// term's.
+    pub fn rebuild_files(
+        &mut self,
+        retained: Vec<(CheckpointId, Vec<NewFile>)>,
+        next_id: CheckpointId,
+    ) {
+        for (id, files) in &retained {
+            if !files.is_empty() {
+                self.bases.insert(*id);
+            }
+        }
+        self.files.handle(FilesInput::Rebuilt {
+            retained,
+            foreign: Vec::new(),
+            next_id,
+        });
+    }
+
+    /// How many shared files the registry holds (for the REST view and
+    /// tests).
+    pub fn shared_files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// The bytes of every shared file checkpoint `id` uses.
+    pub fn shared_bytes(&self, id: CheckpointId) -> Option<u64> {
+        self.files.referenced_bytes(id)
+    }
+
+    /// The registry's deletes as one command; a decline's reason returned.
+    fn carry_out(
+        &mut self,
+        out: &mut Vec<CheckpointCommand>,
+        commands: Vec<FilesCommand>,
+        after_retire: Option<CheckpointId>,
+    ) -> Option<String> {
+        let mut files = Vec::new();
+        let mut declined = None;
+        for command in commands {
+            match command {
+                FilesCommand::Delete(name) => files.push(name),
+                FilesCommand::Decline { reason, .. } => declined = Some(reason),
+            }
+        }
+        if !files.is_empty() {
+            out.push(CheckpointCommand::DeleteShared {
+                files,
+                after_retire,
+            });
+        }
+        declined
+    }
+}
