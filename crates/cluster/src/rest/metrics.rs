@@ -51,7 +51,10 @@ fn job(details: &JobDetails, checkpoints: &CheckpointStats) -> Vec<(&'static str
     ];
     if let Some(latest) = latest {
         values.push(("lastCheckpointDuration", latest.end_to_end_duration as f64));
-        values.push(("lastCheckpointSize", latest.state_size as f64));
+        // Flink's: what the last checkpoint wrote, and the state it holds
+        // (different with incremental checkpoints).
+        values.push(("lastCheckpointSize", latest.checkpointed_size as f64));
+        values.push(("lastCheckpointFullSize", latest.state_size as f64));
         values.push(("lastCompletedCheckpointId", latest.id as f64));
     }
     if let Some(restored) = &checkpoints.latest.restored {

@@ -184,16 +184,29 @@ impl StoredState for StateFile {
 
     fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
         // Beside the checkpoint's directory: `<job>/chk-<id>/x.state` ─►
-        // `<job>/<name>`.
-        let (storage, path) = match &self.at {
-            Place::Here(storage, path) => (Arc::clone(storage), path.clone()),
-            Place::Elsewhere(location) => self.opener.file(location).map_err(|e| e.to_string())?,
+        // `<job>/<name>` (`name` is checked as a relative path: it cannot
+        // leave the job's directory).
+        let relative: StoragePath = name.parse().map_err(|e: BadPath| e.to_string())?;
+        let no_job_dir = || format!("{}: no job directory above it", self.location());
+        let (storage, shared) = match &self.at {
+            Place::Here(storage, path) => {
+                let job_dir = path
+                    .parent()
+                    .and_then(|chk| chk.parent())
+                    .ok_or_else(no_job_dir)?;
+                let shared = job_dir.join(relative.as_str()).map_err(|e| e.to_string())?;
+                (Arc::clone(storage), shared)
+            }
+            Place::Elsewhere(location) => {
+                let job_dir = location
+                    .parent()
+                    .and_then(|chk| chk.parent())
+                    .ok_or_else(no_job_dir)?;
+                self.opener
+                    .file(&job_dir.join(relative.as_str()))
+                    .map_err(|e| e.to_string())?
+            }
         };
-        let job_dir = path
-            .parent()
-            .and_then(|chk| chk.parent())
-            .ok_or_else(|| format!("{}: no job directory above it", self.location()))?;
-        let shared = job_dir.join(name).map_err(|e| e.to_string())?;
         let bytes = self
             .runtime
             .block_on(storage.get_range(&shared, range))

@@ -97,6 +97,13 @@ pub struct CheckpointCoordinator {
     /// Completed incremental checkpoints whose files the registry knows:
     /// what a trigger may name as its base.
     pub(super) bases: BTreeSet<CheckpointId>,
+    /// A sweep of the shared files is due at the next completion (a new
+    /// term, or a checkpoint aborted: files may be left no one acknowledged).
+    pub(super) sweep_due: bool,
+    /// Retained checkpoints whose files the registry does not know (only
+    /// the restore point's metadata is read): no file created at or before
+    /// this one is swept.
+    pub(super) sweep_floor: Option<CheckpointId>,
 }
 
 impl CheckpointCoordinator {
@@ -129,6 +136,8 @@ impl CheckpointCoordinator {
             history: VecDeque::new(),
             files: SharedFiles::new(),
             bases: BTreeSet::new(),
+            sweep_due: true,
+            sweep_floor: None,
         }
     }
 
@@ -274,6 +283,7 @@ impl CheckpointCoordinator {
             CheckpointInput::PointerWritten { id, outcome } => {
                 self.on_pointer(&mut out, now, id, outcome)
             }
+            CheckpointInput::SharedListed { files } => self.files_listed(&mut out, files),
         }
         out
     }
@@ -491,7 +501,8 @@ impl CheckpointCoordinator {
         }
         let ack = TaskAck {
             at: now,
-            bytes: state.bytes,
+            bytes: state.written(),
+            state_bytes: state.held(),
             alignment: state.alignment,
         };
         pending.states.insert(task, state);
@@ -611,6 +622,7 @@ impl CheckpointCoordinator {
             stop,
         });
         self.files_completed(out, id, pending.kind);
+        self.sweep_if_due(out);
         if let (Some(savepoint), Some(metadata)) = (pending.savepoint, pending.metadata) {
             out.push(CheckpointCommand::SavepointDone {
                 request: savepoint.request,
@@ -728,6 +740,7 @@ impl CheckpointCoordinator {
             acknowledged: 0,
             tasks: self.tasks.len(),
             bytes: 0,
+            state_bytes: 0,
             alignment: std::time::Duration::ZERO,
             attempts: self.tasks.clone(),
             acks: BTreeMap::new(),
@@ -746,7 +759,8 @@ impl CheckpointCoordinator {
             return;
         };
         let acknowledged = pending.states.len();
-        let bytes = pending.states.values().map(|s| s.bytes).sum();
+        let bytes = pending.states.values().map(TaskState::written).sum();
+        let state_bytes = pending.states.values().map(TaskState::held).sum();
         let alignment = pending
             .states
             .values()
@@ -756,6 +770,7 @@ impl CheckpointCoordinator {
         if let Some(summary) = self.summary(id) {
             summary.acknowledged = acknowledged;
             summary.bytes = bytes;
+            summary.state_bytes = state_bytes;
             summary.alignment = alignment;
         }
     }

@@ -9,7 +9,9 @@
 //!  ack ────────► registry Acknowledged: new files, reused ones (a reused file the base does not hold declines n)
 //!  completed ──► registry Completed ──► DeleteShared{base files n did not reuse}
 //!  retired ────► registry Retired ────► DeleteShared{…, after_retire}   (after its pointer is gone)
-//!  aborted ────► registry Aborted ────► DeleteShared{what only n used}
+//!  aborted ────► registry Aborted ────► DeleteShared{what only n used}; a sweep is due
+//!  completed, a sweep due (a new term, an abort) ──► ListShared ──► SharedListed ──► registry Listed
+//!                 ──► DeleteShared{files nobody knows whose checkpoint is dead}   (a killed process's leftovers)
 //! ```
 
 use holdfast_types::{CheckpointId, SnapshotKind};
@@ -79,6 +81,30 @@ impl CheckpointCoordinator {
         self.carry_out(out, commands, Some(id));
     }
 
+    /// After a completion: a sweep of the shared files if one is due.
+    pub(super) fn sweep_if_due(&mut self, out: &mut Vec<CheckpointCommand>) {
+        if self.sweep_due && self.config().incremental {
+            self.sweep_due = false;
+            out.push(CheckpointCommand::ListShared);
+        }
+    }
+
+    /// What a sweep listed: the files no checkpoint knows whose creator is
+    /// dead are deleted (not those at or below the sweep floor: retained
+    /// checkpoints whose files are unknown may use them).
+    pub(super) fn files_listed(&mut self, out: &mut Vec<CheckpointCommand>, files: Vec<String>) {
+        let floor = self.sweep_floor;
+        let files = files
+            .into_iter()
+            .filter_map(|name| {
+                let creator = creator_of(&name)?;
+                floor.is_none_or(|f| creator > f).then_some((name, creator))
+            })
+            .collect();
+        let commands = self.files.handle(FilesInput::Listed { files });
+        self.carry_out(out, commands, None);
+    }
+
     /// Pending checkpoint `id` ended without completing (with
     /// `after_retire`: its pointer may have landed, and is removed first).
     pub(super) fn files_aborted(
@@ -87,6 +113,7 @@ impl CheckpointCoordinator {
         id: CheckpointId,
         after_retire: Option<CheckpointId>,
     ) {
+        self.sweep_due = true;
         let commands = self.files.handle(FilesInput::Aborted { id });
         self.carry_out(out, commands, after_retire);
     }
@@ -105,6 +132,12 @@ impl CheckpointCoordinator {
                 self.bases.insert(*id);
             }
         }
+        // Retained checkpoints whose metadata was not read: their files are
+        // never swept.
+        self.sweep_floor = self
+            .retained()
+            .filter(|r| !retained.iter().any(|(id, _)| id == r))
+            .max();
         self.files.handle(FilesInput::Rebuilt {
             retained,
             foreign: Vec::new(),
@@ -146,4 +179,11 @@ impl CheckpointCoordinator {
         }
         declined
     }
+}
+
+/// The checkpoint a shared file was written for, from its name
+/// (`shared/<attempt>/<checkpoint>-<operator>.run`).
+fn creator_of(name: &str) -> Option<CheckpointId> {
+    let file = name.rsplit('/').next()?;
+    file.split('-').next()?.parse().ok().map(CheckpointId)
 }

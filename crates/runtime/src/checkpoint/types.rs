@@ -17,7 +17,8 @@ pub struct TaskState {
     /// Where the state was written (opaque to the coordinator; empty for a
     /// task without state).
     pub location: String,
-    /// Its size in bytes.
+    /// The state file's size in bytes ([`written`](Self::written) and
+    /// [`held`](Self::held) count the shared files too).
     pub bytes: u64,
     /// How long the task's inputs were blocked waiting for every barrier.
     pub alignment: Duration,
@@ -26,6 +27,19 @@ pub struct TaskState {
     pub shared_new: Vec<NewFile>,
     /// Shared files of its base it reuses.
     pub shared_reused: Vec<NewFile>,
+}
+
+impl TaskState {
+    /// What the task wrote for the checkpoint: its state file and its new
+    /// shared files.
+    pub fn written(&self) -> u64 {
+        self.bytes + self.shared_new.iter().map(|f| f.bytes).sum::<u64>()
+    }
+
+    /// What its state holds: what it wrote and the shared files it reuses.
+    pub fn held(&self) -> u64 {
+        self.written() + self.shared_reused.iter().map(|f| f.bytes).sum::<u64>()
+    }
 }
 
 /// A savepoint asked for: a checkpoint triggered now, whatever the
@@ -213,6 +227,12 @@ pub enum CheckpointInput {
         /// Where, or why not.
         result: Result<MetadataLocation, String>,
     },
+    /// The job's shared files, as a [`CheckpointCommand::ListShared`]
+    /// found them (names relative to the job's checkpoint directory).
+    SharedListed {
+        /// The files.
+        files: Vec<String>,
+    },
     /// A [`CheckpointCommand::WritePointer`] finished.
     PointerWritten {
         /// The checkpoint.
@@ -318,6 +338,10 @@ pub enum CheckpointCommand {
         /// The retirement they follow.
         after_retire: Option<CheckpointId>,
     },
+    /// List the job's shared files and answer with
+    /// [`CheckpointInput::SharedListed`]: a sweep for what no checkpoint
+    /// will ever use (a killed leader's or TaskManager's leftovers).
+    ListShared,
     /// Too many checkpoints failed in a row: fail the job.
     FailJob {
         /// Why, for the job's history.
@@ -357,8 +381,12 @@ pub struct CheckpointSummary {
     pub acknowledged: usize,
     /// Tasks that must acknowledge it.
     pub tasks: usize,
-    /// The state written so far, in bytes.
+    /// The state written so far, in bytes (with incremental checkpoints:
+    /// what this one wrote — Flink's checkpointed size).
     pub bytes: u64,
+    /// The state it holds, in bytes: what it wrote and what it reuses of
+    /// earlier ones (Flink's state size; `bytes` for a full one).
+    pub state_bytes: u64,
     /// The longest alignment of any task.
     pub alignment: Duration,
     /// The attempts that must acknowledge it.
@@ -372,8 +400,11 @@ pub struct CheckpointSummary {
 pub struct TaskAck {
     /// When it arrived.
     pub at: MonoTime,
-    /// The state the task wrote, in bytes.
+    /// The state the task wrote, in bytes (its state file and new shared
+    /// files).
     pub bytes: u64,
+    /// The state it holds: what it wrote and the shared files it reuses.
+    pub state_bytes: u64,
     /// How long its barrier alignment took.
     pub alignment: Duration,
 }

@@ -272,6 +272,7 @@ impl RecoveryCore {
             }
             CheckpointCommand::Discard { id } => out.push(RecoveryCommand::Discard { job, id }),
             CheckpointCommand::Retire { id } => out.push(RecoveryCommand::Retire { job, id }),
+            CheckpointCommand::ListShared => out.push(RecoveryCommand::ListShared { job }),
             CheckpointCommand::DeleteShared {
                 files,
                 after_retire,

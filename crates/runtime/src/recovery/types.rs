@@ -265,6 +265,12 @@ pub enum RecoveryCommand {
         /// The retirement they wait for.
         after_retire: Option<CheckpointId>,
     },
+    /// List the job's shared files; answer with the coordinator's
+    /// `SharedListed`.
+    ListShared {
+        /// The job.
+        job: JobId,
+    },
     /// Remove a completed checkpoint no longer retained: its pointer, then
     /// its files.
     Retire {

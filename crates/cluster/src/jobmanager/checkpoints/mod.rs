@@ -302,6 +302,33 @@ impl CheckpointIo {
         });
     }
 
+    /// Lists the job's shared files for a sweep (a listing that fails is
+    /// tried at the next one: nothing is deleted without it).
+    pub(super) fn list_shared(&self, job: JobId) {
+        let io = self.clone();
+        tokio::spawn(async move {
+            let dir = match StoragePath::root()
+                .child(&job.to_string())
+                .and_then(|j| j.child("shared"))
+            {
+                Ok(dir) => dir,
+                Err(_) => return,
+            };
+            match io.storage.list(&dir).await {
+                Ok(paths) => {
+                    let prefix = format!("{job}/");
+                    let files = paths
+                        .iter()
+                        .filter_map(|p| p.as_str().strip_prefix(&prefix).map(str::to_owned))
+                        .collect();
+                    io.input(job, CheckpointInput::SharedListed { files });
+                }
+                Err(error) => tracing::warn!(%job, %error,
+                    "cannot list the shared checkpoint files to sweep them; the next sweep tries again"),
+            }
+        });
+    }
+
     async fn delete_files(&self, job: JobId, id: CheckpointId) -> Result<(), String> {
         let dir = checkpoint_dir(job, id).map_err(|e| e.to_string())?;
         self.storage

@@ -52,7 +52,7 @@ fn view(
         end_timestamp: summary.ended_at.map(|e| wall(e, now, wall_now)),
         end_to_end_duration: end.since(summary.triggered_at).as_millis() as u64,
         checkpointed_size: summary.bytes,
-        state_size: summary.bytes,
+        state_size: summary.state_bytes,
         alignment_buffered: 0,
         processed_data: 0,
         persisted_data: 0,
@@ -110,7 +110,9 @@ fn task_view(
     let since_trigger = |ack: &TaskAck| ack.at.since(summary.triggered_at).as_millis() as u64;
     let latest = acks.iter().map(|(_, a)| a.at).max();
     let bytes: u64 = acks.iter().map(|(_, a)| a.bytes).sum();
+    let held: u64 = acks.iter().map(|(_, a)| a.state_bytes).sum();
     let sizes: Vec<u64> = acks.iter().map(|(_, a)| a.bytes).collect();
+    let held_sizes: Vec<u64> = acks.iter().map(|(_, a)| a.state_bytes).collect();
     let durations: Vec<u64> = acks.iter().map(|(_, a)| since_trigger(a)).collect();
     let alignments: Vec<u64> = acks
         .iter()
@@ -121,7 +123,7 @@ fn task_view(
         status: status.to_owned(),
         latest_ack_timestamp: latest.map_or(0, |at| wall(at, now, wall_now)),
         checkpointed_size: bytes,
-        state_size: bytes,
+        state_size: held,
         end_to_end_duration: durations.iter().copied().max().unwrap_or(0),
         alignment_buffered: 0,
         processed_data: 0,
@@ -130,7 +132,7 @@ fn task_view(
         num_acknowledged_subtasks: acks.len() as u32,
         summary: detailed.then(|| TaskCheckpointSummary {
             checkpointed_size: MinMaxAvg::of(&sizes),
-            state_size: MinMaxAvg::of(&sizes),
+            state_size: MinMaxAvg::of(&held_sizes),
             end_to_end_duration: MinMaxAvg::of(&durations),
             checkpoint_duration: SyncAsync::default(),
             alignment: Alignment {
@@ -150,7 +152,7 @@ fn task_view(
                         ack_timestamp: Some(wall(ack.at, now, wall_now)),
                         end_to_end_duration: Some(since_trigger(ack)),
                         checkpointed_size: Some(ack.bytes),
-                        state_size: Some(ack.bytes),
+                        state_size: Some(ack.state_bytes),
                         checkpoint: Some(SyncAsync::default()),
                         alignment: Some(Alignment {
                             duration: ack.alignment.as_millis() as u64,

@@ -205,6 +205,7 @@ impl Term {
                 cp.unlinked.retain(|_, watch| watch.has_changed().is_ok());
                 cp.io.delete_shared(job, files, after);
             }
+            RecoveryCommand::ListShared { job } => cp.io.list_shared(job),
             RecoveryCommand::DropOriginals { job, id } => cp.io.drop_originals(job, id),
             RecoveryCommand::RemoveSavepoint { job, id, dir, why } => {
                 if why == SavepointRemoval::WrittenAfterAbort {

@@ -1,0 +1,230 @@
+//! Tier 4: incremental checkpoints on real processes and a real ZooKeeper
+//! (`execution.checkpointing.incremental: true`). A bounded keyed
+//! `datagen` job over 10 000 keys, about a tenth of them updated between
+//! two checkpoints, runs through a kill -9 of a TaskManager and then of
+//! the leader:
+//!
+//! - checkpoints reuse what earlier ones wrote (a metadata names runs of
+//!   older checkpoints) and write less than the whole state (the REST
+//!   view's checkpointed size against its state size);
+//! - at every moment looked at, the shared files on disk are exactly those
+//!   the latest completed checkpoint uses plus those of checkpoints still
+//!   in flight: nothing a retired or aborted checkpoint alone used is left
+//!   behind, on the old leader and on the new one;
+//! - the restores after both kills read the chains back: the committed
+//!   output holds every update exactly once;
+//! - the ended job's directory, shared files included, is swept.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, Result, ensure};
+use support::cluster::{Cluster, eventually, logged, registered, rest};
+use support::datagen_job::{Datagen, completed, finished};
+
+/// About 15 s of records over 10 000 keys: ~1 000 updates a checkpoint.
+const JOB: Datagen = Datagen {
+    records: 30_000,
+    rate: 2_000,
+    keys: 10_000,
+};
+
+/// The newest completed checkpoint on disk (the one with a `_metadata`),
+/// and the shared files its metadata names.
+fn latest(job_dir: &Path) -> Result<Option<(u64, BTreeSet<String>)>> {
+    let mut newest: Option<u64> = None;
+    if !job_dir.exists() {
+        return Ok(None);
+    }
+    for entry in std::fs::read_dir(job_dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(id) = name
+            .strip_prefix("chk-")
+            .and_then(|n| n.parse::<u64>().ok())
+            && job_dir.join(&name).join("_metadata").exists()
+        {
+            newest = newest.max(Some(id));
+        }
+    }
+    let Some(id) = newest else {
+        return Ok(None);
+    };
+    let text = match std::fs::read_to_string(job_dir.join(format!("chk-{id}/_metadata"))) {
+        Ok(text) => text,
+        // Retired meanwhile: look again.
+        Err(_) => return Ok(None),
+    };
+    let metadata: serde_json::Value = serde_json::from_str(&text)?;
+    let mut shared = BTreeSet::new();
+    for task in metadata["tasks"].as_array().context("tasks")? {
+        for file in task["shared"].as_array().into_iter().flatten() {
+            shared.insert(file["name"].as_str().context("name")?.to_owned());
+        }
+    }
+    Ok(Some((id, shared)))
+}
+
+/// Every shared file on disk, relative to the job's directory.
+fn shared_on_disk(job_dir: &Path) -> Result<BTreeSet<String>> {
+    let mut found = BTreeSet::new();
+    let shared = job_dir.join("shared");
+    if !shared.exists() {
+        return Ok(found);
+    }
+    for attempt in std::fs::read_dir(&shared)? {
+        let attempt = attempt?;
+        let files = match std::fs::read_dir(attempt.path()) {
+            Ok(files) => files,
+            // Emptied and removed meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for file in files {
+            let file = file?;
+            if file.file_name().to_string_lossy().contains('#') {
+                // object_store's staging file of a write a kill cut short:
+                // invisible to its listing (a known limit of the local
+                // storage, as for state files).
+                continue;
+            }
+            found.insert(format!(
+                "shared/{}/{}",
+                attempt.file_name().to_string_lossy(),
+                file.file_name().to_string_lossy()
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// The checkpoint a shared file was written for (`shared/<attempt>/<id>-…`).
+fn creator(name: &str) -> Option<u64> {
+    name.rsplit('/').next()?.split('-').next()?.parse().ok()
+}
+
+/// Waits until the shared files on disk are exactly the latest completed
+/// checkpoint's plus those of newer (in-flight) ones: no leftover of a
+/// retired or aborted checkpoint. Returns that checkpoint and how many of
+/// its files an earlier checkpoint wrote (reused ones).
+async fn no_leftovers(job_dir: &Path) -> Result<(u64, usize)> {
+    eventually(
+        "the shared files on disk are the latest checkpoint's and in-flight ones'",
+        || async {
+            let Some((id, used)) = latest(job_dir)? else {
+                return Ok(None);
+            };
+            let disk = shared_on_disk(job_dir)?;
+            let missing: Vec<_> = used.difference(&disk).collect();
+            ensure!(
+                missing.is_empty(),
+                "checkpoint {id} names shared files that are not on disk: {missing:?}"
+            );
+            let leftover: Vec<_> = disk
+                .difference(&used)
+                .filter(|f| creator(f).is_none_or(|c| c <= id))
+                .collect();
+            if !leftover.is_empty() {
+                return Err(anyhow::anyhow!(
+                    "checkpoint {id}: files nothing uses: {leftover:?}"
+                ));
+            }
+            let reused = used
+                .iter()
+                .filter(|f| creator(f).is_some_and(|c| c < id))
+                .count();
+            Ok(Some((id, reused)))
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_leader_and_leak_nothing()
+-> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let config = format!(
+        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         execution.checkpointing.incremental: true\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+        checkpoints.display()
+    );
+    let cluster = Cluster::start("lease", &config).await?;
+    let mut jm_a = cluster.jobmanager("jm-a").await?;
+    let client_a = rest(&jm_a.rest)?;
+    let _tm1 = cluster.taskmanager("tm-1", None).await?;
+    let mut tm2 = cluster.taskmanager("tm-2", None).await?;
+    registered(&client_a, 2).await?;
+    let jm_b = cluster.jobmanager("jm-b").await?;
+    let client_b = rest(&jm_b.rest)?;
+    let job = JOB.submit(&client_a, &output, "keyed", 2).await?;
+    let job_dir = checkpoints.join(job.to_string());
+
+    // Later checkpoints reuse what earlier ones wrote.
+    completed(&jm_a, 4).await?;
+    let (_, reused) = eventually("a checkpoint reuses earlier runs", || async {
+        let (id, reused) = no_leftovers(&job_dir).await?;
+        Ok((reused > 0).then_some((id, reused)))
+    })
+    .await?;
+    ensure!(reused > 0);
+    // The REST view tells what a checkpoint wrote from the state it holds
+    // (Flink's checkpointed and state sizes): some wrote far less.
+    eventually(
+        "a checkpoint wrote less than the state it holds",
+        || async {
+            let stats = client_a.checkpoints(job).await?;
+            Ok(stats
+                .history
+                .iter()
+                .find(|c| c.status == "COMPLETED" && c.checkpointed_size * 2 < c.state_size)
+                .map(|c| (c.checkpointed_size, c.state_size)))
+        },
+    )
+    .await?;
+
+    // A TaskManager killed: the job restores from the chains.
+    let from = jm_a.process.stderr().len();
+    tm2.process.kill()?;
+    logged(
+        &jm_a.process,
+        "deploying the job's tasks from its latest completed checkpoint",
+        from,
+    )
+    .await?;
+    let before = jm_a.process.stderr().matches("checkpoint complete").count();
+    if let Err(e) = completed(&jm_a, before + 2).await {
+        let jm = jm_a.process.stderr();
+        let tm = _tm1.process.stderr();
+        eprintln!(
+            "JM:\n{}\nTM1:\n{}",
+            &jm[jm.len().saturating_sub(6000)..],
+            &tm[tm.len().saturating_sub(6000)..]
+        );
+        return Err(e);
+    }
+    no_leftovers(&job_dir).await?;
+
+    // The leader killed: the standby rebuilds the registry from the
+    // latest checkpoint's metadata and goes on deleting what is retired.
+    jm_a.process.kill()?;
+    logged(
+        &jm_b.process,
+        "read the job's latest completed checkpoint from the HA store",
+        0,
+    )
+    .await?;
+    completed(&jm_b, 3).await?;
+    let (after, _) = no_leftovers(&job_dir).await?;
+    ensure!(after > 0);
+
+    finished(&client_b, job).await?;
+    JOB.check_keyed(&output, true)?;
+    eventually("the ended job's directory is swept", || async {
+        Ok((!job_dir.exists() || std::fs::read_dir(&job_dir)?.next().is_none()).then_some(()))
+    })
+    .await?;
+    Ok(())
+}
