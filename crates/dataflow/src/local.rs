@@ -131,6 +131,10 @@ pub struct LocalCheckpoint {
     pub states: BTreeMap<TaskId, Arc<[u8]>>,
     /// The longest a task thread paused to take its snapshot.
     pub longest_sync: Duration,
+    /// An incremental checkpoint's shared files written for it (bytes).
+    pub shared_written: u64,
+    /// The shared files of its base it reuses (bytes).
+    pub shared_reused: u64,
 }
 
 impl LocalCheckpoint {
@@ -383,7 +387,21 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
-        self.take(id, timeout, false)
+        self.take(id, timeout, false, SnapshotKind::Full)
+    }
+
+    /// Takes checkpoint `id` as [`checkpoint`](Self::checkpoint) does, but
+    /// incremental on `base` (a checkpoint taken before): keyed state goes
+    /// into shared files, those of `base` reused. What was written and
+    /// reused is counted, not kept: such a checkpoint cannot be resumed
+    /// from in-process (a benchmark's).
+    pub fn checkpoint_incremental(
+        &self,
+        id: CheckpointId,
+        base: Option<CheckpointId>,
+        timeout: Duration,
+    ) -> Result<LocalCheckpoint, LocalCheckpointError> {
+        self.take(id, timeout, false, SnapshotKind::Incremental { base })
     }
 
     /// Takes checkpoint `id` as a stop-with-savepoint: the sources emit
@@ -395,7 +413,7 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
-        self.take(id, timeout, true)
+        self.take(id, timeout, true, SnapshotKind::Full)
     }
 
     /// Triggers checkpoint `id` as a stop-with-savepoint and waits for
@@ -408,7 +426,7 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
-        self.collect(id, timeout, true)
+        self.collect(id, timeout, true, SnapshotKind::Full)
     }
 
     fn take(
@@ -416,8 +434,9 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
         stop: bool,
+        kind: SnapshotKind,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
-        let checkpoint = self.collect(id, timeout, stop)?;
+        let checkpoint = self.collect(id, timeout, stop, kind)?;
         for (_, _, inbox) in &self.inboxes {
             inbox.deliver(if stop {
                 CheckpointRequest::Stop(id)
@@ -434,6 +453,7 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
         stop: bool,
+        kind: SnapshotKind,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.last_id.fetch_max(id.0, Ordering::AcqRel);
         // The sources start the barriers; a subtask whose input ended is
@@ -449,13 +469,14 @@ impl LocalCheckpoints {
                     timestamp_ms: 0,
                     last,
                     stop,
-                    kind: SnapshotKind::Full,
+                    kind,
                 });
             }
         }
         let deadline = Instant::now() + timeout;
         let mut states = BTreeMap::new();
         let mut longest_sync = Duration::ZERO;
+        let (mut shared_written, mut shared_reused) = (0, 0);
         let mut reports = lock(&self.reports);
         while states.len() < self.inboxes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -479,7 +500,7 @@ impl LocalCheckpoints {
                         timestamp_ms: 0,
                         last,
                         stop,
-                        kind: SnapshotKind::Full,
+                        kind,
                     });
                 }
                 continue;
@@ -492,7 +513,11 @@ impl LocalCheckpoints {
                     longest_sync = longest_sync.max(sync);
                     let bytes: Arc<[u8]> = match state {
                         Some(encode) => {
-                            encode().map_err(LocalCheckpointError::Encode)?.bytes.into()
+                            let encoded = encode().map_err(LocalCheckpointError::Encode)?;
+                            shared_written +=
+                                encoded.shared.iter().map(|f| f.bytes.len() as u64).sum::<u64>();
+                            shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
+                            encoded.bytes.into()
                         }
                         None => Arc::from([]),
                     };
@@ -512,6 +537,8 @@ impl LocalCheckpoints {
             id,
             states,
             longest_sync,
+            shared_written,
+            shared_reused,
         })
     }
 }

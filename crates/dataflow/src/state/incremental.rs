@@ -171,8 +171,23 @@ where
     }))
 }
 
+/// What one changed group gets in a run.
+enum Written {
+    /// Its delta (appended to its chain).
+    Delta(Vec<super::run::Entry>),
+    /// It whole (a new chain).
+    Base,
+}
+
 /// Encodes one incremental part: the run of what changed since
 /// `base_chains` (all of it without them), and the chains that result.
+///
+/// Rebases roll: a changed group is written whole once its deltas reach
+/// its base's size or its chain [`MAX_CHAIN`] sections, and besides those,
+/// up to a [`MAX_CHAIN`]th of the groups with the longest chains are
+/// written whole each checkpoint — so no checkpoint rewrites everything
+/// (groups that all started together would otherwise all reach the limit
+/// at once) and a restore reads about one group's size plus its deltas.
 fn encode<K, V>(
     snapshot: &TableSnapshot<K, V>,
     base_chains: Option<&Chains>,
@@ -183,14 +198,16 @@ where
     K: Hash + Eq + Clone + Serialize,
     V: Clone + Serialize,
 {
-    let mut writer = RunWriter::new();
+    let range = snapshot.range();
     let mut chains = Chains::new();
-    for (slot, group) in snapshot.range().iter().enumerate() {
-        let old = base_chains.and_then(|c| c.get(&group.0));
-        let Some(chain) = old else {
+    // Per changed group with a chain: its delta, and whether it must be
+    // rebased.
+    let mut changed: Vec<(usize, KeyGroup, Vec<super::run::Entry>, bool, usize)> = Vec::new();
+    let mut written: BTreeMap<u32, Written> = BTreeMap::new();
+    for (slot, group) in range.iter().enumerate() {
+        let Some(chain) = base_chains.and_then(|c| c.get(&group.0)) else {
             if !snapshot.group_is_empty(slot) {
-                writer.section(group, SectionKind::Base, snapshot.base_entries(slot)?)?;
-                chains.insert(group.0, Vec::new());
+                written.insert(group.0, Written::Base);
             }
             continue;
         };
@@ -206,14 +223,46 @@ where
             .sum();
         let base_bytes = chain.first().map_or(0, |s| s.at.length);
         let deltas_bytes: u64 = chain.iter().skip(1).map(|s| s.at.length).sum();
-        if chain.len() >= MAX_CHAIN || deltas_bytes + delta_bytes >= base_bytes {
+        let must = chain.len() >= MAX_CHAIN || deltas_bytes + delta_bytes >= base_bytes;
+        changed.push((slot, group, delta, must, chain.len()));
+    }
+    // The rolling rebases: the longest chains first.
+    let budget = range.len().div_ceil(MAX_CHAIN);
+    let mut order: Vec<usize> = (0..changed.len()).collect();
+    order.sort_by_key(|i| (!changed[*i].3, std::cmp::Reverse(changed[*i].4)));
+    let mut rebased = 0;
+    let mut rebase = vec![false; changed.len()];
+    for i in order {
+        let (_, _, _, must, length) = &changed[i];
+        if *must || (rebased < budget && *length >= 2) {
+            rebase[i] = true;
+            rebased += 1;
+        }
+    }
+    for ((slot, group, delta, _, _), rebase) in changed.into_iter().zip(rebase) {
+        if rebase {
             if !snapshot.group_is_empty(slot) {
+                written.insert(group.0, Written::Base);
+            }
+        } else {
+            let chain = base_chains
+                .and_then(|c| c.get(&group.0))
+                .cloned()
+                .unwrap_or_default();
+            chains.insert(group.0, chain);
+            written.insert(group.0, Written::Delta(delta));
+        }
+    }
+    let mut writer = RunWriter::new();
+    for (group, what) in written {
+        let group = KeyGroup(group);
+        let slot = (group.0 - range.start) as usize;
+        match what {
+            Written::Base => {
                 writer.section(group, SectionKind::Base, snapshot.base_entries(slot)?)?;
                 chains.insert(group.0, Vec::new());
             }
-        } else {
-            writer.section(group, SectionKind::Delta, delta)?;
-            chains.insert(group.0, chain.clone());
+            Written::Delta(delta) => writer.section(group, SectionKind::Delta, delta)?,
         }
     }
     let mut shared = Vec::new();

@@ -292,3 +292,61 @@ fn a_damaged_or_missing_shared_file_is_refused_by_name() {
     let in_memory = restore_with(&StateSource::Empty);
     assert!(in_memory.contains("names shared files"), "{in_memory}");
 }
+
+#[test]
+fn rebases_roll_so_no_checkpoint_after_the_first_rewrites_everything() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let mut table = Table::new("sum", MAX, range);
+    let mut chains = TableChains::<String>::new("0-0-0", "sum");
+    // Keys in every group.
+    let mut keys: BTreeMap<KeyGroup, String> = BTreeMap::new();
+    for k in 0..10_000 {
+        let key = format!("k{k}");
+        table.insert(key.clone(), k).unwrap();
+        keys.entry(table.group_of(&key)).or_insert(key);
+    }
+    assert_eq!(keys.len(), MAX as usize);
+    let mut base = None;
+    let mut bases_written = Vec::new();
+    for n in 1..=40 {
+        // One key of every group changes between two checkpoints.
+        for key in keys.values() {
+            *table.get_mut(key).unwrap() += 1;
+        }
+        let encoded = encode(chains.part(
+            &mut table,
+            CheckpointId(n),
+            SnapshotKind::Incremental { base },
+        ));
+        base = Some(CheckpointId(n));
+        let run = &encoded.shared[0].bytes;
+        let sections = super::super::run::Run::parse(run).unwrap().groups();
+        bases_written.push(
+            sections
+                .iter()
+                .filter(|(_, k)| *k == super::super::run::SectionKind::Base)
+                .count(),
+        );
+        let part: TablePart = postcard::from_bytes(&encoded.bytes).unwrap();
+        let TablePart::Chains(part) = part else {
+            panic!("not chains")
+        };
+        assert!(part.iter().all(|(_, c)| c.len() <= MAX_CHAIN));
+    }
+    assert_eq!(bases_written[0], MAX as usize, "the first writes every group");
+    let budget = (MAX as usize).div_ceil(MAX_CHAIN);
+    for (n, bases) in bases_written.iter().enumerate().skip(1) {
+        assert!(
+            *bases <= 2 * budget,
+            "checkpoint {} rewrote {bases} of {MAX} groups: {bases_written:?}",
+            n + 1
+        );
+    }
+    // Over a long run every group is rebased about once per MAX_CHAIN
+    // checkpoints.
+    let late: usize = bases_written[20..].iter().sum();
+    assert!(
+        late <= 20 * budget && late >= 20 * budget / 2,
+        "{bases_written:?}"
+    );
+}
