@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 
 use crate::output::Report;
 use crate::scenario::{
-    checkpoints, cluster, dataflow, failover, isolation, kafka, notify, object_storage, ops, probe,
+    checkpoints, cluster, dataflow, failover, incremental, isolation, kafka, notify, object_storage, ops, probe,
     table_load, tls,
 };
 
@@ -77,6 +77,11 @@ enum Scenario {
     /// against none, and checkpoints of 10 million keys (duration, size,
     /// task pause).
     Checkpoints(checkpoints::CheckpointsArgs),
+    /// Incremental checkpoints against full ones: a keyed sum over 100
+    /// million keys, 1 % of them updated per second, a checkpoint every
+    /// second: bytes written, duration, task pause, updates applied,
+    /// memory (issue #26).
+    IncrementalCheckpoints(incremental::IncrementalArgs),
     /// kill -9 of a TaskManager running a job with 10 million keys of
     /// checkpointed state, at Flink's default heartbeats: time to running
     /// again from the checkpoint.
@@ -155,6 +160,10 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::Checkpoints(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || checkpoints::run(&args)).await??]
+        }
+        Scenario::IncrementalCheckpoints(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || incremental::run(&args)).await??]
         }
         Scenario::ObjectStorage(args) => {
             let args = args.clone();

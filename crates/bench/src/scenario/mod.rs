@@ -5,6 +5,7 @@ pub mod checkpoints;
 pub mod cluster;
 pub mod dataflow;
 pub mod failover;
+pub mod incremental;
 pub mod isolation;
 pub mod kafka;
 pub mod notify;

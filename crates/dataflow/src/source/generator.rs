@@ -20,6 +20,8 @@ type MakeFn<T> = Arc<dyn Fn(u64) -> T + Send + Sync>;
 pub struct Generator<T> {
     count: Option<u64>,
     rate: Option<u64>,
+    /// Records made as fast as possible before `rate` applies.
+    warm_up: u64,
     make: MakeFn<T>,
 }
 
@@ -33,6 +35,7 @@ impl<T> Generator<T> {
         Generator {
             count,
             rate: None,
+            warm_up: 0,
             make: Arc::new(make),
         }
     }
@@ -40,6 +43,15 @@ impl<T> Generator<T> {
     /// At most `per_second` records per second in all (at least 1).
     pub fn rate(mut self, per_second: u64) -> Generator<T> {
         self.rate = Some(per_second.max(1));
+        self
+    }
+
+    /// The first `records` (in all, split over the subtasks; counted from
+    /// each attempt's start) are made as fast as possible, the rate
+    /// applies after them: a benchmark fills its state, then updates it at
+    /// a steady rate.
+    pub fn warm_up(mut self, records: u64) -> Generator<T> {
+        self.warm_up = records;
         self
     }
 }
@@ -51,10 +63,12 @@ impl<T: 'static> Source<T> for Generator<T> {
         from: &[SourcePosition],
     ) -> Result<Box<dyn SourceReader<T>>, TaskFailure> {
         let splits = Splits::open(ctx, self.count, from, "generator")?;
+        let parallelism = u64::from(ctx.parallelism().max(1));
         Ok(Box::new(GeneratorReader {
             make: Arc::clone(&self.make),
             splits,
             rate: self.rate.map(|rate| RateLimit::share(rate, ctx)),
+            warm_up: self.warm_up.div_ceil(parallelism),
         }))
     }
 }
@@ -63,6 +77,8 @@ struct GeneratorReader<T> {
     make: MakeFn<T>,
     splits: Splits,
     rate: Option<RateLimit>,
+    /// Records still to make before the rate applies.
+    warm_up: u64,
 }
 
 impl<T> SourceReader<T> for GeneratorReader<T> {
@@ -73,12 +89,15 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
         }
         let n = match self.rate.as_mut() {
             None => (max as u64).min(remaining),
+            Some(_) if self.warm_up > 0 => (max as u64).min(remaining).min(self.warm_up),
             Some(rate) => match rate.allowance((max as u64).min(remaining)) {
                 Ok(n) => n,
                 Err(wait) => return Ok(Poll::Idle(wait)),
             },
         };
-        if let Some(rate) = self.rate.as_mut() {
+        if self.warm_up > 0 {
+            self.warm_up -= n;
+        } else if let Some(rate) = self.rate.as_mut() {
             rate.record(n);
         }
         out.reserve(n as usize);
@@ -177,5 +196,24 @@ mod tests {
         assert_eq!(out.len(), 60, "max caps a poll");
         reader.poll(&mut out, 1000).unwrap();
         assert_eq!(out.len(), 100);
+    }
+
+    #[test]
+    fn a_warm_up_goes_as_fast_as_possible_then_the_rate_applies() {
+        let clock = ManualClock::at(1_000);
+        // 300 in all warm up: 150 for each of two subtasks.
+        let generator = Generator::new(None, |i| i).rate(200).warm_up(300);
+        let mut reader = generator.open(&ctx(0, 2, clock.clone()), &[]).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(reader.poll(&mut out, 100).unwrap(), Poll::Ready);
+        assert_eq!(reader.poll(&mut out, 100).unwrap(), Poll::Ready);
+        assert_eq!(out.len(), 150, "the warm-up, at once, and no more");
+        assert!(matches!(
+            reader.poll(&mut out, 1000).unwrap(),
+            Poll::Idle(_)
+        ));
+        clock.advance(500);
+        reader.poll(&mut out, 1000).unwrap();
+        assert_eq!(out.len(), 200, "then 100/s");
     }
 }

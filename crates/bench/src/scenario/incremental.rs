@@ -1,0 +1,216 @@
+//! Incremental checkpoints against full ones (issue #26), in one process
+//! ([`LocalRun`], parallelism 1): a keyed sum over `keys` keys, filled as
+//! fast as it goes (every key once), then updated at `update_percent` of
+//! the keys per second, with a checkpoint every second — full in one run,
+//! incremental on the previous one in the other. Per checkpoint: its
+//! duration (trigger until every snapshot is acknowledged and encoded, as
+//! a TaskManager encodes them; not written to storage), the bytes it wrote
+//! and the bytes of the state it holds, and the longest pause of the task
+//! thread; per run, the updates applied per second against the rate asked
+//! for, and the process's resident memory.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use holdfast_dataflow::jobs::datagen::Record;
+use holdfast_dataflow::local::LocalCheckpoints;
+use holdfast_dataflow::plan::CompiledPlan;
+use holdfast_dataflow::sink::Discard;
+use holdfast_dataflow::source::Generator;
+use holdfast_dataflow::{Dataflow, LocalRun};
+use holdfast_runtime::checkpoint::CheckpointingMode;
+use holdfast_types::CheckpointId;
+use serde_json::{Value, json};
+
+use crate::output::{Report, Table};
+use crate::scenario::cluster::process::Memory;
+use crate::stats::{Summary, ms, summary_json};
+
+/// Options of the `incremental-checkpoints` scenario.
+#[derive(Debug, Clone, Args)]
+pub struct IncrementalArgs {
+    /// Distinct keys of the keyed state.
+    #[arg(long, default_value_t = 100_000_000)]
+    pub keys: u64,
+    /// Keys updated per second, in percent of `keys`.
+    #[arg(long, default_value_t = 1.0)]
+    pub update_percent: f64,
+    /// Checkpoints per run, one a second.
+    #[arg(long, default_value_t = 12)]
+    pub checkpoints: u64,
+}
+
+/// One checkpoint.
+struct Taken {
+    duration: Duration,
+    written: u64,
+    held: u64,
+    pause: Duration,
+}
+
+/// One run.
+struct RunResult {
+    fill: Duration,
+    taken: Vec<Taken>,
+    updates_per_second: f64,
+    rss_mib: f64,
+}
+
+fn flow(keys: u64, rate: u64) -> Dataflow {
+    let flow = Dataflow::new("incremental-bench");
+    // The first `keys` records write every key once; then records go
+    // round the keys again at the rate.
+    let generator = Generator::new(None, move |i| Record {
+        id: i,
+        key: (i % keys) as u32,
+        value: 1,
+    })
+    .rate(rate)
+    .warm_up(keys);
+    flow.source("generate", generator)
+        .uid("source")
+        .key_by(|r: &Record| r.key)
+        .sum("sum", |r: &Record| r.value)
+        .uid("sum")
+        .sink("discard", Discard::new())
+        .uid("discard");
+    flow
+}
+
+fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
+    job.meters()
+        .iter()
+        .filter(|(task, _)| task.vertex == 0)
+        .map(|(_, m)| m.records_out)
+        .sum()
+}
+
+fn one_run(args: &IncrementalArgs, incremental: bool) -> Result<RunResult> {
+    let rate = ((args.keys as f64) * args.update_percent / 100.0).max(1.0) as u64;
+    let compiled = Arc::new(CompiledPlan::compile(flow(args.keys, rate).build()?, 1)?);
+    let run = LocalRun {
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        ..LocalRun::default()
+    };
+    let started = Instant::now();
+    let job = run.start(compiled)?;
+    // The fill: every key once.
+    while records_out(&job) < args.keys {
+        if started.elapsed() > Duration::from_secs(1800) {
+            bail!("the state was not filled within 30 min");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let fill = started.elapsed();
+    let checkpoints: Arc<LocalCheckpoints> = job.checkpointer();
+    let mut taken = Vec::new();
+    let mut base: Option<CheckpointId> = None;
+    let counted_from = (Instant::now(), records_out(&job));
+    for _ in 0..args.checkpoints {
+        std::thread::sleep(Duration::from_secs(1));
+        let id = checkpoints.next_id();
+        let started = Instant::now();
+        let checkpoint = if incremental {
+            checkpoints.checkpoint_incremental(id, base, Duration::from_secs(600))
+        } else {
+            checkpoints.checkpoint(id, Duration::from_secs(600))
+        }
+        .with_context(|| format!("checkpoint {id}"))?;
+        let duration = started.elapsed();
+        let files: u64 = checkpoint.states.values().map(|s| s.len() as u64).sum();
+        taken.push(Taken {
+            duration,
+            written: files + checkpoint.shared_written,
+            held: files + checkpoint.shared_written + checkpoint.shared_reused,
+            pause: checkpoint.longest_sync,
+        });
+        base = Some(id);
+    }
+    let updates = records_out(&job) - counted_from.1;
+    let updates_per_second = updates as f64 / counted_from.0.elapsed().as_secs_f64();
+    let rss_mib = Memory::of(std::process::id())?.rss_kib as f64 / 1024.0;
+    job.cancel();
+    let _ = job.join();
+    Ok(RunResult {
+        fill,
+        taken,
+        updates_per_second,
+        rss_mib,
+    })
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / f64::from(1 << 20))
+}
+
+/// Runs the scenario.
+pub fn run(args: &IncrementalArgs) -> Result<Report> {
+    let rate = (args.keys as f64) * args.update_percent / 100.0;
+    let mut table = Table::new(
+        "checkpoints of a keyed sum, full against incremental (every 1 s)",
+        &[
+            "checkpoints",
+            "keys",
+            "updates/s asked / applied",
+            "written p50 / max",
+            "state held (last)",
+            "duration p50 / max",
+            "task pause p99 / max",
+            "fill",
+            "RSS after",
+        ],
+    );
+    let mut results = serde_json::Map::new();
+    for (name, incremental) in [("full", false), ("incremental", true)] {
+        eprintln!(
+            "incremental-checkpoints: {name}, {} keys, {rate:.0} updates/s",
+            args.keys
+        );
+        let result = one_run(args, incremental)?;
+        // The first incremental checkpoint writes everything: counted, as
+        // the others.
+        let written: Vec<f64> = result.taken.iter().map(|t| t.written as f64).collect();
+        let durations: Vec<f64> = result.taken.iter().map(|t| ms(t.duration)).collect();
+        let pauses: Vec<f64> = result.taken.iter().map(|t| ms(t.pause)).collect();
+        let w = Summary::of(&written).context("no checkpoint")?;
+        let d = Summary::of(&durations).context("no checkpoint")?;
+        let p = Summary::of(&pauses).context("no checkpoint")?;
+        let held = result.taken.last().map_or(0, |t| t.held) as f64;
+        table.row(vec![
+            name.to_owned(),
+            args.keys.to_string(),
+            format!("{rate:.0} / {:.0}", result.updates_per_second),
+            format!("{} / {}", mib(w.p50), mib(w.max)),
+            mib(held),
+            format!("{:.0} ms / {:.0} ms", d.p50, d.max),
+            format!("{:.3} ms / {:.3} ms", p.p99, p.max),
+            format!("{:.1} s", result.fill.as_secs_f64()),
+            format!("{:.0} MiB", result.rss_mib),
+        ]);
+        let each: Vec<Value> = result
+            .taken
+            .iter()
+            .map(|t| json!({"written": t.written, "held": t.held, "duration_ms": ms(t.duration)}))
+            .collect();
+        results.insert(
+            name.to_owned(),
+            json!({"keys": args.keys, "updates_per_second_asked": rate,
+                   "updates_per_second_applied": result.updates_per_second,
+                   "written_bytes": summary_json(&written), "duration_ms": summary_json(&durations),
+                   "task_pause_ms": summary_json(&pauses), "held_bytes_last": held,
+                   "fill_s": result.fill.as_secs_f64(), "rss_mib": result.rss_mib,
+                   "checkpoints": each}),
+        );
+    }
+    let mut report = Report::new(json!({"scenario": "incremental-checkpoints", "results": results}));
+    report.table(table);
+    report.note(
+        "written = the state files and the shared files a checkpoint wrote (encoded, not written to \
+         storage); state held = what a restore of the last one reads; duration = trigger until every \
+         snapshot is acknowledged and encoded; task pause = the longest a task thread spent taking its \
+         snapshot; the first incremental checkpoint writes everything",
+    );
+    Ok(report)
+}
