@@ -38,8 +38,8 @@ use serde_json::{Value, json};
 
 use crate::output::Report;
 use crate::scenario::{
-    checkpoints, cluster, dataflow, failover, incremental, isolation, kafka, notify, object_storage, ops, probe,
-    table_load, tls,
+    checkpoints, cluster, dataflow, failover, incremental, isolation, kafka, notify,
+    object_storage, ops, probe, table_load, tls,
 };
 
 /// Benchmarks of holdfast's HA layer against a real ZooKeeper.

@@ -514,8 +514,11 @@ impl LocalCheckpoints {
                     let bytes: Arc<[u8]> = match state {
                         Some(encode) => {
                             let encoded = encode().map_err(LocalCheckpointError::Encode)?;
-                            shared_written +=
-                                encoded.shared.iter().map(|f| f.bytes.len() as u64).sum::<u64>();
+                            shared_written += encoded
+                                .shared
+                                .iter()
+                                .map(|f| f.bytes.len() as u64)
+                                .sum::<u64>();
                             shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
                             encoded.bytes.into()
                         }

@@ -204,7 +204,8 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
                    "checkpoints": each}),
         );
     }
-    let mut report = Report::new(json!({"scenario": "incremental-checkpoints", "results": results}));
+    let mut report =
+        Report::new(json!({"scenario": "incremental-checkpoints", "results": results}));
     report.table(table);
     report.note(
         "written = the state files and the shared files a checkpoint wrote (encoded, not written to \

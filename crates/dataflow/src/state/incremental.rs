@@ -39,7 +39,13 @@ use super::{KeyGroup, KeyGroupRange};
 use crate::checkpoint::Part;
 
 /// The most sections a group's chain holds before it is written whole.
-pub(crate) const MAX_CHAIN: usize = 8;
+pub(crate) const MAX_CHAIN: usize = 10;
+
+/// The most change lists kept (checkpoints taken since the oldest chain
+/// that may still be a base): past it the oldest chains are given up, so
+/// memory stays bounded whatever the leader does (a later checkpoint on
+/// such a base writes everything).
+const MAX_CHANGE_LISTS: usize = 32;
 
 /// One section of a chain: which shared file, and where in it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +125,12 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
                 if let Some(changes) = table.take_changes() {
                     let (_, changed) = changes.into_parts();
                     self.changes.push((id, Arc::new(changed)));
+                    self.bound();
+                    if lock(&self.chains).is_empty() {
+                        // Nothing to be incremental on: stop paying for it.
+                        self.changes.clear();
+                        table.untrack_changes();
+                    }
                 }
                 return inline_part(table.snapshot());
             }
@@ -131,6 +143,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
         };
         let (snapshot, changed) = changes.into_parts();
         self.changes.push((id, Arc::new(changed)));
+        self.bound();
         let base_chains = match base {
             Some(b) => {
                 // Bases only move forward: what is older is never needed.
@@ -155,6 +168,21 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
             lock(&chains).insert(id, Arc::new(written));
             Ok(encoded)
         }))
+    }
+}
+
+impl<K> TableChains<K> {
+    /// Keeps at most [`MAX_CHANGE_LISTS`] change lists; the chains that
+    /// needed the dropped ones go with them.
+    fn bound(&mut self) {
+        if self.changes.len() > MAX_CHANGE_LISTS {
+            let drop = self.changes.len() - MAX_CHANGE_LISTS;
+            let newest_dropped = self.changes[drop - 1].0;
+            self.changes.drain(..drop);
+            // A chain of checkpoint c needs every list after c: those of
+            // c at or before the newest dropped list's are gone.
+            lock(&self.chains).retain(|c, _| *c >= newest_dropped);
+        }
     }
 }
 

@@ -333,7 +333,10 @@ fn rebases_roll_so_no_checkpoint_after_the_first_rewrites_everything() {
         };
         assert!(part.iter().all(|(_, c)| c.len() <= MAX_CHAIN));
     }
-    assert_eq!(bases_written[0], MAX as usize, "the first writes every group");
+    assert_eq!(
+        bases_written[0], MAX as usize,
+        "the first writes every group"
+    );
     let budget = (MAX as usize).div_ceil(MAX_CHAIN);
     for (n, bases) in bases_written.iter().enumerate().skip(1) {
         assert!(
@@ -349,4 +352,38 @@ fn rebases_roll_so_no_checkpoint_after_the_first_rewrites_everything() {
         late <= 20 * budget && late >= 20 * budget / 2,
         "{bases_written:?}"
     );
+}
+
+#[test]
+fn full_checkpoints_only_keep_memory_bounded_and_stop_the_tracking() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let mut table = Table::new("sum", MAX, range);
+    let mut chains = TableChains::<String>::new("0-0-0", "sum");
+    table.insert("a".to_owned(), 1).unwrap();
+    encode(chains.part(
+        &mut table,
+        CheckpointId(1),
+        SnapshotKind::Incremental { base: None },
+    ));
+    assert!(table.is_tracking_changes());
+    // Incremental checkpoints turned off: every one is full from now on.
+    for n in 2..40 {
+        *table.get_mut(&"a".to_owned()).unwrap() += 1;
+        encode(chains.part(&mut table, CheckpointId(n), SnapshotKind::Full));
+        assert!(chains.changes.len() <= MAX_CHANGE_LISTS);
+    }
+    assert!(
+        !table.is_tracking_changes(),
+        "no chain is left to be a base"
+    );
+    assert!(chains.changes.is_empty());
+    // A base given up is written whole.
+    let encoded = encode(chains.part(
+        &mut table,
+        CheckpointId(40),
+        SnapshotKind::Incremental {
+            base: Some(CheckpointId(1)),
+        },
+    ));
+    assert!(encoded.reused.is_empty());
 }

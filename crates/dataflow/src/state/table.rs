@@ -105,6 +105,11 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         }
     }
 
+    /// Stops tracking changes (what was tracked is dropped).
+    pub fn untrack_changes(&mut self) {
+        self.changed = None;
+    }
+
     /// Whether changes are tracked.
     pub fn is_tracking_changes(&self) -> bool {
         self.changed.is_some()
