@@ -58,29 +58,43 @@ pub struct CheckpointsArgs {
 
 /// One round: records per CPU second and per wall second, and what the
 /// checkpoints took.
-struct Round {
-    per_cpu: f64,
-    per_wall: f64,
-    checkpoints: Vec<Taken>,
+pub(crate) struct Round {
+    pub(crate) per_cpu: f64,
+    pub(crate) per_wall: f64,
+    pub(crate) checkpoints: Vec<Taken>,
+}
+
+/// How a round checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Every {
+    /// A full checkpoint every so often, at most so many.
+    Full(Duration, u64),
+    /// An incremental one (on the previous) every so often.
+    Incremental(Duration, u64),
 }
 
 /// One checkpoint, as the checkpointing thread saw it.
 #[derive(Clone, Copy)]
-struct Taken {
-    duration: Duration,
-    bytes: u64,
-    longest_sync: Duration,
+pub(crate) struct Taken {
+    pub(crate) duration: Duration,
+    /// What it wrote (state files and new shared files).
+    pub(crate) bytes: u64,
+    pub(crate) longest_sync: Duration,
 }
 
 /// Takes a checkpoint every `every` until `done`, then returns them.
 fn checkpoint_every(
     checkpoints: Arc<LocalCheckpoints>,
-    every: Duration,
-    limit: u64,
+    how: Every,
     done: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<Vec<Taken>> {
+    let (every, limit, incremental) = match how {
+        Every::Full(every, limit) => (every, limit, false),
+        Every::Incremental(every, limit) => (every, limit, true),
+    };
     std::thread::spawn(move || {
         let mut taken = Vec::new();
+        let mut base = None;
         let mut next = Instant::now() + every;
         for _ in 0..limit {
             while Instant::now() < next {
@@ -92,12 +106,24 @@ fn checkpoint_every(
             let started = Instant::now();
             // A checkpoint the job's end overtakes times out: the run is over.
             let id = checkpoints.next_id();
-            let Ok(checkpoint) = checkpoints.checkpoint(id, Duration::from_secs(120)) else {
+            let timeout = Duration::from_secs(120);
+            let checkpoint = if incremental {
+                checkpoints.checkpoint_incremental(id, base, timeout)
+            } else {
+                checkpoints.checkpoint(id, timeout)
+            };
+            let Ok(checkpoint) = checkpoint else {
                 return taken;
             };
+            base = Some(id);
             taken.push(Taken {
                 duration: started.elapsed(),
-                bytes: checkpoint.states.values().map(|s| s.len() as u64).sum(),
+                bytes: checkpoint
+                    .states
+                    .values()
+                    .map(|s| s.len() as u64)
+                    .sum::<u64>()
+                    + checkpoint.shared_written,
                 longest_sync: checkpoint.longest_sync,
             });
             next = Instant::now() + every;
@@ -106,7 +132,9 @@ fn checkpoint_every(
     })
 }
 
-fn round(params: &Value, checkpoint: Option<(Duration, u64)>, records: u64) -> Result<Round> {
+/// Runs the built-in `datagen` job with `params` to its end in one process,
+/// checkpointing as `checkpoint` says.
+pub(crate) fn round(params: &Value, checkpoint: Option<Every>, records: u64) -> Result<Round> {
     let jobs = JobRegistry::builtin();
     let compiled = Arc::new(jobs.compile("datagen", params, 1)?);
     let run = LocalRun {
@@ -117,9 +145,8 @@ fn round(params: &Value, checkpoint: Option<(Duration, u64)>, records: u64) -> R
     let started = Instant::now();
     let job = run.start(compiled)?;
     let done = Arc::new(AtomicBool::new(false));
-    let checkpointer = checkpoint.map(|(every, limit)| {
-        checkpoint_every(job.checkpointer(), every, limit, Arc::clone(&done))
-    });
+    let checkpointer =
+        checkpoint.map(|how| checkpoint_every(job.checkpointer(), how, Arc::clone(&done)));
     let result = job.join();
     let wall = started.elapsed();
     done.store(true, Ordering::Release);
@@ -138,7 +165,7 @@ fn round(params: &Value, checkpoint: Option<(Duration, u64)>, records: u64) -> R
     })
 }
 
-fn millions(x: f64) -> String {
+pub(crate) fn millions(x: f64) -> String {
     format!("{:.2} M", x / 1e6)
 }
 
@@ -165,7 +192,11 @@ pub fn run(args: &CheckpointsArgs) -> Result<Report> {
         let (mut off_wall, mut on_wall) = (Vec::new(), Vec::new());
         for n in 0..args.rounds.max(1) {
             let a = round(&params, None, records)?;
-            let b = round(&params, Some((Duration::from_secs(1), u64::MAX)), records)?;
+            let b = round(
+                &params,
+                Some(Every::Full(Duration::from_secs(1), u64::MAX)),
+                records,
+            )?;
             eprintln!(
                 "  {pipeline} round {}: off {} /CPU s, on {} /CPU s ({} checkpoints)",
                 n + 1,
@@ -222,7 +253,7 @@ pub fn run(args: &CheckpointsArgs) -> Result<Report> {
     );
     let large = round(
         &params,
-        Some((Duration::from_secs(2), args.state_checkpoints)),
+        Some(Every::Full(Duration::from_secs(2), args.state_checkpoints)),
         records,
     )?;
     let durations: Vec<f64> = large.checkpoints.iter().map(|c| ms(c.duration)).collect();

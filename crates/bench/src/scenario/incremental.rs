@@ -25,6 +25,7 @@ use holdfast_types::CheckpointId;
 use serde_json::{Value, json};
 
 use crate::output::{Report, Table};
+use crate::scenario::checkpoints::{Every, millions, round};
 use crate::scenario::cluster::process::Memory;
 use crate::stats::{Summary, ms, summary_json};
 
@@ -40,6 +41,16 @@ pub struct IncrementalArgs {
     /// Checkpoints per run, one a second.
     #[arg(long, default_value_t = 12)]
     pub checkpoints: u64,
+    /// Records per throughput round of the keyed aggregation (about 10 s
+    /// of it here; 0: no throughput rounds).
+    #[arg(long, default_value_t = 120_000_000)]
+    pub throughput_records: u64,
+    /// Distinct keys of the throughput rounds.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub throughput_keys: u64,
+    /// Throughput rounds per setting; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
 }
 
 /// One checkpoint.
@@ -145,6 +156,72 @@ fn mib(bytes: f64) -> String {
     format!("{:.1} MiB", bytes / f64::from(1 << 20))
 }
 
+/// Keyed throughput with no checkpoints, a full one and an incremental one
+/// every second, rounds alternating: per CPU second (medians).
+fn throughput(args: &IncrementalArgs) -> Result<Option<(Table, Value)>> {
+    if args.throughput_records == 0 {
+        return Ok(None);
+    }
+    let records = args.throughput_records;
+    let params = json!({"records": records, "pipeline": "keyed", "keys": args.throughput_keys});
+    let second = Duration::from_secs(1);
+    let settings = [
+        ("off", None),
+        ("full every 1 s", Some(Every::Full(second, u64::MAX))),
+        (
+            "incremental every 1 s",
+            Some(Every::Incremental(second, u64::MAX)),
+        ),
+    ];
+    let mut per_cpu: Vec<Vec<f64>> = vec![Vec::new(); settings.len()];
+    let mut written: Vec<Vec<f64>> = vec![Vec::new(); settings.len()];
+    for n in 0..args.rounds.max(1) {
+        for (i, (name, every)) in settings.iter().enumerate() {
+            let round = round(&params, *every, records)?;
+            eprintln!(
+                "  throughput round {}: {name}: {} /CPU s",
+                n + 1,
+                millions(round.per_cpu)
+            );
+            per_cpu[i].push(round.per_cpu);
+            written[i].extend(round.checkpoints.iter().map(|c| c.bytes as f64));
+        }
+    }
+    let mut table = Table::new(
+        "keyed aggregation throughput with checkpoints every second",
+        &[
+            "checkpoints",
+            "keys",
+            "per CPU second (median)",
+            "change",
+            "written per checkpoint p50",
+        ],
+    );
+    let off = Summary::of(&per_cpu[0]).context("no rounds")?.p50;
+    let mut json_rows = serde_json::Map::new();
+    for (i, (name, _)) in settings.iter().enumerate() {
+        let median = Summary::of(&per_cpu[i]).context("no rounds")?.p50;
+        let change = (median / off - 1.0) * 100.0;
+        table.row(vec![
+            (*name).to_owned(),
+            args.throughput_keys.to_string(),
+            millions(median),
+            if i == 0 {
+                String::new()
+            } else {
+                format!("{change:+.1} %")
+            },
+            Summary::of(&written[i]).map_or("-".to_owned(), |w| mib(w.p50)),
+        ]);
+        json_rows.insert(
+            (*name).to_owned(),
+            json!({"per_cpu_second": per_cpu[i], "change_percent": change,
+                   "written_bytes": summary_json(&written[i])}),
+        );
+    }
+    Ok(Some((table, Value::Object(json_rows))))
+}
+
 /// Runs the scenario.
 pub fn run(args: &IncrementalArgs) -> Result<Report> {
     let rate = (args.keys as f64) * args.update_percent / 100.0;
@@ -204,9 +281,16 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
                    "checkpoints": each}),
         );
     }
+    let throughput = throughput(args)?;
+    if let Some((_, rows)) = &throughput {
+        results.insert("throughput".to_owned(), rows.clone());
+    }
     let mut report =
         Report::new(json!({"scenario": "incremental-checkpoints", "results": results}));
     report.table(table);
+    if let Some((rows, _)) = throughput {
+        report.table(rows);
+    }
     report.note(
         "written = the state files and the shared files a checkpoint wrote (encoded, not written to \
          storage); state held = what a restore of the last one reads; duration = trigger until every \

@@ -70,8 +70,9 @@ pub(crate) enum TablePart {
     Chains(Vec<(u32, Vec<SectionRef>)>),
 }
 
-/// The keys changed between two snapshots, per group in range order.
-type Changed<K> = Arc<Vec<FxHashSet<K>>>;
+/// The keys changed between two snapshots, per group in range order (a
+/// key may be listed more than once).
+type Changed<K> = Arc<Vec<Vec<K>>>;
 
 /// What a keyed operator keeps, beside its table, for incremental
 /// checkpoints.
@@ -199,23 +200,17 @@ where
     }))
 }
 
-/// What one changed group gets in a run.
-enum Written {
-    /// Its delta (appended to its chain).
-    Delta(Vec<super::run::Entry>),
-    /// It whole (a new chain).
-    Base,
-}
-
 /// Encodes one incremental part: the run of what changed since
 /// `base_chains` (all of it without them), and the chains that result.
 ///
-/// Rebases roll: a changed group is written whole once its deltas reach
-/// its base's size or its chain [`MAX_CHAIN`] sections, and besides those,
-/// up to a [`MAX_CHAIN`]th of the groups with the longest chains are
-/// written whole each checkpoint — so no checkpoint rewrites everything
-/// (groups that all started together would otherwise all reach the limit
-/// at once) and a restore reads about one group's size plus its deltas.
+/// Rebases roll: a changed group is written whole once its deltas would
+/// reach its base's size (estimated from how many of its keys changed) or
+/// its chain [`MAX_CHAIN`] sections, and besides those, up to a
+/// [`MAX_CHAIN`]th of the groups with the longest chains are written whole
+/// each checkpoint — so no checkpoint rewrites everything (groups that all
+/// started together would otherwise all reach the limit at once) and a
+/// restore reads about one group's size plus its deltas. Sections are
+/// encoded straight into the run (no allocation per entry).
 fn encode<K, V>(
     snapshot: &TableSnapshot<K, V>,
     base_chains: Option<&Chains>,
@@ -228,14 +223,14 @@ where
 {
     let range = snapshot.range();
     let mut chains = Chains::new();
-    // Per changed group with a chain: its delta, and whether it must be
-    // rebased.
-    let mut changed: Vec<(usize, KeyGroup, Vec<super::run::Entry>, bool, usize)> = Vec::new();
-    let mut written: BTreeMap<u32, Written> = BTreeMap::new();
+    // Groups without a chain to go on: written whole.
+    let mut rebase: Vec<KeyGroup> = Vec::new();
+    // Changed groups with a chain: (slot, group, keys, must rebase, chain length).
+    let mut changed: Vec<(usize, KeyGroup, Vec<&K>, bool, usize)> = Vec::new();
     for (slot, group) in range.iter().enumerate() {
         let Some(chain) = base_chains.and_then(|c| c.get(&group.0)) else {
             if !snapshot.group_is_empty(slot) {
-                written.insert(group.0, Written::Base);
+                rebase.push(group);
             }
             continue;
         };
@@ -244,33 +239,34 @@ where
             chains.insert(group.0, chain.clone());
             continue;
         }
-        let delta = snapshot.delta_entries(slot, keys)?;
-        let delta_bytes: u64 = delta
-            .iter()
-            .map(|(k, v)| (k.len() + v.as_ref().map_or(0, Vec::len) + 2) as u64)
-            .sum();
         let base_bytes = chain.first().map_or(0, |s| s.at.length);
         let deltas_bytes: u64 = chain.iter().skip(1).map(|s| s.at.length).sum();
-        let must = chain.len() >= MAX_CHAIN || deltas_bytes + delta_bytes >= base_bytes;
-        changed.push((slot, group, delta, must, chain.len()));
+        // A delta of k of a group's n keys is about k/n of its base.
+        let n = snapshot.group_len(slot).max(1) as u64;
+        let estimate = base_bytes.saturating_mul(keys.len() as u64) / n;
+        let must = chain.len() >= MAX_CHAIN || deltas_bytes + estimate >= base_bytes;
+        changed.push((slot, group, keys.into_iter().collect(), must, chain.len()));
     }
-    // The rolling rebases: the longest chains first.
+    // The rolling rebases: those that must, then the longest chains.
     let budget = range.len().div_ceil(MAX_CHAIN);
     let mut order: Vec<usize> = (0..changed.len()).collect();
     order.sort_by_key(|i| (!changed[*i].3, std::cmp::Reverse(changed[*i].4)));
     let mut rebased = 0;
-    let mut rebase = vec![false; changed.len()];
+    let mut whole = vec![false; changed.len()];
     for i in order {
         let (_, _, _, must, length) = &changed[i];
         if *must || (rebased < budget && *length >= 2) {
-            rebase[i] = true;
+            whole[i] = true;
             rebased += 1;
         }
     }
-    for ((slot, group, delta, _, _), rebase) in changed.into_iter().zip(rebase) {
-        if rebase {
+    // Per group written: `None` whole, or the keys of its delta.
+    let mut sections: BTreeMap<u32, Option<Vec<&K>>> =
+        rebase.into_iter().map(|g| (g.0, None)).collect();
+    for ((slot, group, keys, _, _), whole) in changed.into_iter().zip(whole) {
+        if whole {
             if !snapshot.group_is_empty(slot) {
-                written.insert(group.0, Written::Base);
+                sections.insert(group.0, None);
             }
         } else {
             let chain = base_chains
@@ -278,19 +274,25 @@ where
                 .cloned()
                 .unwrap_or_default();
             chains.insert(group.0, chain);
-            written.insert(group.0, Written::Delta(delta));
+            sections.insert(group.0, Some(keys));
         }
     }
     let mut writer = RunWriter::new();
-    for (group, what) in written {
+    let mut buffer = Vec::new();
+    for (group, keys) in sections {
         let group = KeyGroup(group);
         let slot = (group.0 - range.start) as usize;
-        match what {
-            Written::Base => {
-                writer.section(group, SectionKind::Base, snapshot.base_entries(slot)?)?;
+        buffer.clear();
+        match keys {
+            None => {
+                snapshot.write_base(slot, &mut buffer)?;
+                writer.section_encoded(group, SectionKind::Base, &buffer)?;
                 chains.insert(group.0, Vec::new());
             }
-            Written::Delta(delta) => writer.section(group, SectionKind::Delta, delta)?,
+            Some(keys) => {
+                snapshot.write_delta(slot, &keys, &mut buffer)?;
+                writer.section_encoded(group, SectionKind::Delta, &buffer)?;
+            }
         }
     }
     let mut shared = Vec::new();

@@ -116,6 +116,28 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Adds `group`'s section from entries encoded already (by an
+    /// [`EntryWriter`]: each key once, in any order).
+    pub fn section_encoded(
+        &mut self,
+        group: KeyGroup,
+        kind: SectionKind,
+        encoded: &[u8],
+    ) -> Result<(), RunError> {
+        if self.index.iter().any(|e| e.group == group.0) {
+            return Err(RunError::Twice(group));
+        }
+        self.index.push(IndexEntry {
+            group: group.0,
+            kind,
+            offset: self.bytes.len() as u64,
+            length: encoded.len() as u64,
+            crc: crc32fast::hash(encoded),
+        });
+        self.bytes.extend_from_slice(encoded);
+        Ok(())
+    }
+
     /// The run's bytes, and where each section is in them (what a chain
     /// names, so a restore reads just its sections).
     pub fn finish_indexed(self) -> (Vec<u8>, Vec<SectionAt>) {
@@ -186,6 +208,66 @@ impl SectionAt {
             return Err(damaged("its checksum does not match".to_owned()));
         }
         postcard::from_bytes(bytes).map_err(|e| damaged(e.to_string()))
+    }
+}
+
+/// Encodes a section's entries straight into a buffer, as a list of
+/// [`Entry`] decodes (postcard: the count, then per entry the key's
+/// bytes, and `None` or the value's bytes), without an allocation per
+/// entry: keys and values are serialized with postcard into one reused
+/// scratch buffer.
+pub struct EntryWriter<'a> {
+    out: &'a mut Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> EntryWriter<'a> {
+    /// A section of `count` entries (exactly that many must be put).
+    pub fn new(out: &'a mut Vec<u8>, count: usize) -> EntryWriter<'a> {
+        varint(out, count as u64);
+        EntryWriter {
+            out,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// One entry: `key`, and its value or a removal.
+    pub fn put<K: Serialize + ?Sized, V: Serialize>(
+        &mut self,
+        key: &K,
+        value: Option<&V>,
+    ) -> Result<(), postcard::Error> {
+        self.bytes_of(key)?;
+        match value {
+            None => self.out.push(0),
+            Some(value) => {
+                self.out.push(1);
+                self.bytes_of(value)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn bytes_of<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), postcard::Error> {
+        self.scratch.clear();
+        let scratch = std::mem::take(&mut self.scratch);
+        self.scratch = postcard::to_extend(value, scratch)?;
+        varint(self.out, self.scratch.len() as u64);
+        self.out.extend_from_slice(&self.scratch);
+        Ok(())
+    }
+}
+
+/// postcard's unsigned varint (LEB128).
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
     }
 }
 
@@ -293,6 +375,34 @@ mod tests {
             key.as_bytes().to_vec(),
             value.map(|v| v.as_bytes().to_vec()),
         )
+    }
+
+    proptest! {
+        #[test]
+        fn an_entry_writer_writes_what_a_list_of_entries_decodes_from(
+            entries in proptest::collection::btree_map(
+                proptest::collection::vec(any::<u8>(), 0..300),
+                proptest::option::of(any::<u64>()),
+                0..200,
+            )
+        ) {
+            let mut out = Vec::new();
+            let mut writer = EntryWriter::new(&mut out, entries.len());
+            for (key, value) in &entries {
+                writer.put(key, value.as_ref()).unwrap();
+            }
+            let decoded: Vec<Entry> = postcard::from_bytes(&out).unwrap();
+            let expected: Vec<Entry> = entries
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        postcard::to_allocvec(k).unwrap(),
+                        v.map(|v| postcard::to_allocvec(&v).unwrap()),
+                    )
+                })
+                .collect();
+            prop_assert_eq!(decoded, expected);
+        }
     }
 
     #[test]

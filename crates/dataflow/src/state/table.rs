@@ -4,6 +4,7 @@
 use std::hash::Hash;
 
 use imbl::GenericHashMap;
+use imbl::hashmap::Entry;
 use imbl::shared_ptr::DefaultSharedPtr;
 use rustc_hash::FxBuildHasher;
 use serde::Serialize;
@@ -14,7 +15,22 @@ use crate::keys::key_hash;
 
 /// One key group's values: a persistent map (cloning it copies a pointer),
 /// hashed with the fast hasher the rest of the dataflow uses.
-type HashMap<K, V> = GenericHashMap<K, V, FxBuildHasher, DefaultSharedPtr>;
+type HashMap<K, V> = GenericHashMap<K, Stamped<V>, FxBuildHasher, DefaultSharedPtr>;
+
+/// A value, and the change interval it was last written in (with change
+/// tracking on: a write in the same interval costs one compare; the key
+/// joins its group's change list once per interval).
+#[derive(Clone, Debug)]
+struct Stamped<V> {
+    value: V,
+    stamp: u32,
+}
+
+impl<V> Stamped<V> {
+    fn new(value: V) -> Stamped<V> {
+        Stamped { value, stamp: 0 }
+    }
+}
 
 /// Restoring keyed state failed.
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +77,12 @@ pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
     groups: Vec<HashMap<K, V>>,
     /// With change tracking on ([`track_changes`](Self::track_changes)):
     /// per key group, the keys written or removed since the last
-    /// [`take_changes`](Self::take_changes).
-    changed: Option<Vec<rustc_hash::FxHashSet<K>>>,
+    /// [`take_changes`](Self::take_changes) — a written key once (its
+    /// stamp says it is listed), a removed one each time.
+    changed: Option<Vec<Vec<K>>>,
+    /// The change interval now (bumped at every take; never reused, so no
+    /// older stamp equals it).
+    interval: u32,
 }
 
 /// The keys of each key group that changed between two
@@ -72,7 +92,23 @@ pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
 #[derive(Clone, Debug)]
 pub struct TableChanges<K: Hash + Eq + Clone, V: Clone> {
     snapshot: TableSnapshot<K, V>,
-    changed: Vec<rustc_hash::FxHashSet<K>>,
+    changed: Vec<Vec<K>>,
+}
+
+/// Stamps `stamped` with `interval`, listing its key (if `listed`) when it
+/// was not stamped so already.
+fn mark<K, V>(
+    stamped: &mut Stamped<V>,
+    interval: u32,
+    listed: Option<(&mut Vec<Vec<K>>, K)>,
+    slot: usize,
+) {
+    if let Some((changed, key)) = listed
+        && stamped.stamp != interval
+    {
+        stamped.stamp = interval;
+        changed[slot].push(key);
+    }
 }
 
 /// A snapshot of a [`KeyedTable`]: cheap to take, unaffected by later
@@ -93,6 +129,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             range,
             groups: vec![HashMap::with_hasher(FxBuildHasher); range.len()],
             changed: None,
+            interval: 1,
         }
     }
 
@@ -101,7 +138,8 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// [`take_changes`](Self::take_changes).
     pub fn track_changes(&mut self) {
         if self.changed.is_none() {
-            self.changed = Some(vec![rustc_hash::FxHashSet::default(); self.range.len()]);
+            self.changed = Some(vec![Vec::new(); self.range.len()]);
+            self.interval = self.interval.wrapping_add(1).max(1);
         }
     }
 
@@ -119,17 +157,19 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// since the last call (or since tracking began), which start anew:
     /// the lists are swapped, not copied. `None` without tracking.
     pub fn take_changes(&mut self) -> Option<TableChanges<K, V>> {
-        let fresh = vec![rustc_hash::FxHashSet::default(); self.range.len()];
+        let fresh = vec![Vec::new(); self.range.len()];
         let changed = std::mem::replace(self.changed.as_mut()?, fresh);
+        self.interval = self.interval.wrapping_add(1).max(1);
         Some(TableChanges {
             snapshot: self.snapshot(),
             changed,
         })
     }
 
-    fn touch(&mut self, slot: usize, key: &K) {
+    /// Lists a removed key (each removal: no stamp is left to say so).
+    fn removed(&mut self, slot: usize, key: &K) {
         if let Some(changed) = &mut self.changed {
-            changed[slot].insert(key.clone());
+            changed[slot].push(key.clone());
         }
     }
 
@@ -152,43 +192,80 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
 
     /// The value of `key`.
     pub fn get(&self, key: &K) -> Option<&V> {
-        self.groups.get(self.slot(key)?)?.get(key)
+        self.groups.get(self.slot(key)?)?.get(key).map(|s| &s.value)
     }
 
     /// Sets the value of `key`; returns the old one. A key of a key group
     /// this subtask does not own is refused (`Err` with the value back): the
     /// partitioner never sends one.
     pub fn insert(&mut self, key: K, value: V) -> Result<Option<V>, (K, V)> {
-        match self.slot(&key) {
-            Some(slot) => {
-                self.touch(slot, &key);
-                Ok(self.groups[slot].insert(key, value))
+        let Some(slot) = self.slot(&key) else {
+            return Err((key, value));
+        };
+        let interval = self.interval;
+        let changed = &mut self.changed;
+        Ok(match self.groups[slot].entry(key) {
+            Entry::Occupied(entry) => {
+                let listed = match changed.as_mut() {
+                    Some(c) if entry.get().stamp != interval => Some((c, entry.key().clone())),
+                    _ => None,
+                };
+                let stamped = entry.into_mut();
+                mark(stamped, interval, listed, slot);
+                Some(std::mem::replace(&mut stamped.value, value))
             }
-            None => Err((key, value)),
-        }
+            Entry::Vacant(entry) => {
+                let listed = changed.as_mut().map(|c| (c, entry.key().clone()));
+                let stamped = entry.insert(Stamped::new(value));
+                mark(stamped, interval, listed, slot);
+                None
+            }
+        })
     }
 
     /// The value of `key`, to change in place (the parts of the map a
     /// snapshot still shares are copied first).
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         let slot = self.slot(key)?;
-        if self.changed.is_some() && self.groups[slot].contains_key(key) {
-            self.touch(slot, key);
+        let interval = self.interval;
+        // One lookup: the entry and the change list are different fields.
+        let stamped = self.groups[slot].get_mut(key)?;
+        if let Some(changed) = &mut self.changed
+            && stamped.stamp != interval
+        {
+            stamped.stamp = interval;
+            changed[slot].push(key.clone());
         }
-        self.groups[slot].get_mut(key)
+        Some(&mut stamped.value)
     }
 
     /// The value of `key`, inserted with `make` if it has none; a key of a
     /// key group this subtask does not own is refused (`Err` with the key
     /// back).
     pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> Result<&mut V, K> {
-        match self.slot(&key) {
-            Some(slot) => {
-                self.touch(slot, &key);
-                Ok(self.groups[slot].entry(key).or_insert_with(make))
+        let Some(slot) = self.slot(&key) else {
+            return Err(key);
+        };
+        let interval = self.interval;
+        let changed = &mut self.changed;
+        let stamped = match self.groups[slot].entry(key) {
+            Entry::Occupied(entry) => {
+                let listed = match changed.as_mut() {
+                    Some(c) if entry.get().stamp != interval => Some((c, entry.key().clone())),
+                    _ => None,
+                };
+                let stamped = entry.into_mut();
+                mark(stamped, interval, listed, slot);
+                stamped
             }
-            None => Err(key),
-        }
+            Entry::Vacant(entry) => {
+                let listed = changed.as_mut().map(|c| (c, entry.key().clone()));
+                let stamped = entry.insert(Stamped::new(make()));
+                mark(stamped, interval, listed, slot);
+                stamped
+            }
+        };
+        Ok(&mut stamped.value)
     }
 
     /// Removes every key, returning them with their values.
@@ -199,7 +276,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             if let Some(changed) = &mut self.changed {
                 changed[slot].extend(taken.keys().cloned());
             }
-            all.extend(taken);
+            all.extend(taken.into_iter().map(|(k, s)| (k, s.value)));
         }
         all
     }
@@ -209,9 +286,9 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         let slot = self.slot(key)?;
         let removed = self.groups[slot].remove(key);
         if removed.is_some() {
-            self.touch(slot, key);
+            self.removed(slot, key);
         }
-        removed
+        removed.map(|s| s.value)
     }
 
     /// Keys held.
@@ -226,7 +303,10 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
 
     /// Every key and value, in no order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.groups.iter().flat_map(HashMap::iter)
+        self.groups
+            .iter()
+            .flat_map(HashMap::iter)
+            .map(|(k, s)| (k, &s.value))
     }
 
     /// A snapshot: one pointer copy per key group.
@@ -266,10 +346,11 @@ where
                 reason: e.to_string(),
             };
             let mut entries = Vec::with_capacity(changed.len());
+            let changed: rustc_hash::FxHashSet<&K> = changed.iter().collect();
             for key in changed {
                 let value = map
                     .get(key)
-                    .map(postcard::to_allocvec)
+                    .map(|s| postcard::to_allocvec(&s.value))
                     .transpose()
                     .map_err(failed)?;
                 entries.push((postcard::to_allocvec(key).map_err(failed)?, value));
@@ -285,7 +366,7 @@ where
     }
 
     /// The snapshot, and per key group (in range order) the keys changed.
-    pub(crate) fn into_parts(self) -> (TableSnapshot<K, V>, Vec<rustc_hash::FxHashSet<K>>) {
+    pub(crate) fn into_parts(self) -> (TableSnapshot<K, V>, Vec<Vec<K>>) {
         (self.snapshot, self.changed)
     }
 }
@@ -305,44 +386,46 @@ where
         self.groups[slot].is_empty()
     }
 
-    /// Every key of the group at `slot`, as run entries (a base section).
-    pub(crate) fn base_entries(&self, slot: usize) -> Result<Vec<super::run::Entry>, StateError> {
-        let group = KeyGroup(self.range.start + slot as u32);
-        let failed = |e: postcard::Error| self.encode_error(group, e);
-        self.groups[slot]
-            .iter()
-            .map(|(k, v)| {
-                Ok((
-                    postcard::to_allocvec(k).map_err(failed)?,
-                    Some(postcard::to_allocvec(v).map_err(failed)?),
-                ))
-            })
-            .collect()
+    /// Keys in the group at `slot`.
+    pub(crate) fn group_len(&self, slot: usize) -> usize {
+        self.groups[slot].len()
     }
 
-    /// `keys` of the group at `slot` as run entries: each with its value
-    /// at the snapshot, or a removal (a delta section).
-    pub(crate) fn delta_entries<'k>(
+    /// Every key of the group at `slot`, encoded as a run section's
+    /// entries (a base section), into `out`.
+    pub(crate) fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
+        let group = KeyGroup(self.range.start + slot as u32);
+        let map = &self.groups[slot];
+        let mut entries = super::run::EntryWriter::new(out, map.len());
+        for (key, value) in map.iter() {
+            entries
+                .put(key, Some(&value.value))
+                .map_err(|e| self.encode_error(group, e))?;
+        }
+        Ok(())
+    }
+
+    /// `keys` (each once) of the group at `slot`, encoded as a delta
+    /// section's entries — each with its value at the snapshot, or a
+    /// removal — into `out`.
+    pub(crate) fn write_delta<'k>(
         &self,
         slot: usize,
-        keys: impl IntoIterator<Item = &'k K>,
-    ) -> Result<Vec<super::run::Entry>, StateError>
+        keys: &[&'k K],
+        out: &mut Vec<u8>,
+    ) -> Result<(), StateError>
     where
         K: 'k,
     {
         let group = KeyGroup(self.range.start + slot as u32);
-        let failed = |e: postcard::Error| self.encode_error(group, e);
         let map = &self.groups[slot];
-        keys.into_iter()
-            .map(|key| {
-                let value = map
-                    .get(key)
-                    .map(postcard::to_allocvec)
-                    .transpose()
-                    .map_err(failed)?;
-                Ok((postcard::to_allocvec(key).map_err(failed)?, value))
-            })
-            .collect()
+        let mut entries = super::run::EntryWriter::new(out, keys.len());
+        for key in keys {
+            entries
+                .put(*key, map.get(*key).map(|s| &s.value))
+                .map_err(|e| self.encode_error(group, e))?;
+        }
+        Ok(())
     }
 
     fn encode_error(&self, group: KeyGroup, e: postcard::Error) -> StateError {
@@ -389,7 +472,7 @@ where
                     });
                 }
                 let slot = (group.0 - range.start) as usize;
-                table.groups[slot].insert(key, value);
+                table.groups[slot].insert(key, Stamped::new(value));
             }
         }
         Ok(table)
@@ -419,7 +502,7 @@ where
             });
         }
         let slot = (group.0 - self.range.start) as usize;
-        self.groups[slot].insert(key, value);
+        self.groups[slot].insert(key, Stamped::new(value));
         Ok(())
     }
 }
@@ -437,7 +520,7 @@ where
             if map.is_empty() {
                 continue;
             }
-            let entries: Vec<(&K, &V)> = map.iter().collect();
+            let entries: Vec<(&K, &V)> = map.iter().map(|(k, s)| (k, &s.value)).collect();
             let bytes = postcard::to_allocvec(&entries).map_err(|e| StateError::Encode {
                 state: self.name.clone(),
                 group,
