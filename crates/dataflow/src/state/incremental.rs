@@ -38,8 +38,13 @@ use super::table::{KeyedTable, TableSnapshot};
 use super::{KeyGroup, KeyGroupRange};
 use crate::checkpoint::Part;
 
-/// The most sections a group's chain holds before it is written whole.
-pub(crate) const MAX_CHAIN: usize = 10;
+/// The most sections a group's chain holds before it is written whole
+/// (its deltas reaching its base's size usually comes first only when much
+/// of it changes; with 1 % of the keys changing per checkpoint, a group's
+/// turn in the rolling rebase, every this many checkpoints, does: a
+/// checkpoint then writes its changes and a 64th of the state, and a
+/// restore reads a group and at most 63 deltas).
+pub(crate) const MAX_CHAIN: usize = 64;
 
 /// The most change lists kept (checkpoints taken since the oldest chain
 /// that may still be a base): past it the oldest chains are given up, so

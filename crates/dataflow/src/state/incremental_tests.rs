@@ -45,6 +45,10 @@ impl StoredState for Files {
 
 type Table = KeyedTable<String, u64>;
 
+/// A checkpoint taken: its id, its part, the table then, whether it
+/// completed.
+type Taken = (CheckpointId, Vec<u8>, BTreeMap<String, u64>, bool);
+
 fn encode(part: Part) -> EncodedState {
     match part {
         Part::Deferred(encode) => encode().unwrap(),
@@ -109,7 +113,7 @@ proptest! {
         let mut chains = TableChains::<String>::new("0-0-0", "sum");
         let files = Arc::new(Files::default());
         let mut completed: Option<CheckpointId> = None;
-        let mut taken: Vec<(CheckpointId, Vec<u8>, BTreeMap<String, u64>, bool)> = Vec::new();
+        let mut taken: Vec<Taken> = Vec::new();
         let mut id = 0;
         for op in ops {
             match op {
