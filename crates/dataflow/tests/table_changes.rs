@@ -1,5 +1,5 @@
 //! Change tracking of keyed state (`KeyedTable::take_changes`), what
-//! incremental checkpoints will write (issue #26): a base of the whole
+//! incremental checkpoints write: a base of the whole
 //! table, then at each later take the deltas of the keys changed since the
 //! one before, written as key-group runs, read back and merged newest wins,
 //! give the table itself — through random inserts, in-place updates,

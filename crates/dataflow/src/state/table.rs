@@ -87,8 +87,11 @@ pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
 
 /// The keys of each key group that changed between two
 /// [`KeyedTable::take_changes`], with the snapshot taken at the second:
-/// what an incremental checkpoint writes as its deltas (issue #26; not
-/// written by checkpoints yet).
+/// what an incremental checkpoint writes as its deltas
+/// (`state/incremental.rs` takes the parts; [`encode_deltas`] is the
+/// same, as run entries).
+///
+/// [`encode_deltas`]: TableChanges::encode_deltas
 #[derive(Clone, Debug)]
 pub struct TableChanges<K: Hash + Eq + Clone, V: Clone> {
     snapshot: TableSnapshot<K, V>,
