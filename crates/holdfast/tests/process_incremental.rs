@@ -7,6 +7,8 @@
 //! - checkpoints reuse what earlier ones wrote (a metadata names runs of
 //!   older checkpoints) and write less than the whole state (the REST
 //!   view's checkpointed size against its state size);
+//! - the new leader declines no checkpoint and restarts nothing (it knows
+//!   its restore point's files);
 //! - at every moment looked at, the shared files on disk are exactly those
 //!   the latest completed checkpoint uses plus those of checkpoints still
 //!   in flight: nothing a retired or aborted checkpoint alone used is left
@@ -221,6 +223,13 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
     ensure!(after > 0);
 
     finished(&client_b, job).await?;
+    // The new leader adopted the running tasks: its registry knew the
+    // base's files, so no checkpoint was declined and nothing restarted.
+    let log = jm_b.process.stderr();
+    ensure!(
+        !log.contains("a task declined a checkpoint") && !log.contains("job failed; restarting"),
+        "the new leader declined a checkpoint or restarted the job"
+    );
     JOB.check_keyed(&output, true)?;
     eventually("the ended job's directory is swept", || async {
         Ok((!job_dir.exists() || std::fs::read_dir(&job_dir)?.next().is_none()).then_some(()))
