@@ -57,6 +57,18 @@ pub enum StartError {
     /// be made.
     #[error("cannot make the task executor: {0}")]
     Executor(#[source] holdfast_executor::OptionsError),
+    /// The directory of local state copies
+    /// (`taskmanager.state.local.root-dirs`) cannot be emptied or made.
+    #[error(
+        "cannot use {dir} for local copies of checkpoint state (taskmanager.state.local.root-dirs): {source}"
+    )]
+    LocalState {
+        /// The directory.
+        dir: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl StartError {

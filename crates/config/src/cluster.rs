@@ -83,6 +83,11 @@ pub struct ClusterConfig {
     pub checkpointing: CheckpointingConfig,
     /// `s3.*`: how to reach the store of `s3://` locations.
     pub s3: holdfast_types::s3::S3Options,
+    /// `execution.checkpointing.local-backup.enabled` (default false).
+    pub local_backup: bool,
+    /// `taskmanager.state.local.root-dirs` (the first; default the
+    /// system's temporary directory).
+    pub local_state_dir: Option<PathBuf>,
 }
 
 impl Default for ClusterConfig {
@@ -113,6 +118,8 @@ impl Default for ClusterConfig {
             parallelism_default: 1,
             max_parallelism: 128,
             cluster_secret_file: None,
+            local_backup: false,
+            local_state_dir: None,
             ha: HaConfig::default(),
             checkpointing: CheckpointingConfig::default(),
             s3: holdfast_types::s3::S3Options::default(),

@@ -194,6 +194,12 @@ pub const CP_INCREMENTAL: &str = "execution.checkpointing.incremental";
 /// `state.backend.incremental`: Flink's deprecated name of
 /// [`CP_INCREMENTAL`].
 pub const CP_INCREMENTAL_ALIAS: &str = "state.backend.incremental";
+/// `execution.checkpointing.local-backup.enabled`.
+pub const LOCAL_BACKUP: &str = "execution.checkpointing.local-backup.enabled";
+/// `state.backend.local-recovery`: Flink's older name of [`LOCAL_BACKUP`].
+pub const LOCAL_BACKUP_ALIAS: &str = "state.backend.local-recovery";
+/// `taskmanager.state.local.root-dirs`.
+pub const LOCAL_STATE_DIRS: &str = "taskmanager.state.local.root-dirs";
 /// `execution.checkpointing.mode`.
 pub const CP_MODE: &str = "execution.checkpointing.mode";
 /// `execution.checkpointing.dir`.
@@ -879,6 +885,27 @@ pub const KEYS: &[KeySpec] = &[
         "boolean",
         Checkpointing,
         "Flink's deprecated name of `execution.checkpointing.incremental`",
+    ),
+    key(
+        LOCAL_BACKUP,
+        "false",
+        "boolean",
+        Checkpointing,
+        "each TaskManager keeps a copy of what its tasks wrote for the latest checkpoints on local disk; a task restarted there restores from it instead of the checkpoint storage",
+    ),
+    key(
+        LOCAL_BACKUP_ALIAS,
+        "false",
+        "boolean",
+        Checkpointing,
+        "Flink's older name of `execution.checkpointing.local-backup.enabled`",
+    ),
+    key(
+        LOCAL_STATE_DIRS,
+        "unset",
+        "path",
+        Checkpointing,
+        "where a TaskManager keeps its local copies (under `<dir>/holdfast-local-state/<TaskManager id>/`, emptied when it starts; unset: the system's temporary directory); with several `,`-separated directories the first is used",
     ),
     key(
         CP_MODE,

@@ -370,6 +370,14 @@ impl ClusterConfig {
         reader.set(&mut settings.tolerable_failures, CP_TOLERABLE, count)?;
         reader.set(&mut settings.num_retained, CP_RETAINED, count)?;
         reader.set(&mut settings.mode, CP_MODE, crate::checkpointing::mode)?;
+        alias_conflict(source, LOCAL_BACKUP, LOCAL_BACKUP_ALIAS, |a, b| {
+            ssl::flag(a).ok() == ssl::flag(b).ok()
+        })?;
+        reader.set(&mut config.local_backup, LOCAL_BACKUP_ALIAS, ssl::flag)?;
+        reader.set(&mut config.local_backup, LOCAL_BACKUP, ssl::flag)?;
+        reader.set(&mut config.local_state_dir, LOCAL_STATE_DIRS, |text| {
+            path(text.split(',').next().unwrap_or_default())
+        })?;
         alias_conflict(source, CP_INCREMENTAL, CP_INCREMENTAL_ALIAS, |a, b| {
             ssl::flag(a).ok() == ssl::flag(b).ok()
         })?;

@@ -104,6 +104,14 @@ impl Setup {
             auth,
             internal_tls: self.internal_tls.clone(),
             s3: self.config.s3.clone(),
+            local_state: self.config.local_backup.then(|| {
+                self.config
+                    .local_state_dir
+                    .clone()
+                    .unwrap_or_else(std::env::temp_dir)
+                    .join("holdfast-local-state")
+                    .join(place.id)
+            }),
             registry,
             metrics: self.metrics.clone(),
         };

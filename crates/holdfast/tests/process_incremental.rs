@@ -237,3 +237,52 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
     .await?;
     Ok(())
 }
+
+/// Local recovery (`execution.checkpointing.local-backup.enabled`): each
+/// TaskManager keeps copies of what its tasks checkpoint. When a
+/// TaskManager is killed, the job restarts on the one left: the subtasks
+/// that ran there before restore from its local copies (it says so), the
+/// others from the checkpoint storage, and the output is exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let local = data.path().join("local");
+    let config = format!(
+        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         execution.checkpointing.incremental: true\n\
+         execution.checkpointing.local-backup.enabled: true\n\
+         taskmanager.state.local.root-dirs: {}\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+        checkpoints.display(),
+        local.display()
+    );
+    let cluster = Cluster::start("lease", &config).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let tm1 = cluster.taskmanager("tm-1", None).await?;
+    let mut tm2 = cluster.taskmanager("tm-2", None).await?;
+    registered(&client, 2).await?;
+    let job = JOB.submit(&client, &output, "keyed", 2).await?;
+    completed(&jm, 3).await?;
+    // Each TaskManager keeps its own copies.
+    for tm in ["tm-1", "tm-2"] {
+        let dir = local
+            .join("holdfast-local-state")
+            .join(tm)
+            .join(job.to_string());
+        ensure!(dir.exists(), "no local copies in {}", dir.display());
+    }
+
+    let from = tm1.process.stderr().len();
+    tm2.process.kill()?;
+    logged(
+        &tm1.process,
+        "restoring from this TaskManager's local copy of the state",
+        from,
+    )
+    .await?;
+    finished(&client, job).await?;
+    JOB.check_keyed(&output, true)?;
+    Ok(())
+}

@@ -33,6 +33,7 @@ use tonic::Status;
 
 use super::actor::{Actor, Message};
 use super::calls::attempt_key;
+use super::local_state::LocalState;
 use crate::checkpoint_files::{shared_path, state_path};
 
 /// An attempt's answer, ready for the leader.
@@ -92,6 +93,8 @@ pub(super) struct Written {
 #[derive(Clone)]
 pub(super) struct Storages {
     opener: Arc<Opener>,
+    /// Local recovery's copies, when on.
+    local: Option<Arc<LocalState>>,
     by_job: Arc<Mutex<HashMap<JobId, Arc<Storage>>>>,
     /// The runtime restores block on from their attempts' threads.
     runtime: Option<tokio::runtime::Handle>,
@@ -99,9 +102,13 @@ pub(super) struct Storages {
 
 impl Storages {
     /// Storages opened as `s3` says for `s3://` locations.
-    pub(super) fn new(s3: holdfast_types::s3::S3Options) -> Storages {
+    pub(super) fn new(
+        s3: holdfast_types::s3::S3Options,
+        local: Option<Arc<LocalState>>,
+    ) -> Storages {
         Storages {
             opener: Arc::new(Opener::new(s3)),
+            local,
             by_job: Arc::default(),
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
@@ -130,7 +137,17 @@ impl Storages {
             .clone()
             .ok_or("the TaskManager has no runtime to read state with")?;
         let at = match path.parse::<Location>() {
-            Ok(file) => Place::Elsewhere(file),
+            // Inside the job's checkpoint storage (a checkpoint's own
+            // files, named by their full location): read through it, and
+            // from local copies first.
+            Ok(file) => match file
+                .to_string()
+                .strip_prefix(&format!("{}/", storage.describe()))
+                .and_then(|relative| relative.parse::<StoragePath>().ok())
+            {
+                Some(relative) => Place::Here(Arc::clone(storage), relative),
+                None => Place::Elsewhere(file),
+            },
             Err(_) => Place::Here(
                 Arc::clone(storage),
                 path.parse::<StoragePath>().map_err(|e| e.to_string())?,
@@ -140,6 +157,7 @@ impl Storages {
             opener: Arc::clone(&self.opener),
             at,
             runtime,
+            local: self.local.clone(),
         })))
     }
 }
@@ -158,6 +176,8 @@ struct StateFile {
     opener: Arc<Opener>,
     at: Place,
     runtime: tokio::runtime::Handle,
+    /// Local recovery's copies: read first (in the job's own storage).
+    local: Option<Arc<LocalState>>,
 }
 
 impl StoredState for StateFile {
@@ -169,6 +189,15 @@ impl StoredState for StateFile {
     }
 
     fn read(&self) -> Result<Arc<[u8]>, String> {
+        if let (Some(local), Place::Here(_, path)) = (&self.local, &self.at) {
+            if let Some(bytes) = local.get(path) {
+                local.count(true);
+                tracing::info!(file = %path,
+                    "restoring from this TaskManager's local copy of the state (the checkpoint storage is not read)");
+                return Ok(Arc::from(bytes));
+            }
+            local.count(false);
+        }
         let (storage, path) = match &self.at {
             Place::Here(storage, path) => (Arc::clone(storage), path.clone()),
             Place::Elsewhere(location) => self.opener.file(location).map_err(|e| e.to_string())?,
@@ -195,6 +224,13 @@ impl StoredState for StateFile {
                     .and_then(|chk| chk.parent())
                     .ok_or_else(no_job_dir)?;
                 let shared = job_dir.join(relative.as_str()).map_err(|e| e.to_string())?;
+                if let Some(local) = &self.local {
+                    if let Some(bytes) = local.get_range(&shared, range.clone()) {
+                        local.count(true);
+                        return Ok(bytes);
+                    }
+                    local.count(false);
+                }
                 (Arc::clone(storage), shared)
             }
             Place::Elsewhere(location) => {
@@ -292,23 +328,39 @@ async fn write_state(
         .map_err(Decline::Encode)?;
     // The shared files first: the state file names them.
     let mut shared_new = Vec::with_capacity(encoded.shared.len());
+    let mut shared_files = Vec::with_capacity(encoded.shared.len());
     for file in encoded.shared {
         let at = shared_path(key.job, &file.name).map_err(Decline::Path)?;
         let bytes = file.bytes.len() as u64;
+        let content = Bytes::from(file.bytes);
         storage
-            .put(&at, Bytes::from(file.bytes))
+            .put(&at, content.clone())
             .await
             .map_err(Decline::Write)?;
         shared_new.push(SharedRef {
             name: file.name,
             bytes,
         });
+        shared_files.push((at, content));
     }
     let size = encoded.bytes.len() as u64;
+    let state = Bytes::from(encoded.bytes);
     storage
-        .put(&path, Bytes::from(encoded.bytes))
+        .put(&path, state.clone())
         .await
         .map_err(Decline::Write)?;
+    if let Some(local) = &storages.local {
+        keep_locally(
+            local,
+            key,
+            checkpoint,
+            &path,
+            state,
+            &shared_files,
+            &encoded.reused,
+        )
+        .await;
+    }
     Ok(Written {
         state: path.as_str().to_owned(),
         bytes: size,
@@ -316,6 +368,42 @@ async fn write_state(
         shared_new,
         shared_reused: encoded.reused,
     })
+}
+
+/// Local recovery: copies of what an attempt wrote for `checkpoint` (its
+/// state file and new shared files), and the reused files it needs,
+/// recorded as used by it. Best effort: a copy that cannot be written is
+/// read from the storage at a restore.
+async fn keep_locally(
+    local: &Arc<LocalState>,
+    key: AttemptRef,
+    checkpoint: CheckpointId,
+    state_path: &StoragePath,
+    state: Bytes,
+    shared: &[(StoragePath, Bytes)],
+    reused: &[SharedRef],
+) {
+    let mut files: Vec<(StoragePath, Bytes)> = vec![(state_path.clone(), state)];
+    files.extend(shared.iter().cloned());
+    let mut used: Vec<StoragePath> = files.iter().map(|(p, _)| p.clone()).collect();
+    used.extend(
+        reused
+            .iter()
+            .filter_map(|r| shared_path(key.job, &r.name).ok()),
+    );
+    let local = Arc::clone(local);
+    let written = tokio::task::spawn_blocking(move || {
+        for (path, bytes) in &files {
+            local.put(path, bytes)?;
+        }
+        local.used(key.job, checkpoint, used);
+        Ok::<(), std::io::Error>(())
+    })
+    .await;
+    if let Ok(Err(error)) = written {
+        tracing::warn!(%key, %checkpoint, %error,
+            "cannot keep a local copy of a snapshot; a restore here reads the checkpoint storage");
+    }
 }
 
 /// Reads a deploy's checkpoint settings.
@@ -424,6 +512,11 @@ impl Actor {
                 let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                 Err(Status::unavailable("stopped by a fail point"))
             });
+        }
+        if request.completed
+            && let Some(local) = self.parts.storages.local.clone()
+        {
+            tokio::task::spawn_blocking(move || local.completed(job, id));
         }
         let mut told = 0;
         for attempt in &request.attempts {

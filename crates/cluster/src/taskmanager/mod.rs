@@ -14,6 +14,7 @@ mod actor;
 mod calls;
 mod checkpoints;
 mod hardware;
+mod local_state;
 mod notices;
 mod registration;
 mod report;
@@ -83,6 +84,10 @@ pub struct TaskManagerOptions {
     pub advertised_rpc_port: Option<u16>,
     /// `s3.*`: how to reach the store of `s3://` checkpoint directories.
     pub s3: holdfast_types::s3::S3Options,
+    /// Local recovery (`execution.checkpointing.local-backup.enabled`):
+    /// the directory for local copies of what this TaskManager's tasks
+    /// checkpoint (emptied at start); `None`: off.
+    pub local_state: Option<std::path::PathBuf>,
     /// The tasks this TaskManager can run.
     pub registry: Arc<TaskRegistry>,
     /// Metrics to update.
@@ -162,7 +167,22 @@ pub async fn start<B: Backend>(
         .with_checkpoint_reports(checkpoints_tx),
     );
     let (messages_tx, messages) = mpsc::unbounded_channel();
-    let storages = checkpoints::Storages::new(options.s3.clone());
+    let local = match &options.local_state {
+        None => None,
+        Some(dir) => Some(std::sync::Arc::new(
+            local_state::LocalState::open(dir.clone()).map_err(|source| {
+                StartError::LocalState {
+                    dir: dir.display().to_string(),
+                    source,
+                }
+            })?,
+        )),
+    };
+    if let Some(local) = &local {
+        tracing::info!(dir = %local.root().display(),
+            "local recovery on: copies of what this TaskManager's tasks checkpoint are kept here, and a task restarted here restores from them");
+    }
+    let storages = checkpoints::Storages::new(options.s3.clone(), local);
     tokio::spawn(checkpoints::write_reports(
         checkpoint_reports,
         storages.clone(),

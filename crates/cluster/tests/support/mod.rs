@@ -90,6 +90,7 @@ pub fn taskmanager_options(
         internal_tls: None,
         advertised_rpc_port: None,
         s3: Default::default(),
+        local_state: None,
         registry: Arc::clone(registry),
         metrics: ClusterMetrics::default(),
     })
