@@ -45,6 +45,10 @@ pub struct RecoveryArgs {
     /// kit's S3 server (SeaweedFS), or both, crash by crash alternating.
     #[arg(long, value_enum, default_value = "local")]
     pub storage: Storage,
+    /// Local recovery on (`execution.checkpointing.local-backup.enabled`):
+    /// the surviving TaskManager's own subtasks restore from its copies.
+    #[arg(long)]
+    pub local_backup: bool,
 }
 
 /// `--storage`.
@@ -153,8 +157,11 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
         interval: args.heartbeat_interval.clone(),
         timeout: args.heartbeat_timeout.clone(),
     };
-    let (local, _dir) =
+    let (mut local, _dir) =
         Harness::checkpointing(args.holdfast_bin.as_deref(), heartbeat.clone(), "5s", tick).await?;
+    if args.local_backup {
+        local.define("execution.checkpointing.local-backup.enabled", "true");
+    }
     // The S3 one: the same, its checkpoints in a bucket.
     let s3 = match args.storage {
         Storage::Local => None,
@@ -171,6 +178,9 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
             harness.define("s3.access-key", server.access_key());
             harness.define("s3.secret-key", server.secret_key());
             harness.define("s3.path.style.access", "true");
+            if args.local_backup {
+                harness.define("execution.checkpointing.local-backup.enabled", "true");
+            }
             Some((harness, server, dir))
         }
     };
