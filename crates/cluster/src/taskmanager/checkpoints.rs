@@ -350,16 +350,16 @@ async fn write_state(
         .await
         .map_err(Decline::Write)?;
     if let Some(local) = &storages.local {
-        keep_locally(
-            local,
+        // The acknowledgement does not wait for the copies.
+        tokio::spawn(keep_locally(
+            Arc::clone(local),
             key,
             checkpoint,
-            &path,
+            path.clone(),
             state,
-            &shared_files,
-            &encoded.reused,
-        )
-        .await;
+            shared_files,
+            encoded.reused.clone(),
+        ));
     }
     Ok(Written {
         state: path.as_str().to_owned(),
@@ -375,23 +375,22 @@ async fn write_state(
 /// recorded as used by it. Best effort: a copy that cannot be written is
 /// read from the storage at a restore.
 async fn keep_locally(
-    local: &Arc<LocalState>,
+    local: Arc<LocalState>,
     key: AttemptRef,
     checkpoint: CheckpointId,
-    state_path: &StoragePath,
+    state_path: StoragePath,
     state: Bytes,
-    shared: &[(StoragePath, Bytes)],
-    reused: &[SharedRef],
+    shared: Vec<(StoragePath, Bytes)>,
+    reused: Vec<SharedRef>,
 ) {
-    let mut files: Vec<(StoragePath, Bytes)> = vec![(state_path.clone(), state)];
-    files.extend(shared.iter().cloned());
+    let mut files: Vec<(StoragePath, Bytes)> = vec![(state_path, state)];
+    files.extend(shared);
     let mut used: Vec<StoragePath> = files.iter().map(|(p, _)| p.clone()).collect();
     used.extend(
         reused
             .iter()
             .filter_map(|r| shared_path(key.job, &r.name).ok()),
     );
-    let local = Arc::clone(local);
     let written = tokio::task::spawn_blocking(move || {
         for (path, bytes) in &files {
             local.put(path, bytes)?;
