@@ -94,9 +94,6 @@ pub struct CheckpointCoordinator {
     history: VecDeque<CheckpointSummary>,
     /// Incremental checkpoints' shared files, and who uses each.
     pub(super) files: SharedFiles,
-    /// Completed incremental checkpoints whose files the registry knows:
-    /// what a trigger may name as its base.
-    pub(super) bases: BTreeSet<CheckpointId>,
     /// A sweep of the shared files is due at the next completion (a new
     /// term, or a checkpoint aborted: files may be left no one acknowledged).
     pub(super) sweep_due: bool,
@@ -135,7 +132,6 @@ impl CheckpointCoordinator {
             failed_total: 0,
             history: VecDeque::new(),
             files: SharedFiles::new(),
-            bases: BTreeSet::new(),
             sweep_due: true,
             sweep_floor: None,
         }
@@ -621,7 +617,7 @@ impl CheckpointCoordinator {
             tasks: pending.tasks,
             stop,
         });
-        self.files_completed(out, id, pending.kind);
+        self.files_completed(out, id);
         self.sweep_if_due(out);
         if let (Some(savepoint), Some(metadata)) = (pending.savepoint, pending.metadata) {
             out.push(CheckpointCommand::SavepointDone {

@@ -4,7 +4,7 @@
 //! one place that decides which shared files to delete.
 //!
 //! ```text
-//!  trigger n ──► kind: Full (a savepoint, incremental off) | Incremental{base: newest retained incremental one}
+//!  trigger n ──► kind: Full (a savepoint, incremental off) | Incremental{base: newest retained one with shared files}
 //!            ──► registry Triggered{n, base}: n pins base's files
 //!  ack ────────► registry Acknowledged: new files, reused ones (a reused file the base does not hold declines n)
 //!  completed ──► registry Completed ──► DeleteShared{base files n did not reuse}
@@ -29,7 +29,12 @@ impl CheckpointCoordinator {
         let kind = if savepoint || !self.config().incremental {
             SnapshotKind::Full
         } else {
-            let base = self.retained().filter(|r| self.bases.contains(r)).max();
+            // A retained checkpoint the registry holds files of (none for
+            // a full one or a savepoint).
+            let base = self
+                .retained()
+                .filter(|r| self.files.referenced_bytes(*r).is_some())
+                .max();
             SnapshotKind::Incremental { base }
         };
         let base = match kind {
@@ -59,16 +64,8 @@ impl CheckpointCoordinator {
         self.carry_out(out, commands, None)
     }
 
-    /// Checkpoint `id` completed; an incremental one may be a base.
-    pub(super) fn files_completed(
-        &mut self,
-        out: &mut Vec<CheckpointCommand>,
-        id: CheckpointId,
-        kind: SnapshotKind,
-    ) {
-        if matches!(kind, SnapshotKind::Incremental { .. }) {
-            self.bases.insert(id);
-        }
+    /// Checkpoint `id` completed: it keeps what it acknowledged.
+    pub(super) fn files_completed(&mut self, out: &mut Vec<CheckpointCommand>, id: CheckpointId) {
         let commands = self.files.handle(FilesInput::Completed { id });
         self.carry_out(out, commands, None);
     }
@@ -76,7 +73,6 @@ impl CheckpointCoordinator {
     /// Completed checkpoint `id` is retired: its files go once its pointer
     /// did.
     pub(super) fn files_retired(&mut self, out: &mut Vec<CheckpointCommand>, id: CheckpointId) {
-        self.bases.remove(&id);
         let commands = self.files.handle(FilesInput::Retired { id });
         self.carry_out(out, commands, Some(id));
     }
@@ -127,11 +123,6 @@ impl CheckpointCoordinator {
         retained: Vec<(CheckpointId, Vec<NewFile>)>,
         next_id: CheckpointId,
     ) {
-        for (id, files) in &retained {
-            if !files.is_empty() {
-                self.bases.insert(*id);
-            }
-        }
         // Retained checkpoints whose metadata was not read: their files are
         // never swept.
         self.sweep_floor = self
