@@ -24,7 +24,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
 use support::cluster::{Cluster, eventually, logged, registered, rest};
-use support::datagen_job::{Datagen, completed, finished};
+use support::datagen_job::{Datagen, completed, finished, restored_after_killing};
 
 /// About 15 s of records over 10 000 keys: ~1 000 updates a checkpoint.
 const JOB: Datagen = Datagen {
@@ -188,25 +188,7 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
     .await?;
 
     // A TaskManager killed: the job restores from the chains.
-    let from = jm_a.process.stderr().len();
-    tm2.process.kill()?;
-    logged(
-        &jm_a.process,
-        "deploying the job's tasks from its latest completed checkpoint",
-        from,
-    )
-    .await?;
-    let before = jm_a.process.stderr().matches("checkpoint complete").count();
-    if let Err(e) = completed(&jm_a, before + 2).await {
-        let jm = jm_a.process.stderr();
-        let tm = _tm1.process.stderr();
-        eprintln!(
-            "JM:\n{}\nTM1:\n{}",
-            &jm[jm.len().saturating_sub(6000)..],
-            &tm[tm.len().saturating_sub(6000)..]
-        );
-        return Err(e);
-    }
+    restored_after_killing(&jm_a, &mut tm2).await?;
     no_leftovers(&job_dir).await?;
 
     // The leader killed: the standby rebuilds the registry from the

@@ -29,7 +29,7 @@ use holdfast_testkit::{FaultProxy, Mode, S3Server};
 use support::cluster::{
     Cluster, all_running, cli, cli_fails, eventually, logged, registered, rest, run_from_savepoint,
 };
-use support::datagen_job::{Datagen, completed, finished};
+use support::datagen_job::{Datagen, completed, finished, restored_after_killing};
 
 /// About 6 s of records over 40 keys.
 const JOB: Datagen = Datagen {
@@ -124,16 +124,7 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
     );
 
     // A TaskManager killed: the job restores from the bucket.
-    let from = jm_a.process.stderr().len();
-    tm2.process.kill()?;
-    logged(
-        &jm_a.process,
-        "deploying the job's tasks from its latest completed checkpoint",
-        from,
-    )
-    .await?;
-    let before = jm_a.process.stderr().matches("checkpoint complete").count();
-    completed(&jm_a, before + 2).await?;
+    restored_after_killing(&jm_a, &mut tm2).await?;
 
     // The leader killed: the standby reads the pointer from ZooKeeper and
     // the metadata from the bucket.

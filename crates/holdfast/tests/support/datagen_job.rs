@@ -13,7 +13,7 @@ use holdfast_runtime::graph::JobGraph;
 use holdfast_runtime::ids::JobId;
 use serde_json::json;
 
-use super::cluster::{JobManager, eventually};
+use super::cluster::{JobManager, TaskManager, eventually, logged};
 
 /// How much a job generates, how fast, over how many keys.
 #[derive(Clone, Copy, Debug)]
@@ -156,4 +156,19 @@ pub async fn completed(jm: &JobManager, n: usize) -> Result<()> {
         Ok((done >= n).then_some(()))
     })
     .await
+}
+
+/// kill -9 of `tm`; waits until `jm` redeploys the job from its latest
+/// completed checkpoint and then completes two more checkpoints.
+pub async fn restored_after_killing(jm: &JobManager, tm: &mut TaskManager) -> Result<()> {
+    let from = jm.process.stderr().len();
+    tm.process.kill()?;
+    logged(
+        &jm.process,
+        "deploying the job's tasks from its latest completed checkpoint",
+        from,
+    )
+    .await?;
+    let before = jm.process.stderr().matches("checkpoint complete").count();
+    completed(jm, before + 2).await
 }
