@@ -166,12 +166,11 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
 
     // Later checkpoints reuse what earlier ones wrote.
     completed(&jm_a, 4).await?;
-    let (_, reused) = eventually("a checkpoint reuses earlier runs", || async {
+    eventually("a checkpoint reuses earlier runs", || async {
         let (id, reused) = no_leftovers(&job_dir).await?;
         Ok((reused > 0).then_some((id, reused)))
     })
     .await?;
-    ensure!(reused > 0);
     // The REST view tells what a checkpoint wrote from the state it holds
     // (Flink's checkpointed and state sizes): some wrote far less.
     eventually(
@@ -201,8 +200,7 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
     )
     .await?;
     completed(&jm_b, 3).await?;
-    let (after, _) = no_leftovers(&job_dir).await?;
-    ensure!(after > 0);
+    no_leftovers(&job_dir).await?;
 
     finished(&client_b, job).await?;
     // The new leader adopted the running tasks: its registry knew the
