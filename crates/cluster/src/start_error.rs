@@ -69,6 +69,16 @@ pub enum StartError {
         #[source]
         source: io::Error,
     },
+    /// The directory of the disk-backed keyed state (`io.tmp.dirs`)
+    /// cannot be emptied or made.
+    #[error("cannot use {dir} for the disk-backed keyed state (io.tmp.dirs): {source}")]
+    DiskState {
+        /// The directory.
+        dir: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl StartError {

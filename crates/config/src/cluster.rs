@@ -88,6 +88,24 @@ pub struct ClusterConfig {
     /// `taskmanager.state.local.root-dirs` (the first; default the
     /// system's temporary directory).
     pub local_state_dir: Option<PathBuf>,
+    /// `state.backend.type` (default `hashmap`).
+    pub state_backend: StateBackendKind,
+    /// `taskmanager.memory.managed.size` (default 512 MiB), in bytes.
+    pub managed_memory: u64,
+    /// `io.tmp.dirs` (the first; default the system's temporary
+    /// directory).
+    pub tmp_dir: Option<PathBuf>,
+}
+
+/// `state.backend.type`: where keyed state lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StateBackendKind {
+    /// In memory (`hashmap`).
+    #[default]
+    HashMap,
+    /// Mostly on local disk, in a fjall LSM tree (`fjall`; Flink's
+    /// `rocksdb` is read as this).
+    Fjall,
 }
 
 impl Default for ClusterConfig {
@@ -120,6 +138,9 @@ impl Default for ClusterConfig {
             cluster_secret_file: None,
             local_backup: false,
             local_state_dir: None,
+            state_backend: StateBackendKind::HashMap,
+            managed_memory: 512 << 20,
+            tmp_dir: None,
             ha: HaConfig::default(),
             checkpointing: CheckpointingConfig::default(),
             s3: holdfast_types::s3::S3Options::default(),

@@ -220,6 +220,14 @@ pub enum ValueError {
     /// A TLS setting holdfast does not offer; says what it does.
     #[error("{0}")]
     Tls(String),
+    /// `state.backend.type` names no type holdfast has.
+    #[error(
+        "expected hashmap (in memory) or fjall (on local disk; Flink's rocksdb is read as fjall)"
+    )]
+    UnknownStateBackend,
+    /// Not a memory size.
+    #[error("expected a size such as 512 mb, 1 gb or 268435456 (bytes), of at least 1 mb")]
+    NotAMemorySize,
     /// `execution.checkpointing.mode` names no mode.
     #[error("expected EXACTLY_ONCE or AT_LEAST_ONCE")]
     UnknownCheckpointingMode,

@@ -200,6 +200,14 @@ pub const LOCAL_BACKUP: &str = "execution.checkpointing.local-backup.enabled";
 pub const LOCAL_BACKUP_ALIAS: &str = "state.backend.local-recovery";
 /// `taskmanager.state.local.root-dirs`.
 pub const LOCAL_STATE_DIRS: &str = "taskmanager.state.local.root-dirs";
+/// `state.backend.type`.
+pub const STATE_BACKEND: &str = "state.backend.type";
+/// `state.backend`: Flink's older name of [`STATE_BACKEND`].
+pub const STATE_BACKEND_ALIAS: &str = "state.backend";
+/// `taskmanager.memory.managed.size`.
+pub const MANAGED_MEMORY: &str = "taskmanager.memory.managed.size";
+/// `io.tmp.dirs`.
+pub const IO_TMP_DIRS: &str = "io.tmp.dirs";
 /// `execution.checkpointing.mode`.
 pub const CP_MODE: &str = "execution.checkpointing.mode";
 /// `execution.checkpointing.dir`.
@@ -877,7 +885,7 @@ pub const KEYS: &[KeySpec] = &[
         "false",
         "boolean",
         Checkpointing,
-        "keyed state goes into shared files that later checkpoints reuse, so a checkpoint writes about what changed since the last one (savepoints stay full copies)",
+        "keyed state goes into shared files that later checkpoints reuse, so a checkpoint writes about what changed since the last one (savepoints stay full copies); `true` when unset with `state.backend.type: fjall`",
     ),
     key(
         CP_INCREMENTAL_ALIAS,
@@ -906,6 +914,34 @@ pub const KEYS: &[KeySpec] = &[
         "path",
         Checkpointing,
         "where a TaskManager keeps its local copies (under `<dir>/holdfast-local-state/<TaskManager id>/`, emptied when it starts; unset: the system's temporary directory); with several `,`-separated directories the first is used",
+    ),
+    key(
+        STATE_BACKEND,
+        "hashmap",
+        "enum",
+        Checkpointing,
+        "where keyed state lives: `hashmap` in memory, or `fjall` mostly on local disk (state larger than memory, within `taskmanager.memory.managed.size`); Flink's `rocksdb` is read as `fjall`. With `fjall`, checkpoints are incremental unless `execution.checkpointing.incremental` says otherwise",
+    ),
+    key(
+        STATE_BACKEND_ALIAS,
+        "hashmap",
+        "enum",
+        Checkpointing,
+        "Flink's older name of `state.backend.type`",
+    ),
+    key(
+        MANAGED_MEMORY,
+        "512 mb",
+        "memory",
+        Checkpointing,
+        "what a TaskManager's disk-backed keyed state keeps in memory, split evenly among its slots (a slot's half for its block cache and write buffers, half for its tables' recently used keys); e.g. `512 mb`, `1 gb`",
+    ),
+    key(
+        IO_TMP_DIRS,
+        "unset",
+        "path",
+        Checkpointing,
+        "where a TaskManager keeps its disk-backed keyed state (under `<dir>/holdfast-state/<TaskManager id>/`, emptied when it starts; unset: the system's temporary directory); with several `,`-separated directories the first is used",
     ),
     key(
         CP_MODE,

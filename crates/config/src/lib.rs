@@ -29,7 +29,7 @@ mod ssl;
 mod warning;
 
 pub use checkpointing::CheckpointingConfig;
-pub use cluster::{BindPorts, ClusterConfig};
+pub use cluster::{BindPorts, ClusterConfig, StateBackendKind};
 pub use error::{ConfigError, ValueError};
 pub use restart::{
     ExponentialDelay, FailureRate, FixedDelay, RestartStrategyConfig, RestartStrategyKind,

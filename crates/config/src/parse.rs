@@ -9,7 +9,7 @@ use holdfast_types::ha::keys::{HA_TYPE, HA_TYPE_ALIAS};
 use holdfast_types::ha::{self, HaConfig};
 use holdfast_types::parse_duration;
 
-use crate::cluster::ClusterConfig;
+use crate::cluster::{ClusterConfig, StateBackendKind};
 use crate::error::{ConfigError, ValueError};
 use crate::keys::{self, *};
 use crate::restart::RestartStrategyKind;
@@ -128,6 +128,38 @@ fn attempts(text: &str) -> Result<Option<u32>, ValueError> {
             .map(Some)
             .map_err(|_| ValueError::NotAnAttemptCount),
     }
+}
+
+fn state_backend(text: &str) -> Result<StateBackendKind, ValueError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "hashmap" => Ok(StateBackendKind::HashMap),
+        "fjall" | "rocksdb" => Ok(StateBackendKind::Fjall),
+        _ => Err(ValueError::UnknownStateBackend),
+    }
+}
+
+/// A memory size as Flink writes one: a whole number and an optional unit
+/// (`b`, `k`/`kb`, `m`/`mb`, `g`/`gb`, `t`/`tb`, or spelled out as
+/// `kibibytes` …; powers of 1024), at least 1 MiB.
+pub(crate) fn memory_size(text: &str) -> Result<u64, ValueError> {
+    let text = text.trim().to_ascii_lowercase();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| ValueError::NotAMemorySize)?;
+    let shift = match unit.trim() {
+        "" | "b" | "bytes" => 0,
+        "k" | "kb" | "kibibytes" => 10,
+        "m" | "mb" | "mebibytes" => 20,
+        "g" | "gb" | "gibibytes" => 30,
+        "t" | "tb" | "tebibytes" => 40,
+        _ => return Err(ValueError::NotAMemorySize),
+    };
+    number
+        .checked_mul(1u64 << shift)
+        .filter(|bytes| *bytes >= 1 << 20)
+        .ok_or(ValueError::NotAMemorySize)
 }
 
 fn kind(text: &str) -> Result<RestartStrategyKind, ValueError> {
@@ -378,6 +410,27 @@ impl ClusterConfig {
         reader.set(&mut config.local_state_dir, LOCAL_STATE_DIRS, |text| {
             path(text.split(',').next().unwrap_or_default())
         })?;
+        alias_conflict(source, STATE_BACKEND, STATE_BACKEND_ALIAS, |a, b| {
+            state_backend(a).ok() == state_backend(b).ok()
+        })?;
+        reader.set(
+            &mut config.state_backend,
+            STATE_BACKEND_ALIAS,
+            state_backend,
+        )?;
+        reader.set(&mut config.state_backend, STATE_BACKEND, state_backend)?;
+        reader.set(&mut config.managed_memory, MANAGED_MEMORY, memory_size)?;
+        reader.set(&mut config.tmp_dir, IO_TMP_DIRS, |text| {
+            path(text.split(',').next().unwrap_or_default())
+        })?;
+        // Incremental checkpoints are the disk-backed state's default, as
+        // in Flink.
+        if config.state_backend == StateBackendKind::Fjall
+            && source.get(CP_INCREMENTAL).is_none()
+            && source.get(CP_INCREMENTAL_ALIAS).is_none()
+        {
+            settings.incremental = true;
+        }
         alias_conflict(source, CP_INCREMENTAL, CP_INCREMENTAL_ALIAS, |a, b| {
             ssl::flag(a).ok() == ssl::flag(b).ok()
         })?;
@@ -463,6 +516,60 @@ fn unknown_keys(source: &ConfigSource) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_sizes_read_as_flink_writes_them() {
+        assert_eq!(memory_size("512 mb"), Ok(512 << 20));
+        assert_eq!(memory_size("1g"), Ok(1 << 30));
+        assert_eq!(memory_size("2 GiBiBytes"), Ok(2 << 30));
+        assert_eq!(memory_size("1048576"), Ok(1 << 20));
+        for bad in [
+            "",
+            "mb",
+            "1.5 gb",
+            "12 parsecs",
+            "-1 gb",
+            "1 kb",
+            "99999999999 tb",
+        ] {
+            assert_eq!(memory_size(bad), Err(ValueError::NotAMemorySize), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_disk_backed_state_defaults_to_incremental_checkpoints() {
+        let read = |pairs: &[(&str, &str)]| {
+            let mut source = ConfigSource::new();
+            for (k, v) in pairs {
+                source.apply_define(&format!("{k}={v}")).unwrap();
+            }
+            ClusterConfig::from_source(&source).map(|(c, _)| c)
+        };
+        let disk = read(&[("state.backend.type", "rocksdb")]).unwrap();
+        assert_eq!(disk.state_backend, StateBackendKind::Fjall);
+        assert!(disk.checkpointing.settings.incremental);
+        let off = read(&[
+            ("state.backend", "fjall"),
+            ("execution.checkpointing.incremental", "false"),
+        ])
+        .unwrap();
+        assert!(!off.checkpointing.settings.incremental);
+        assert!(!read(&[]).unwrap().checkpointing.settings.incremental);
+        let bad = read(&[("state.backend.type", "memory")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            bad.contains("state.backend.type") && bad.contains("expected hashmap"),
+            "{bad}"
+        );
+        let conflict = read(&[
+            ("state.backend.type", "hashmap"),
+            ("state.backend", "rocksdb"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(conflict.contains("state.backend"), "{conflict}");
+    }
 
     #[test]
     fn attempts_accepts_infinite_and_numbers() {

@@ -8,6 +8,7 @@ use holdfast_types::CheckpointId;
 
 use crate::checkpoint::RestoredPart;
 use crate::metrics::{ConnectorMetrics, DataflowMetrics, OperatorCounters};
+use crate::state::StateBackend;
 use crate::time::Clock;
 
 /// The most splits one connector subtask reports for the job's page.
@@ -35,6 +36,8 @@ pub struct OperatorContext {
     claimed: Arc<AtomicBool>,
     restored_from: Option<CheckpointId>,
     checkpointing: bool,
+    /// The task's keyed-state type.
+    state_backend: StateBackend,
 }
 
 impl OperatorContext {
@@ -65,6 +68,7 @@ impl OperatorContext {
             claimed: Arc::default(),
             restored_from: None,
             checkpointing: false,
+            state_backend: StateBackend::HashMap,
         }
     }
 
@@ -256,6 +260,17 @@ impl OperatorContext {
     pub fn checkpointed(mut self) -> OperatorContext {
         self.checkpointing = true;
         self
+    }
+
+    /// The same context in a task whose keyed state `backend` keeps.
+    pub fn with_state_backend(mut self, backend: StateBackend) -> OperatorContext {
+        self.state_backend = backend;
+        self
+    }
+
+    /// The task's keyed-state type.
+    pub fn state_backend(&self) -> &StateBackend {
+        &self.state_backend
     }
 
     /// The same context, canceled when `flag` is set.

@@ -21,6 +21,25 @@ pub struct TaskInfo {
     /// How the attempt takes part in checkpoints; `None`: the job does not
     /// checkpoint.
     pub checkpointing: Option<TaskCheckpointing>,
+    /// Which type keeps the attempt's keyed state.
+    pub state_backend: KeyedStateBackend,
+}
+
+/// Which type keeps a task's keyed state (`state.backend.type`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum KeyedStateBackend {
+    /// In memory (`hashmap`).
+    #[default]
+    HashMap,
+    /// Mostly on local disk, in `dir` (the attempt's own: emptied when the
+    /// task opens it, deleted when it ends), keeping about `memory_bytes`
+    /// in memory.
+    Disk {
+        /// The attempt's directory.
+        dir: std::path::PathBuf,
+        /// The attempt's memory budget for its keyed state.
+        memory_bytes: u64,
+    },
 }
 
 impl TaskInfo {
@@ -32,12 +51,21 @@ impl TaskInfo {
             parallelism,
             wiring: Wiring::default(),
             checkpointing: None,
+            state_backend: KeyedStateBackend::HashMap,
         }
     }
 
     /// The same info with the attempt's `wiring`.
     pub fn with_wiring(self, wiring: Wiring<DataLocation>) -> TaskInfo {
         TaskInfo { wiring, ..self }
+    }
+
+    /// The same info, its keyed state kept as `backend` says.
+    pub fn with_state_backend(self, backend: KeyedStateBackend) -> TaskInfo {
+        TaskInfo {
+            state_backend: backend,
+            ..self
+        }
     }
 
     /// The same info, taking part in checkpoints as `checkpointing` says.

@@ -9,7 +9,10 @@
 //! ```
 
 use anyhow::{Context, Result};
-use holdfast_cluster::taskmanager::{self, TaskManagerHandle, TaskManagerOptions};
+use holdfast_cluster::taskmanager::{
+    self, KeyedStateOptions, TaskManagerHandle, TaskManagerOptions,
+};
+use holdfast_config::StateBackendKind;
 use holdfast_dataflow::JobRegistry;
 use holdfast_ha::backend::Backend;
 use holdfast_ha::connection::Connection;
@@ -112,6 +115,20 @@ impl Setup {
                     .join("holdfast-local-state")
                     .join(place.id)
             }),
+            keyed_state: match self.config.state_backend {
+                StateBackendKind::HashMap => KeyedStateOptions::HashMap,
+                StateBackendKind::Fjall => KeyedStateOptions::Disk {
+                    root: self
+                        .config
+                        .tmp_dir
+                        .clone()
+                        .unwrap_or_else(std::env::temp_dir)
+                        .join("holdfast-state")
+                        .join(place.id),
+                    memory_per_slot: self.config.managed_memory
+                        / u64::from(self.config.task_slots.max(1)),
+                },
+            },
             registry,
             metrics: self.metrics.clone(),
         };

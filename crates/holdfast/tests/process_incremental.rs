@@ -266,3 +266,89 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
     JOB.check_keyed(&output, true)?;
     Ok(())
 }
+
+/// The disk-backed keyed state (`state.backend.type: fjall`, incremental
+/// checkpoints by default) through a kill -9 of a TaskManager and of the
+/// leader, with a memory budget (1 MiB a slot) far below the state, so
+/// that the tables' buffers go to disk all the time:
+///
+/// - each TaskManager keeps its tasks' state under its own directory of
+///   `io.tmp.dirs`, and says so;
+/// - checkpoints reuse earlier runs, and no shared file is left behind;
+/// - the output is exactly once;
+/// - a TaskManager started after the kill sweeps the killed one's
+///   directory, and the ended job leaves no task directory behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_backed_state_survives_a_killed_task_manager_and_a_killed_leader() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let tmp = data.path().join("tmp");
+    let config = format!(
+        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         state.backend.type: fjall\nio.tmp.dirs: {}\ntaskmanager.memory.managed.size: 2 mb\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+        checkpoints.display(),
+        tmp.display()
+    );
+    let cluster = Cluster::start("lease", &config).await?;
+    let mut jm_a = cluster.jobmanager("jm-a").await?;
+    let client_a = rest(&jm_a.rest)?;
+    let tm1 = cluster.taskmanager("tm-1", None).await?;
+    let mut tm2 = cluster.taskmanager("tm-2", None).await?;
+    logged(&tm1.process, "keyed state on local disk", 0).await?;
+    registered(&client_a, 2).await?;
+    let jm_b = cluster.jobmanager("jm-b").await?;
+    let job = JOB.submit(&client_a, &output, "keyed", 2).await?;
+    let job_dir = checkpoints.join(job.to_string());
+    let state = tmp.join("holdfast-state");
+    let attempts = |tm: &str| -> Result<usize> {
+        Ok(std::fs::read_dir(state.join(tm))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .count())
+    };
+
+    completed(&jm_a, 4).await?;
+    ensure!(
+        attempts("tm-1")? > 0,
+        "tm-1 keeps no task state under {}",
+        state.display()
+    );
+    // Incremental by default: later checkpoints reuse earlier runs.
+    eventually("a checkpoint reuses earlier runs", || async {
+        let (id, reused) = no_leftovers(&job_dir).await?;
+        Ok((reused > 0).then_some((id, reused)))
+    })
+    .await?;
+
+    restored_after_killing(&jm_a, &mut tm2).await?;
+    ensure!(
+        state.join("tm-2").exists(),
+        "a killed TaskManager cannot clean up"
+    );
+    // A TaskManager started later sweeps the directory of the killed one.
+    let tm3 = cluster.taskmanager("tm-3", None).await?;
+    logged(
+        &tm3.process,
+        "deleted the disk-backed state of a TaskManager whose process is gone",
+        0,
+    )
+    .await?;
+    ensure!(
+        !state.join("tm-2").exists(),
+        "the killed TaskManager's state is still there"
+    );
+
+    jm_a.process.kill()?;
+    completed(&jm_b, 3).await?;
+    no_leftovers(&job_dir).await?;
+    let client_b = rest(&jm_b.rest)?;
+    finished(&client_b, job).await?;
+    JOB.check_keyed(&output, true)?;
+    eventually("the ended job's tasks leave no state directory", || async {
+        Ok((attempts("tm-1")? == 0 && attempts("tm-3")? == 0).then_some(()))
+    })
+    .await?;
+    drop(tm1);
+    Ok(())
+}

@@ -107,8 +107,9 @@ impl Actor {
                 .map_err(|e| Status::invalid_argument(format!("task_args_json is not JSON: {e}")))?
         };
         let wiring = holdfast_rpc::convert::wiring::wiring(request.wiring.as_ref(), key.job)?;
-        let mut info =
-            TaskInfo::new(request.task_name.clone(), request.parallelism).with_wiring(wiring);
+        let mut info = TaskInfo::new(request.task_name.clone(), request.parallelism)
+            .with_wiring(wiring)
+            .with_state_backend(self.parts.options.keyed_state.for_attempt(&key));
         if let Some(settings) = &request.checkpointing {
             info = info.with_checkpointing(super::checkpoints::task_checkpointing(
                 &self.parts.storages,

@@ -13,6 +13,7 @@
 mod actor;
 mod calls;
 mod checkpoints;
+mod disk_state;
 mod hardware;
 mod local_state;
 mod notices;
@@ -36,6 +37,8 @@ use holdfast_runtime::ids::TaskManagerId;
 use holdfast_runtime::taskmanager::{TaskManagerConfig, TaskManagerCore};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
+
+pub use disk_state::KeyedStateOptions;
 
 use crate::metrics::ClusterMetrics;
 use crate::start_error::{Endpoint, StartError};
@@ -88,6 +91,8 @@ pub struct TaskManagerOptions {
     /// the directory for local copies of what this TaskManager's tasks
     /// checkpoint (emptied at start); `None`: off.
     pub local_state: Option<std::path::PathBuf>,
+    /// Where its tasks keep their keyed state (`state.backend.type`).
+    pub keyed_state: KeyedStateOptions,
     /// The tasks this TaskManager can run.
     pub registry: Arc<TaskRegistry>,
     /// Metrics to update.
@@ -178,6 +183,24 @@ pub async fn start<B: Backend>(
             })?,
         )),
     };
+    options
+        .keyed_state
+        .prepare()
+        .map_err(|source| StartError::DiskState {
+            dir: match &options.keyed_state {
+                KeyedStateOptions::Disk { root, .. } => root.display().to_string(),
+                KeyedStateOptions::HashMap => String::new(),
+            },
+            source,
+        })?;
+    if let KeyedStateOptions::Disk {
+        root,
+        memory_per_slot,
+    } = &options.keyed_state
+    {
+        tracing::info!(dir = %root.display(), memory_per_slot,
+            "keyed state on local disk (state.backend.type: fjall): each task's state is kept here, its memory within the slot's share of taskmanager.memory.managed.size");
+    }
     if let Some(local) = &local {
         tracing::info!(dir = %local.root().display(),
             "local recovery on: copies of what this TaskManager's tasks checkpoint are kept here, and a task restarted here restores from them");

@@ -60,19 +60,18 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<(), TaskFailure> {
         for record in batch.drain(..) {
             let key = (self.key)(&record);
-            let value = match self.state.table.get_mut(&key) {
-                Some(current) => {
-                    *current = (self.f)(current, &record);
-                    current.clone()
-                }
-                None => {
-                    if self.state.table.insert(key, record.clone()).is_err() {
-                        return Err(foreign_key(&self.ctx));
+            let f = &mut self.f;
+            let value = self.state.with_value(
+                &key,
+                || record.clone(),
+                |current, new| {
+                    if !new {
+                        *current = f(current, &record);
                     }
-                    record
-                }
-            };
-            self.out.push(value);
+                    current.clone()
+                },
+            )?;
+            self.out.push(value.ok_or_else(|| foreign_key(&self.ctx))?);
         }
         self.next.push(&mut self.out)
     }
@@ -137,20 +136,19 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
         let aggregate = &self.aggregate;
         for record in batch.drain(..) {
             let key = (self.key)(&record);
-            let acc = match self.state.table.get_mut(&key) {
-                Some(acc) => acc,
-                None => match self
-                    .state
-                    .table
-                    .get_or_insert_with(key.clone(), || aggregate.create())
-                {
-                    Ok(acc) => acc,
-                    Err(_) => return Err(foreign_key(&self.ctx)),
+            let every = self.emit == Emit::EveryRecord;
+            let result = self.state.with_value(
+                &key,
+                || aggregate.create(),
+                |acc, _| {
+                    aggregate.add(acc, &record);
+                    every.then(|| aggregate.result(acc))
                 },
-            };
-            aggregate.add(acc, &record);
-            if self.emit == Emit::EveryRecord {
-                self.out.push((key, aggregate.result(acc)));
+            )?;
+            match result {
+                None => return Err(foreign_key(&self.ctx)),
+                Some(Some(result)) => self.out.push((key, result)),
+                Some(None) => {}
             }
         }
         self.next.push(&mut self.out)
@@ -160,12 +158,14 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for KeyedAggregate<T, K, A> {
 
     fn finish(&mut self) -> Result<(), TaskFailure> {
         if self.emit == Emit::AtEnd {
-            for (key, acc) in self.state.table.drain() {
-                self.out.push((key, self.aggregate.result(&acc)));
-                if self.out.len() == 1024 {
-                    self.next.push(&mut self.out)?;
+            let (aggregate, out, next) = (&self.aggregate, &mut self.out, &mut self.next);
+            self.state.drain_each(|key, acc| {
+                out.push((key, aggregate.result(&acc)));
+                if out.len() == 1024 {
+                    next.push(out)?;
                 }
-            }
+                Ok(())
+            })?;
             self.next.push(&mut self.out)?;
         }
         self.next.finish()

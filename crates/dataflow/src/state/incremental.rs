@@ -34,8 +34,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::run::{RunWriter, SectionAt, SectionKind, merge_chain};
-use super::table::{KeyedTable, TableSnapshot};
-use super::{KeyGroup, KeyGroupRange};
+use super::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
+use super::{KeyGroup, KeyGroupRange, StateError};
 use crate::checkpoint::Part;
 
 /// The most sections a group's chain holds before it is written whole
@@ -116,20 +116,18 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
     /// The part of `table` for checkpoint `id` of `kind` (on the task
     /// thread: a pointer copy per key group and a swap of the change
     /// lists; the rest is encoded later).
-    pub(crate) fn part<V>(
+    pub(crate) fn part<T: TrackedTable<K>>(
         &mut self,
-        table: &mut KeyedTable<K, V>,
+        table: &mut T,
         id: CheckpointId,
         kind: SnapshotKind,
     ) -> Part
     where
         K: Serialize,
-        V: Clone + Serialize + Send + Sync + 'static,
     {
         let base = match kind {
             SnapshotKind::Full => {
-                if let Some(changes) = table.take_changes() {
-                    let (_, changed) = changes.into_parts();
+                if let Some((_, changed)) = table.take_changed() {
                     self.changes.push((id, Arc::new(changed)));
                     self.bound();
                     if lock(&self.chains).is_empty() {
@@ -138,16 +136,15 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
                         table.untrack_changes();
                     }
                 }
-                return inline_part(table.snapshot());
+                return inline_part(table.snapshot_now());
             }
             SnapshotKind::Incremental { base } => base,
         };
         let tracking = table.is_tracking_changes();
         table.track_changes();
-        let Some(changes) = table.take_changes() else {
-            return inline_part(table.snapshot());
+        let Some((snapshot, changed)) = table.take_changed() else {
+            return inline_part(table.snapshot_now());
         };
-        let (snapshot, changed) = changes.into_parts();
         self.changes.push((id, Arc::new(changed)));
         self.bound();
         let base_chains = match base {
@@ -193,13 +190,9 @@ impl<K> TableChains<K> {
 }
 
 /// A full snapshot's part, every group inline.
-fn inline_part<K, V>(snapshot: TableSnapshot<K, V>) -> Part
-where
-    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
-    V: Clone + Serialize + Send + Sync + 'static,
-{
+fn inline_part<K, S: GroupSnapshot<K>>(snapshot: S) -> Part {
     Part::Deferred(Box::new(move || {
-        let parts = snapshot.encode()?;
+        let parts = snapshot.encode_inline()?;
         let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
         Ok(postcard::to_allocvec(&TablePart::Inline(parts))?.into())
     }))
@@ -216,15 +209,15 @@ where
 /// started together would otherwise all reach the limit at once) and a
 /// restore reads about one group's size plus its deltas. Sections are
 /// encoded straight into the run (no allocation per entry).
-fn encode<K, V>(
-    snapshot: &TableSnapshot<K, V>,
+fn encode<K, S>(
+    snapshot: &S,
     base_chains: Option<&Chains>,
     deltas: &[Changed<K>],
     file: String,
 ) -> Result<(EncodedState, Chains), EncodeError>
 where
-    K: Hash + Eq + Clone + Serialize,
-    V: Clone + Serialize,
+    K: Hash + Eq,
+    S: GroupSnapshot<K>,
 {
     let range = snapshot.range();
     let mut chains = Chains::new();
@@ -355,17 +348,17 @@ fn file_safe(name: &str) -> String {
 /// inline part's groups, and each chain read from its shared files (one
 /// read per file, of the span this subtask needs). `chains_out` gets the
 /// chains restored, to be reused by the next incremental checkpoint.
-pub(crate) fn restore_table<K, V>(
-    name: &str,
-    max_parallelism: u32,
+pub(crate) fn restore_table<K, V, T>(
+    mut table: T,
     range: KeyGroupRange,
     from: Option<CheckpointId>,
     parts: &[(Vec<u8>, u32, &StateSource)],
     chains_out: &mut TableChains<K>,
-) -> Result<KeyedTable<K, V>, RestoreError>
+) -> Result<T, RestoreError>
 where
     K: Hash + Eq + Clone + Send + Sync + DeserializeOwned + 'static,
-    V: Clone + DeserializeOwned,
+    V: DeserializeOwned,
+    T: RestoreTarget<K, V>,
 {
     let mut inline: Vec<(KeyGroup, Vec<u8>)> = Vec::new();
     let mut restored = Chains::new();
@@ -395,22 +388,33 @@ where
             }
         }
     }
-    let mut table: KeyedTable<K, V> = KeyedTable::restore(
-        name,
-        max_parallelism,
-        range,
-        inline.iter().map(|(g, b)| (*g, b.as_slice())),
-    )
-    .map_err(RestoreError::State)?;
-    for (group, chain) in &restored {
-        for (key, value) in merged(chain, &reads)? {
+    for (group, bytes) in inline {
+        if !range.contains(group) {
+            continue;
+        }
+        let entries: Vec<(K, V)> = postcard::from_bytes(&bytes).map_err(|e| {
+            RestoreError::State(StateError::Corrupt {
+                state: table.state_name().to_owned(),
+                group,
+                reason: e.to_string(),
+            })
+        })?;
+        for (key, value) in entries {
             table
-                .insert_encoded(KeyGroup(*group), &key, &value)
+                .restore_entry(group, key, value)
                 .map_err(RestoreError::State)?;
         }
     }
+    for (group, chain) in &restored {
+        for (key, value) in merged(chain, &reads)? {
+            table
+                .restore_encoded(KeyGroup(*group), &key, &value)
+                .map_err(RestoreError::State)?;
+        }
+    }
+    table.restored().map_err(RestoreError::State)?;
     if any_chains {
-        table.track_changes();
+        table.track();
         if let Some(from) = from {
             chains_out.restored(from, restored);
         }
@@ -508,4 +512,4 @@ pub(crate) enum RestoreError {
 
 #[cfg(test)]
 #[path = "incremental_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -12,13 +12,14 @@ use holdfast_types::{CheckpointId, SnapshotKind};
 use proptest::prelude::*;
 
 use super::*;
+use crate::state::KeyedTable;
 
-const MAX: u32 = 16;
+pub(crate) const MAX: u32 = 16;
 
 /// Shared files in memory, read the way a TaskManager reads them.
 #[derive(Default)]
-struct Files {
-    files: Mutex<HashMap<String, Vec<u8>>>,
+pub(crate) struct Files {
+    pub(crate) files: Mutex<HashMap<String, Vec<u8>>>,
     reads: Mutex<usize>,
 }
 
@@ -49,7 +50,7 @@ type Table = KeyedTable<String, u64>;
 /// completed.
 type Taken = (CheckpointId, Vec<u8>, BTreeMap<String, u64>, bool);
 
-fn encode(part: Part) -> EncodedState {
+pub(crate) fn encode(part: Part) -> EncodedState {
     match part {
         Part::Deferred(encode) => encode().unwrap(),
         Part::Bytes(bytes) => bytes.into(),
@@ -69,8 +70,7 @@ fn restore(
     let source = StateSource::Stored(Arc::clone(files) as Arc<dyn StoredState>);
     let mut chains = TableChains::new("restored", "sum");
     let table = restore_table(
-        "sum",
-        MAX,
+        Table::new("sum", MAX, range),
         range,
         Some(from),
         &[(part.to_vec(), 3, &source)],
@@ -269,9 +269,8 @@ fn a_damaged_or_missing_shared_file_is_refused_by_name() {
     let source = StateSource::Stored(Arc::clone(&files) as Arc<dyn StoredState>);
     let restore_with = |files_source: &StateSource| {
         let mut out = TableChains::<String>::new("r", "sum");
-        restore_table::<String, u64>(
-            "sum",
-            MAX,
+        restore_table::<String, u64, _>(
+            Table::new("sum", MAX, range),
             range,
             Some(CheckpointId(1)),
             &[(encoded.bytes.clone(), 3, files_source)],

@@ -14,11 +14,19 @@
 //! - **restoring at another parallelism** takes, from the parts of every
 //!   old subtask, just the key groups of the new subtask's range.
 
+pub(crate) mod backend;
+mod disk;
+pub mod engine;
 pub(crate) mod incremental;
 mod key_groups;
 pub(crate) mod operator;
 pub mod run;
 mod table;
+pub(crate) mod tracked;
 
+pub use backend::{DiskStore, StateBackend};
+pub use disk::{
+    DiskSnapshot, DiskTable, DrainError, MAX_PARALLELISM as DISK_MAX_PARALLELISM, TableBudget,
+};
 pub use key_groups::{KeyGroup, KeyGroupRange};
 pub use table::{KeyedTable, StateError, TableChanges, TableSnapshot};

@@ -1,5 +1,6 @@
-//! How operators keep a [`KeyedTable`] through checkpoints: made empty or
-//! restored from the operator's part of a checkpoint, snapshotted into a
+//! How operators keep a keyed table through checkpoints: made empty or
+//! restored from the operator's part of a checkpoint, in memory or mostly
+//! on disk as the task's [`StateBackend`] says, snapshotted into a
 //! [`Part`] that is encoded off the task thread — whole, or incrementally
 //! (`incremental.rs`) when the barrier asks for it.
 
@@ -7,8 +8,9 @@ use holdfast_executor::TaskFailure;
 use holdfast_runtime::failure::FailureKind;
 use holdfast_types::{CheckpointId, SnapshotKind};
 
+use super::backend::{StateBackend, Table};
 use super::incremental::{TableChains, restore_table};
-use super::{KeyGroupRange, KeyedTable};
+use super::{DrainError, KeyGroupRange, KeyedTable, StateError};
 use crate::checkpoint::Part;
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
@@ -16,8 +18,9 @@ use crate::data::{Data, Key};
 /// A keyed operator's state: its table, and what incremental checkpoints
 /// keep beside it.
 pub(crate) struct Checkpointed<K: Key, V: Data> {
-    pub(crate) table: KeyedTable<K, V>,
+    table: Table<K, V>,
     chains: TableChains<K>,
+    operator: String,
 }
 
 impl<K: Key, V: Data> Checkpointed<K, V> {
@@ -34,17 +37,90 @@ impl<K: Key, V: Data> Checkpointed<K, V> {
             .iter()
             .map(|p| (p.bytes.clone(), p.format, &p.source))
             .collect();
-        let table = restore_table(name, max, range, ctx.restored_from(), &parts, &mut chains)
-            .map_err(|e| {
-                TaskFailure::with_source(format!("operator {name:?}: cannot restore its state"), e)
-                    .of_kind(FailureKind::Infrastructure)
-            })?;
-        Ok(Checkpointed { table, chains })
+        let failed = |e: &dyn std::error::Error| {
+            TaskFailure::new(format!("operator {name:?}: cannot restore its state: {e}"))
+                .of_kind(FailureKind::Infrastructure)
+        };
+        let from = ctx.restored_from();
+        let table = match ctx.state_backend() {
+            StateBackend::HashMap => Table::Heap(
+                restore_table(
+                    KeyedTable::new(name, max, range),
+                    range,
+                    from,
+                    &parts,
+                    &mut chains,
+                )
+                .map_err(|e| failed(&e))?,
+            ),
+            StateBackend::Disk(store) => {
+                let empty = store
+                    .table(name, ctx.uid(), max, range)
+                    .map_err(|e| failed(&e))?;
+                Table::Disk(
+                    restore_table(empty, range, from, &parts, &mut chains)
+                        .map_err(|e| failed(&e))?,
+                )
+            }
+        };
+        Ok(Checkpointed {
+            table,
+            chains,
+            operator: name.to_owned(),
+        })
+    }
+
+    /// Calls `f` with `key`'s value, made with `make` first if it has none
+    /// (`f`'s flag says so). `Ok(None)`: the key is of a key group this
+    /// subtask does not own.
+    #[inline]
+    pub(crate) fn with_value<R>(
+        &mut self,
+        key: &K,
+        make: impl FnOnce() -> V,
+        f: impl FnOnce(&mut V, bool) -> R,
+    ) -> Result<Option<R>, TaskFailure> {
+        self.table
+            .with_value(key, make, f)
+            .map_err(|e| self.state_failure(e))
+    }
+
+    /// Removes every key, calling `each` with it and its value.
+    pub(crate) fn drain_each(
+        &mut self,
+        mut each: impl FnMut(K, V) -> Result<(), TaskFailure>,
+    ) -> Result<(), TaskFailure> {
+        match &mut self.table {
+            Table::Heap(table) => {
+                for (key, value) in table.drain() {
+                    each(key, value)?;
+                }
+                Ok(())
+            }
+            Table::Disk(table) => match table.drain_each(each) {
+                Ok(()) => Ok(()),
+                Err(DrainError::Each(e)) => Err(e),
+                Err(DrainError::State(e)) => Err(self.state_failure(e)),
+            },
+        }
+    }
+
+    /// The state failed to read or write (the disk-backed engine): the
+    /// task fails, and restarts from the last checkpoint.
+    fn state_failure(&self, e: StateError) -> TaskFailure {
+        TaskFailure::new(format!(
+            "operator {:?}: its state failed: {e}",
+            self.operator
+        ))
+        .of_kind(FailureKind::Infrastructure)
     }
 
     /// Its part of checkpoint `id` (a pointer per key group now, encoded
     /// later).
     pub(crate) fn part(&mut self, id: CheckpointId, kind: SnapshotKind) -> Part {
-        self.chains.part(&mut self.table, id, kind)
+        match &mut self.table {
+            Table::Heap(table) => self.chains.part(table, id, kind),
+            Table::Disk(table) => self.chains.part(table, id, kind),
+        }
     }
 }

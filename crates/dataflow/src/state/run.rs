@@ -248,6 +248,21 @@ impl<'a> EntryWriter<'a> {
         Ok(())
     }
 
+    /// One entry already encoded: `key`'s and its value's postcard bytes,
+    /// or a removal (what a disk-backed table keeps).
+    pub fn put_encoded(&mut self, key: &[u8], value: Option<&[u8]>) {
+        varint(self.out, key.len() as u64);
+        self.out.extend_from_slice(key);
+        match value {
+            None => self.out.push(0),
+            Some(value) => {
+                self.out.push(1);
+                varint(self.out, value.len() as u64);
+                self.out.extend_from_slice(value);
+            }
+        }
+    }
+
     fn bytes_of<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), postcard::Error> {
         self.scratch.clear();
         let scratch = std::mem::take(&mut self.scratch);
@@ -259,7 +274,7 @@ impl<'a> EntryWriter<'a> {
 }
 
 /// postcard's unsigned varint (LEB128).
-fn varint(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn varint(out: &mut Vec<u8>, mut n: u64) {
     loop {
         let byte = (n & 0x7f) as u8;
         n >>= 7;

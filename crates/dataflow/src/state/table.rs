@@ -65,6 +65,14 @@ pub enum StateError {
         /// What failed.
         reason: String,
     },
+    /// The disk-backed state's engine failed.
+    #[error("state {state}: {source}")]
+    Engine {
+        /// The state's name.
+        state: String,
+        /// What failed, and where.
+        source: super::engine::EngineError,
+    },
 }
 
 /// One keyed state of one subtask: a value per key, for the key groups of
@@ -384,11 +392,6 @@ where
         self.range
     }
 
-    /// Whether the group at `slot` (its index in the range) holds no key.
-    pub(crate) fn group_is_empty(&self, slot: usize) -> bool {
-        self.groups[slot].is_empty()
-    }
-
     /// Keys in the group at `slot`.
     pub(crate) fn group_len(&self, slot: usize) -> usize {
         self.groups[slot].len()
@@ -466,16 +469,7 @@ where
                     reason: e.to_string(),
                 })?;
             for (key, value) in entries {
-                let found = table.group_of(&key);
-                if found != group {
-                    return Err(StateError::WrongGroup {
-                        state: name.to_owned(),
-                        group,
-                        found,
-                    });
-                }
-                let slot = (group.0 - range.start) as usize;
-                table.groups[slot].insert(key, Stamped::new(value));
+                super::tracked::RestoreTarget::restore_entry(&mut table, group, key, value)?;
             }
         }
         Ok(table)
@@ -507,6 +501,43 @@ where
         let slot = (group.0 - self.range.start) as usize;
         self.groups[slot].insert(key, Stamped::new(value));
         Ok(())
+    }
+}
+
+impl<K, V> super::tracked::RestoreTarget<K, V> for KeyedTable<K, V>
+where
+    K: Hash + Eq + Clone + DeserializeOwned,
+    V: Clone + DeserializeOwned,
+{
+    fn state_name(&self) -> &str {
+        KeyedTable::name(self)
+    }
+
+    fn restore_entry(&mut self, group: KeyGroup, key: K, value: V) -> Result<(), StateError> {
+        let found = self.group_of(&key);
+        if found != group || !self.range.contains(group) {
+            return Err(StateError::WrongGroup {
+                state: self.name.clone(),
+                group,
+                found,
+            });
+        }
+        let slot = (group.0 - self.range.start) as usize;
+        self.groups[slot].insert(key, Stamped::new(value));
+        Ok(())
+    }
+
+    fn restore_encoded(
+        &mut self,
+        group: KeyGroup,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StateError> {
+        self.insert_encoded(group, key, value)
+    }
+
+    fn track(&mut self) {
+        self.track_changes();
     }
 }
 

@@ -17,6 +17,7 @@ use crate::context::OperatorContext;
 use crate::metrics::DataflowMetrics;
 use crate::plan::{AnyBox, CompiledPlan, NodeOp, PlanEdge, VertexPlan};
 use crate::source::SourcePosition;
+use crate::state::StateBackend;
 use crate::task::input::InputPort;
 use crate::task::output::exchange_failure;
 use crate::task::source_loop::SourceLoop;
@@ -90,6 +91,7 @@ pub(crate) fn build(
         restored,
         tag: attempt_tag(ctx),
         checkpointing: ctx.checkpointing().is_some(),
+        state_backend: StateBackend::of(&ctx.info().state_backend),
     };
     let (mut inputs, source) = chain.operators(vp)?;
     if let Some(checkpoint) = chain.restored.checkpoint() {
@@ -177,6 +179,8 @@ struct Chain<'a> {
     tag: Arc<str>,
     /// Whether the job checkpoints.
     checkpointing: bool,
+    /// Where the task's keyed state is kept (one store for its operators).
+    state_backend: StateBackend,
 }
 
 impl Chain<'_> {
@@ -264,6 +268,7 @@ impl Chain<'_> {
         .with_cancel_flag(Arc::clone(self.env.canceled))
         .with_task_meters(Arc::clone(self.ctx.meters()))
         .with_max_parallelism(compiled.max_parallelism())
+        .with_state_backend(self.state_backend.clone())
         .for_attempt(
             Arc::from(uid.as_str()),
             Arc::clone(&self.tag),

@@ -1,0 +1,130 @@
+//! Which type keeps a task's keyed state (`state.backend.type`), as its
+//! operators open it: in memory ([`KeyedTable`]) or mostly on local disk
+//! ([`DiskTable`], in the task's [`FjallStore`], opened at its first
+//! table).
+
+use std::hash::Hash;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use holdfast_executor::KeyedStateBackend;
+use holdfast_types::sync::lock;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::engine::{EngineError, FjallStore};
+use super::{DiskTable, KeyGroupRange, KeyedTable, StateError, TableBudget};
+
+/// The task's keyed-state type, shared by its operators.
+#[derive(Clone, Debug, Default)]
+pub enum StateBackend {
+    /// Every table in memory.
+    #[default]
+    HashMap,
+    /// Keyed operators' tables mostly on local disk.
+    Disk(Arc<DiskStore>),
+}
+
+impl StateBackend {
+    /// The backend a task's info names.
+    pub fn of(spec: &KeyedStateBackend) -> StateBackend {
+        match spec {
+            KeyedStateBackend::HashMap => StateBackend::HashMap,
+            KeyedStateBackend::Disk { dir, memory_bytes } => {
+                StateBackend::Disk(Arc::new(DiskStore {
+                    dir: dir.clone(),
+                    memory_bytes: *memory_bytes,
+                    store: Mutex::new(None),
+                    budget: TableBudget::new(FjallStore::table_budget(*memory_bytes)),
+                }))
+            }
+        }
+    }
+}
+
+/// One task's disk-backed state: its engine store, opened at the first
+/// table, and what the tables' buffers may hold.
+#[derive(Debug)]
+pub struct DiskStore {
+    dir: PathBuf,
+    memory_bytes: u64,
+    store: Mutex<Option<FjallStore>>,
+    budget: Arc<TableBudget>,
+}
+
+impl DiskStore {
+    /// An empty table `name` of the operator `uid`, for `range`.
+    pub(crate) fn table<K, V>(
+        &self,
+        name: &str,
+        uid: &str,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+    ) -> Result<DiskTable<K, V>, StateError>
+    where
+        K: Hash + Eq + Clone + Serialize + DeserializeOwned,
+        V: Clone + Serialize + DeserializeOwned,
+    {
+        let failed = |source: EngineError| StateError::Engine {
+            state: name.to_owned(),
+            source,
+        };
+        let store = {
+            let mut store = lock(&self.store);
+            match &*store {
+                Some(s) => s.clone(),
+                None => {
+                    let opened = FjallStore::open(&self.dir, self.memory_bytes).map_err(failed)?;
+                    *store = Some(opened.clone());
+                    opened
+                }
+            }
+        };
+        // A keyspace name unique in the job (operator ids are), short.
+        let keyspace = format!("{:08x}", crc32fast::hash(uid.as_bytes()));
+        let engine = store.engine(&keyspace).map_err(failed)?;
+        DiskTable::new(
+            name,
+            max_parallelism,
+            range,
+            Box::new(engine),
+            Arc::clone(&self.budget),
+        )
+    }
+}
+
+/// A keyed operator's table, of the task's type.
+pub(crate) enum Table<K: Hash + Eq + Clone, V: Clone> {
+    /// In memory.
+    Heap(KeyedTable<K, V>),
+    /// Mostly on local disk.
+    Disk(DiskTable<K, V>),
+}
+
+impl<K, V> Table<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned,
+    V: Clone + Serialize + DeserializeOwned,
+{
+    /// Calls `f` with `key`'s value, made with `make` first if it has
+    /// none (`f`'s flag says so). `Ok(None)`: the key is of a key group
+    /// this subtask does not own.
+    #[inline]
+    pub(crate) fn with_value<R>(
+        &mut self,
+        key: &K,
+        make: impl FnOnce() -> V,
+        f: impl FnOnce(&mut V, bool) -> R,
+    ) -> Result<Option<R>, StateError> {
+        match self {
+            Table::Heap(table) => Ok(match table.get_mut(key) {
+                Some(value) => Some(f(value, false)),
+                None => match table.get_or_insert_with(key.clone(), make) {
+                    Ok(value) => Some(f(value, true)),
+                    Err(_) => None,
+                },
+            }),
+            Table::Disk(table) => table.with_value(key, make, f),
+        }
+    }
+}

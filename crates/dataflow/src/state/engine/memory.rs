@@ -1,0 +1,71 @@
+//! [`MemoryEngine`]: the reference engine, a persistent ordered map (a
+//! snapshot is a pointer copy).
+
+use std::sync::Arc;
+
+use imbl::OrdMap;
+
+use super::{BatchEntry, EngineError, EngineSnapshot, ScanFn, StateEngine};
+
+type Map = OrdMap<Arc<[u8]>, Arc<[u8]>>;
+
+/// Keeps everything in memory: for tests, and as the reference every
+/// engine's conformance is checked against.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryEngine {
+    map: Map,
+}
+
+impl MemoryEngine {
+    /// An empty engine.
+    pub fn new() -> MemoryEngine {
+        MemoryEngine::default()
+    }
+}
+
+impl StateEngine for MemoryEngine {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
+        Ok(self.map.get(key).map(|v| v.to_vec()))
+    }
+
+    fn write(&mut self, batch: Vec<BatchEntry>) -> Result<(), EngineError> {
+        for (key, value) in batch {
+            match value {
+                Some(value) => {
+                    self.map.insert(Arc::from(key), Arc::from(value));
+                }
+                None => {
+                    self.map.remove(key.as_slice());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Box<dyn EngineSnapshot> {
+        Box::new(MemorySnapshot(self.map.clone()))
+    }
+
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+}
+
+struct MemorySnapshot(Map);
+
+impl EngineSnapshot for MemorySnapshot {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
+        Ok(self.0.get(key).map(|v| v.to_vec()))
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], each: &mut ScanFn<'_>) -> Result<(), EngineError> {
+        let from: Arc<[u8]> = Arc::from(prefix);
+        for (key, value) in self.0.range(from..) {
+            if !key.starts_with(prefix) {
+                break;
+            }
+            each(key, value)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! What checkpoints need of a keyed table, whichever type keeps it: the
+//! in-memory [`KeyedTable`] (`state.backend.type: hashmap`) or the
+//! disk-backed [`DiskTable`](super::DiskTable). `incremental.rs` writes
+//! and restores both through these traits, in the same formats, so a
+//! checkpoint of one restores into the other.
+
+use super::table::{KeyedTable, TableSnapshot};
+use super::{KeyGroup, KeyGroupRange, StateError};
+use serde::Serialize;
+use std::hash::Hash;
+
+/// A table's snapshot, encoded off the task thread: whole (inline) or as
+/// run sections (incremental).
+pub(crate) trait GroupSnapshot<K>: Send + 'static {
+    /// The key groups it holds.
+    fn range(&self) -> KeyGroupRange;
+    /// Keys in the group at `slot` (its index in the range).
+    fn group_len(&self, slot: usize) -> usize;
+    /// Whether the group at `slot` holds no key.
+    fn group_is_empty(&self, slot: usize) -> bool {
+        self.group_len(slot) == 0
+    }
+    /// Every key of the group at `slot`, as a run section's entries (a
+    /// base section), into `out`.
+    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError>;
+    /// `keys` (each once) of the group at `slot`, each with its value at
+    /// the snapshot or a removal, as a delta section's entries, into `out`.
+    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError>;
+    /// One part per non-empty group, each its keys and values as a
+    /// postcard sequence of pairs (a full snapshot's inline groups).
+    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError>;
+}
+
+/// A table that snapshots and tracks its changed keys.
+pub(crate) trait TrackedTable<K> {
+    /// Its snapshot.
+    type Snapshot: GroupSnapshot<K>;
+    /// A snapshot now.
+    fn snapshot_now(&self) -> Self::Snapshot;
+    /// Whether changes are tracked.
+    fn is_tracking_changes(&self) -> bool;
+    /// Keeps, from now on, which keys of each group change.
+    fn track_changes(&mut self);
+    /// Stops tracking (what was tracked is dropped).
+    fn untrack_changes(&mut self);
+    /// A snapshot and, per group in range order, the keys changed since
+    /// the last take (a key may be listed more than once); `None` without
+    /// tracking.
+    fn take_changed(&mut self) -> Option<(Self::Snapshot, Vec<Vec<K>>)>;
+}
+
+/// What a restore puts into an empty table.
+pub(crate) trait RestoreTarget<K, V> {
+    /// The state's name (for errors).
+    fn state_name(&self) -> &str;
+    /// `key` and `value` of an inline group `group`.
+    fn restore_entry(&mut self, group: KeyGroup, key: K, value: V) -> Result<(), StateError>;
+    /// A key and value encoded as runs hold them, of group `group`.
+    fn restore_encoded(
+        &mut self,
+        group: KeyGroup,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StateError>;
+    /// Everything restored is in place (a disk-backed table writes its
+    /// last batch).
+    fn restored(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
+    /// Keeps, from now on, which keys change.
+    fn track(&mut self);
+}
+
+impl<K, V> GroupSnapshot<K> for TableSnapshot<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
+    V: Clone + Serialize + Send + Sync + 'static,
+{
+    fn range(&self) -> KeyGroupRange {
+        TableSnapshot::range(self)
+    }
+    fn group_len(&self, slot: usize) -> usize {
+        TableSnapshot::group_len(self, slot)
+    }
+    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
+        TableSnapshot::write_base(self, slot, out)
+    }
+    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError> {
+        TableSnapshot::write_delta(self, slot, keys, out)
+    }
+    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
+        self.encode()
+    }
+}
+
+impl<K, V> TrackedTable<K> for KeyedTable<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
+    V: Clone + Serialize + Send + Sync + 'static,
+{
+    type Snapshot = TableSnapshot<K, V>;
+    fn snapshot_now(&self) -> TableSnapshot<K, V> {
+        self.snapshot()
+    }
+    fn is_tracking_changes(&self) -> bool {
+        KeyedTable::is_tracking_changes(self)
+    }
+    fn track_changes(&mut self) {
+        KeyedTable::track_changes(self)
+    }
+    fn untrack_changes(&mut self) {
+        KeyedTable::untrack_changes(self)
+    }
+    fn take_changed(&mut self) -> Option<(TableSnapshot<K, V>, Vec<Vec<K>>)> {
+        self.take_changes().map(|c| c.into_parts())
+    }
+}
