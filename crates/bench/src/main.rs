@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 
 use crate::output::Report;
 use crate::scenario::{
-    checkpoints, cluster, dataflow, failover, incremental, isolation, kafka, notify,
+    checkpoints, cluster, dataflow, disk_state, failover, incremental, isolation, kafka, notify,
     object_storage, ops, probe, table_load, tls,
 };
 
@@ -82,6 +82,10 @@ enum Scenario {
     /// second: bytes written, duration, task pause, updates applied,
     /// memory (issue #26).
     IncrementalCheckpoints(incremental::IncrementalArgs),
+    /// State larger than memory: a keyed sum over 30 million keys on the
+    /// disk-backed state with a 32 MiB budget, against the in-memory
+    /// state: fill, updates per second, checkpoints, memory (issue #26).
+    DiskState(disk_state::DiskStateArgs),
     /// kill -9 of a TaskManager running a job with 10 million keys of
     /// checkpointed state, at Flink's default heartbeats: time to running
     /// again from the checkpoint.
@@ -164,6 +168,10 @@ async fn run(scenario: &Scenario, tick: Duration) -> Result<Vec<Report>> {
         Scenario::IncrementalCheckpoints(args) => {
             let args = args.clone();
             vec![tokio::task::spawn_blocking(move || incremental::run(&args)).await??]
+        }
+        Scenario::DiskState(args) => {
+            let args = args.clone();
+            vec![tokio::task::spawn_blocking(move || disk_state::run(&args)).await??]
         }
         Scenario::ObjectStorage(args) => {
             let args = args.clone();

@@ -16,8 +16,8 @@ use holdfast_auth::Auth;
 use holdfast_exchange::{Exchange, ExchangeOptions};
 use holdfast_executor::{
     CancelHandle, CheckpointInbox, CheckpointOutcome, CheckpointReport, CheckpointRequest,
-    EncodeError, MetersSnapshot, RestoredFile, RestoredState, StateSource, TaskCheckpointing,
-    TaskCode, TaskContext, TaskFailure, TaskInfo, TaskMeters,
+    EncodeError, MetersSnapshot, RestoredFile, RestoredState, SharedFile, StateSource,
+    TaskCheckpointing, TaskCode, TaskContext, TaskFailure, TaskInfo, TaskMeters,
 };
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
@@ -119,6 +119,10 @@ pub struct LocalRun {
     /// Mutual TLS between the in-process TaskManagers' exchanges (with
     /// more than one); `None`: plain TCP.
     pub tls: Option<Arc<holdfast_tls::TlsLink>>,
+    /// Where keyed state is kept: in memory, or on disk with each task in
+    /// a directory of its own under the one named (`<vertex>-<subtask>`),
+    /// each keeping the memory named.
+    pub state_backend: holdfast_executor::KeyedStateBackend,
 }
 
 /// A checkpoint of a local run: every subtask's state file, as the
@@ -174,6 +178,7 @@ impl Default for LocalRun {
             checkpointing: None,
             restore: None,
             tls: None,
+            state_backend: holdfast_executor::KeyedStateBackend::HashMap,
         }
     }
 }
@@ -255,8 +260,18 @@ impl LocalRun {
                     Some((ExecutionAttemptId::new(t, 0), place(t).location()))
                 })
                 .expect("every task of the graph is placed");
-                let mut info =
-                    TaskInfo::new(vertex.name.clone(), vertex.parallelism).with_wiring(wiring);
+                let backend = match &self.state_backend {
+                    holdfast_executor::KeyedStateBackend::Disk { dir, memory_bytes } => {
+                        holdfast_executor::KeyedStateBackend::Disk {
+                            dir: dir.join(format!("{v}-{s}")),
+                            memory_bytes: *memory_bytes,
+                        }
+                    }
+                    other => other.clone(),
+                };
+                let mut info = TaskInfo::new(vertex.name.clone(), vertex.parallelism)
+                    .with_wiring(wiring)
+                    .with_state_backend(backend);
                 if let Some(mode) = self.checkpointing {
                     let restore = self.restore.as_ref().map(|c| RestoredState {
                         checkpoint: c.id,
@@ -514,11 +529,10 @@ impl LocalCheckpoints {
                     let bytes: Arc<[u8]> = match state {
                         Some(encode) => {
                             let encoded = encode().map_err(LocalCheckpointError::Encode)?;
-                            shared_written += encoded
-                                .shared
-                                .iter()
-                                .map(|f| f.bytes.len() as u64)
-                                .sum::<u64>();
+                            shared_written +=
+                                encoded.shared.iter().map(SharedFile::len).sum::<u64>();
+                            // A local run keeps no shared file.
+                            encoded.shared.iter().for_each(SharedFile::discard);
                             shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
                             encoded.bytes.into()
                         }

@@ -1,6 +1,8 @@
 //! Stateful operators of one's own (`KeyedStream::process`): value, map
 //! and list state and event-time timers through whole jobs, against plain
-//! computations — and through a checkpoint, a kill mid-run and a restore.
+//! computations — and through a checkpoint, a kill mid-run and a restore;
+//! in memory and on disk (`state.backend.type: fjall`), a checkpoint of
+//! either restored into the other.
 
 mod support;
 
@@ -16,13 +18,14 @@ use holdfast_dataflow::process::{
 use holdfast_dataflow::sink::FileSink;
 use holdfast_dataflow::source::Generator;
 use holdfast_dataflow::{Dataflow, LocalRun};
+use holdfast_executor::KeyedStateBackend;
 use holdfast_executor::TaskFailure;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
 use support::committed;
 
 const RECORDS: u64 = 6_000;
-const KEYS: u64 = 13;
+const KEYS: u64 = 211;
 
 /// Record `i`: key, a small value, event time `i`.
 fn record(i: u64) -> (u64, u64, i64) {
@@ -149,14 +152,60 @@ fn value_map_and_list_state_with_event_time_timers_match_a_plain_computation() {
     assert_eq!(committed(dir.path()), expected());
 }
 
+/// The disk-backed state (`state.backend.type: fjall`) with no memory to
+/// speak of: each table's buffer holds 64 entries, so the states of the
+/// 211 keys go to disk and back all the time.
+fn on_disk(dir: &Path) -> KeyedStateBackend {
+    KeyedStateBackend::Disk {
+        dir: dir.to_owned(),
+        memory_bytes: 0,
+    }
+}
+
+#[test]
+fn the_disk_backed_states_match_a_plain_computation() {
+    let (out, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    LocalRun {
+        parallelism: 2,
+        state_backend: on_disk(state.path()),
+        ..LocalRun::default()
+    }
+    .run_compiled(job(out.path(), None))
+    .unwrap();
+    assert_eq!(committed(out.path()), expected());
+    assert!(
+        std::fs::read_dir(state.path()).unwrap().next().is_none(),
+        "the ended tasks left their state directories"
+    );
+}
+
 #[test]
 fn state_and_timers_survive_a_kill_and_a_restore() {
+    killed_and_restored(KeyedStateBackend::HashMap);
+}
+
+#[test]
+fn disk_backed_state_and_timers_survive_a_kill_and_a_restore_into_memory_and_back() {
+    let state = tempfile::tempdir().unwrap();
+    killed_and_restored(on_disk(state.path()));
+}
+
+/// Runs the job with its state kept as `first` says, kills it after two
+/// checkpoints, and restores it with the other type (a checkpoint restores
+/// into either).
+fn killed_and_restored(first: KeyedStateBackend) {
+    let state = tempfile::tempdir().unwrap();
+    let second = match first {
+        KeyedStateBackend::HashMap => on_disk(state.path()),
+        KeyedStateBackend::Disk { .. } => KeyedStateBackend::HashMap,
+    };
     let dir = tempfile::tempdir().unwrap();
     let compiled = job(dir.path(), Some(6_000));
     let options = LocalRun {
         parallelism: 2,
         taskmanagers: 2,
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        state_backend: first,
         ..LocalRun::default()
     };
     let running = options.start(Arc::clone(&compiled)).unwrap();
@@ -171,6 +220,7 @@ fn state_and_timers_survive_a_kill_and_a_restore() {
     );
     LocalRun {
         restore: Some(checkpoint),
+        state_backend: second,
         ..options
     }
     .run_compiled(compiled)

@@ -84,18 +84,81 @@ impl From<Vec<u8>> for EncodedState {
 }
 
 /// A shared file to write: its name (relative to the job's checkpoint
-/// directory) and its bytes.
+/// directory) and its content.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SharedFile {
     /// Its name.
     pub name: String,
-    /// Its bytes.
-    pub bytes: Vec<u8>,
+    /// Its content.
+    pub content: SharedContent,
+}
+
+/// Where a shared file's content is until it is stored.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SharedContent {
+    /// In memory.
+    Bytes(Vec<u8>),
+    /// In a local file (spilled by a state larger than memory, so that a
+    /// checkpoint holds one part of it in memory at a time); whoever
+    /// stores it deletes the file ([`SharedFile::discard`]).
+    Spilled {
+        /// The local file.
+        path: std::path::PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+}
+
+impl SharedFile {
+    /// A shared file `name` of `bytes` in memory.
+    pub fn in_memory(name: String, bytes: Vec<u8>) -> SharedFile {
+        SharedFile {
+            name,
+            content: SharedContent::Bytes(bytes),
+        }
+    }
+
+    /// Its size in bytes.
+    pub fn len(&self) -> u64 {
+        match &self.content {
+            SharedContent::Bytes(bytes) => bytes.len() as u64,
+            SharedContent::Spilled { bytes, .. } => *bytes,
+        }
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its bytes (read from the local file if spilled).
+    pub fn read(&self) -> std::io::Result<Vec<u8>> {
+        match &self.content {
+            SharedContent::Bytes(bytes) => Ok(bytes.clone()),
+            SharedContent::Spilled { path, .. } => std::fs::read(path),
+        }
+    }
+
+    /// Deletes its local file if it was spilled (best effort: the file is
+    /// in the task's own directory, deleted with it at the latest).
+    pub fn discard(&self) {
+        if let SharedContent::Spilled { path, .. } = &self.content {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 impl fmt::Debug for SharedFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SharedFile({}, {} bytes)", self.name, self.bytes.len())
+        match &self.content {
+            SharedContent::Bytes(b) => write!(f, "SharedFile({}, {} bytes)", self.name, b.len()),
+            SharedContent::Spilled { path, bytes } => write!(
+                f,
+                "SharedFile({}, {bytes} bytes spilled to {})",
+                self.name,
+                path.display()
+            ),
+        }
     }
 }
 

@@ -53,7 +53,8 @@ pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, CheckpointTiming,
     EncodeError, EncodeState, EncodedState, NO_CHECKPOINT, ReadStateError, RestoredFile,
-    RestoredState, SharedFile, SharedRef, StateSource, StoredState, TaskCheckpointing,
+    RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
+    TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};
 pub use connector_status::{ConnectorStatus, SplitStatus, TransactionState, TransactionStatus};

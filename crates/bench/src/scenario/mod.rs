@@ -4,6 +4,7 @@
 pub mod checkpoints;
 pub mod cluster;
 pub mod dataflow;
+pub mod disk_state;
 pub mod failover;
 pub mod incremental;
 pub mod isolation;

@@ -18,7 +18,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use holdfast_executor::{
     CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, RestoredFile,
-    RestoredState, SharedRef, StateSource, StoredState, TaskCheckpointing,
+    RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
+    TaskCheckpointing,
 };
 use holdfast_rpc::proto;
 use holdfast_runtime::checkpoint::CheckpointingMode;
@@ -329,19 +330,29 @@ async fn write_state(
     // The shared files first: the state file names them.
     let mut shared_new = Vec::with_capacity(encoded.shared.len());
     let mut shared_files = Vec::with_capacity(encoded.shared.len());
-    for file in encoded.shared {
-        let at = shared_path(key.job, &file.name).map_err(Decline::Path)?;
-        let bytes = file.bytes.len() as u64;
-        let content = Bytes::from(file.bytes);
-        storage
-            .put(&at, content.clone())
-            .await
-            .map_err(Decline::Write)?;
+    // A spilled file is read, stored and (unless copied locally) deleted
+    // one at a time: a state larger than memory holds one part of its
+    // checkpoint in memory.
+    let mut pending = encoded.shared.into_iter();
+    while let Some(file) = pending.next() {
+        let written = store_shared(key.job, &storage, &file).await;
+        let at = match written {
+            Ok(at) => at,
+            Err(decline) => {
+                file.discard();
+                pending.for_each(|f| f.discard());
+                return Err(decline);
+            }
+        };
         shared_new.push(SharedRef {
-            name: file.name,
-            bytes,
+            name: file.name.clone(),
+            bytes: file.len(),
         });
-        shared_files.push((at, content));
+        if storages.local.is_some() {
+            shared_files.push((at, file));
+        } else {
+            file.discard();
+        }
     }
     let size = encoded.bytes.len() as u64;
     let state = Bytes::from(encoded.bytes);
@@ -370,6 +381,31 @@ async fn write_state(
     })
 }
 
+/// Stores one shared file of `job` (read from its local file if spilled);
+/// returns where.
+async fn store_shared(
+    job: JobId,
+    storage: &Storage,
+    file: &SharedFile,
+) -> Result<StoragePath, Decline> {
+    let at = shared_path(job, &file.name).map_err(Decline::Path)?;
+    let content = match &file.content {
+        SharedContent::Bytes(bytes) => Bytes::from(bytes.clone()),
+        SharedContent::Spilled { .. } => {
+            let spilled = file.clone();
+            tokio::task::spawn_blocking(move || spilled.read())
+                .await
+                .map_err(Decline::EncodePanicked)?
+                .map(Bytes::from)
+                .map_err(|e| {
+                    Decline::Encode(format!("cannot read a spilled run file: {e}").into())
+                })?
+        }
+    };
+    storage.put(&at, content).await.map_err(Decline::Write)?;
+    Ok(at)
+}
+
 /// Local recovery: copies of what an attempt wrote for `checkpoint` (its
 /// state file and new shared files), and the reused files it needs,
 /// recorded as used by it. Best effort: a copy that cannot be written is
@@ -380,21 +416,26 @@ async fn keep_locally(
     checkpoint: CheckpointId,
     state_path: StoragePath,
     state: Bytes,
-    shared: Vec<(StoragePath, Bytes)>,
+    shared: Vec<(StoragePath, SharedFile)>,
     reused: Vec<SharedRef>,
 ) {
-    let mut files: Vec<(StoragePath, Bytes)> = vec![(state_path, state)];
-    files.extend(shared);
-    let mut used: Vec<StoragePath> = files.iter().map(|(p, _)| p.clone()).collect();
+    let mut used: Vec<StoragePath> = vec![state_path.clone()];
+    used.extend(shared.iter().map(|(p, _)| p.clone()));
     used.extend(
         reused
             .iter()
             .filter_map(|r| shared_path(key.job, &r.name).ok()),
     );
     let written = tokio::task::spawn_blocking(move || {
-        for (path, bytes) in &files {
-            local.put(path, bytes)?;
-        }
+        let copied = (|| {
+            local.put(&state_path, &state)?;
+            for (path, file) in &shared {
+                local.put(path, &file.read()?)?;
+            }
+            Ok::<(), std::io::Error>(())
+        })();
+        shared.iter().for_each(|(_, file)| file.discard());
+        copied?;
         local.used(key.job, checkpoint, used);
         Ok::<(), std::io::Error>(())
     })

@@ -17,13 +17,6 @@ pub struct ProcessContext<'a, K: Key, O> {
     pub(super) now: Timestamp,
 }
 
-fn foreign_key(what: &str) -> TaskFailure {
-    TaskFailure::new(format!(
-        "state {what:?}: the current key belongs to another subtask's key groups (is an upstream operator \
-         partitioning with another key function?)"
-    ))
-}
-
 impl<K: Key, O> ProcessContext<'_, K, O> {
     /// The key of the record or timer.
     pub fn key(&self) -> &K {
@@ -82,17 +75,12 @@ impl<K: Key, O> ProcessContext<'_, K, O> {
         state: ValueState<V>,
         value: V,
     ) -> Result<(), TaskFailure> {
-        let table = table_mut(self.tables, state)?;
-        table
-            .insert(self.key.clone(), value)
-            .map(drop)
-            .map_err(|_| foreign_key(table.name()))
+        table_mut(self.tables, state)?.insert(self.key, value)
     }
 
     /// Forgets this key's value, map or list.
     pub fn clear<H: StateHandle>(&mut self, state: H) -> Result<(), TaskFailure> {
-        table_mut(self.tables, state)?.remove(self.key);
-        Ok(())
+        table_mut(self.tables, state)?.remove(self.key)
     }
 
     /// The value of `entry` in this key's map.
@@ -113,11 +101,8 @@ impl<K: Key, O> ProcessContext<'_, K, O> {
         entry: UK,
         value: UV,
     ) -> Result<Option<UV>, TaskFailure> {
-        let table = table_mut(self.tables, state)?;
-        let name = table.name().to_owned();
-        let map = table
-            .get_or_insert_with(self.key.clone(), imbl::HashMap::new)
-            .map_err(|_| foreign_key(&name))?;
+        let map =
+            table_mut(self.tables, state)?.get_or_insert_with(self.key, imbl::HashMap::new)?;
         Ok(map.insert(entry, value))
     }
 
@@ -127,8 +112,9 @@ impl<K: Key, O> ProcessContext<'_, K, O> {
         state: MapState<UK, UV>,
         entry: &UK,
     ) -> Result<Option<UV>, TaskFailure> {
-        let table = table_mut(self.tables, state)?;
-        Ok(table.get_mut(self.key).and_then(|map| map.remove(entry)))
+        Ok(table_mut(self.tables, state)?
+            .get_mut(self.key)?
+            .and_then(|map| map.remove(entry)))
     }
 
     /// Every entry of this key's map, in no order.
@@ -144,11 +130,8 @@ impl<K: Key, O> ProcessContext<'_, K, O> {
 
     /// Appends `item` to this key's list.
     pub fn list_add<V: Data>(&mut self, state: ListState<V>, item: V) -> Result<(), TaskFailure> {
-        let table = table_mut(self.tables, state)?;
-        let name = table.name().to_owned();
-        table
-            .get_or_insert_with(self.key.clone(), imbl::Vector::new)
-            .map_err(|_| foreign_key(&name))?
+        table_mut(self.tables, state)?
+            .get_or_insert_with(self.key, imbl::Vector::new)?
             .push_back(item);
         Ok(())
     }

@@ -110,6 +110,13 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         now: Timestamp,
         call: impl FnOnce(&mut F, &mut ProcessContext<'_, K, O>) -> Result<(), TaskFailure>,
     ) -> Result<(), TaskFailure> {
+        // The disk-backed states read the key's entries into memory first
+        // (the context hands out references), and flush only after.
+        for table in &mut self.tables {
+            table
+                .preload(key)
+                .map_err(|e| super::states::failed(table.name(), e))?;
+        }
         let mut ctx = ProcessContext {
             key,
             tables: &mut self.tables,
@@ -118,7 +125,13 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
             watermark: self.watermark,
             now,
         };
-        call(&mut self.f, &mut ctx)
+        let called = call(&mut self.f, &mut ctx);
+        for table in &mut self.tables {
+            table
+                .settle()
+                .map_err(|e| super::states::failed(table.name(), e))?;
+        }
+        called
     }
 
     fn emit(&mut self) -> Result<(), TaskFailure> {

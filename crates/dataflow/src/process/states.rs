@@ -1,6 +1,10 @@
 //! The state a [`KeyedProcessFunction`](super::KeyedProcessFunction)
 //! declares: typed handles ([`ValueState`], [`MapState`], [`ListState`])
-//! onto type-erased [`KeyedTable`]s, restored by name.
+//! onto type-erased tables — [`KeyedTable`]s in memory, or
+//! [`DiskTable`]s with `state.backend.type: fjall` (the operator reads the
+//! current key's entries into memory before each call, so that reads hand
+//! out references, and lets a table flush only between calls) — restored
+//! by name.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -12,7 +16,8 @@ use holdfast_runtime::failure::FailureKind;
 use crate::checkpoint::{Deferred, decode_part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::state::{KeyGroup, KeyGroupRange, KeyedTable};
+use crate::state::tracked::{GroupSnapshot, RestoreTarget};
+use crate::state::{DiskTable, KeyGroup, KeyGroupRange, KeyedTable, StateBackend, StateError};
 
 /// One key's value.
 pub struct ValueState<V> {
@@ -86,6 +91,15 @@ pub(crate) trait AnyTable<K>: Send {
     fn name(&self) -> &str;
     /// A snapshot, encoded later.
     fn part(&self) -> Deferred;
+    /// Before a call for `key`: its entry read into memory (the
+    /// disk-backed type; nothing to do in memory).
+    fn preload(&mut self, _key: &K) -> Result<(), StateError> {
+        Ok(())
+    }
+    /// After a call: the disk-backed type writes its buffer out if full.
+    fn settle(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -113,6 +127,133 @@ impl<K: Key, V: Data> AnyTable<K> for KeyedTable<K, V> {
     }
 }
 
+impl<K: Key, V: Data> AnyTable<K> for DiskTable<K, V> {
+    fn name(&self) -> &str {
+        DiskTable::name(self)
+    }
+
+    fn part(&self) -> Deferred {
+        let snapshot = self.snapshot();
+        Box::new(move || {
+            let parts = snapshot.encode_inline()?;
+            let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
+            Ok(postcard::to_allocvec(&parts)?.into())
+        })
+    }
+
+    fn preload(&mut self, key: &K) -> Result<(), StateError> {
+        DiskTable::preload(self, key)
+    }
+
+    fn settle(&mut self) -> Result<(), StateError> {
+        DiskTable::settle(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A state's table, typed, to read.
+pub(super) enum Typed<'a, K: Key, V: Data> {
+    Heap(&'a KeyedTable<K, V>),
+    Disk(&'a DiskTable<K, V>),
+}
+
+impl<'a, K: Key, V: Data> Typed<'a, K, V> {
+    /// `key`'s value (the disk-backed table's as preloaded for the call).
+    pub(super) fn get(self, key: &K) -> Option<&'a V> {
+        match self {
+            Typed::Heap(t) => t.get(key),
+            Typed::Disk(t) => t.get_loaded(key),
+        }
+    }
+}
+
+/// A state's table, typed, to change.
+pub(super) enum TypedMut<'a, K: Key, V: Data> {
+    Heap(&'a mut KeyedTable<K, V>),
+    Disk(&'a mut DiskTable<K, V>),
+}
+
+impl<'a, K: Key, V: Data> TypedMut<'a, K, V> {
+    fn name(&self) -> &str {
+        match self {
+            TypedMut::Heap(t) => t.name(),
+            TypedMut::Disk(t) => t.name(),
+        }
+    }
+
+    /// Sets `key`'s value.
+    pub(super) fn insert(self, key: &K, value: V) -> Result<(), TaskFailure> {
+        let name = self.name().to_owned();
+        let set = match self {
+            TypedMut::Heap(t) => t.insert(key.clone(), value).is_ok(),
+            TypedMut::Disk(t) => t.put(key, value).map_err(|e| failed(&name, e))?.is_some(),
+        };
+        if set { Ok(()) } else { Err(foreign_key(&name)) }
+    }
+
+    /// Removes `key`'s value.
+    pub(super) fn remove(self, key: &K) -> Result<(), TaskFailure> {
+        match self {
+            TypedMut::Heap(t) => {
+                t.remove(key);
+            }
+            TypedMut::Disk(t) => {
+                let name = t.name().to_owned();
+                t.remove(key).map_err(|e| failed(&name, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `key`'s value to change, made with `make` if it has none.
+    pub(super) fn get_or_insert_with(
+        self,
+        key: &K,
+        make: impl FnOnce() -> V,
+    ) -> Result<&'a mut V, TaskFailure> {
+        let name = self.name().to_owned();
+        let value = match self {
+            TypedMut::Heap(t) => t.get_or_insert_with(key.clone(), make).ok(),
+            TypedMut::Disk(t) => t
+                .get_or_insert_mut(key, make)
+                .map_err(|e| failed(&name, e))?,
+        };
+        value.ok_or_else(|| foreign_key(&name))
+    }
+
+    /// `key`'s value to change, if it has one.
+    pub(super) fn get_mut(self, key: &K) -> Result<Option<&'a mut V>, TaskFailure> {
+        match self {
+            TypedMut::Heap(t) => Ok(t.get_mut(key)),
+            TypedMut::Disk(t) => {
+                let name = t.name().to_owned();
+                t.get_mut(key).map_err(|e| failed(&name, e))
+            }
+        }
+    }
+}
+
+/// A key the partitioner would never have sent here.
+pub(super) fn foreign_key(what: &str) -> TaskFailure {
+    TaskFailure::new(format!(
+        "state {what:?}: the current key belongs to another subtask's key groups (is an upstream operator \
+         partitioning with another key function?)"
+    ))
+}
+
+/// The disk-backed state failed: the task fails and restarts from the
+/// last checkpoint.
+pub(super) fn failed(what: &str, e: StateError) -> TaskFailure {
+    TaskFailure::new(format!("state {what:?} failed: {e}")).of_kind(FailureKind::Infrastructure)
+}
+
 /// Where a [`KeyedProcessFunction`](super::KeyedProcessFunction) declares
 /// its state; restored state is found by name.
 pub struct StateRegistry<K> {
@@ -121,6 +262,8 @@ pub struct StateRegistry<K> {
     range: KeyGroupRange,
     pub(super) tables: Vec<Box<dyn AnyTable<K>>>,
     restored: BTreeMap<String, Vec<Vec<u8>>>,
+    backend: StateBackend,
+    uid: String,
 }
 
 impl<K: Key> StateRegistry<K> {
@@ -135,6 +278,8 @@ impl<K: Key> StateRegistry<K> {
             range: KeyGroupRange::of_subtask(max_parallelism, ctx.parallelism(), ctx.subtask()),
             tables: Vec::new(),
             restored,
+            backend: ctx.state_backend().clone(),
+            uid: ctx.uid().to_owned(),
         }
     }
 
@@ -169,37 +314,59 @@ impl<K: Key> StateRegistry<K> {
                 self.operator
             )));
         }
-        let table: KeyedTable<K, V> = match self.restored.remove(name) {
-            None => KeyedTable::new(name, self.max_parallelism, self.range),
-            Some(old) => {
-                let what = format!("{} (state {name:?})", self.operator);
-                let mut decoded: Vec<Vec<(u32, Vec<u8>)>> = Vec::new();
-                for bytes in &old {
-                    decoded.push(decode_part(&what, bytes)?);
+        let cannot = |e: StateError| {
+            TaskFailure::with_source(
+                format!(
+                    "operator {:?}: cannot restore state {name:?}",
+                    self.operator
+                ),
+                e,
+            )
+            .of_kind(FailureKind::Infrastructure)
+        };
+        let mut decoded: Vec<Vec<(u32, Vec<u8>)>> = Vec::new();
+        if let Some(old) = self.restored.remove(name) {
+            let what = format!("{} (state {name:?})", self.operator);
+            for bytes in &old {
+                decoded.push(decode_part(&what, bytes)?);
+            }
+        }
+        // The table keeps the key groups of its own range.
+        let parts = decoded
+            .iter()
+            .flatten()
+            .map(|(g, b)| (KeyGroup(*g), b.as_slice()));
+        let table: Box<dyn AnyTable<K>> = match &self.backend {
+            StateBackend::HashMap => Box::new(
+                KeyedTable::<K, V>::restore(name, self.max_parallelism, self.range, parts)
+                    .map_err(cannot)?,
+            ),
+            StateBackend::Disk(store) => {
+                let id = format!("{}/{name}", self.uid);
+                let mut table: DiskTable<K, V> = store
+                    .table(name, &id, self.max_parallelism, self.range)
+                    .map_err(cannot)?
+                    .deferring_flushes();
+                for (group, bytes) in parts {
+                    if !self.range.contains(group) {
+                        continue;
+                    }
+                    let entries: Vec<(K, V)> = postcard::from_bytes(bytes).map_err(|e| {
+                        cannot(StateError::Corrupt {
+                            state: name.to_owned(),
+                            group,
+                            reason: e.to_string(),
+                        })
+                    })?;
+                    for (key, value) in entries {
+                        table.restore_entry(group, key, value).map_err(cannot)?;
+                    }
                 }
-                // The table keeps the key groups of its own range.
-                KeyedTable::restore(
-                    name,
-                    self.max_parallelism,
-                    self.range,
-                    decoded
-                        .iter()
-                        .flatten()
-                        .map(|(g, b)| (KeyGroup(*g), b.as_slice())),
-                )
-                .map_err(|e| {
-                    TaskFailure::with_source(
-                        format!(
-                            "operator {:?}: cannot restore state {name:?}",
-                            self.operator
-                        ),
-                        e,
-                    )
-                    .of_kind(FailureKind::Infrastructure)
-                })?
+                table.restored().map_err(cannot)?;
+                Box::new(table)
             }
         };
-        self.tables.push(Box::new(table));
+        self.tables.push(table);
         Ok(self.tables.len() - 1)
     }
 
@@ -214,10 +381,16 @@ impl<K: Key> StateRegistry<K> {
 pub(super) fn table<K: Key, H: StateHandle>(
     tables: &[Box<dyn AnyTable<K>>],
     handle: H,
-) -> Result<&KeyedTable<K, H::Stored>, TaskFailure> {
-    tables
+) -> Result<Typed<'_, K, H::Stored>, TaskFailure> {
+    let any = tables
         .get(handle.index())
-        .and_then(|t| t.as_any().downcast_ref())
+        .ok_or_else(|| foreign(handle.index()))?
+        .as_any();
+    if let Some(t) = any.downcast_ref::<KeyedTable<K, H::Stored>>() {
+        return Ok(Typed::Heap(t));
+    }
+    any.downcast_ref::<DiskTable<K, H::Stored>>()
+        .map(Typed::Disk)
         .ok_or_else(|| foreign(handle.index()))
 }
 
@@ -225,10 +398,18 @@ pub(super) fn table<K: Key, H: StateHandle>(
 pub(super) fn table_mut<K: Key, H: StateHandle>(
     tables: &mut [Box<dyn AnyTable<K>>],
     handle: H,
-) -> Result<&mut KeyedTable<K, H::Stored>, TaskFailure> {
-    tables
+) -> Result<TypedMut<'_, K, H::Stored>, TaskFailure> {
+    let any = tables
         .get_mut(handle.index())
-        .and_then(|t| t.as_any_mut().downcast_mut())
+        .ok_or_else(|| foreign(handle.index()))?
+        .as_any_mut();
+    if any.is::<KeyedTable<K, H::Stored>>() {
+        return Ok(TypedMut::Heap(
+            any.downcast_mut().expect("checked just before"),
+        ));
+    }
+    any.downcast_mut::<DiskTable<K, H::Stored>>()
+        .map(TypedMut::Disk)
         .ok_or_else(|| foreign(handle.index()))
 }
 

@@ -53,11 +53,26 @@ pub struct DiskStore {
 }
 
 impl DiskStore {
-    /// An empty table `name` of the operator `uid`, for `range`.
+    /// Where run files of incremental checkpoints are spilled (inside the
+    /// store's directory, deleted with it).
+    pub(crate) fn spill_dir(&self) -> PathBuf {
+        self.dir.join("spill")
+    }
+
+    /// How large a spilled run file's part grows: a sixteenth of the
+    /// memory budget (from 64 KiB to 8 MiB), so that a checkpoint's
+    /// encoding stays well within it.
+    pub(crate) fn spill_part_bytes(&self) -> usize {
+        (self.memory_bytes / 16).clamp(64 << 10, 8 << 20) as usize
+    }
+
+    /// An empty table `name`, for `range`, in a keyspace of its own named
+    /// after `id` (unique in the job: an operator's uid, with the state's
+    /// name for a process function's states).
     pub(crate) fn table<K, V>(
         &self,
         name: &str,
-        uid: &str,
+        id: &str,
         max_parallelism: u32,
         range: KeyGroupRange,
     ) -> Result<DiskTable<K, V>, StateError>
@@ -80,8 +95,8 @@ impl DiskStore {
                 }
             }
         };
-        // A keyspace name unique in the job (operator ids are), short.
-        let keyspace = format!("{:08x}", crc32fast::hash(uid.as_bytes()));
+        // A keyspace name unique in the job (as `id` is), short.
+        let keyspace = format!("{:08x}", crc32fast::hash(id.as_bytes()));
         let engine = store.engine(&keyspace).map_err(failed)?;
         DiskTable::new(
             name,

@@ -95,6 +95,11 @@ pub struct DiskTable<K: Hash + Eq + Clone, V: Clone> {
     interval: u32,
     /// What a restore has not written to the engine yet.
     restoring: Vec<BatchEntry>,
+    /// Whether a write may flush the buffer. Off for a table whose
+    /// entries its caller holds references into between writes (a process
+    /// function's states: its operator [`settle`](Self::settle)s the table
+    /// after each call).
+    auto_flush: bool,
     _value: PhantomData<fn() -> V>,
 }
 
@@ -156,6 +161,7 @@ where
             changed: None,
             interval: 1,
             restoring: Vec::new(),
+            auto_flush: true,
             _value: PhantomData,
         };
         table.capacity = table.capacity_now();
@@ -323,10 +329,100 @@ where
     }
 
     fn flush_if_full(&mut self) -> Result<(), StateError> {
+        if self.auto_flush {
+            self.settle()?;
+        }
+        Ok(())
+    }
+
+    /// The same table, flushed only by [`settle`](Self::settle).
+    pub(crate) fn deferring_flushes(mut self) -> DiskTable<K, V> {
+        self.auto_flush = false;
+        self
+    }
+
+    /// Flushes the buffer if it is full.
+    pub fn settle(&mut self) -> Result<(), StateError> {
         if self.buffered >= self.capacity {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// The slot of `key`'s group, if the table's range holds it.
+    fn slot_of(&self, key: &K) -> Option<(KeyGroup, usize)> {
+        let group = self.group_of(key);
+        self.range
+            .contains(group)
+            .then(|| (group, (group.0 - self.range.start) as usize))
+    }
+
+    /// Reads `key` into the buffer (so that [`get_loaded`] sees it).
+    ///
+    /// [`get_loaded`]: Self::get_loaded
+    pub fn preload(&mut self, key: &K) -> Result<(), StateError> {
+        if let Some((group, _)) = self.slot_of(key) {
+            self.load(group, key)?;
+        }
+        Ok(())
+    }
+
+    /// The value of `key` if it is in the buffer (after a
+    /// [`preload`](Self::preload), until the next flush).
+    pub fn get_loaded(&self, key: &K) -> Option<&V> {
+        let (_, slot) = self.slot_of(key)?;
+        self.buffer[slot].get(key)?.value.as_ref()
+    }
+
+    /// Sets `key`'s value; returns the old one (`Ok(None)`: the key is of
+    /// a key group this subtask does not own).
+    pub fn put(&mut self, key: &K, value: V) -> Result<Option<Option<V>>, StateError> {
+        let Some((group, slot)) = self.slot_of(key) else {
+            return Ok(None);
+        };
+        self.load(group, key)?;
+        let old = self.written(slot, key).value.replace(value);
+        if old.is_none() {
+            self.lens[slot] += 1;
+        }
+        self.flush_if_full()?;
+        Ok(Some(old))
+    }
+
+    /// `key`'s value to change, made with `make` if it has none
+    /// (`Ok(None)`: a key of another subtask's key group). Only for a
+    /// table that defers its flushes.
+    pub fn get_or_insert_mut(
+        &mut self,
+        key: &K,
+        make: impl FnOnce() -> V,
+    ) -> Result<Option<&mut V>, StateError> {
+        debug_assert!(!self.auto_flush, "a reference into a flushing buffer");
+        let Some((group, slot)) = self.slot_of(key) else {
+            return Ok(None);
+        };
+        self.load(group, key)?;
+        if self.buffer[slot]
+            .get(key)
+            .is_some_and(|b| b.value.is_none())
+        {
+            self.lens[slot] += 1;
+        }
+        Ok(Some(self.written(slot, key).value.get_or_insert_with(make)))
+    }
+
+    /// `key`'s value to change, if it has one. Only for a table that
+    /// defers its flushes.
+    pub fn get_mut(&mut self, key: &K) -> Result<Option<&mut V>, StateError> {
+        debug_assert!(!self.auto_flush, "a reference into a flushing buffer");
+        let Some((group, slot)) = self.slot_of(key) else {
+            return Ok(None);
+        };
+        self.load(group, key)?;
+        if self.buffer[slot].get(key).is_none_or(|b| b.value.is_none()) {
+            return Ok(None);
+        }
+        Ok(self.written(slot, key).value.as_mut())
     }
 
     /// Writes the buffer's changed entries to the engine in one batch and

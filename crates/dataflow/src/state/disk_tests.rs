@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use holdfast_executor::{StateSource, StoredState};
+use holdfast_executor::{SharedContent, StateSource, StoredState};
 use holdfast_types::sync::lock;
 use holdfast_types::{CheckpointId, SnapshotKind};
 use proptest::prelude::*;
@@ -107,7 +107,10 @@ proptest! {
         let mut heap = Heap::new("sum", MAX, range);
         let mut disk = disk(&dir.path().join("db"), range);
         let mut heap_chains = TableChains::<String>::new("h", "sum");
-        let mut disk_chains = TableChains::<String>::new("d", "sum");
+        // The disk table's runs spilled in parts of a few entries.
+        let spill = dir.path().join("spill");
+        let mut disk_chains = TableChains::<String>::new("d", "sum")
+            .spilling_to(&spill, 256);
         let files = Arc::new(Files::default());
         let mut completed: Option<CheckpointId> = None;
         // (id, heap's part, disk's part, the table then)
@@ -149,9 +152,12 @@ proptest! {
                     };
                     let heap_part = encode(heap_chains.part(&mut heap, n, kind));
                     let disk_part = encode(disk_chains.part(&mut disk, n, kind));
+                    let spilled = disk_part.shared.iter().all(|f| matches!(f.content, SharedContent::Spilled { .. }));
+                    prop_assert!(spilled, "a disk table's run is not spilled");
                     for file in heap_part.shared.into_iter().chain(disk_part.shared) {
-                        prop_assert!(lock(&files.files).insert(file.name.clone(), file.bytes).is_none(),
+                        prop_assert!(lock(&files.files).insert(file.name.clone(), file.read().unwrap()).is_none(),
                             "{} written twice", file.name);
+                        file.discard();
                     }
                     if completes {
                         completed = Some(n);
@@ -166,6 +172,8 @@ proptest! {
         }
         let now: BTreeMap<String, u64> = heap.iter().map(|(k, v)| (k.clone(), *v)).collect();
         prop_assert_eq!(disk_contents(&disk), now);
+        prop_assert!(std::fs::read_dir(&spill).map_or(true, |mut d| d.next().is_none()),
+            "a discarded spilled file is left");
         for (n, heap_part, disk_part, expected) in &taken {
             for part in [heap_part, disk_part] {
                 let (h, d) = restore_both(part, &files, range, *n);

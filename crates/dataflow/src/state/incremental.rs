@@ -24,9 +24,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use holdfast_executor::{EncodeError, EncodedState, SharedFile, SharedRef, StateSource};
+use holdfast_executor::{
+    EncodeError, EncodedState, SharedContent, SharedFile, SharedRef, StateSource,
+};
 use holdfast_types::sync::lock;
 use holdfast_types::{CheckpointId, SnapshotKind};
 use rustc_hash::FxHashSet;
@@ -93,6 +96,13 @@ pub(crate) struct TableChains<K> {
     /// Each checkpoint's chains this attempt wrote (filled in by the
     /// encoders, off the task thread) or restored from.
     chains: Arc<Mutex<BTreeMap<CheckpointId, Arc<Chains>>>>,
+    /// Where run files are spilled as they are written, in parts of about
+    /// `part_bytes` (a state larger than memory); `None`: a run is one
+    /// file in memory.
+    spill: Option<Arc<Path>>,
+    /// The size at which a spilled run file's part ends (after the
+    /// section that reaches it).
+    part_bytes: usize,
 }
 
 impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
@@ -104,7 +114,18 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
             op: format!("{}-{:08x}", file_safe(uid), crc32fast::hash(uid.as_bytes())),
             changes: Vec::new(),
             chains: Arc::default(),
+            spill: None,
+            part_bytes: usize::MAX,
         }
+    }
+
+    /// The same, spilling run files into `dir` as they are written, in
+    /// parts that end once they reach `part_bytes`, so that a checkpoint
+    /// holds about one part in memory.
+    pub(crate) fn spilling_to(mut self, dir: &Path, part_bytes: usize) -> TableChains<K> {
+        self.spill = Some(Arc::from(dir));
+        self.part_bytes = part_bytes;
+        self
     }
 
     /// Restored from `chains` of checkpoint `from` (the groups of this
@@ -166,8 +187,15 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
         let deltas: Vec<Changed<K>> = self.changes.iter().map(|(_, c)| Arc::clone(c)).collect();
         let file = format!("{}{}-{}.run", self.dir, id.0, self.op);
         let chains = Arc::clone(&self.chains);
+        let spill = self.spill.clone().map(|dir| (dir, self.part_bytes));
         Part::Deferred(Box::new(move || {
-            let (encoded, written) = encode(&snapshot, base_chains.as_deref(), &deltas, file)?;
+            let (encoded, written) = encode(
+                &snapshot,
+                base_chains.as_deref(),
+                &deltas,
+                file,
+                spill.as_ref().map(|(dir, bytes)| (&**dir, *bytes)),
+            )?;
             lock(&chains).insert(id, Arc::new(written));
             Ok(encoded)
         }))
@@ -214,6 +242,7 @@ fn encode<K, S>(
     base_chains: Option<&Chains>,
     deltas: &[Changed<K>],
     file: String,
+    spill: Option<(&Path, usize)>,
 ) -> Result<(EncodedState, Chains), EncodeError>
 where
     K: Hash + Eq,
@@ -275,7 +304,12 @@ where
             sections.insert(group.0, Some(keys));
         }
     }
-    let mut writer = RunWriter::new();
+    let mut parts = RunParts {
+        name: file,
+        spill: spill.map(|(dir, _)| dir),
+        writer: RunWriter::new(),
+        shared: Vec::new(),
+    };
     let mut buffer = Vec::new();
     for (group, keys) in sections {
         let group = KeyGroup(group);
@@ -284,30 +318,24 @@ where
         match keys {
             None => {
                 snapshot.write_base(slot, &mut buffer)?;
-                writer.section_encoded(group, SectionKind::Base, &buffer)?;
+                parts
+                    .writer
+                    .section_encoded(group, SectionKind::Base, &buffer)?;
                 chains.insert(group.0, Vec::new());
             }
             Some(keys) => {
                 snapshot.write_delta(slot, &keys, &mut buffer)?;
-                writer.section_encoded(group, SectionKind::Delta, &buffer)?;
+                parts
+                    .writer
+                    .section_encoded(group, SectionKind::Delta, &buffer)?;
             }
         }
-    }
-    let mut shared = Vec::new();
-    if !writer.is_empty() {
-        let (bytes, index) = writer.finish_indexed();
-        let file_bytes = bytes.len() as u64;
-        for at in index {
-            if let Some(chain) = chains.get_mut(&at.group.0) {
-                chain.push(SectionRef {
-                    file: file.clone(),
-                    file_bytes,
-                    at,
-                });
-            }
+        if spill.is_some_and(|(_, bytes)| parts.writer.len() >= bytes) {
+            parts.finish(&mut chains)?;
         }
-        shared.push(SharedFile { name: file, bytes });
     }
+    parts.finish(&mut chains)?;
+    let shared = parts.shared;
     let new: BTreeSet<&str> = shared.iter().map(|f| f.name.as_str()).collect();
     let reused: BTreeSet<SharedRef> = chains
         .values()
@@ -327,6 +355,60 @@ where
         },
         chains,
     ))
+}
+
+/// The run files of one encoding: the part being written, and those
+/// finished.
+struct RunParts<'a> {
+    /// The first part's name (`shared/<tag>/<id>-<op>.run`); the next ones
+    /// add `-<n>` before `.run`.
+    name: String,
+    spill: Option<&'a Path>,
+    writer: RunWriter,
+    shared: Vec<SharedFile>,
+}
+
+impl RunParts<'_> {
+    /// Ends the part being written (if it has a section): its sections
+    /// join their groups' chains; spilled, it goes to its local file.
+    fn finish(&mut self, chains: &mut Chains) -> Result<(), EncodeError> {
+        if self.writer.is_empty() {
+            return Ok(());
+        }
+        let name = match self.shared.len() {
+            0 => self.name.clone(),
+            n => match self.name.strip_suffix(".run") {
+                Some(stem) => format!("{stem}-{n}.run"),
+                None => format!("{}-{n}", self.name),
+            },
+        };
+        let (bytes, index) = std::mem::replace(&mut self.writer, RunWriter::new()).finish_indexed();
+        let file_bytes = bytes.len() as u64;
+        for at in index {
+            if let Some(chain) = chains.get_mut(&at.group.0) {
+                chain.push(SectionRef {
+                    file: name.clone(),
+                    file_bytes,
+                    at,
+                });
+            }
+        }
+        let content = match self.spill {
+            None => SharedContent::Bytes(bytes),
+            Some(dir) => {
+                let path = dir.join(name.rsplit('/').next().unwrap_or(&name));
+                std::fs::create_dir_all(dir)
+                    .and_then(|()| std::fs::write(&path, &bytes))
+                    .map_err(|e| format!("cannot spill run file {}: {e}", path.display()))?;
+                SharedContent::Spilled {
+                    path,
+                    bytes: file_bytes,
+                }
+            }
+        };
+        self.shared.push(SharedFile { name, content });
+        Ok(())
+    }
 }
 
 /// Letters, digits, `-` and `_` of `name` (the rest as `_`): a file-name

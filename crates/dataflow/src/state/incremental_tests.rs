@@ -144,7 +144,7 @@ proptest! {
                         prop_assert!(encoded.reused.is_empty(), "{kind:?} reused {:?}", encoded.reused);
                     }
                     for file in encoded.shared {
-                        prop_assert!(lock(&files.files).insert(file.name.clone(), file.bytes).is_none(),
+                        prop_assert!(lock(&files.files).insert(file.name.clone(), file.read().unwrap()).is_none(),
                             "{} written twice", file.name);
                     }
                     if completes {
@@ -205,7 +205,7 @@ fn a_checkpoint_on_a_base_writes_only_the_changed_groups_and_reuses_the_rest() {
     ));
     assert_eq!(first.shared.len(), 1);
     assert!(first.reused.is_empty());
-    let full = first.shared[0].bytes.len();
+    let full = first.shared[0].len();
     // One key changed: a delta of one group; the other groups' sections
     // are reused from checkpoint 1's file.
     *table.get_mut(&"k7".to_owned()).unwrap() = 70;
@@ -217,7 +217,7 @@ fn a_checkpoint_on_a_base_writes_only_the_changed_groups_and_reuses_the_rest() {
         },
     ));
     assert_eq!(second.shared.len(), 1);
-    let delta = second.shared[0].bytes.len();
+    let delta = second.shared[0].len();
     assert!(
         delta * 20 < full,
         "a one-key change wrote {delta} bytes against {full} for everything"
@@ -283,7 +283,7 @@ fn a_damaged_or_missing_shared_file_is_refused_by_name() {
     let missing = restore_with(&source);
     assert!(missing.contains("no such file"), "{missing}");
     let name = encoded.shared[0].name.clone();
-    let mut damaged = encoded.shared[0].bytes.clone();
+    let mut damaged = encoded.shared[0].read().unwrap();
     let middle = damaged.len() / 2;
     damaged[middle] ^= 0xff;
     lock(&files.files).insert(name.clone(), damaged);
@@ -322,7 +322,7 @@ fn rebases_roll_so_no_checkpoint_after_the_first_rewrites_everything() {
             SnapshotKind::Incremental { base },
         ));
         base = Some(CheckpointId(n));
-        let run = &encoded.shared[0].bytes;
+        let run = &encoded.shared[0].read().unwrap();
         let sections = super::super::run::Run::parse(run).unwrap().groups();
         bases_written.push(
             sections

@@ -57,6 +57,7 @@ impl<K: Key, V: Data> Checkpointed<K, V> {
                 let empty = store
                     .table(name, ctx.uid(), max, range)
                     .map_err(|e| failed(&e))?;
+                chains = chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
                 Table::Disk(
                     restore_table(empty, range, from, &parts, &mut chains)
                         .map_err(|e| failed(&e))?,

@@ -156,6 +156,11 @@ impl RunWriter {
         (self.finish(), index)
     }
 
+    /// Bytes of the sections added so far.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Whether no section was added.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
