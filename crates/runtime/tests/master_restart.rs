@@ -535,3 +535,38 @@ fn a_failure_while_canceling_is_the_ack_not_a_new_failure() {
     let out = sim.run_until(at(15));
     assert_eq!(deploys(&out).len(), 4);
 }
+
+/// A restarted subtask goes back to the TaskManager its previous attempt
+/// ran on (where its local state copies are), not where spreading alone
+/// would put it: here a third TaskManager, emptier than both, registered
+/// after the first deployment.
+#[test]
+fn a_restart_places_each_subtask_where_its_previous_attempt_ran() {
+    let mut sim = running_job(RestartStrategy::FixedDelay {
+        attempts: 5,
+        delay: secs(1),
+    });
+    let j = job(1);
+    let holders = |sim: &Sim| -> Vec<String> {
+        (0..4)
+            .map(|s| sim.holder(sim.current(j, 0, s)).unwrap())
+            .collect()
+    };
+    let before = holders(&sim);
+    sim.add_tm("tm-c", 4);
+    let failed = sim.current(j, 0, 0);
+    sim.fail(failed, "disk full");
+    sim.run_until(at(10));
+    assert_eq!(sim.state(j), JobState::Running);
+    assert_eq!(sim.current(j, 0, 0), attempt(j, 0, 0, 1), "restarted");
+    assert_eq!(holders(&sim), before);
+    // Gone from under them: the preference yields to spreading.
+    sim.input(MasterInput::TaskManagerLost {
+        tm: tm("tm-a"),
+        reason: "test".into(),
+    });
+    sim.run_until(at(20));
+    let now = holders(&sim);
+    assert!(!now.contains(&"tm-a".to_owned()), "{now:?}");
+    assert!(now.contains(&"tm-c".to_owned()), "{now:?}");
+}

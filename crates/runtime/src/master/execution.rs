@@ -23,6 +23,10 @@ pub struct TaskExecution {
     /// The slot it was deployed to, while it holds one: the job's slot of
     /// its subtask index, shared with that subtask of every other vertex.
     pub slot: Option<SlotId>,
+    /// The TaskManager its previous attempt ran on (where that attempt's
+    /// local state copies are, with local recovery): a restart prefers
+    /// it.
+    pub previous_task_manager: Option<TaskManagerId>,
     /// Records processed, as last reported.
     pub processed: u64,
 }
@@ -71,6 +75,7 @@ impl JobExecution {
                     attempt: 0,
                     state: task::begin(AttemptStart::New),
                     slot: None,
+                    previous_task_manager: None,
                     processed: 0,
                 };
                 (task, execution)
@@ -182,7 +187,9 @@ impl JobExecution {
         for task in self.tasks.values_mut() {
             task.attempt = task.attempt.saturating_add(1);
             task.state = task::begin(AttemptStart::New);
-            task.slot = None;
+            if let Some(slot) = task.slot.take() {
+                task.previous_task_manager = Some(slot.task_manager);
+            }
             task.processed = 0;
         }
         self.all_running = false;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::core::{JobMasterCore, Step};
 use super::execution::JobExecution;
 use super::{AttemptRef, MasterCommand};
-use crate::ids::{JobId, SlotId, TaskId};
+use crate::ids::{JobId, SlotId, TaskId, TaskManagerId};
 use crate::lifecycle::job::{JobEvent, JobState};
 use crate::lifecycle::task::{TaskEvent, TaskState};
 
@@ -107,7 +107,17 @@ impl JobMasterCore {
                 }
             }
             let wanted: Vec<Vec<AttemptRef>> = fresh.iter().map(|(_, a)| a.clone()).collect();
-            let Some(slots) = self.pool.allocate(&wanted) else {
+            // Each group back where its previous attempts ran, if that
+            // TaskManager has room: their local state copies are there.
+            let preferred: Vec<Option<TaskManagerId>> = fresh
+                .iter()
+                .map(|(subtask, _)| {
+                    groups[subtask]
+                        .iter()
+                        .find_map(|t| job.tasks.get(t)?.previous_task_manager.clone())
+                })
+                .collect();
+            let Some(slots) = self.pool.allocate_preferring(&wanted, &preferred) else {
                 continue;
             };
             let mut placed: BTreeMap<u32, SlotId> = BTreeMap::new();

@@ -116,12 +116,42 @@ impl SlotPool {
     /// A group is what shares a slot: attempts of one job, at most one per
     /// vertex (the caller's to ensure; a slot never mixes jobs).
     pub fn allocate(&mut self, groups: &[Vec<AttemptRef>]) -> Option<Vec<SlotId>> {
+        self.allocate_preferring(groups, &vec![None; groups.len()])
+    }
+
+    /// [`allocate`](Self::allocate), but a group with a preferred
+    /// TaskManager (`preferred[i]` for `groups[i]`: where its previous
+    /// attempts ran, and their local state copies are) goes there if it
+    /// has a free slot; the other groups then spread as `allocate` does.
+    pub fn allocate_preferring(
+        &mut self,
+        groups: &[Vec<AttemptRef>],
+        preferred: &[Option<TaskManagerId>],
+    ) -> Option<Vec<SlotId>> {
         if groups.len() > self.free() as usize {
             return None;
         }
-        let mut slots = Vec::with_capacity(groups.len());
-        for group in groups {
+        let mut slots: Vec<Option<SlotId>> = vec![None; groups.len()];
+        for (i, group) in groups.iter().enumerate() {
             debug_assert!(is_shareable(group), "not one slot's worth: {group:?}");
+            let Some(tm) = preferred.get(i).cloned().flatten() else {
+                continue;
+            };
+            let Some(states) = self.task_managers.get_mut(&tm) else {
+                continue;
+            };
+            if let Some(index) = states.iter().position(SlotState::is_free) {
+                states[index].allocated = group.iter().copied().collect();
+                slots[i] = Some(SlotId {
+                    task_manager: tm,
+                    index: index as u32,
+                });
+            }
+        }
+        for (i, group) in groups.iter().enumerate() {
+            if slots[i].is_some() {
+                continue;
+            }
             let (tm, states) = self
                 .task_managers
                 .iter_mut()
@@ -134,12 +164,12 @@ impl SlotPool {
                 .position(SlotState::is_free)
                 .expect("the TaskManager with the most free slots has one");
             states[index].allocated = group.iter().copied().collect();
-            slots.push(SlotId {
+            slots[i] = Some(SlotId {
                 task_manager: tm.clone(),
                 index: index as u32,
             });
         }
-        Some(slots)
+        slots.into_iter().collect()
     }
 
     /// Takes `attempt` (allocated or foreign) out of `slot`; returns whether
@@ -302,6 +332,29 @@ mod tests {
         assert_eq!(pool.free(), 2);
         assert!(pool.allocate(&[one(2), one(3), one(4)]).is_none());
         assert_eq!(pool.free(), 2, "a refused allocation takes nothing");
+    }
+
+    #[test]
+    fn a_preferred_task_manager_is_taken_while_it_has_room_and_spread_after() {
+        let mut pool = SlotPool::default();
+        pool.register(&tm("a"), 1);
+        pool.register(&tm("b"), 3);
+        let prefer_a = Some(tm("a"));
+        let slots = pool
+            .allocate_preferring(
+                &[one(0), one(1), one(2)],
+                &[prefer_a.clone(), prefer_a, None],
+            )
+            .unwrap();
+        let on: Vec<String> = slots.iter().map(|s| s.task_manager.to_string()).collect();
+        // a had room for one; the second preferring it spreads (to b).
+        assert_eq!(on, ["a", "b", "b"]);
+        // Unknown TaskManagers are no preference; all or nothing still holds.
+        assert!(
+            pool.allocate_preferring(&[one(3), one(4)], &[Some(tm("gone")), None])
+                .is_none()
+        );
+        assert_eq!(pool.free(), 1);
     }
 
     #[test]
