@@ -23,11 +23,16 @@ use serde::{Deserialize, Serialize};
 
 /// The first bytes of every state file.
 const MAGIC: &[u8; 8] = b"HFSTATE1";
-/// The state file's format version: 3 as 2, with a keyed state's part
-/// either inline or chains of sections in shared files (incremental
-/// checkpoints); 2 files each operator's part under its id (`uid`, else its
-/// name); version 1 filed it under its position in the plan. All are read.
-const FORMAT: u32 = 3;
+/// The state file's format version: 4 as 3, with a process function's
+/// states each a keyed table's part too (inline or chains: incremental);
+/// 3 as 2, with a keyed state's part either inline or chains of sections in
+/// shared files (incremental checkpoints); 2 files each operator's part
+/// under its id (`uid`, else its name); version 1 filed it under its
+/// position in the plan. All are read.
+const FORMAT: u32 = 4;
+/// A keyed state's part inline or chains; a process function's states
+/// inline.
+pub(crate) const FORMAT_3: u32 = 3;
 /// Parts by operator id, a keyed state's part its groups inline.
 const FORMAT_2: u32 = 2;
 /// The first format (parts by node position).
@@ -117,6 +122,12 @@ impl Snapshot {
             self.parts.push((uid.to_owned(), part));
         }
         Ok(())
+    }
+
+    /// The parts taken, by operator id (tests of one operator).
+    #[cfg(test)]
+    pub(crate) fn into_parts(self) -> Vec<(String, Part)> {
+        self.parts
     }
 
     /// How long the task thread spent taking the parts.
@@ -219,7 +230,7 @@ impl StateFile {
             .ok_or(StateDecodeError::Truncated)?;
         let format = u32::from_le_bytes(*format);
         match format {
-            FORMAT | FORMAT_2 => {
+            FORMAT | FORMAT_3 | FORMAT_2 => {
                 let mut file: StateFile =
                     postcard::from_bytes(body).map_err(StateDecodeError::Undecodable)?;
                 file.format = format;
@@ -283,7 +294,8 @@ pub struct RestoredPart {
     pub parallelism: u32,
     /// The operator's own encoding.
     pub bytes: Vec<u8>,
-    /// The state file's format (a keyed state's part changed in 3).
+    /// The state file's format (a keyed state's part changed in 3, a
+    /// process function's states in 4).
     pub format: u32,
     /// The state file it came from (an incremental keyed state reads its
     /// shared files beside it).
@@ -572,10 +584,10 @@ mod tests {
         assert!(matches!(decode(b"garbage!"), StateDecodeError::WrongMagic));
         assert!(matches!(decode(MAGIC), StateDecodeError::Truncated));
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&4u32.to_le_bytes());
+        next.extend_from_slice(&5u32.to_le_bytes());
         assert!(matches!(
             decode(&next),
-            StateDecodeError::UnknownFormat { format: 4 }
+            StateDecodeError::UnknownFormat { format: 5 }
         ));
         let mut cut = MAGIC.to_vec();
         cut.extend_from_slice(&FORMAT.to_le_bytes());
@@ -617,12 +629,12 @@ mod tests {
         );
         // A future format is refused, naming both.
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&4u32.to_le_bytes());
+        next.extend_from_slice(&5u32.to_le_bytes());
         let error = read(&next, 2).unwrap_err();
         assert!(
             error
                 .message()
-                .contains("format version is 4; this build reads versions 1 to 3"),
+                .contains("format version is 5; this build reads versions 1 to 4"),
             "{}",
             error.message()
         );

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-use holdfast_executor::TaskFailure;
+use holdfast_executor::{EncodedState, SharedFile, TaskFailure};
 use holdfast_types::CheckpointId;
 use serde::{Deserialize, Serialize};
 
 use super::KeyedProcessFunction;
 use super::context::ProcessContext;
-use super::states::{AnyTable, StateRegistry};
+use super::states::{AnyTable, RestoredState, StateRegistry};
 use super::timers::{TimeDomainOf, Timer, Timers};
 use crate::checkpoint::{Part, Snapshot, StateEncodeError, decode_part};
 use crate::context::OperatorContext;
@@ -19,6 +19,7 @@ use crate::data::{Data, Key, MAX_WATERMARK, MIN_WATERMARK, Timestamp};
 use crate::keys::key_hash;
 use crate::ops::keyed::KeyFn;
 use crate::push::{BoxPush, Push};
+use crate::state::incremental::TableChains;
 use crate::state::{KeyGroup, KeyGroupRange};
 
 /// What a checkpoint keeps of the operator.
@@ -34,6 +35,8 @@ pub(crate) struct KeyedProcessOp<T, K: Key, O, F> {
     key: KeyFn<T, K>,
     f: F,
     tables: Vec<Box<dyn AnyTable<K>>>,
+    /// Per table, what its incremental checkpoints keep.
+    chains: Vec<TableChains<K>>,
     timers: Timers<K>,
     watermark: Timestamp,
     ctx: OperatorContext,
@@ -53,12 +56,15 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
     ) -> Result<Self, TaskFailure> {
         // Every old subtask's part (at an unchanged parallelism just this
         // subtask's): states and timers keep this subtask's key groups.
-        let mut states: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+        let mut states: BTreeMap<String, Vec<RestoredState>> = BTreeMap::new();
         let mut timers_parts = Vec::new();
         for part in ctx.restored_parts() {
             let saved = decode_part::<Saved>(ctx.operator(), &part.bytes)?;
             for (name, bytes) in saved.states {
-                states.entry(name).or_default().push(bytes);
+                states
+                    .entry(name)
+                    .or_default()
+                    .push((bytes, part.format, part.source.clone()));
             }
             timers_parts.push(saved.timers);
         }
@@ -82,6 +88,7 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
             key,
             f,
             tables: registry.tables,
+            chains: registry.chains,
             timers,
             watermark: MIN_WATERMARK,
             ctx: ctx.clone(),
@@ -189,11 +196,13 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
     }
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        let (tables, timers) = (&self.tables, &self.timers);
+        let kind = snapshot.kind();
+        let (tables, chains, timers) = (&mut self.tables, &mut self.chains, &self.timers);
         snapshot.take(self.ctx.uid(), || {
-            let states: Vec<(String, _)> = tables
-                .iter()
-                .map(|t| (t.name().to_owned(), t.part()))
+            let states: Vec<(String, Part)> = tables
+                .iter_mut()
+                .zip(chains.iter_mut())
+                .map(|(t, c)| (t.name().to_owned(), t.part(c, id, kind)))
                 .collect();
             let timers = timers.clone();
             Ok(Some(Part::Deferred(Box::new(move || {
@@ -201,13 +210,27 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
                     states: Vec::with_capacity(states.len()),
                     timers: timers.encode()?,
                 };
+                let (mut shared, mut reused) = (Vec::new(), Vec::new());
                 for (name, part) in states {
-                    match part() {
-                        Ok(encoded) => saved.states.push((name, encoded.bytes)),
-                        Err(source) => return Err(StateEncodeError::State { name, source }.into()),
-                    }
+                    let encoded = match part {
+                        Part::Bytes(bytes) => bytes.into(),
+                        Part::Deferred(encode) => match encode() {
+                            Ok(encoded) => encoded,
+                            Err(source) => {
+                                shared.iter().for_each(SharedFile::discard);
+                                return Err(StateEncodeError::State { name, source }.into());
+                            }
+                        },
+                    };
+                    saved.states.push((name, encoded.bytes));
+                    shared.extend(encoded.shared);
+                    reused.extend(encoded.reused);
                 }
-                Ok(postcard::to_allocvec(&saved)?.into())
+                Ok(EncodedState {
+                    bytes: postcard::to_allocvec(&saved)?,
+                    shared,
+                    reused,
+                })
             }))))
         })?;
         self.next.barrier(id, snapshot)
@@ -223,7 +246,10 @@ mod tests {
     use super::*;
     use crate::metrics::DataflowMetrics;
     use crate::push::testing::{Recorder, records};
+    use crate::state::incremental::tests::Files;
     use crate::time::ManualClock;
+    use holdfast_types::SnapshotKind;
+    use holdfast_types::sync::lock;
     use std::sync::Arc;
 
     /// Counts per key; on a processing-time timer 100 ms after a key's
@@ -299,5 +325,103 @@ mod tests {
         op.push(&mut vec![(3, 1)]).unwrap();
         op.finish().unwrap();
         assert_eq!(records(&log), [(1, 2)]);
+    }
+
+    /// The operator's one part of checkpoint `id` of `kind`, encoded; its
+    /// shared files stored in `files`.
+    fn checkpoint(
+        op: &mut KeyedProcessOp<(u8, u8), u8, (u8, u64), Delayed>,
+        id: u64,
+        kind: SnapshotKind,
+        files: &Files,
+    ) -> EncodedState {
+        let mut snapshot = Snapshot::new(kind);
+        op.barrier(CheckpointId(id), &mut snapshot).unwrap();
+        let mut parts = snapshot.into_parts();
+        assert_eq!(parts.len(), 1);
+        let Part::Deferred(encode) = parts.remove(0).1 else {
+            panic!("a process function's part is encoded off the task thread");
+        };
+        let encoded = encode().unwrap();
+        for file in &encoded.shared {
+            lock(&files.files).insert(file.name.clone(), file.read().unwrap());
+        }
+        encoded
+    }
+
+    /// A process function's states are checkpointed incrementally: a
+    /// checkpoint on a base writes the groups that changed and reuses the
+    /// base's runs for the others, and the operator restores from the
+    /// chains (its states and timers as they were).
+    #[test]
+    fn process_function_states_are_checkpointed_incrementally_and_restored_from_chains() {
+        let clock = ManualClock::at(1_000);
+        let ctx = OperatorContext::new(
+            "j",
+            "delayed",
+            0,
+            1,
+            clock.clone(),
+            &DataflowMetrics::default(),
+        )
+        .checkpointed();
+        let files = Arc::new(Files::default());
+        let make = |ctx: &OperatorContext, rec| {
+            KeyedProcessOp::new(
+                ctx,
+                Arc::new(|r: &(u8, u8)| r.0),
+                Delayed { count: None },
+                Box::new(rec),
+            )
+            .unwrap()
+        };
+        let (rec, _) = Recorder::new();
+        let mut op = make(&ctx, rec);
+        for key in 0..100u8 {
+            op.push(&mut vec![(key, 1), (key, 2)]).unwrap();
+        }
+        let first = checkpoint(&mut op, 1, SnapshotKind::Incremental { base: None }, &files);
+        assert!(
+            !first.shared.is_empty() && first.reused.is_empty(),
+            "{first:?}"
+        );
+        // One key changes: the next checkpoint reuses the first's runs.
+        op.push(&mut vec![(7, 3)]).unwrap();
+        let second = checkpoint(
+            &mut op,
+            2,
+            SnapshotKind::Incremental {
+                base: Some(CheckpointId(1)),
+            },
+            &files,
+        );
+        assert!(!second.reused.is_empty(), "nothing reused: {second:?}");
+        let whole: u64 = first.shared.iter().map(SharedFile::len).sum();
+        let delta: u64 = second.shared.iter().map(SharedFile::len).sum();
+        assert!(
+            delta * 10 < whole,
+            "a one-key change wrote {delta} bytes of {whole}"
+        );
+
+        // Restored from the second checkpoint: every key's count, fired by
+        // its restored timer.
+        let source = holdfast_executor::StateSource::Stored(
+            Arc::clone(&files) as Arc<dyn holdfast_executor::StoredState>
+        );
+        let part = crate::checkpoint::RestoredPart {
+            source,
+            ..crate::checkpoint::RestoredPart::new(0, 1, second.bytes)
+        };
+        let restored_ctx = ctx.clone().restored_with(CheckpointId(2), vec![part]);
+        let (rec, log) = Recorder::new();
+        let mut restored = make(&restored_ctx, rec);
+        clock.set(1_100);
+        restored.on_time(1_100).unwrap();
+        let mut counts = records(&log);
+        counts.sort_unstable();
+        let expected: Vec<(u8, u64)> = (0..100u8)
+            .map(|k| (k, if k == 7 { 3 } else { 2 }))
+            .collect();
+        assert_eq!(counts, expected);
     }
 }

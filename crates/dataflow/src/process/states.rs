@@ -10,14 +10,15 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-use holdfast_executor::TaskFailure;
+use holdfast_executor::{StateSource, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
+use holdfast_types::{CheckpointId, SnapshotKind};
 
-use crate::checkpoint::{Deferred, decode_part};
+use crate::checkpoint::{FORMAT_3, Part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::state::tracked::{GroupSnapshot, RestoreTarget};
-use crate::state::{DiskTable, KeyGroup, KeyGroupRange, KeyedTable, StateBackend, StateError};
+use crate::state::incremental::{RestoreError, TableChains, restore_table};
+use crate::state::{DiskTable, KeyGroupRange, KeyedTable, StateBackend, StateError};
 
 /// One key's value.
 pub struct ValueState<V> {
@@ -89,8 +90,9 @@ impl<V: Data> StateHandle for ListState<V> {
 pub(crate) trait AnyTable<K>: Send {
     /// The state's name.
     fn name(&self) -> &str;
-    /// A snapshot, encoded later.
-    fn part(&self) -> Deferred;
+    /// Its part of checkpoint `id` of `kind` (a cheap copy now, encoded
+    /// later: inline, or incrementally on `chains`).
+    fn part(&mut self, chains: &mut TableChains<K>, id: CheckpointId, kind: SnapshotKind) -> Part;
     /// Before a call for `key`: its entry read into memory (the
     /// disk-backed type; nothing to do in memory).
     fn preload(&mut self, _key: &K) -> Result<(), StateError> {
@@ -109,13 +111,8 @@ impl<K: Key, V: Data> AnyTable<K> for KeyedTable<K, V> {
         KeyedTable::name(self)
     }
 
-    fn part(&self) -> Deferred {
-        let snapshot = self.snapshot();
-        Box::new(move || {
-            let parts = snapshot.encode()?;
-            let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
-            Ok(postcard::to_allocvec(&parts)?.into())
-        })
+    fn part(&mut self, chains: &mut TableChains<K>, id: CheckpointId, kind: SnapshotKind) -> Part {
+        chains.part(self, id, kind)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -132,13 +129,8 @@ impl<K: Key, V: Data> AnyTable<K> for DiskTable<K, V> {
         DiskTable::name(self)
     }
 
-    fn part(&self) -> Deferred {
-        let snapshot = self.snapshot();
-        Box::new(move || {
-            let parts = snapshot.encode_inline()?;
-            let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
-            Ok(postcard::to_allocvec(&parts)?.into())
-        })
+    fn part(&mut self, chains: &mut TableChains<K>, id: CheckpointId, kind: SnapshotKind) -> Part {
+        chains.part(self, id, kind)
     }
 
     fn preload(&mut self, key: &K) -> Result<(), StateError> {
@@ -261,25 +253,39 @@ pub struct StateRegistry<K> {
     max_parallelism: u32,
     range: KeyGroupRange,
     pub(super) tables: Vec<Box<dyn AnyTable<K>>>,
-    restored: BTreeMap<String, Vec<Vec<u8>>>,
+    /// Per table, what its incremental checkpoints keep.
+    pub(super) chains: Vec<TableChains<K>>,
+    restored: BTreeMap<String, Vec<RestoredState>>,
+    from: Option<CheckpointId>,
     backend: StateBackend,
     uid: String,
+    tag: String,
 }
+
+/// One old subtask's part of a state: its bytes, the state file's format,
+/// and where its shared files are.
+pub(super) type RestoredState = (Vec<u8>, u32, StateSource);
 
 impl<K: Key> StateRegistry<K> {
     /// The registry of the subtask `ctx` says, restored from each state's
     /// parts (one per old subtask; one, its own, at an unchanged
     /// parallelism).
-    pub(super) fn new(ctx: &OperatorContext, restored: BTreeMap<String, Vec<Vec<u8>>>) -> Self {
+    pub(super) fn new(
+        ctx: &OperatorContext,
+        restored: BTreeMap<String, Vec<RestoredState>>,
+    ) -> Self {
         let max_parallelism = ctx.max_parallelism();
         StateRegistry {
             operator: ctx.operator().to_owned(),
             max_parallelism,
             range: KeyGroupRange::of_subtask(max_parallelism, ctx.parallelism(), ctx.subtask()),
             tables: Vec::new(),
+            chains: Vec::new(),
             restored,
+            from: ctx.restored_from(),
             backend: ctx.state_backend().clone(),
             uid: ctx.uid().to_owned(),
+            tag: ctx.attempt_tag().to_owned(),
         }
     }
 
@@ -324,48 +330,58 @@ impl<K: Key> StateRegistry<K> {
             )
             .of_kind(FailureKind::Infrastructure)
         };
-        let mut decoded: Vec<Vec<(u32, Vec<u8>)>> = Vec::new();
-        if let Some(old) = self.restored.remove(name) {
-            let what = format!("{} (state {name:?})", self.operator);
-            for bytes in &old {
-                decoded.push(decode_part(&what, bytes)?);
-            }
-        }
-        // The table keeps the key groups of its own range.
-        let parts = decoded
-            .iter()
+        // Before format 4 a state's part was its groups inline, as a keyed
+        // table's before format 3: read as such.
+        let parts: Vec<(Vec<u8>, u32, &StateSource)> = self
+            .restored
+            .get(name)
+            .into_iter()
             .flatten()
-            .map(|(g, b)| (KeyGroup(*g), b.as_slice()));
+            .map(|(bytes, format, source)| {
+                let format = if *format > FORMAT_3 {
+                    FORMAT_3
+                } else {
+                    FORMAT_3 - 1
+                };
+                (bytes.clone(), format, source)
+            })
+            .collect();
+        // The table keeps the key groups of its own range; its shared files
+        // are named after the operator and the state.
+        let id = format!("{}/{name}", self.uid);
+        let mut chains = TableChains::new(&self.tag, &id);
+        let failed = |e: RestoreError| {
+            TaskFailure::with_source(
+                format!(
+                    "operator {:?}: cannot restore state {name:?}",
+                    self.operator
+                ),
+                e,
+            )
+            .of_kind(FailureKind::Infrastructure)
+        };
         let table: Box<dyn AnyTable<K>> = match &self.backend {
-            StateBackend::HashMap => Box::new(
-                KeyedTable::<K, V>::restore(name, self.max_parallelism, self.range, parts)
-                    .map_err(cannot)?,
-            ),
+            StateBackend::HashMap => {
+                let empty = KeyedTable::<K, V>::new(name, self.max_parallelism, self.range);
+                Box::new(
+                    restore_table(empty, self.range, self.from, &parts, &mut chains)
+                        .map_err(failed)?,
+                )
+            }
             StateBackend::Disk(store) => {
-                let id = format!("{}/{name}", self.uid);
-                let mut table: DiskTable<K, V> = store
+                let empty: DiskTable<K, V> = store
                     .table(name, &id, self.max_parallelism, self.range)
                     .map_err(cannot)?
                     .deferring_flushes();
-                for (group, bytes) in parts {
-                    if !self.range.contains(group) {
-                        continue;
-                    }
-                    let entries: Vec<(K, V)> = postcard::from_bytes(bytes).map_err(|e| {
-                        cannot(StateError::Corrupt {
-                            state: name.to_owned(),
-                            group,
-                            reason: e.to_string(),
-                        })
-                    })?;
-                    for (key, value) in entries {
-                        table.restore_entry(group, key, value).map_err(cannot)?;
-                    }
-                }
-                table.restored().map_err(cannot)?;
-                Box::new(table)
+                chains = chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
+                Box::new(
+                    restore_table(empty, self.range, self.from, &parts, &mut chains)
+                        .map_err(failed)?,
+                )
             }
         };
+        self.restored.remove(name);
+        self.chains.push(chains);
         self.tables.push(table);
         Ok(self.tables.len() - 1)
     }

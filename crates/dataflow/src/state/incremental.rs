@@ -594,4 +594,4 @@ pub(crate) enum RestoreError {
 
 #[cfg(test)]
 #[path = "incremental_tests.rs"]
-pub(super) mod tests;
+pub(crate) mod tests;
