@@ -17,11 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use holdfast_dataflow::jobs::datagen::Record;
+use holdfast_dataflow::LocalRun;
 use holdfast_dataflow::plan::CompiledPlan;
-use holdfast_dataflow::sink::Discard;
-use holdfast_dataflow::source::Generator;
-use holdfast_dataflow::{Dataflow, LocalRun};
 use holdfast_executor::KeyedStateBackend;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
@@ -30,6 +27,7 @@ use serde_json::{Value, json};
 use crate::output::{Report, Table};
 use crate::scenario::checkpoints::millions;
 use crate::scenario::cluster::process::Memory;
+use crate::scenario::incremental::{flow, records_out};
 use crate::stats::{Summary, ms, summary_json};
 
 /// Options of the `disk-state` scenario.
@@ -54,32 +52,6 @@ pub struct DiskStateArgs {
     /// memory of that type alone.
     #[arg(long)]
     pub only: Option<String>,
-}
-
-fn flow(keys: u64) -> Dataflow {
-    let flow = Dataflow::new("disk-state-bench");
-    let generator = Generator::new(None, move |i| Record {
-        id: i,
-        key: (i % keys) as u32,
-        value: 1,
-    })
-    .warm_up(keys);
-    flow.source("generate", generator)
-        .uid("source")
-        .key_by(|r: &Record| r.key)
-        .sum("sum", |r: &Record| r.value)
-        .uid("sum")
-        .sink("discard", Discard::new())
-        .uid("discard");
-    flow
-}
-
-fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
-    job.meters()
-        .iter()
-        .filter(|(task, _)| task.vertex == 0)
-        .map(|(_, m)| m.records_out)
-        .sum()
 }
 
 /// Bytes of the files under `dir`.
@@ -114,7 +86,10 @@ struct RunResult {
 
 fn one_run(args: &DiskStateArgs, backend: KeyedStateBackend) -> Result<RunResult> {
     let before = Memory::of(std::process::id())?;
-    let compiled = Arc::new(CompiledPlan::compile(flow(args.keys).build()?, 1)?);
+    let compiled = Arc::new(CompiledPlan::compile(
+        flow("disk-state-bench", args.keys, None).build()?,
+        1,
+    )?);
     let dir = match &backend {
         KeyedStateBackend::Disk { dir, .. } => Some(dir.clone()),
         KeyedStateBackend::HashMap => None,

@@ -74,18 +74,20 @@ struct RunResult {
     rss_mib: f64,
 }
 
-fn flow(keys: u64, rate: u64) -> Dataflow {
-    let flow = Dataflow::new("incremental-bench");
-    // The first `keys` records write every key once; then records go
-    // round the keys again at the rate.
-    let generator = Generator::new(None, move |i| Record {
+/// A keyed sum over `keys` keys: the first `keys` records write every key
+/// once as fast as they go; then records go round the keys again, at
+/// `rate` a second (as fast as they go without one).
+pub(crate) fn flow(name: &str, keys: u64, rate: Option<u64>) -> Dataflow {
+    let flow = Dataflow::new(name);
+    let mut generator = Generator::new(None, move |i| Record {
         id: i,
         key: (i % keys) as u32,
         value: 1,
-    })
-    .rate(rate)
-    .warm_up(keys);
-    flow.source("generate", generator)
+    });
+    if let Some(rate) = rate {
+        generator = generator.rate(rate);
+    }
+    flow.source("generate", generator.warm_up(keys))
         .uid("source")
         .key_by(|r: &Record| r.key)
         .sum("sum", |r: &Record| r.value)
@@ -95,7 +97,8 @@ fn flow(keys: u64, rate: u64) -> Dataflow {
     flow
 }
 
-fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
+/// Records the source vertex made so far.
+pub(crate) fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
     job.meters()
         .iter()
         .filter(|(task, _)| task.vertex == 0)
@@ -105,7 +108,10 @@ fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
 
 fn one_run(args: &IncrementalArgs, incremental: bool) -> Result<RunResult> {
     let rate = ((args.keys as f64) * args.update_percent / 100.0).max(1.0) as u64;
-    let compiled = Arc::new(CompiledPlan::compile(flow(args.keys, rate).build()?, 1)?);
+    let compiled = Arc::new(CompiledPlan::compile(
+        flow("incremental-bench", args.keys, Some(rate)).build()?,
+        1,
+    )?);
     let run = LocalRun {
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
         ..LocalRun::default()

@@ -490,17 +490,7 @@ where
         };
         let key: K = postcard::from_bytes(key).map_err(corrupt)?;
         let value: V = postcard::from_bytes(value).map_err(corrupt)?;
-        let found = self.group_of(&key);
-        if found != group || !self.range.contains(group) {
-            return Err(StateError::WrongGroup {
-                state: self.name.clone(),
-                group,
-                found,
-            });
-        }
-        let slot = (group.0 - self.range.start) as usize;
-        self.groups[slot].insert(key, Stamped::new(value));
-        Ok(())
+        super::tracked::RestoreTarget::restore_entry(self, group, key, value)
     }
 }
 
