@@ -276,6 +276,8 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
 ///   `io.tmp.dirs`, and says so;
 /// - checkpoints reuse earlier runs, and no shared file is left behind;
 /// - the output is exactly once;
+/// - with local recovery on, its spilled runs are copied locally too, and
+///   the subtasks restarted on the TaskManager left read them from there;
 /// - a TaskManager started after the kill sweeps the killed one's
 ///   directory, and the ended job leaves no task directory behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,8 +288,10 @@ async fn disk_backed_state_survives_a_killed_task_manager_and_a_killed_leader() 
     let config = format!(
         "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
          state.backend.type: fjall\nio.tmp.dirs: {}\ntaskmanager.memory.managed.size: 2 mb\n\
+         execution.checkpointing.local-backup.enabled: true\ntaskmanager.state.local.root-dirs: {}\n\
          restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
         checkpoints.display(),
+        tmp.display(),
         tmp.display()
     );
     let cluster = Cluster::start("lease", &config).await?;
@@ -321,7 +325,21 @@ async fn disk_backed_state_survives_a_killed_task_manager_and_a_killed_leader() 
     })
     .await?;
 
+    // The spilled runs are copied locally too.
+    let copies = tmp.join("holdfast-local-state").join("tm-1");
+    eventually("tm-1 keeps local copies of its spilled runs", || async {
+        Ok((count_runs(&copies) > 0).then_some(()))
+    })
+    .await?;
+    let from = tm1.process.stderr().len();
     restored_after_killing(&jm_a, &mut tm2).await?;
+    // tm-1's own subtasks read their state back from the copies.
+    logged(
+        &tm1.process,
+        "restoring from this TaskManager's local copy of the state",
+        from,
+    )
+    .await?;
     ensure!(
         state.join("tm-2").exists(),
         "a killed TaskManager cannot clean up"
@@ -351,4 +369,22 @@ async fn disk_backed_state_survives_a_killed_task_manager_and_a_killed_leader() 
     .await?;
     drop(tm1);
     Ok(())
+}
+
+/// Run files (`*.run`) anywhere under `dir`.
+fn count_runs(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                count_runs(&path)
+            } else {
+                usize::from(path.extension().is_some_and(|x| x == "run"))
+            }
+        })
+        .sum()
 }

@@ -327,39 +327,39 @@ async fn write_state(
         .await
         .map_err(Decline::EncodePanicked)?
         .map_err(Decline::Encode)?;
-    // The shared files first: the state file names them.
+    // The shared files first: the state file names them. A spilled file
+    // is read, stored and (unless copied locally) deleted one at a time: a
+    // state larger than memory holds one part of its checkpoint in memory.
     let mut shared_new = Vec::with_capacity(encoded.shared.len());
-    let mut shared_files = Vec::with_capacity(encoded.shared.len());
-    // A spilled file is read, stored and (unless copied locally) deleted
-    // one at a time: a state larger than memory holds one part of its
-    // checkpoint in memory.
+    let mut copies: Vec<(StoragePath, LocalCopy)> = Vec::with_capacity(encoded.shared.len());
+    let discard = |copies: &[(StoragePath, LocalCopy)]| {
+        for (_, copy) in copies {
+            if let LocalCopy::Spilled(file) = copy {
+                file.discard();
+            }
+        }
+    };
     let mut pending = encoded.shared.into_iter();
     while let Some(file) = pending.next() {
-        let written = store_shared(key.job, &storage, &file).await;
-        let at = match written {
-            Ok(at) => at,
-            Err(decline) => {
-                file.discard();
-                pending.for_each(|f| f.discard());
-                return Err(decline);
-            }
-        };
         shared_new.push(SharedRef {
             name: file.name.clone(),
             bytes: file.len(),
         });
-        if storages.local.is_some() {
-            shared_files.push((at, file));
-        } else {
-            file.discard();
+        match store_shared(key.job, &storage, file, storages.local.is_some()).await {
+            Ok(copy) => copies.extend(copy),
+            Err(decline) => {
+                discard(&copies);
+                pending.for_each(|f| f.discard());
+                return Err(decline);
+            }
         }
     }
     let size = encoded.bytes.len() as u64;
     let state = Bytes::from(encoded.bytes);
-    storage
-        .put(&path, state.clone())
-        .await
-        .map_err(Decline::Write)?;
+    if let Err(e) = storage.put(&path, state.clone()).await {
+        discard(&copies);
+        return Err(Decline::Write(e));
+    }
     if let Some(local) = &storages.local {
         // The acknowledgement does not wait for the copies.
         tokio::spawn(keep_locally(
@@ -368,7 +368,7 @@ async fn write_state(
             checkpoint,
             path.clone(),
             state,
-            shared_files,
+            copies,
             encoded.reused.clone(),
         ));
     }
@@ -381,29 +381,59 @@ async fn write_state(
     })
 }
 
-/// Stores one shared file of `job` (read from its local file if spilled);
-/// returns where.
+/// What a local copy of a stored shared file is made from: its bytes in
+/// memory, or its spilled file (deleted once copied).
+enum LocalCopy {
+    Bytes(Bytes),
+    Spilled(SharedFile),
+}
+
+/// Stores one shared file of `job` (read from its local file if spilled,
+/// which is deleted unless `keep` asks for a local copy); returns what the
+/// copy is made from, if asked for.
 async fn store_shared(
     job: JobId,
     storage: &Storage,
-    file: &SharedFile,
-) -> Result<StoragePath, Decline> {
-    let at = shared_path(job, &file.name).map_err(Decline::Path)?;
-    let content = match &file.content {
-        SharedContent::Bytes(bytes) => Bytes::from(bytes.clone()),
-        SharedContent::Spilled { .. } => {
-            let spilled = file.clone();
-            tokio::task::spawn_blocking(move || spilled.read())
-                .await
-                .map_err(Decline::EncodePanicked)?
-                .map(Bytes::from)
-                .map_err(|e| {
-                    Decline::Encode(format!("cannot read a spilled run file: {e}").into())
-                })?
+    file: SharedFile,
+    keep: bool,
+) -> Result<Option<(StoragePath, LocalCopy)>, Decline> {
+    let at = match shared_path(job, &file.name) {
+        Ok(at) => at,
+        Err(e) => {
+            file.discard();
+            return Err(Decline::Path(e));
         }
     };
-    storage.put(&at, content).await.map_err(Decline::Write)?;
-    Ok(at)
+    let (content, spilled) = match file.content {
+        SharedContent::Bytes(bytes) => (Bytes::from(bytes), None),
+        SharedContent::Spilled { ref path, .. } => {
+            let path = path.clone();
+            let read = tokio::task::spawn_blocking(move || std::fs::read(path))
+                .await
+                .map_err(Decline::EncodePanicked)?;
+            match read {
+                Ok(bytes) => (Bytes::from(bytes), Some(file)),
+                Err(e) => {
+                    file.discard();
+                    return Err(Decline::Encode(
+                        format!("cannot read a spilled run file: {e}").into(),
+                    ));
+                }
+            }
+        }
+    };
+    let stored = storage.put(&at, content.clone()).await;
+    let copy = match spilled {
+        // The spilled file is the copy's source: no need to hold its bytes.
+        Some(file) if keep && stored.is_ok() => LocalCopy::Spilled(file),
+        Some(file) => {
+            file.discard();
+            LocalCopy::Bytes(content)
+        }
+        None => LocalCopy::Bytes(content),
+    };
+    stored.map_err(Decline::Write)?;
+    Ok(keep.then_some((at, copy)))
 }
 
 /// Local recovery: copies of what an attempt wrote for `checkpoint` (its
@@ -416,7 +446,7 @@ async fn keep_locally(
     checkpoint: CheckpointId,
     state_path: StoragePath,
     state: Bytes,
-    shared: Vec<(StoragePath, SharedFile)>,
+    shared: Vec<(StoragePath, LocalCopy)>,
     reused: Vec<SharedRef>,
 ) {
     let mut used: Vec<StoragePath> = vec![state_path.clone()];
@@ -429,12 +459,19 @@ async fn keep_locally(
     let written = tokio::task::spawn_blocking(move || {
         let copied = (|| {
             local.put(&state_path, &state)?;
-            for (path, file) in &shared {
-                local.put(path, &file.read()?)?;
+            for (path, copy) in &shared {
+                match copy {
+                    LocalCopy::Bytes(bytes) => local.put(path, bytes)?,
+                    LocalCopy::Spilled(file) => local.put(path, &file.read()?)?,
+                }
             }
             Ok::<(), std::io::Error>(())
         })();
-        shared.iter().for_each(|(_, file)| file.discard());
+        for (_, copy) in &shared {
+            if let LocalCopy::Spilled(file) = copy {
+                file.discard();
+            }
+        }
         copied?;
         local.used(key.job, checkpoint, used);
         Ok::<(), std::io::Error>(())
