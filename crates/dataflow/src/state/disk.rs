@@ -323,7 +323,7 @@ where
             return Ok(None);
         }
         let old = self.written(slot, key).value.take();
-        self.lens[slot] -= 1;
+        self.lens[slot] = self.lens[slot].saturating_sub(1);
         self.flush_if_full()?;
         Ok(old)
     }
