@@ -934,7 +934,7 @@ pub const KEYS: &[KeySpec] = &[
         "512 mb",
         "memory",
         Checkpointing,
-        "what a TaskManager's disk-backed keyed state keeps in memory, split evenly among its slots (a slot's half for its block cache and write buffers, half for its tables' recently used keys); e.g. `512 mb`, `1 gb`",
+        "what a TaskManager's disk-backed keyed state is to keep in memory, split evenly among its slots (of a slot's share: a quarter for fjall's block cache, a sixteenth nominal for its write buffers, a quarter nominal for the tables' recently used keys); e.g. `512 mb`, `1 gb`. fjall takes more than this today (about 10 bytes per key written): see `STATE-ENGINES.md`",
     ),
     key(
         IO_TMP_DIRS,
