@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::key_groups::{KeyGroup, KeyGroupRange};
+use super::tracked::{GroupSnapshot, TrackedTable};
 use crate::keys::key_hash;
 
 /// One key group's values: a persistent map (cloning it copies a pointer),
@@ -563,5 +564,50 @@ where
     /// Whether it holds no key.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+impl<K, V> GroupSnapshot<K> for TableSnapshot<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
+    V: Clone + Serialize + Send + Sync + 'static,
+{
+    fn range(&self) -> KeyGroupRange {
+        TableSnapshot::range(self)
+    }
+    fn group_len(&self, slot: usize) -> usize {
+        TableSnapshot::group_len(self, slot)
+    }
+    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
+        TableSnapshot::write_base(self, slot, out)
+    }
+    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError> {
+        TableSnapshot::write_delta(self, slot, keys, out)
+    }
+    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
+        self.encode()
+    }
+}
+
+impl<K, V> TrackedTable<K> for KeyedTable<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
+    V: Clone + Serialize + Send + Sync + 'static,
+{
+    type Snapshot = TableSnapshot<K, V>;
+    fn snapshot_now(&self) -> TableSnapshot<K, V> {
+        self.snapshot()
+    }
+    fn is_tracking_changes(&self) -> bool {
+        KeyedTable::is_tracking_changes(self)
+    }
+    fn track_changes(&mut self) {
+        KeyedTable::track_changes(self)
+    }
+    fn untrack_changes(&mut self) {
+        KeyedTable::untrack_changes(self)
+    }
+    fn take_changed(&mut self) -> Option<(TableSnapshot<K, V>, Vec<Vec<K>>)> {
+        self.take_changes().map(|c| c.into_parts())
     }
 }

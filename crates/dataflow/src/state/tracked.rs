@@ -1,13 +1,10 @@
 //! What checkpoints need of a keyed table, whichever type keeps it: the
-//! in-memory [`KeyedTable`] (`state.backend.type: hashmap`) or the
+//! in-memory [`KeyedTable`](super::KeyedTable) (`state.backend.type: hashmap`) or the
 //! disk-backed [`DiskTable`](super::DiskTable). `incremental.rs` writes
 //! and restores both through these traits, in the same formats, so a
 //! checkpoint of one restores into the other.
 
-use super::table::{KeyedTable, TableSnapshot};
 use super::{KeyGroup, KeyGroupRange, StateError};
-use serde::Serialize;
-use std::hash::Hash;
 
 /// A table's snapshot, encoded off the task thread: whole (inline) or as
 /// run sections (incremental).
@@ -69,49 +66,4 @@ pub(crate) trait RestoreTarget<K, V> {
     }
     /// Keeps, from now on, which keys change.
     fn track(&mut self);
-}
-
-impl<K, V> GroupSnapshot<K> for TableSnapshot<K, V>
-where
-    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
-    V: Clone + Serialize + Send + Sync + 'static,
-{
-    fn range(&self) -> KeyGroupRange {
-        TableSnapshot::range(self)
-    }
-    fn group_len(&self, slot: usize) -> usize {
-        TableSnapshot::group_len(self, slot)
-    }
-    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
-        TableSnapshot::write_base(self, slot, out)
-    }
-    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError> {
-        TableSnapshot::write_delta(self, slot, keys, out)
-    }
-    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
-        self.encode()
-    }
-}
-
-impl<K, V> TrackedTable<K> for KeyedTable<K, V>
-where
-    K: Hash + Eq + Clone + Serialize + Send + Sync + 'static,
-    V: Clone + Serialize + Send + Sync + 'static,
-{
-    type Snapshot = TableSnapshot<K, V>;
-    fn snapshot_now(&self) -> TableSnapshot<K, V> {
-        self.snapshot()
-    }
-    fn is_tracking_changes(&self) -> bool {
-        KeyedTable::is_tracking_changes(self)
-    }
-    fn track_changes(&mut self) {
-        KeyedTable::track_changes(self)
-    }
-    fn untrack_changes(&mut self) {
-        KeyedTable::untrack_changes(self)
-    }
-    fn take_changed(&mut self) -> Option<(TableSnapshot<K, V>, Vec<Vec<K>>)> {
-        self.take_changes().map(|c| c.into_parts())
-    }
 }
