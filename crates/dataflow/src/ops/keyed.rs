@@ -61,17 +61,22 @@ impl<T: Data, K: Key, F: FnMut(&T, &T) -> T> Push<T> for Reduce<T, K, F> {
         for record in batch.drain(..) {
             let key = (self.key)(&record);
             let f = &mut self.f;
-            let value = self.state.with_value(
+            // A new key's value is the record itself: moved out after,
+            // cloned once into the state.
+            let reduced = self.state.with_value(
                 &key,
                 || record.clone(),
                 |current, new| {
-                    if !new {
+                    (!new).then(|| {
                         *current = f(current, &record);
-                    }
-                    current.clone()
+                        current.clone()
+                    })
                 },
             )?;
-            self.out.push(value.ok_or_else(|| foreign_key(&self.ctx))?);
+            match reduced {
+                None => return Err(foreign_key(&self.ctx)),
+                Some(value) => self.out.push(value.unwrap_or(record)),
+            }
         }
         self.next.push(&mut self.out)
     }
