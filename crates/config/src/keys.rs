@@ -934,7 +934,7 @@ pub const KEYS: &[KeySpec] = &[
         "512 mb",
         "memory",
         Checkpointing,
-        "what a TaskManager's disk-backed keyed state is to keep in memory, split evenly among its slots (of a slot's share: a quarter for fjall's block cache, a sixteenth nominal for its write buffers, a quarter nominal for the tables' recently used keys); e.g. `512 mb`, `1 gb`. fjall takes more than this today (about 10 bytes per key written): see `STATE-ENGINES.md`",
+        "what a TaskManager's disk-backed keyed state is to keep in memory, split evenly among its slots (of a slot's share: a quarter for fjall's block cache, a sixteenth nominal for its write buffers, a quarter nominal for the tables' recently used keys); e.g. `512 mb`, `1 gb`. the process takes more than this today (memtables that a checkpoint's engine snapshot keeps while it is read, mostly): see `STATE-ENGINES.md`",
     ),
     key(
         IO_TMP_DIRS,

@@ -70,6 +70,10 @@ impl TableBudget {
 /// bytes (the map's node and hash, about).
 const ENTRY_OVERHEAD: usize = 48;
 
+/// Entries a flush writes in one engine batch (a few in unit tests, so
+/// that their small buffers are flushed in several).
+const FLUSH_BATCH: usize = if cfg!(test) { 16 } else { 4 * 1024 };
+
 /// Removals and writes restored in one engine batch.
 const RESTORE_BATCH: usize = 16 * 1024;
 
@@ -430,6 +434,7 @@ where
     pub fn flush(&mut self) -> Result<(), StateError> {
         let mut batch: Vec<BatchEntry> = Vec::new();
         let mut bytes = 0usize;
+        let mut flushed = 0usize;
         for (group, map) in self.range.iter().zip(&self.buffer) {
             for (key, entry) in map.iter().filter(|(_, e)| e.dirty) {
                 let at = engine_key(group, key).map_err(|e| self.encode_error(group, e))?;
@@ -441,10 +446,20 @@ where
                 };
                 bytes += at.len() + value.as_ref().map_or(0, Vec::len);
                 batch.push((at, value));
+                if batch.len() == FLUSH_BATCH {
+                    // In batches, so that the encoded copy of a full buffer
+                    // is never in memory at once (a batch's atomicity is
+                    // not needed: the task thread takes the snapshots, and
+                    // a flush cut short is written again whole).
+                    flushed += batch.len();
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(FLUSH_BATCH));
+                    self.engine.write(full).map_err(|e| self.engine_error(e))?;
+                }
             }
         }
-        if !batch.is_empty() {
-            self.entry_bytes = (bytes / batch.len()).max(1);
+        flushed += batch.len();
+        if let Some(average) = bytes.checked_div(flushed) {
+            self.entry_bytes = average.max(1);
         }
         self.engine.write(batch).map_err(|e| self.engine_error(e))?;
         for map in &mut self.buffer {

@@ -4,6 +4,8 @@
 //! keyspace.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fjall::config::{PartitioningPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable, Snapshot};
@@ -18,6 +20,8 @@ pub struct FjallStore {
     db: Database,
     dir: PathBuf,
     memory_bytes: u64,
+    /// The keyspaces opened, which share the write buffers.
+    keyspaces: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for FjallStore {
@@ -27,16 +31,25 @@ impl std::fmt::Debug for FjallStore {
 }
 
 /// How a store's memory budget is split, in sixteenths. Measured on this
-/// machine (`holdfast-bench disk-state`): a memtable takes about four times
-/// the bytes fjall counts for it (the skip list's nodes, for small keys
-/// and values), and a table's buffered entry about twice its estimate, so
-/// the nominal shares are set below what they take:
+/// machine (`holdfast-bench disk-state`): a table's buffered entry takes
+/// about twice its estimate, so the nominal shares are set below what they
+/// take:
 /// - the block cache: 4/16;
-/// - the write buffers (all memtables): 1/16 nominal, about 4/16 taken;
+/// - the write buffers: 1/16, shared by the keyspaces' memtables (each
+///   rotated at [`MEMTABLE_BYTES_MIN`] at least; fjall lets four sealed
+///   ones wait for their flush before it stalls writes);
 /// - the tables' buffers of recent keys: 4/16 nominal, about 8/16 taken.
 const CACHE_SIXTEENTHS: u64 = 4;
 const WRITE_BUFFER_SIXTEENTHS: u64 = 1;
 const TABLES_SIXTEENTHS: u64 = 4;
+
+/// The smallest memtable a keyspace rotates at.
+const MEMTABLE_BYTES_MIN: u64 = 1 << 20;
+
+/// What an entry costs a memtable beyond its key and value, as counted
+/// here: fjall's internal key (a sequence number and a type) and the skip
+/// list's node.
+const MEMTABLE_ENTRY_OVERHEAD: u64 = 48;
 
 impl FjallStore {
     /// Opens a new store in `dir` (created; anything there is removed
@@ -55,14 +68,8 @@ impl FjallStore {
         std::fs::create_dir_all(dir)
             .map_err(|e| error(format!("cannot create the directory: {e}")))?;
         let cache = (memory_bytes / 16 * CACHE_SIXTEENTHS).max(1 << 20);
-        let write_buffer = (memory_bytes / 16 * WRITE_BUFFER_SIXTEENTHS).max(1 << 20);
-        // The write buffer bound is fjall's `db_write_buffer_size` (marked
-        // deprecated "todo" upstream, not replaced: it is what bounds the
-        // memtables of all keyspaces together).
-        #[allow(deprecated)]
         let db = Database::builder(dir)
             .cache_size(cache)
-            .max_write_buffer_size(Some(write_buffer))
             // A checkpoint, not the journal, is what survives a crash.
             .manual_journal_persist(true)
             .temporary(true)
@@ -73,6 +80,7 @@ impl FjallStore {
             db,
             dir: dir.to_owned(),
             memory_bytes,
+            keyspaces: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -93,13 +101,32 @@ impl FjallStore {
         let keyspace = self
             .db
             .keyspace(name, || {
-                // One memtable at most half the write buffers (so a store's
-                // tables rotate theirs within the bound).
                 KeyspaceCreateOptions::default()
-                    .max_memtable_size(
-                        (self.memory_bytes / 16 * WRITE_BUFFER_SIXTEENTHS / 2)
-                            .clamp(1 << 20, 64 << 20),
-                    )
+                    // Never rotated by fjall: the engine rotates its
+                    // memtable itself (`FjallEngine::write`). fjall 3.1
+                    // asks its workers to rotate on every commit past the
+                    // size, with a message on the bounded channel they
+                    // read; a single worker that then sends its flush on
+                    // that full channel waits for itself forever, and the
+                    // memtable grows without bound (fjall-rs/fjall#323;
+                    // measured: 304 MiB kept for 4 M keys in batches of 64,
+                    // 12 MiB with the rotation done here).
+                    .max_memtable_size(u64::MAX)
+                    // Small memtables, flushed as small tables into level
+                    // 0, each compaction of which rewrites the level-1
+                    // tables it overlaps: every one of them, for keys
+                    // spread as key groups and hashes are. fjall's default
+                    // level 1 (4 × 64 MiB) made that a rewrite of up to
+                    // 256 MiB per 8 MiB flushed; 8 MiB tables and 8 level-0
+                    // tables before a compaction make level 1 64 MiB for
+                    // 16 MiB flushed (measured at 30 M keys and a 32 MiB
+                    // budget: the fill 402 s → 186 s, 484 → 372 MiB on
+                    // disk).
+                    .compaction_strategy(Arc::new(
+                        fjall::compaction::Leveled::default()
+                            .with_table_target_size(8 << 20)
+                            .with_l0_threshold(8),
+                    ))
                     // Filters and indexes in small partitions on every
                     // level: a point read of a key not in the cache reads
                     // one partition, not a whole table's filter (measured:
@@ -120,11 +147,22 @@ impl FjallStore {
                 engine: format!("fjall in {}", self.dir.display()),
                 reason: format!("cannot open keyspace {name:?}: {e}"),
             })?;
+        self.keyspaces.fetch_add(1, Ordering::Relaxed);
         Ok(FjallEngine {
             store: self.clone(),
             keyspace,
             name: name.to_owned(),
+            unrotated_bytes: 0,
         })
+    }
+
+    /// The size at which each keyspace rotates its memtable now: an even
+    /// share of the write buffers among the keyspaces opened, at least
+    /// 1 MiB.
+    pub fn memtable_bytes(&self) -> u64 {
+        let keyspaces = self.keyspaces.load(Ordering::Relaxed).max(1) as u64;
+        (self.memory_bytes / 16 * WRITE_BUFFER_SIXTEENTHS / keyspaces)
+            .clamp(MEMTABLE_BYTES_MIN, 64 << 20)
     }
 }
 
@@ -133,6 +171,9 @@ pub struct FjallEngine {
     store: FjallStore,
     keyspace: Keyspace,
     name: String,
+    /// What was written since the last rotation, counted as
+    /// `MEMTABLE_ENTRY_OVERHEAD` plus key and value per entry.
+    unrotated_bytes: u64,
 }
 
 impl FjallEngine {
@@ -155,12 +196,22 @@ impl StateEngine for FjallEngine {
     fn write(&mut self, batch: Vec<BatchEntry>) -> Result<(), EngineError> {
         let mut writes = self.store.db.batch();
         for (key, value) in batch {
+            self.unrotated_bytes += MEMTABLE_ENTRY_OVERHEAD
+                + key.len() as u64
+                + value.as_ref().map_or(0, |v| v.len() as u64);
             match value {
                 Some(value) => writes.insert(&self.keyspace, key, value),
                 None => writes.remove(&self.keyspace, key),
             }
         }
-        writes.commit().map_err(|e| self.error(e))
+        writes.commit().map_err(|e| self.error(e))?;
+        if self.unrotated_bytes >= self.store.memtable_bytes() {
+            // Sealed and queued for a flush by the worker (one message on
+            // the channel per rotation, so it never fills).
+            self.keyspace.rotate_memtable().map_err(|e| self.error(e))?;
+            self.unrotated_bytes = 0;
+        }
+        Ok(())
     }
 
     fn snapshot(&self) -> Box<dyn EngineSnapshot> {
@@ -209,5 +260,51 @@ impl EngineSnapshot for FjallSnapshot {
             each(&key, &value)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// Writes far past the write buffers reach tables on disk: the engine
+    /// rotates its memtables itself (fjall never does, see
+    /// `FjallStore::engine`), so what is in memory stays a memtable or two.
+    #[test]
+    fn memtables_past_their_share_are_flushed_to_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        // 16 MiB: 1 MiB of write buffers, shared by two keyspaces.
+        let store = FjallStore::open(&dir.path().join("db"), 16 << 20).unwrap();
+        let mut engine = store.engine("a").unwrap();
+        let _other = store.engine("b").unwrap();
+        assert_eq!(store.memtable_bytes(), MEMTABLE_BYTES_MIN);
+        let value = vec![7u8; 200];
+        let written: u64 = 16 << 20;
+        let per_entry = MEMTABLE_ENTRY_OVERHEAD + 8 + value.len() as u64;
+        let entries = written / per_entry;
+        for chunk in (0..entries).collect::<Vec<_>>().chunks(64) {
+            let batch = chunk
+                .iter()
+                .map(|i| (i.to_be_bytes().to_vec(), Some(value.clone())))
+                .collect();
+            engine.write(batch).unwrap();
+        }
+        // The flushes run on fjall's worker: wait for them, with a
+        // deadline far beyond what they take.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let on_disk = || engine.keyspace.disk_space();
+        while on_disk() < written / 4 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            on_disk() >= written / 4,
+            "{} bytes in tables after writing {written} (the rest is in memtables)",
+            on_disk()
+        );
+        assert!(engine.unrotated_bytes < MEMTABLE_BYTES_MIN);
+        let last = (entries - 1).to_be_bytes();
+        assert_eq!(engine.get(&last).unwrap(), Some(value));
     }
 }
