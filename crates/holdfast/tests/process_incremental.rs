@@ -223,6 +223,7 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
 /// TaskManager is killed, the job restarts on the one left: the subtasks
 /// that ran there before restore from its local copies (it says so), the
 /// others from the checkpoint storage, and the output is exactly once.
+/// When the job has finished, its copies are deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> Result<()> {
     let data = tempfile::tempdir()?;
@@ -264,6 +265,23 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
     .await?;
     finished(&client, job).await?;
     JOB.check_keyed(&output, true)?;
+    // The job's tasks have finished: nothing restores them, so tm-1 deletes
+    // its copies.
+    logged(
+        &tm1.process,
+        "its local copies of checkpoint state are deleted",
+        from,
+    )
+    .await?;
+    let copies = local
+        .join("holdfast-local-state")
+        .join("tm-1")
+        .join(job.to_string());
+    ensure!(
+        !copies.exists(),
+        "{} is still there after the job finished",
+        copies.display()
+    );
     Ok(())
 }
 

@@ -661,3 +661,31 @@ impl Actor {
         });
     }
 }
+
+impl Actor {
+    /// A task of `job` finished here: once none of the job's tasks here
+    /// is left running, the job's local copies go (nothing restores a
+    /// finished task; a task of it deployed here again reads the
+    /// checkpoint storage).
+    pub(super) fn release_finished_job(&self, job: JobId) {
+        let Some(local) = self.parts.storages.local.clone() else {
+            return;
+        };
+        let running = self
+            .parts
+            .executor
+            .snapshot()
+            .iter()
+            .any(|task| task.key.job == job && !task.status.is_terminal());
+        if running {
+            return;
+        }
+        tokio::task::spawn_blocking(move || {
+            let copies = local.release(job);
+            if copies > 0 {
+                tracing::info!(%job, copies,
+                    "the job's tasks on this TaskManager have finished: its local copies of checkpoint state are deleted");
+            }
+        });
+    }
+}

@@ -123,6 +123,27 @@ impl LocalState {
         }
     }
 
+    /// Every copy of `job` goes (its tasks here have finished: none is
+    /// restored from them), with the directories left empty. Returns how
+    /// many copies went.
+    pub(crate) fn release(&self, job: JobId) -> usize {
+        let Some(by_checkpoint) = lock(&self.uses).remove(&job) else {
+            return 0;
+        };
+        let gone: BTreeSet<StoragePath> = by_checkpoint.into_values().flatten().collect();
+        let mut dirs = BTreeSet::new();
+        for path in &gone {
+            self.forget(path);
+            if let Some(top) = path.as_str().split('/').next() {
+                dirs.insert(self.root.join(top));
+            }
+        }
+        for dir in dirs {
+            prune_empty(&dir);
+        }
+        gone.len()
+    }
+
     fn forget(&self, path: &StoragePath) {
         let file = self.file(path);
         let _ = std::fs::remove_file(Self::crc_file(&file));
@@ -182,6 +203,19 @@ impl LocalState {
     }
 }
 
+/// Removes `dir` and the directories under it that hold no file.
+fn prune_empty(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                prune_empty(&entry.path());
+            }
+        }
+    }
+    // Fails, as it should, while anything is left in it.
+    let _ = std::fs::remove_dir(dir);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +256,27 @@ mod tests {
         std::fs::write(root.join(b.as_str()), b"state tw0").unwrap();
         assert_eq!(local.get(&b), None);
         assert!(!root.join(b.as_str()).exists());
+    }
+
+    #[test]
+    fn a_released_job_loses_its_copies_and_directories_and_no_other_job_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("local");
+        let local = LocalState::open(root.clone()).unwrap();
+        let (job, other) = (JobId::from_u128(7), JobId::from_u128(8));
+        let mine = [path("j/chk-3/0-0-0.state"), path("j/shared/x/1-sum.run")];
+        let theirs = path("k/chk-3/0-0-0.state");
+        for p in mine.iter().chain([&theirs]) {
+            local.put(p, b"bytes").unwrap();
+        }
+        local.used(job, CheckpointId(3), mine.to_vec());
+        local.used(job, CheckpointId(4), vec![mine[1].clone()]);
+        local.used(other, CheckpointId(3), vec![theirs.clone()]);
+
+        assert_eq!(local.release(job), 2);
+        assert!(mine.iter().all(|p| local.get(p).is_none()));
+        assert!(!root.join("j").exists(), "the job's directories went");
+        assert_eq!(local.get(&theirs).unwrap(), b"bytes");
+        assert_eq!(local.release(job), 0, "nothing is left to release");
     }
 }

@@ -1,7 +1,7 @@
 //! The TaskManager actor's tasks: reporting their updates to the leader,
 //! stopping the ones the core fails, and the status it publishes.
 
-use holdfast_executor::TaskUpdate;
+use holdfast_executor::{TaskStatus, TaskUpdate};
 use holdfast_rpc::proto;
 use holdfast_runtime::failure::{Failure, FailureKind};
 use holdfast_runtime::master::AttemptRef;
@@ -21,6 +21,9 @@ impl Actor {
             },
             Some(&update),
         );
+        if update.status == TaskStatus::Finished {
+            self.release_finished_job(update.key.job);
+        }
     }
 
     /// Sends `attempt`'s status to the leader of the registration.
