@@ -207,7 +207,9 @@ impl StateEngine for FjallEngine {
         writes.commit().map_err(|e| self.error(e))?;
         if self.unrotated_bytes >= self.store.memtable_bytes() {
             // Sealed and queued for a flush by the worker (one message on
-            // the channel per rotation, so it never fills).
+            // the channel per rotation, so it never fills). The call is
+            // public but hidden from fjall's docs: the version is pinned
+            // (`Cargo.toml`).
             self.keyspace.rotate_memtable().map_err(|e| self.error(e))?;
             self.unrotated_bytes = 0;
         }
