@@ -30,18 +30,21 @@ impl std::fmt::Debug for FjallStore {
     }
 }
 
-/// How a store's memory budget is split, in sixteenths. Measured on this
-/// machine (`holdfast-bench disk-state`): a table's buffered entry takes
-/// about twice its estimate, so the nominal shares are set below what they
-/// take:
-/// - the block cache: 4/16;
-/// - the write buffers: 1/16, shared by the keyspaces' memtables (each
-///   rotated at [`MEMTABLE_BYTES_MIN`] at least; fjall lets four sealed
-///   ones wait for their flush before it stalls writes);
-/// - the tables' buffers of recent keys: 4/16 nominal, about 8/16 taken.
-const CACHE_SIXTEENTHS: u64 = 4;
+/// How a store's memory budget is split, in sixteenths, so that what the
+/// parts take fits in it with room for what a checkpoint in progress
+/// holds. Measured on this machine (`holdfast-bench disk-state`, 30 M keys,
+/// a 32 MiB budget: 38 MiB resident after the fill, about 12 of them the
+/// process's own; with 4/16, 1/16 and 4/16 and memtables of a whole
+/// share, 54 MiB): a table's buffered entry takes about twice its
+/// estimate, so the nominal shares are set below what they take:
+/// - the block cache: 3/16;
+/// - the write buffers: 1/16, shared by the keyspaces' memtables, each
+///   rotated at half its share (fjall keeps the active one and sealed ones
+///   waiting for their flush; at [`MEMTABLE_BYTES_MIN`] at least);
+/// - the tables' buffers of recent keys: 3/16 nominal, about 6/16 taken.
+const CACHE_SIXTEENTHS: u64 = 3;
 const WRITE_BUFFER_SIXTEENTHS: u64 = 1;
-const TABLES_SIXTEENTHS: u64 = 4;
+const TABLES_SIXTEENTHS: u64 = 3;
 
 /// The smallest memtable a keyspace rotates at.
 const MEMTABLE_BYTES_MIN: u64 = 1 << 20;
@@ -156,12 +159,13 @@ impl FjallStore {
         })
     }
 
-    /// The size at which each keyspace rotates its memtable now: an even
-    /// share of the write buffers among the keyspaces opened, at least
-    /// 1 MiB.
+    /// The size at which each keyspace rotates its memtable now: half an
+    /// even share of the write buffers among the keyspaces opened (the
+    /// active memtable and one sealed waiting for its flush fill the
+    /// share), at least 1 MiB.
     pub fn memtable_bytes(&self) -> u64 {
         let keyspaces = self.keyspaces.load(Ordering::Relaxed).max(1) as u64;
-        (self.memory_bytes / 16 * WRITE_BUFFER_SIXTEENTHS / keyspaces)
+        (self.memory_bytes / 16 * WRITE_BUFFER_SIXTEENTHS / keyspaces / 2)
             .clamp(MEMTABLE_BYTES_MIN, 64 << 20)
     }
 }
