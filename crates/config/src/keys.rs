@@ -934,7 +934,7 @@ pub const KEYS: &[KeySpec] = &[
         "512 mb",
         "memory",
         Checkpointing,
-        "what a TaskManager's disk-backed keyed state is to keep in memory, split evenly among its slots (of a slot's share: 3/16 for fjall's block cache, 1/16 for its write buffers, 3/16 nominal for the tables' recently used keys, the rest left for what they take beyond that and for checkpoints in progress); e.g. `512 mb`, `1 gb`. the process takes more than this today (memtables that a checkpoint's engine snapshot keeps while it is read, mostly): see `STATE-ENGINES.md`",
+        "what a TaskManager's disk-backed keyed state is to keep in memory, split evenly among its slots (of a slot's share: 3/16 for fjall's block cache, 1/16 for its write buffers, 3/16 nominal for the tables' recently used keys, the rest left for what they take beyond that and for checkpoints in progress); e.g. `512 mb`, `1 gb`. The process takes more than this today (memtables that a checkpoint's engine snapshot keeps while it is read, mostly): see `STATE-ENGINES.md`",
     ),
     key(
         IO_TMP_DIRS,
