@@ -17,7 +17,7 @@ use holdfast_types::{CheckpointId, SnapshotKind};
 use crate::checkpoint::{FORMAT_3, Part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key};
-use crate::state::incremental::{RestoreError, TableChains, restore_table};
+use crate::state::incremental::{TableChains, restore_table};
 use crate::state::{DiskTable, KeyGroupRange, KeyedTable, StateBackend, StateError};
 
 /// One key's value.
@@ -320,16 +320,6 @@ impl<K: Key> StateRegistry<K> {
                 self.operator
             )));
         }
-        let cannot = |e: StateError| {
-            TaskFailure::with_source(
-                format!(
-                    "operator {:?}: cannot restore state {name:?}",
-                    self.operator
-                ),
-                e,
-            )
-            .of_kind(FailureKind::Infrastructure)
-        };
         // Before format 4 a state's part was its groups inline, as a keyed
         // table's before format 3: read as such.
         let parts: Vec<(Vec<u8>, u32, &StateSource)> = self
@@ -350,16 +340,8 @@ impl<K: Key> StateRegistry<K> {
         // are named after the operator and the state.
         let id = format!("{}/{name}", self.uid);
         let mut chains = TableChains::new(&self.tag, &id);
-        let failed = |e: RestoreError| {
-            TaskFailure::with_source(
-                format!(
-                    "operator {:?}: cannot restore state {name:?}",
-                    self.operator
-                ),
-                e,
-            )
-            .of_kind(FailureKind::Infrastructure)
-        };
+        let operator = &self.operator;
+        let failed = |e| cannot_restore(operator, name, e);
         let table: Box<dyn AnyTable<K>> = match &self.backend {
             StateBackend::HashMap => {
                 let empty = KeyedTable::<K, V>::new(name, self.max_parallelism, self.range);
@@ -371,7 +353,7 @@ impl<K: Key> StateRegistry<K> {
             StateBackend::Disk(store) => {
                 let empty: DiskTable<K, V> = store
                     .table(name, &id, self.max_parallelism, self.range)
-                    .map_err(cannot)?
+                    .map_err(|e| cannot_restore(operator, name, e))?
                     .deferring_flushes();
                 chains = chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
                 Box::new(
@@ -390,6 +372,19 @@ impl<K: Key> StateRegistry<K> {
     pub(super) fn unclaimed(&self) -> Vec<String> {
         self.restored.keys().cloned().collect()
     }
+}
+
+/// Why `operator`'s state `name` cannot be restored.
+fn cannot_restore(
+    operator: &str,
+    name: &str,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> TaskFailure {
+    TaskFailure::with_source(
+        format!("operator {operator:?}: cannot restore state {name:?}"),
+        source,
+    )
+    .of_kind(FailureKind::Infrastructure)
 }
 
 /// The table of `handle` among `tables`, typed; a handle of another
