@@ -193,6 +193,15 @@ impl EventKind {
     }
 }
 
+/// Where an event goes in a log: by time, and in one millisecond a
+/// leadership's end first.
+fn order_key(event: &TimelineEvent) -> (u64, bool) {
+    (
+        event.at_ms,
+        !matches!(event.kind, EventKind::LeaderEnded { .. }),
+    )
+}
+
 /// The newest [`MAX_EVENTS`] events, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimelineLog {
@@ -207,21 +216,27 @@ impl TimelineLog {
 
     /// Adds `event` in time order (a late one goes where it belongs) unless
     /// the very same event is there already, and drops the oldest beyond
-    /// [`MAX_EVENTS`].
+    /// [`MAX_EVENTS`]. In one millisecond the end of a leadership comes
+    /// before the rest: a leader's end precedes the next grant, and the
+    /// two often share a millisecond (a leader that shuts down leaves the
+    /// election, and the standby is granted at once), while the next
+    /// leader learns of the end later, from the previous one's log.
     pub fn push(&mut self, event: TimelineEvent) {
+        if self
+            .events
+            .iter()
+            .rev()
+            .take_while(|e| e.at_ms >= event.at_ms)
+            .any(|e| *e == event)
+        {
+            return;
+        }
+        let key = order_key(&event);
         let at = self
             .events
             .iter()
-            .rposition(|e| e.at_ms <= event.at_ms)
+            .rposition(|e| order_key(e) <= key)
             .map_or(0, |i| i + 1);
-        let same_time = self
-            .events
-            .range(..at)
-            .rev()
-            .take_while(|e| e.at_ms == event.at_ms);
-        if same_time.into_iter().any(|e| *e == event) {
-            return;
-        }
         self.events.insert(at, event);
         while self.events.len() > MAX_EVENTS {
             self.events.pop_front();
@@ -283,6 +298,31 @@ mod tests {
             Some(110),
             "the oldest went first"
         );
+    }
+
+    #[test]
+    fn in_one_millisecond_a_leaderships_end_comes_before_the_next_grant() {
+        let grant = TimelineEvent {
+            kind: EventKind::Leader { epoch: 7 },
+            ..at(5, "jm-2")
+        };
+        let end = TimelineEvent {
+            kind: EventKind::LeaderEnded {
+                epoch: 6,
+                reason: "shut down".into(),
+            },
+            ..at(5, "jm-1")
+        };
+        // The new leader records its grant, then merges the old one's log.
+        let mut log = TimelineLog::new();
+        log.push(at(4, "tm-1"));
+        log.push(grant.clone());
+        log.push(at(5, "tm-1"));
+        log.push(end.clone());
+        log.push(end.clone());
+        let order: Vec<&str> = log.events().map(|e| e.process.as_str()).collect();
+        assert_eq!(order, ["tm-1", "jm-1", "jm-2", "tm-1"]);
+        assert_eq!(log.len(), 4, "the same end pushed twice is kept once");
     }
 
     #[test]
