@@ -49,7 +49,7 @@ fn write_run(table: &mut KeyedTable<u8, u32>, base: bool) -> Vec<u8> {
             writer.section(group, SectionKind::Delta, entries).unwrap();
         }
     }
-    writer.finish()
+    writer.finish().unwrap().into_bytes().unwrap()
 }
 
 /// Every key group's entries, as a base section holds them.

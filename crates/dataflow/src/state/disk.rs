@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::engine::{BatchEntry, EngineError, EngineSnapshot, StateEngine};
-use super::run::{EntryWriter, varint};
+use super::run::{RunError, RunWriter, SectionKind, varint};
 use super::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
 use super::{KeyGroup, KeyGroupRange, StateError};
 use crate::keys::key_hash;
@@ -70,9 +70,21 @@ impl TableBudget {
 /// bytes (the map's node and hash, about).
 const ENTRY_OVERHEAD: usize = 48;
 
-/// Entries a flush writes in one engine batch (a few in unit tests, so
-/// that their small buffers are flushed in several).
-const FLUSH_BATCH: usize = if cfg!(test) { 16 } else { 4 * 1024 };
+/// What a flush's `fill` returns when it stopped on an encoding failure
+/// (kept aside, and returned instead of this).
+fn stopped() -> EngineError {
+    EngineError {
+        engine: String::new(),
+        reason: "the flush stopped on a value that does not encode".into(),
+    }
+}
+
+/// Encodes `value` onto the end of `out` (reusing its allocation).
+fn postcard_extend<V: Serialize>(value: &V, out: &mut Vec<u8>) -> Result<(), postcard::Error> {
+    let taken = std::mem::take(out);
+    *out = postcard::to_extend(value, taken)?;
+    Ok(())
+}
 
 /// Removals and writes restored in one engine batch.
 const RESTORE_BATCH: usize = 16 * 1024;
@@ -429,39 +441,68 @@ where
         Ok(self.written(slot, key).value.as_mut())
     }
 
-    /// Writes the buffer's changed entries to the engine in one batch and
-    /// empties it (a snapshot taken before keeps its own copy).
+    /// Writes the buffer's changed entries to the engine in one sorted
+    /// write and empties it (a snapshot taken before keeps its own copy).
+    /// Streamed group by group, so what is encoded at once is one group's
+    /// keys, not a full buffer's copy.
     pub fn flush(&mut self) -> Result<(), StateError> {
-        let mut batch: Vec<BatchEntry> = Vec::new();
         let mut bytes = 0usize;
         let mut flushed = 0usize;
-        for (group, map) in self.range.iter().zip(&self.buffer) {
-            for (key, entry) in map.iter().filter(|(_, e)| e.dirty) {
-                let at = engine_key(group, key).map_err(|e| self.encode_error(group, e))?;
-                let value = match &entry.value {
-                    Some(v) => {
-                        Some(postcard::to_allocvec(v).map_err(|e| self.encode_error(group, e))?)
+        // An encoding failure, kept to be returned named (the sink takes
+        // engine errors only).
+        let mut failed: Option<StateError> = None;
+        let (range, buffer, name) = (self.range, &self.buffer, &self.name);
+        let encode_error = |group: KeyGroup, e: postcard::Error| StateError::Encode {
+            state: name.clone(),
+            group,
+            reason: e.to_string(),
+        };
+        let written = self.engine.write_sorted(&mut |sink| {
+            let mut at = Vec::new();
+            let mut value_bytes = Vec::new();
+            for (group, map) in range.iter().zip(buffer) {
+                // Engine keys sort by group (the prefix), then by the
+                // key's encoding.
+                let mut entries = Vec::new();
+                for (key, entry) in map.iter().filter(|(_, e)| e.dirty) {
+                    match postcard::to_allocvec(key) {
+                        Ok(encoded) => entries.push((encoded, entry)),
+                        Err(e) => {
+                            failed = Some(encode_error(group, e));
+                            return Err(stopped());
+                        }
                     }
-                    None => None,
-                };
-                bytes += at.len() + value.as_ref().map_or(0, Vec::len);
-                batch.push((at, value));
-                if batch.len() == FLUSH_BATCH {
-                    // In batches, so that the encoded copy of a full buffer
-                    // is never in memory at once (a batch's atomicity is
-                    // not needed: the task thread takes the snapshots, and
-                    // a flush cut short is written again whole).
-                    flushed += batch.len();
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(FLUSH_BATCH));
-                    self.engine.write(full).map_err(|e| self.engine_error(e))?;
+                }
+                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                for (key, entry) in entries {
+                    at.clear();
+                    at.extend_from_slice(&group_prefix(group));
+                    at.extend_from_slice(&key);
+                    let value = match &entry.value {
+                        Some(v) => {
+                            value_bytes.clear();
+                            if let Err(e) = postcard_extend(v, &mut value_bytes) {
+                                failed = Some(encode_error(group, e));
+                                return Err(stopped());
+                            }
+                            Some(value_bytes.as_slice())
+                        }
+                        None => None,
+                    };
+                    bytes += at.len() + value.map_or(0, <[u8]>::len);
+                    flushed += 1;
+                    sink(&at, value)?;
                 }
             }
+            Ok(())
+        });
+        if let Some(failed) = failed {
+            return Err(failed);
         }
-        flushed += batch.len();
+        written.map_err(|e| self.engine_error(e))?;
         if let Some(average) = bytes.checked_div(flushed) {
             self.entry_bytes = average.max(1);
         }
-        self.engine.write(batch).map_err(|e| self.engine_error(e))?;
         for map in &mut self.buffer {
             *map = Buffer::with_hasher(FxBuildHasher);
         }
@@ -538,6 +579,10 @@ pub enum DrainError<E> {
     Each(E),
 }
 
+/// What [`DiskSnapshot`]'s scan of a group calls with each key and value,
+/// encoded.
+type EachEncoded<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StateError> + 'a;
+
 /// A [`DiskTable`] as it was at a barrier, encoded off the task thread.
 pub struct DiskSnapshot<K: Hash + Eq + Clone, V: Clone> {
     name: String,
@@ -560,13 +605,17 @@ where
         }
     }
 
+    fn run_error(&self, source: RunError) -> StateError {
+        StateError::Run {
+            state: self.name.clone(),
+            source,
+        }
+    }
+
     /// Calls `each` with every key of the group at `slot` and its value,
-    /// encoded: the engine's, except where the buffer changed them.
-    fn for_each(
-        &self,
-        slot: usize,
-        each: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<usize, StateError> {
+    /// encoded: the engine's, except where the buffer changed them;
+    /// stops at `each`'s first error.
+    fn for_each(&self, slot: usize, each: &mut EachEncoded<'_>) -> Result<usize, StateError> {
         let group = KeyGroup(self.range.start + slot as u32);
         let mut changed: FxHashMap<Vec<u8>, Option<Vec<u8>>> = FxHashMap::default();
         for (key, entry) in self.buffer[slot].iter().filter(|(_, e)| e.dirty) {
@@ -580,29 +629,41 @@ where
             changed.insert(key, value);
         }
         let mut count = 0;
-        self.engine
-            .scan_prefix(&group_prefix(group), &mut |k, v| {
-                let key = &k[2..];
-                match changed.remove(key) {
-                    Some(Some(value)) => {
-                        each(key, &value);
-                        count += 1;
-                    }
-                    Some(None) => {}
-                    None => {
-                        each(key, v);
-                        count += 1;
-                    }
+        // `each`'s failure, kept to be returned as it is (the scan takes
+        // engine errors only).
+        let mut failed: Option<StateError> = None;
+        let scanned = self.engine.scan_prefix(&group_prefix(group), &mut |k, v| {
+            let key = &k[2..];
+            let put = match changed.remove(key) {
+                Some(Some(value)) => Some(each(key, &value)),
+                Some(None) => None,
+                None => Some(each(key, v)),
+            };
+            match put {
+                Some(Err(e)) => {
+                    failed = Some(e);
+                    Err(EngineError {
+                        engine: String::new(),
+                        reason: "the encoding stopped".into(),
+                    })
                 }
-                Ok(())
-            })
-            .map_err(|e| StateError::Engine {
-                state: self.name.clone(),
-                source: e,
-            })?;
+                Some(Ok(())) => {
+                    count += 1;
+                    Ok(())
+                }
+                None => Ok(()),
+            }
+        });
+        if let Some(failed) = failed {
+            return Err(failed);
+        }
+        scanned.map_err(|e| StateError::Engine {
+            state: self.name.clone(),
+            source: e,
+        })?;
         for (key, value) in changed {
             if let Some(value) = value {
-                each(&key, &value);
+                each(&key, &value)?;
                 count += 1;
             }
         }
@@ -632,15 +693,24 @@ where
         self.lens[slot]
     }
 
-    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
-        let mut writer = EntryWriter::new(out, self.lens[slot]);
-        self.for_each(slot, &mut |k, v| writer.put_encoded(k, Some(v)))?;
-        Ok(())
+    fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError> {
+        let group = KeyGroup(self.range.start + slot as u32);
+        let failed = |e| self.run_error(e);
+        let mut writer = run
+            .begin_section(group, SectionKind::Base, self.lens[slot])
+            .map_err(failed)?;
+        self.for_each(slot, &mut |k, v| {
+            writer.put_encoded(k, Some(v)).map_err(failed)
+        })?;
+        writer.finish().map_err(failed)
     }
 
-    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError> {
+    fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError> {
         let group = KeyGroup(self.range.start + slot as u32);
-        let mut writer = EntryWriter::new(out, keys.len());
+        let failed = |e| self.run_error(e);
+        let mut writer = run
+            .begin_section(group, SectionKind::Delta, keys.len())
+            .map_err(failed)?;
         for key in keys {
             let encoded =
                 postcard::to_allocvec(*key).map_err(|e| self.error(group, e.to_string()))?;
@@ -649,9 +719,9 @@ where
                     Some(v) => {
                         let value = postcard::to_allocvec(v)
                             .map_err(|e| self.error(group, e.to_string()))?;
-                        writer.put_encoded(&encoded, Some(&value));
+                        writer.put_encoded(&encoded, Some(&value)).map_err(failed)?;
                     }
-                    None => writer.put_encoded(&encoded, None),
+                    None => writer.put_encoded(&encoded, None).map_err(failed)?,
                 },
                 None => {
                     let mut at = group_prefix(group).to_vec();
@@ -660,11 +730,13 @@ where
                         state: self.name.clone(),
                         source: e,
                     })?;
-                    writer.put_encoded(&encoded, value.as_deref());
+                    writer
+                        .put_encoded(&encoded, value.as_deref())
+                        .map_err(failed)?;
                 }
             }
         }
-        Ok(())
+        writer.finish().map_err(failed)
     }
 
     fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
@@ -680,6 +752,7 @@ where
             self.for_each(slot, &mut |k, v| {
                 bytes.extend_from_slice(k);
                 bytes.extend_from_slice(v);
+                Ok(())
             })?;
             parts.push((group, bytes));
         }

@@ -36,7 +36,7 @@ use rustc_hash::FxHashSet;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::run::{RunWriter, SectionAt, SectionKind, merge_chain};
+use super::run::{RunOutput, RunWriter, SectionAt, merge_chain};
 use super::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
 use super::{KeyGroup, KeyGroupRange, StateError};
 use crate::checkpoint::Part;
@@ -307,30 +307,20 @@ where
     let mut parts = RunParts {
         name: file,
         spill: spill.map(|(dir, _)| dir),
-        writer: RunWriter::new(),
+        writer: None,
         shared: Vec::new(),
     };
-    let mut buffer = Vec::new();
     for (group, keys) in sections {
         let group = KeyGroup(group);
         let slot = (group.0 - range.start) as usize;
-        buffer.clear();
         match keys {
             None => {
-                snapshot.write_base(slot, &mut buffer)?;
-                parts
-                    .writer
-                    .section_encoded(group, SectionKind::Base, &buffer)?;
+                snapshot.write_base(slot, parts.writer()?)?;
                 chains.insert(group.0, Vec::new());
             }
-            Some(keys) => {
-                snapshot.write_delta(slot, &keys, &mut buffer)?;
-                parts
-                    .writer
-                    .section_encoded(group, SectionKind::Delta, &buffer)?;
-            }
+            Some(keys) => snapshot.write_delta(slot, &keys, parts.writer()?)?,
         }
-        if spill.is_some_and(|(_, bytes)| parts.writer.len() >= bytes) {
+        if spill.is_some_and(|(_, bytes)| parts.writer.as_ref().is_some_and(|w| w.len() >= bytes)) {
             parts.finish(&mut chains)?;
         }
     }
@@ -363,27 +353,53 @@ struct RunParts<'a> {
     /// The first part's name (`shared/<tag>/<id>-<op>.run`); the next ones
     /// add `-<n>` before `.run`.
     name: String,
+    /// Where parts are written as they are encoded (`None`: in memory).
     spill: Option<&'a Path>,
-    writer: RunWriter,
+    writer: Option<RunWriter>,
     shared: Vec<SharedFile>,
 }
 
 impl RunParts<'_> {
-    /// Ends the part being written (if it has a section): its sections
-    /// join their groups' chains; spilled, it goes to its local file.
-    fn finish(&mut self, chains: &mut Chains) -> Result<(), EncodeError> {
-        if self.writer.is_empty() {
-            return Ok(());
-        }
-        let name = match self.shared.len() {
+    /// The name of the part after those finished.
+    fn part_name(&self) -> String {
+        match self.shared.len() {
             0 => self.name.clone(),
             n => match self.name.strip_suffix(".run") {
                 Some(stem) => format!("{stem}-{n}.run"),
                 None => format!("{}-{n}", self.name),
             },
+        }
+    }
+
+    /// The part being written (begun if none is).
+    fn writer(&mut self) -> Result<&mut RunWriter, EncodeError> {
+        let writer = match (self.writer.take(), self.spill) {
+            (Some(writer), _) => writer,
+            (None, None) => RunWriter::new(),
+            (None, Some(dir)) => {
+                let name = self.part_name();
+                RunWriter::create(&dir.join(name.rsplit('/').next().unwrap_or(&name)))?
+            }
         };
-        let (bytes, index) = std::mem::replace(&mut self.writer, RunWriter::new()).finish_indexed();
-        let file_bytes = bytes.len() as u64;
+        Ok(self.writer.insert(writer))
+    }
+
+    /// Ends the part being written (if it has a section): its sections
+    /// join their groups' chains. A part with no section is dropped (its
+    /// file removed).
+    fn finish(&mut self, chains: &mut Chains) -> Result<(), EncodeError> {
+        let Some(writer) = self.writer.take().filter(|w| !w.is_empty()) else {
+            return Ok(());
+        };
+        let name = self.part_name();
+        let (run, index) = writer.finish_indexed()?;
+        let (content, file_bytes) = match run {
+            RunOutput::Bytes(bytes) => {
+                let length = bytes.len() as u64;
+                (SharedContent::Bytes(bytes), length)
+            }
+            RunOutput::File { path, bytes } => (SharedContent::Spilled { path, bytes }, bytes),
+        };
         for at in index {
             if let Some(chain) = chains.get_mut(&at.group.0) {
                 chain.push(SectionRef {
@@ -393,19 +409,6 @@ impl RunParts<'_> {
                 });
             }
         }
-        let content = match self.spill {
-            None => SharedContent::Bytes(bytes),
-            Some(dir) => {
-                let path = dir.join(name.rsplit('/').next().unwrap_or(&name));
-                std::fs::create_dir_all(dir)
-                    .and_then(|()| std::fs::write(&path, &bytes))
-                    .map_err(|e| format!("cannot spill run file {}: {e}", path.display()))?;
-                SharedContent::Spilled {
-                    path,
-                    bytes: file_bytes,
-                }
-            }
-        };
         self.shared.push(SharedFile { name, content });
         Ok(())
     }

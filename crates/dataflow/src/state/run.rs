@@ -23,7 +23,12 @@ use serde::{Deserialize, Serialize};
 
 use super::KeyGroup;
 
-const MAGIC: &[u8; 8] = b"HFRUN001";
+#[path = "run_writer.rs"]
+mod writer;
+
+pub use writer::{EntryWriter, RunOutput, RunWriter};
+
+pub(super) const MAGIC: &[u8; 8] = b"HFRUN001";
 
 /// Whether a section holds its group whole or the changes since a base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,12 +44,12 @@ pub enum SectionKind {
 pub type Entry = (Vec<u8>, Option<Vec<u8>>);
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct IndexEntry {
-    group: u32,
-    kind: SectionKind,
-    offset: u64,
-    length: u64,
-    crc: u32,
+pub(super) struct IndexEntry {
+    pub(super) group: u32,
+    pub(super) kind: SectionKind,
+    pub(super) offset: u64,
+    pub(super) length: u64,
+    pub(super) crc: u32,
 }
 
 /// A run that cannot be read, or a section that cannot be written.
@@ -67,116 +72,9 @@ pub enum RunError {
     /// A base with a tombstone (a base holds values only).
     #[error("the base section of {0} holds a removal")]
     RemovalInBase(KeyGroup),
-}
-
-/// Writes one run, section by section.
-#[derive(Debug, Default)]
-pub struct RunWriter {
-    bytes: Vec<u8>,
-    index: Vec<IndexEntry>,
-}
-
-impl RunWriter {
-    /// An empty run.
-    pub fn new() -> RunWriter {
-        RunWriter {
-            bytes: MAGIC.to_vec(),
-            index: Vec::new(),
-        }
-    }
-
-    /// Adds `group`'s section: its entries, in any order (sorted here; a
-    /// key given twice keeps its last entry).
-    pub fn section(
-        &mut self,
-        group: KeyGroup,
-        kind: SectionKind,
-        entries: impl IntoIterator<Item = Entry>,
-    ) -> Result<(), RunError> {
-        if self.index.iter().any(|e| e.group == group.0) {
-            return Err(RunError::Twice(group));
-        }
-        let sorted: BTreeMap<Vec<u8>, Option<Vec<u8>>> = entries.into_iter().collect();
-        if kind == SectionKind::Base && sorted.values().any(Option::is_none) {
-            return Err(RunError::RemovalInBase(group));
-        }
-        let entries: Vec<Entry> = sorted.into_iter().collect();
-        let encoded = postcard::to_allocvec(&entries).map_err(|e| RunError::Damaged {
-            group,
-            reason: e.to_string(),
-        })?;
-        self.index.push(IndexEntry {
-            group: group.0,
-            kind,
-            offset: self.bytes.len() as u64,
-            length: encoded.len() as u64,
-            crc: crc32fast::hash(&encoded),
-        });
-        self.bytes.extend_from_slice(&encoded);
-        Ok(())
-    }
-
-    /// Adds `group`'s section from entries encoded already (by an
-    /// [`EntryWriter`]: each key once, in any order).
-    pub fn section_encoded(
-        &mut self,
-        group: KeyGroup,
-        kind: SectionKind,
-        encoded: &[u8],
-    ) -> Result<(), RunError> {
-        if self.index.iter().any(|e| e.group == group.0) {
-            return Err(RunError::Twice(group));
-        }
-        self.index.push(IndexEntry {
-            group: group.0,
-            kind,
-            offset: self.bytes.len() as u64,
-            length: encoded.len() as u64,
-            crc: crc32fast::hash(encoded),
-        });
-        self.bytes.extend_from_slice(encoded);
-        Ok(())
-    }
-
-    /// The run's bytes, and where each section is in them (what a chain
-    /// names, so a restore reads just its sections).
-    pub fn finish_indexed(self) -> (Vec<u8>, Vec<SectionAt>) {
-        let mut index: Vec<SectionAt> = self
-            .index
-            .iter()
-            .map(|e| SectionAt {
-                group: KeyGroup(e.group),
-                kind: e.kind,
-                offset: e.offset,
-                length: e.length,
-                crc: e.crc,
-            })
-            .collect();
-        index.sort_by_key(|s| s.group);
-        (self.finish(), index)
-    }
-
-    /// Bytes of the sections added so far.
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// Whether no section was added.
-    pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
-    }
-
-    /// The run's bytes.
-    pub fn finish(mut self) -> Vec<u8> {
-        self.index.sort_by_key(|e| e.group);
-        // An index of plain numbers always encodes.
-        let footer = postcard::to_allocvec(&self.index).unwrap_or_default();
-        self.bytes.extend_from_slice(&footer);
-        self.bytes
-            .extend_from_slice(&(footer.len() as u64).to_le_bytes());
-        self.bytes.extend_from_slice(MAGIC);
-        self.bytes
-    }
+    /// A run's file could not be written or read.
+    #[error("{0}")]
+    Io(String),
 }
 
 /// Where one section is in its run.
@@ -213,68 +111,6 @@ impl SectionAt {
             return Err(damaged("its checksum does not match".to_owned()));
         }
         postcard::from_bytes(bytes).map_err(|e| damaged(e.to_string()))
-    }
-}
-
-/// Encodes a section's entries straight into a buffer, as a list of
-/// [`Entry`] decodes (postcard: the count, then per entry the key's
-/// bytes, and `None` or the value's bytes), without an allocation per
-/// entry: keys and values are serialized with postcard into one reused
-/// scratch buffer.
-pub struct EntryWriter<'a> {
-    out: &'a mut Vec<u8>,
-    scratch: Vec<u8>,
-}
-
-impl<'a> EntryWriter<'a> {
-    /// A section of `count` entries (exactly that many must be put).
-    pub fn new(out: &'a mut Vec<u8>, count: usize) -> EntryWriter<'a> {
-        varint(out, count as u64);
-        EntryWriter {
-            out,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// One entry: `key`, and its value or a removal.
-    pub fn put<K: Serialize + ?Sized, V: Serialize>(
-        &mut self,
-        key: &K,
-        value: Option<&V>,
-    ) -> Result<(), postcard::Error> {
-        self.bytes_of(key)?;
-        match value {
-            None => self.out.push(0),
-            Some(value) => {
-                self.out.push(1);
-                self.bytes_of(value)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// One entry already encoded: `key`'s and its value's postcard bytes,
-    /// or a removal (what a disk-backed table keeps).
-    pub fn put_encoded(&mut self, key: &[u8], value: Option<&[u8]>) {
-        varint(self.out, key.len() as u64);
-        self.out.extend_from_slice(key);
-        match value {
-            None => self.out.push(0),
-            Some(value) => {
-                self.out.push(1);
-                varint(self.out, value.len() as u64);
-                self.out.extend_from_slice(value);
-            }
-        }
-    }
-
-    fn bytes_of<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), postcard::Error> {
-        self.scratch.clear();
-        let scratch = std::mem::take(&mut self.scratch);
-        self.scratch = postcard::to_extend(value, scratch)?;
-        varint(self.out, self.scratch.len() as u64);
-        self.out.extend_from_slice(&self.scratch);
-        Ok(())
     }
 }
 
@@ -406,12 +242,14 @@ mod tests {
                 0..200,
             )
         ) {
-            let mut out = Vec::new();
-            let mut writer = EntryWriter::new(&mut out, entries.len());
+            let mut run = RunWriter::new();
+            let mut writer = run.begin_section(KeyGroup(3), SectionKind::Delta, entries.len()).unwrap();
             for (key, value) in &entries {
                 writer.put(key, value.as_ref()).unwrap();
             }
-            let decoded: Vec<Entry> = postcard::from_bytes(&out).unwrap();
+            writer.finish().unwrap();
+            let bytes = run.finish().unwrap().into_bytes().unwrap();
+            let (_, decoded) = Run::parse(&bytes).unwrap().section(KeyGroup(3)).unwrap().unwrap();
             let expected: Vec<Entry> = entries
                 .iter()
                 .map(|(k, v)| {
@@ -446,7 +284,7 @@ mod tests {
             writer.section(KeyGroup(2), SectionKind::Delta, []),
             Err(RunError::Twice(KeyGroup(2)))
         );
-        let bytes = writer.finish();
+        let bytes = writer.finish().unwrap().into_bytes().unwrap();
         let run = Run::parse(&bytes).unwrap();
         assert_eq!(
             run.groups(),
@@ -471,7 +309,7 @@ mod tests {
         writer
             .section(KeyGroup(1), SectionKind::Base, [entry("k", Some("value"))])
             .unwrap();
-        let mut bytes = writer.finish();
+        let mut bytes = writer.finish().unwrap().into_bytes().unwrap();
         bytes[MAGIC.len() + 2] ^= 0xFF;
         let run = Run::parse(&bytes).unwrap();
         assert!(matches!(
@@ -523,7 +361,7 @@ mod tests {
                 } else {
                     writer.section(KeyGroup(0), SectionKind::Delta, changed).unwrap();
                 }
-                runs.push(writer.finish());
+                runs.push(writer.finish().unwrap().into_bytes().unwrap());
             }
             let chain: Vec<_> = runs
                 .iter()

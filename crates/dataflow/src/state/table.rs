@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::key_groups::{KeyGroup, KeyGroupRange};
+use super::run::{RunError, RunWriter, SectionKind};
 use super::tracked::{GroupSnapshot, TrackedTable};
 use crate::keys::key_hash;
 
@@ -73,6 +74,14 @@ pub enum StateError {
         state: String,
         /// What failed, and where.
         source: super::engine::EngineError,
+    },
+    /// A run section could not be written (encoded, or put in its file).
+    #[error("state {state}: {source}")]
+    Run {
+        /// The state's name.
+        state: String,
+        /// What failed, naming the key group.
+        source: super::run::RunError,
     },
 }
 
@@ -398,48 +407,49 @@ where
         self.groups[slot].len()
     }
 
-    /// Every key of the group at `slot`, encoded as a run section's
-    /// entries (a base section), into `out`.
-    pub(crate) fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
+    /// Every key of the group at `slot`, as its base section of `run`.
+    pub(crate) fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError> {
         let group = KeyGroup(self.range.start + slot as u32);
         let map = &self.groups[slot];
-        let mut entries = super::run::EntryWriter::new(out, map.len());
+        let failed = |e| self.run_error(e);
+        let mut entries = run
+            .begin_section(group, SectionKind::Base, map.len())
+            .map_err(failed)?;
         for (key, value) in map.iter() {
-            entries
-                .put(key, Some(&value.value))
-                .map_err(|e| self.encode_error(group, e))?;
+            entries.put(key, Some(&value.value)).map_err(failed)?;
         }
-        Ok(())
+        entries.finish().map_err(failed)
     }
 
-    /// `keys` (each once) of the group at `slot`, encoded as a delta
-    /// section's entries — each with its value at the snapshot, or a
-    /// removal — into `out`.
+    /// `keys` (each once) of the group at `slot` — each with its value at
+    /// the snapshot, or a removal — as its delta section of `run`.
     pub(crate) fn write_delta<'k>(
         &self,
         slot: usize,
         keys: &[&'k K],
-        out: &mut Vec<u8>,
+        run: &mut RunWriter,
     ) -> Result<(), StateError>
     where
         K: 'k,
     {
         let group = KeyGroup(self.range.start + slot as u32);
         let map = &self.groups[slot];
-        let mut entries = super::run::EntryWriter::new(out, keys.len());
+        let failed = |e| self.run_error(e);
+        let mut entries = run
+            .begin_section(group, SectionKind::Delta, keys.len())
+            .map_err(failed)?;
         for key in keys {
             entries
                 .put(*key, map.get(*key).map(|s| &s.value))
-                .map_err(|e| self.encode_error(group, e))?;
+                .map_err(failed)?;
         }
-        Ok(())
+        entries.finish().map_err(failed)
     }
 
-    fn encode_error(&self, group: KeyGroup, e: postcard::Error) -> StateError {
-        StateError::Encode {
+    fn run_error(&self, e: RunError) -> StateError {
+        StateError::Run {
             state: self.name.clone(),
-            group,
-            reason: e.to_string(),
+            source: e,
         }
     }
 }
@@ -578,11 +588,11 @@ where
     fn group_len(&self, slot: usize) -> usize {
         TableSnapshot::group_len(self, slot)
     }
-    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError> {
-        TableSnapshot::write_base(self, slot, out)
+    fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError> {
+        TableSnapshot::write_base(self, slot, run)
     }
-    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError> {
-        TableSnapshot::write_delta(self, slot, keys, out)
+    fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError> {
+        TableSnapshot::write_delta(self, slot, keys, run)
     }
     fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
         self.encode()

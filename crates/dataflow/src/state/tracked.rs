@@ -4,6 +4,7 @@
 //! and restores both through these traits, in the same formats, so a
 //! checkpoint of one restores into the other.
 
+use super::run::RunWriter;
 use super::{KeyGroup, KeyGroupRange, StateError};
 
 /// A table's snapshot, encoded off the task thread: whole (inline) or as
@@ -17,12 +18,11 @@ pub(crate) trait GroupSnapshot<K>: Send + 'static {
     fn group_is_empty(&self, slot: usize) -> bool {
         self.group_len(slot) == 0
     }
-    /// Every key of the group at `slot`, as a run section's entries (a
-    /// base section), into `out`.
-    fn write_base(&self, slot: usize, out: &mut Vec<u8>) -> Result<(), StateError>;
+    /// Every key of the group at `slot`, as its base section of `run`.
+    fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError>;
     /// `keys` (each once) of the group at `slot`, each with its value at
-    /// the snapshot or a removal, as a delta section's entries, into `out`.
-    fn write_delta(&self, slot: usize, keys: &[&K], out: &mut Vec<u8>) -> Result<(), StateError>;
+    /// the snapshot or a removal, as its delta section of `run`.
+    fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError>;
     /// One part per non-empty group, each its keys and values as a
     /// postcard sequence of pairs (a full snapshot's inline groups).
     fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError>;

@@ -128,18 +128,100 @@ fn a_snapshot_is_not_changed_by_later_writes_and_is_read_on_another_thread() {
     }
 }
 
-/// An operation of the random sequences: a batch, or a snapshot to check
-/// at the end.
+#[test]
+fn a_sorted_write_is_read_back_and_overrides_older_writes() {
+    for (mut engine, _dir) in engines() {
+        let name = engine.describe();
+        engine
+            .write(vec![
+                put(b"a", b"old"),
+                put(b"c", b"kept"),
+                put(b"d", b"gone"),
+            ])
+            .unwrap();
+        let before = engine.snapshot();
+        engine
+            .write_sorted(&mut |sink| {
+                sink(b"a", Some(b"new"))?;
+                sink(b"b", Some(b"added"))?;
+                sink(b"d", None)
+            })
+            .unwrap();
+        // A write through the memtable after the sorted one wins.
+        engine.write(vec![put(b"b", b"later")]).unwrap();
+        assert_eq!(
+            scan(&*engine.snapshot(), b""),
+            vec![
+                (b"a".to_vec(), b"new".to_vec()),
+                (b"b".to_vec(), b"later".to_vec()),
+                (b"c".to_vec(), b"kept".to_vec()),
+            ],
+            "{name}"
+        );
+        assert_eq!(before.get(b"a").unwrap(), Some(b"old".to_vec()), "{name}");
+        assert_eq!(before.get(b"d").unwrap(), Some(b"gone".to_vec()), "{name}");
+        // Nothing to write is no error.
+        engine.write_sorted(&mut |_| Ok(())).unwrap();
+    }
+}
+
+#[test]
+fn a_sorted_write_out_of_order_fails_named_and_writes_nothing() {
+    for (mut engine, _dir) in engines() {
+        let name = engine.describe();
+        for repeated in [&b"b"[..], b"a"] {
+            let failed = engine
+                .write_sorted(&mut |sink| {
+                    sink(b"a", Some(b"1"))?;
+                    sink(b"b", Some(b"2"))?;
+                    sink(repeated, Some(b"3"))
+                })
+                .unwrap_err();
+            assert!(failed.reason.contains("must ascend"), "{name}: {failed}");
+            assert_eq!(failed.engine, name);
+        }
+        // A fill that fails writes nothing either.
+        let stopped = EngineError {
+            engine: "caller".into(),
+            reason: "stopped".into(),
+        };
+        let failed = engine
+            .write_sorted(&mut |sink| {
+                sink(b"c", Some(b"1"))?;
+                Err(EngineError {
+                    engine: stopped.engine.clone(),
+                    reason: stopped.reason.clone(),
+                })
+            })
+            .unwrap_err();
+        assert_eq!(failed.reason, "stopped", "{name}");
+        assert_eq!(scan(&*engine.snapshot(), b""), Vec::new(), "{name}");
+    }
+}
+
+/// An operation of the random sequences: a batch, a sorted write (its
+/// keys sorted and each once), or a snapshot to check at the end.
 #[derive(Debug, Clone)]
 enum Op {
     Batch(Vec<(u8, Option<u8>)>),
+    Sorted(Vec<(u8, Option<u8>)>),
     Snapshot,
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let batch = proptest::collection::vec((0u8..24, proptest::option::of(any::<u8>())), 0..12)
-        .prop_map(Op::Batch);
-    proptest::collection::vec(prop_oneof![4 => batch, 1 => Just(Op::Snapshot)], 0..30)
+    let writes = || proptest::collection::vec((0u8..24, proptest::option::of(any::<u8>())), 0..12);
+    proptest::collection::vec(
+        prop_oneof![
+            2 => writes().prop_map(Op::Batch),
+            2 => writes().prop_map(Op::Sorted),
+            1 => Just(Op::Snapshot)
+        ],
+        0..30,
+    )
+}
+
+fn value(v: u8) -> Vec<u8> {
+    vec![v; usize::from(v % 5)]
 }
 
 /// The key of `k`: in one of three prefixes, of varying lengths.
@@ -161,7 +243,7 @@ proptest! {
                     Op::Batch(writes) => {
                         let batch: Vec<BatchEntry> = writes
                             .iter()
-                            .map(|(k, v)| (key(*k), v.map(|v| vec![v; usize::from(v % 5)])))
+                            .map(|(k, v)| (key(*k), v.map(value)))
                             .collect();
                         for (k, v) in &batch {
                             match v {
@@ -170,6 +252,27 @@ proptest! {
                             };
                         }
                         engine.write(batch).unwrap();
+                    }
+                    Op::Sorted(writes) => {
+                        // The last write of each key, in key order.
+                        let sorted: BTreeMap<Vec<u8>, Option<Vec<u8>>> = writes
+                            .iter()
+                            .map(|(k, v)| (key(*k), v.map(value)))
+                            .collect();
+                        for (k, v) in &sorted {
+                            match v {
+                                Some(v) => model.insert(k.clone(), v.clone()),
+                                None => model.remove(k),
+                            };
+                        }
+                        engine
+                            .write_sorted(&mut |sink| {
+                                for (k, v) in &sorted {
+                                    sink(k, v.as_deref())?;
+                                }
+                                Ok(())
+                            })
+                            .unwrap();
                     }
                     Op::Snapshot => snapshots.push((engine.snapshot(), model.clone())),
                 }

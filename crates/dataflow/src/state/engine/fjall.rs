@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use fjall::config::{PartitioningPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable, Snapshot};
 
-use super::{BatchEntry, EngineError, EngineSnapshot, ScanFn, StateEngine};
+use super::{Ascending, BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine};
 
 /// A fjall database in a directory of its own, deleted when the store is
 /// dropped (the state is rebuilt from a checkpoint after any restart; what
@@ -215,6 +215,41 @@ impl StateEngine for FjallEngine {
             // public but hidden from fjall's docs: the version is pinned
             // (`Cargo.toml`).
             self.keyspace.rotate_memtable().map_err(|e| self.error(e))?;
+            self.unrotated_bytes = 0;
+        }
+        Ok(())
+    }
+
+    /// Through fjall's ingestion: the entries go straight into a new
+    /// table of level 0 (its data blocks written as they come), registered
+    /// at the end under one sequence number. No memtable holds them, so a
+    /// snapshot open meanwhile (a checkpoint reading) keeps nothing of them
+    /// in memory: fjall keeps every version since its oldest open
+    /// snapshot, memtables and all, and with writes through memtables a
+    /// checkpoint reading for 10 s kept what 10 s of writes had put in
+    /// them (measured: 43 MiB of memtables at a 2 MiB write buffer).
+    fn write_sorted(&mut self, fill: &mut SortedFill<'_>) -> Result<(), EngineError> {
+        let engine = self.describe();
+        let error = |e: fjall::Error| EngineError {
+            engine: engine.clone(),
+            reason: e.to_string(),
+        };
+        let mut ingestion = self.keyspace.start_ingestion().map_err(error)?;
+        let mut order = Ascending::default();
+        let mut written = false;
+        fill(&mut |key, value| {
+            // Checked here: fjall panics on a key out of order.
+            order.check(&engine, key)?;
+            written = true;
+            match value {
+                Some(value) => ingestion.write(key, value),
+                None => ingestion.write_tombstone(key),
+            }
+            .map_err(error)
+        })?;
+        ingestion.finish().map_err(error)?;
+        if written {
+            // The ingestion flushed the active memtable first.
             self.unrotated_bytes = 0;
         }
         Ok(())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
-use super::{BatchEntry, EngineError, EngineSnapshot, ScanFn, StateEngine};
+use super::{Ascending, BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine};
 
 type Map = OrdMap<Arc<[u8]>, Arc<[u8]>>;
 
@@ -40,6 +40,17 @@ impl StateEngine for MemoryEngine {
             }
         }
         Ok(())
+    }
+
+    fn write_sorted(&mut self, fill: &mut SortedFill<'_>) -> Result<(), EngineError> {
+        let mut order = Ascending::default();
+        let mut batch = Vec::new();
+        fill(&mut |key, value| {
+            order.check("memory", key)?;
+            batch.push((key.to_vec(), value.map(<[u8]>::to_vec)));
+            Ok(())
+        })?;
+        self.write(batch)
     }
 
     fn snapshot(&self) -> Box<dyn EngineSnapshot> {

@@ -39,6 +39,13 @@ pub type ScanFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), EngineError> + 'a;
 /// One write of a batch: a value, or `None` to remove the key.
 pub type BatchEntry = (Vec<u8>, Option<Vec<u8>>);
 
+/// What [`StateEngine::write_sorted`]'s `fill` gives each key to, in
+/// strictly ascending order, with its value or `None` to remove it.
+pub type SortedSink<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<(), EngineError> + 'a;
+
+/// What fills a sorted write.
+pub type SortedFill<'a> = dyn FnMut(&mut SortedSink<'_>) -> Result<(), EngineError> + 'a;
+
 /// An ordered map of bytes to bytes that may keep most of itself outside
 /// memory.
 pub trait StateEngine: Send {
@@ -48,12 +55,52 @@ pub trait StateEngine: Send {
     /// Writes every entry of `batch`, all or none.
     fn write(&mut self, batch: Vec<BatchEntry>) -> Result<(), EngineError>;
 
+    /// Writes what `fill` gives its sink, keys in strictly ascending order
+    /// (a table's whole buffer, streamed: nothing is held but what the
+    /// engine writes as it goes). All or none: visible once `fill`
+    /// returns, nothing written if it or the sink fails. A key not above
+    /// the one before is an error, named.
+    ///
+    /// An engine may write these past its memory: fjall writes them
+    /// straight into a table on disk, so no memtable holds them and no
+    /// snapshot open meanwhile keeps one in memory.
+    fn write_sorted(&mut self, fill: &mut SortedFill<'_>) -> Result<(), EngineError>;
+
     /// A view of the engine now, unchanged by later writes, readable from
     /// any thread (what a checkpoint encodes off the task thread).
     fn snapshot(&self) -> Box<dyn EngineSnapshot>;
 
     /// What the engine is, and where, for errors and logs.
     fn describe(&self) -> String;
+}
+
+/// Holds a sorted write to its order: each key strictly above the one
+/// before.
+#[derive(Default)]
+struct Ascending {
+    last: Option<Vec<u8>>,
+}
+
+impl Ascending {
+    fn check(&mut self, engine: &str, key: &[u8]) -> Result<(), EngineError> {
+        match &mut self.last {
+            Some(last) if key <= last.as_slice() => Err(EngineError {
+                engine: engine.to_owned(),
+                reason: format!(
+                    "a sorted write's keys must ascend: {key:02x?} came after {last:02x?}"
+                ),
+            }),
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(key);
+                Ok(())
+            }
+            None => {
+                self.last = Some(key.to_vec());
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A [`StateEngine`] as it was when the snapshot was taken.
