@@ -58,7 +58,8 @@ pub enum StartError {
     #[error("cannot make the task executor: {0}")]
     Executor(#[source] holdfast_executor::OptionsError),
     /// The directory of local state copies
-    /// (`taskmanager.state.local.root-dirs`) cannot be emptied or made.
+    /// (`taskmanager.state.local.root-dirs`) cannot be emptied or made,
+    /// or a live process other than this one owns it.
     #[error(
         "cannot use {dir} for local copies of checkpoint state (taskmanager.state.local.root-dirs): {source}"
     )]

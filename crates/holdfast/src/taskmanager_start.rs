@@ -115,6 +115,8 @@ impl Setup {
                     .join("holdfast-local-state")
                     .join(place.id)
             }),
+            // A configured id names the same directory after a restart.
+            keep_local_state: self.config.taskmanager_resource_id.as_deref() == Some(place.id),
             keyed_state: match self.config.state_backend {
                 StateBackendKind::HashMap => KeyedStateOptions::HashMap,
                 StateBackendKind::Fjall => KeyedStateOptions::Disk {

@@ -285,6 +285,68 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
     Ok(())
 }
 
+/// A TaskManager killed with kill -9 and started again with the same
+/// `taskmanager.resource-id` keeps the local copies its previous run left
+/// and says so; the job's tasks, placed on it again (the only
+/// TaskManager), restore from those copies, and the output is exactly
+/// once. The copies a checkpoint after the restore no longer uses go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_manager_started_again_with_its_id_restores_from_the_copies_it_left() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let local = data.path().join("local");
+    let config = format!(
+        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         execution.checkpointing.incremental: true\n\
+         execution.checkpointing.local-backup.enabled: true\n\
+         taskmanager.state.local.root-dirs: {}\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+        checkpoints.display(),
+        local.display()
+    );
+    let cluster = Cluster::start("lease", &config).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let mut tm = cluster.taskmanager("tm-1", None).await?;
+    registered(&client, 1).await?;
+    let job = JOB.submit(&client, &output, "keyed", 2).await?;
+    completed(&jm, 3).await?;
+    let copies = local
+        .join("holdfast-local-state")
+        .join("tm-1")
+        .join(job.to_string());
+    ensure!(copies.exists(), "no local copies in {}", copies.display());
+
+    tm.process.kill()?;
+    let again = cluster.taskmanager("tm-1", None).await?;
+    logged(
+        &again.process,
+        "kept the local copies of checkpoint state this TaskManager's previous run left",
+        0,
+    )
+    .await?;
+    logged(
+        &again.process,
+        "restoring from this TaskManager's local copy of the state",
+        0,
+    )
+    .await?;
+    finished(&client, job).await?;
+    JOB.check_keyed(&output, true)?;
+    logged(
+        &again.process,
+        "its local copies of checkpoint state are deleted",
+        0,
+    )
+    .await?;
+    ensure!(
+        !copies.exists(),
+        "{} is still there after the job finished",
+        copies.display()
+    );
+    Ok(())
+}
+
 /// The disk-backed keyed state (`state.backend.type: fjall`, incremental
 /// checkpoints by default) through a kill -9 of a TaskManager and of the
 /// leader, with a memory budget (1 MiB a slot) far below the state, so

@@ -11,9 +11,13 @@
 //!
 //! Each copy is written beside a `.crc` file holding its CRC-32 and
 //! renamed into place, so a copy is whole or absent; one that does not
-//! match its checksum is deleted and read from the storage instead. The
-//! directory is emptied when the TaskManager starts: what an earlier
-//! process left is not trusted.
+//! match its checksum is deleted and read from the storage instead. A
+//! TaskManager whose id is configured (`taskmanager.resource-id`) keeps,
+//! when it starts again, the whole copies its previous run left (a kill -9
+//! and a restart on the same host restores locally, as Flink's does with
+//! a fixed resource id and working directory); one with a generated id
+//! starts empty. Either deletes the directories of TaskManagers whose
+//! process is gone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
@@ -25,6 +29,62 @@ use holdfast_runtime::ids::JobId;
 use holdfast_storage::StoragePath;
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
+
+/// What the copies a previous run of the TaskManager left are recorded as
+/// used by: a checkpoint older than any, so that the first checkpoint of
+/// their job completed here drops those it does not use.
+const ADOPTED: CheckpointId = CheckpointId(0);
+
+/// The whole copies under `root` (a file with its checksum file beside
+/// it), by job; the rest (half-written copies, checksums without a copy,
+/// files of no job) are deleted.
+fn adopt_copies(root: &Path) -> Vec<(JobId, StoragePath)> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file = entry.path();
+            if file.is_dir() {
+                dirs.push(file);
+                continue;
+            }
+            let name = file.to_string_lossy();
+            if dir == root
+                && file
+                    .file_name()
+                    .is_some_and(|n| n == super::disk_state::OWNER)
+            {
+                continue;
+            }
+            if let Some(copy) = name.strip_suffix(".crc") {
+                if !Path::new(copy).exists() {
+                    let _ = std::fs::remove_file(&file);
+                }
+                continue;
+            }
+            let whole = LocalState::crc_file(&file).exists() && !name.ends_with(".partial");
+            let adopted = whole
+                .then(|| file.strip_prefix(root).ok())
+                .flatten()
+                .and_then(|relative| relative.to_str())
+                .and_then(|relative| {
+                    let job: JobId = relative.split('/').next()?.parse().ok()?;
+                    Some((job, relative.parse::<StoragePath>().ok()?))
+                });
+            match adopted {
+                Some(copy) => found.push(copy),
+                None => {
+                    let _ = std::fs::remove_file(LocalState::crc_file(&file));
+                    let _ = std::fs::remove_file(&file);
+                }
+            }
+        }
+    }
+    found
+}
 
 /// A TaskManager's local copies.
 #[derive(Debug)]
@@ -40,21 +100,67 @@ pub(crate) struct LocalState {
 }
 
 impl LocalState {
-    /// Local copies under `root` (emptied first).
-    pub(crate) fn open(root: PathBuf) -> std::io::Result<LocalState> {
-        match std::fs::remove_dir_all(&root) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+    /// Local copies under `root`, one TaskManager's directory among its
+    /// siblings' (named after their ids): those whose process is gone are
+    /// deleted. With `adopt` (the TaskManager's id is configured, so
+    /// `root` is the directory its previous run used), the whole copies a
+    /// previous run left are kept for a task restored here (each checked
+    /// against its checksum when read), until a checkpoint of their job
+    /// completes without them or the job's tasks here finish; without it,
+    /// `root` is emptied. A `root` that a live process other than this one
+    /// owns is refused: two TaskManagers configured with one id.
+    pub(crate) fn open(root: PathBuf, adopt: bool) -> std::io::Result<LocalState> {
+        use super::disk_state::{OWNER, is_alive, owner, sweep_dead_owners};
+        if let Some(pid) = owner(&root).filter(|p| *p != std::process::id() && is_alive(*p)) {
+            return Err(std::io::Error::other(format!(
+                "process {pid} uses this directory for its local copies: is another \
+                 TaskManager running with the same taskmanager.resource-id?"
+            )));
+        }
+        if let Some(parent) = root.parent() {
+            sweep_dead_owners(parent, &root, "local copies of checkpoint state");
+        }
+        let mut uses: HashMap<JobId, BTreeMap<CheckpointId, BTreeSet<StoragePath>>> =
+            HashMap::new();
+        if adopt && root.exists() {
+            for (job, path) in adopt_copies(&root) {
+                uses.entry(job)
+                    .or_default()
+                    .entry(ADOPTED)
+                    .or_default()
+                    .insert(path);
+            }
+        } else {
+            match std::fs::remove_dir_all(&root) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
         std::fs::create_dir_all(&root)?;
+        std::fs::write(root.join(OWNER), std::process::id().to_string())?;
         Ok(LocalState {
             root,
-            uses: Mutex::default(),
+            uses: Mutex::new(uses),
             checked: Mutex::default(),
             read_locally: AtomicU64::new(0),
             read_remotely: AtomicU64::new(0),
         })
+    }
+
+    /// How many copies of a previous run were kept, over how many jobs.
+    pub(crate) fn adopted(&self) -> (usize, usize) {
+        let uses = lock(&self.uses);
+        let copies = uses
+            .values()
+            .filter_map(|by_checkpoint| by_checkpoint.get(&ADOPTED))
+            .map(BTreeSet::len)
+            .sum();
+        let jobs = uses
+            .values()
+            .filter(|by_checkpoint| by_checkpoint.contains_key(&ADOPTED))
+            .count();
+        (copies, jobs)
     }
 
     /// Where it keeps them.
@@ -131,6 +237,35 @@ impl LocalState {
             return 0;
         };
         let gone: BTreeSet<StoragePath> = by_checkpoint.into_values().flatten().collect();
+        let mut dirs = BTreeSet::new();
+        for path in &gone {
+            self.forget(path);
+            if let Some(top) = path.as_str().split('/').next() {
+                dirs.insert(self.root.join(top));
+            }
+        }
+        for dir in dirs {
+            prune_empty(&dir);
+        }
+        gone.len()
+    }
+
+    /// Deletes the copies a previous run left that no checkpoint since
+    /// uses (their job was not restored here in time); returns how many.
+    pub(crate) fn drop_adopted(&self) -> usize {
+        let gone: Vec<StoragePath> = {
+            let mut uses = lock(&self.uses);
+            let mut gone = Vec::new();
+            for by_checkpoint in uses.values_mut() {
+                let Some(adopted) = by_checkpoint.remove(&ADOPTED) else {
+                    continue;
+                };
+                let used: BTreeSet<&StoragePath> = by_checkpoint.values().flatten().collect();
+                gone.extend(adopted.into_iter().filter(|p| !used.contains(p)));
+            }
+            uses.retain(|_, by_checkpoint| !by_checkpoint.is_empty());
+            gone
+        };
         let mut dirs = BTreeSet::new();
         for path in &gone {
             self.forget(path);
@@ -229,7 +364,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("local");
         std::fs::create_dir_all(root.join("stale")).unwrap();
-        let local = LocalState::open(root.clone()).unwrap();
+        let local = LocalState::open(root.clone(), false).unwrap();
         assert!(!root.join("stale").exists(), "emptied at start");
         let job = JobId::from_u128(7);
         let (a, b, shared) = (
@@ -262,7 +397,7 @@ mod tests {
     fn a_released_job_loses_its_copies_and_directories_and_no_other_job_does() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("local");
-        let local = LocalState::open(root.clone()).unwrap();
+        let local = LocalState::open(root.clone(), false).unwrap();
         let (job, other) = (JobId::from_u128(7), JobId::from_u128(8));
         let mine = [path("j/chk-3/0-0-0.state"), path("j/shared/x/1-sum.run")];
         let theirs = path("k/chk-3/0-0-0.state");
@@ -278,5 +413,96 @@ mod tests {
         assert!(!root.join("j").exists(), "the job's directories went");
         assert_eq!(local.get(&theirs).unwrap(), b"bytes");
         assert_eq!(local.release(job), 0, "nothing is left to release");
+    }
+
+    #[test]
+    fn a_restart_with_the_same_id_keeps_whole_copies_until_a_checkpoint_needs_them_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("holdfast-local-state").join("tm-1");
+        let job = JobId::from_u128(7);
+        let at = |rest: &str| path(&format!("{job}/{rest}"));
+        let (state, shared, other) = (
+            at("chk-3/0-0-0.state"),
+            at("shared/x/3-sum.run"),
+            at("chk-2/0-0-0.state"),
+        );
+        {
+            let local = LocalState::open(root.clone(), true).unwrap();
+            for p in [&state, &shared, &other] {
+                local.put(p, b"bytes").unwrap();
+            }
+            // A copy cut short, a checksum alone, a file of no job.
+            std::fs::create_dir_all(root.join(format!("{job}/chk-4"))).unwrap();
+            std::fs::write(root.join(format!("{job}/chk-4/0-0-0.partial")), b"half").unwrap();
+            std::fs::write(root.join(format!("{job}/chk-4/x.state.crc")), b"0").unwrap();
+            std::fs::write(root.join("stray"), b"?").unwrap();
+            std::fs::write(root.join("stray.crc"), b"0").unwrap();
+            // The process is gone (kill -9): its owner file names no live one.
+            std::fs::write(root.join(super::super::disk_state::OWNER), "4194305").unwrap();
+        }
+        // A sibling whose process is gone is swept; a generated id starts empty.
+        let dead = dir.path().join("holdfast-local-state").join("tm-dead");
+        std::fs::create_dir_all(&dead).unwrap();
+        std::fs::write(dead.join(super::super::disk_state::OWNER), "4194305").unwrap();
+
+        let local = LocalState::open(root.clone(), true).unwrap();
+        assert!(!dead.exists(), "a dead TaskManager's copies are swept");
+        assert_eq!(local.adopted(), (3, 1));
+        assert_eq!(local.get(&state).unwrap(), b"bytes");
+        assert!(
+            !root
+                .join(format!("{job}/chk-4"))
+                .read_dir()
+                .unwrap()
+                .any(|_| true)
+        );
+        assert!(!root.join("stray").exists());
+        // A second process with the same id is refused while this one lives.
+        let refused = LocalState::open(root.clone(), true).map(|_| ());
+        assert!(refused.is_ok(), "this very process may open it again");
+        std::fs::write(root.join(super::super::disk_state::OWNER), "1").unwrap();
+        let refused = LocalState::open(root.clone(), true).unwrap_err();
+        assert!(
+            refused.to_string().contains("taskmanager.resource-id"),
+            "{refused}"
+        );
+        std::fs::write(
+            root.join(super::super::disk_state::OWNER),
+            std::process::id().to_string(),
+        )
+        .unwrap();
+
+        // The restored task's first checkpoint reuses the shared run: the
+        // adopted state files go, the run stays.
+        let next = at("chk-5/0-0-0.state");
+        local.put(&next, b"five").unwrap();
+        local.used(job, CheckpointId(5), vec![next.clone(), shared.clone()]);
+        local.completed(job, CheckpointId(5));
+        assert_eq!(local.get(&state), None);
+        assert_eq!(local.get(&other), None);
+        assert!(local.get(&shared).is_some() && local.get(&next).is_some());
+        assert_eq!(local.adopted(), (0, 0));
+        assert_eq!(local.drop_adopted(), 0);
+    }
+
+    #[test]
+    fn adopted_copies_no_checkpoint_used_are_dropped_when_their_time_is_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tm-1");
+        let job = JobId::from_u128(9);
+        let copy = path(&format!("{job}/chk-1/0-0-0.state"));
+        LocalState::open(root.clone(), true)
+            .unwrap()
+            .put(&copy, b"x")
+            .unwrap();
+        // Without a configured id the directory starts empty.
+        let fresh = LocalState::open(root.clone(), false).unwrap();
+        assert_eq!((fresh.adopted(), fresh.get(&copy)), ((0, 0), None));
+        fresh.put(&copy, b"x").unwrap();
+        let local = LocalState::open(root.clone(), true).unwrap();
+        assert_eq!(local.adopted(), (1, 1));
+        assert_eq!(local.drop_adopted(), 1);
+        assert_eq!(local.get(&copy), None);
+        assert!(!root.join(job.to_string()).exists());
     }
 }

@@ -91,6 +91,7 @@ pub fn taskmanager_options(
         advertised_rpc_port: None,
         s3: Default::default(),
         local_state: None,
+        keep_local_state: false,
         keyed_state: Default::default(),
         registry: Arc::clone(registry),
         metrics: ClusterMetrics::default(),
