@@ -229,15 +229,7 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
     let data = tempfile::tempdir()?;
     let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
     let local = data.path().join("local");
-    let config = format!(
-        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
-         execution.checkpointing.incremental: true\n\
-         execution.checkpointing.local-backup.enabled: true\n\
-         taskmanager.state.local.root-dirs: {}\n\
-         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
-        checkpoints.display(),
-        local.display()
-    );
+    let config = local_recovery_config(&checkpoints, &local);
     let cluster = Cluster::start("lease", &config).await?;
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
@@ -289,21 +281,13 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
 /// `taskmanager.resource-id` keeps the local copies its previous run left
 /// and says so; the job's tasks, placed on it again (the only
 /// TaskManager), restore from those copies, and the output is exactly
-/// once. The copies a checkpoint after the restore no longer uses go.
+/// once. When the job has finished, its copies there are gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_manager_started_again_with_its_id_restores_from_the_copies_it_left() -> Result<()> {
     let data = tempfile::tempdir()?;
     let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
     let local = data.path().join("local");
-    let config = format!(
-        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
-         execution.checkpointing.incremental: true\n\
-         execution.checkpointing.local-backup.enabled: true\n\
-         taskmanager.state.local.root-dirs: {}\n\
-         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
-        checkpoints.display(),
-        local.display()
-    );
+    let config = local_recovery_config(&checkpoints, &local);
     let cluster = Cluster::start("lease", &config).await?;
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
@@ -345,6 +329,21 @@ async fn a_task_manager_started_again_with_its_id_restores_from_the_copies_it_le
         copies.display()
     );
     Ok(())
+}
+
+/// Incremental checkpoints every 500 ms into `checkpoints`, local
+/// recovery with copies under `local`, restarts for as long as a test
+/// takes.
+fn local_recovery_config(checkpoints: &Path, local: &Path) -> String {
+    format!(
+        "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: {}\n\
+         execution.checkpointing.incremental: true\n\
+         execution.checkpointing.local-backup.enabled: true\n\
+         taskmanager.state.local.root-dirs: {}\n\
+         restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s",
+        checkpoints.display(),
+        local.display()
+    )
 }
 
 /// The disk-backed keyed state (`state.backend.type: fjall`, incremental

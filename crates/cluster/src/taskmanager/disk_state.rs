@@ -29,7 +29,7 @@ pub enum KeyedStateOptions {
 }
 
 /// The file in a TaskManager's directory naming the process that owns it.
-pub(super) const OWNER: &str = "owner.pid";
+const OWNER: &str = "owner.pid";
 
 impl KeyedStateOptions {
     /// Prepares the TaskManager's directory: emptied and made, with this
@@ -40,7 +40,7 @@ impl KeyedStateOptions {
             return Ok(());
         };
         if let Some(parent) = root.parent() {
-            sweep_dead_owners(parent, root, "disk-backed state");
+            sweep_dead_owners(parent, root);
         }
         remove_if_present(root)?;
         std::fs::create_dir_all(root)?;
@@ -72,7 +72,7 @@ fn remove_if_present(dir: &Path) -> io::Result<()> {
 /// Deletes the directories under `parent` (but `mine`) whose owner
 /// process no longer runs. Best effort: a directory that cannot be read or
 /// deleted is left, and logged.
-pub(super) fn sweep_dead_owners(parent: &Path, mine: &Path, what: &str) {
+fn sweep_dead_owners(parent: &Path, mine: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
@@ -81,34 +81,23 @@ pub(super) fn sweep_dead_owners(parent: &Path, mine: &Path, what: &str) {
         if dir == mine {
             continue;
         }
-        let Some(pid) = owner(&dir) else {
+        let Ok(owner) = std::fs::read_to_string(dir.join(OWNER)) else {
             continue;
         };
-        if is_alive(pid) {
+        let Ok(pid) = owner.trim().parse::<u32>() else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => tracing::info!(dir = %dir.display(), pid,
-                "deleted the {what} of a TaskManager whose process is gone"),
+                "deleted the disk-backed state of a TaskManager whose process is gone"),
             Err(e) => tracing::warn!(dir = %dir.display(), pid, error = %e,
-                "cannot delete the {what} of a TaskManager whose process is gone; \
+                "cannot delete the disk-backed state of a TaskManager whose process is gone; \
                  it takes disk space until deleted by hand"),
         }
     }
-}
-
-/// The process that `dir`'s owner file names.
-pub(super) fn owner(dir: &Path) -> Option<u32> {
-    std::fs::read_to_string(dir.join(OWNER))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// Whether process `pid` runs on this host.
-pub(super) fn is_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// `name` with anything but letters, digits, `-`, `_` and `.` as `_`.

@@ -52,11 +52,7 @@ fn adopt_copies(root: &Path) -> Vec<(JobId, StoragePath)> {
                 continue;
             }
             let name = file.to_string_lossy();
-            if dir == root
-                && file
-                    .file_name()
-                    .is_some_and(|n| n == super::disk_state::OWNER)
-            {
+            if dir == root && file.file_name().is_some_and(|n| n == LOCK || n == KEPT) {
                 continue;
             }
             if let Some(copy) = name.strip_suffix(".crc") {
@@ -86,10 +82,76 @@ fn adopt_copies(root: &Path) -> Vec<(JobId, StoragePath)> {
     found
 }
 
+/// The file a TaskManager's directory is locked by (an advisory lock the
+/// kernel drops with the process, whatever way it ends), holding its
+/// process id for an operator to read.
+const LOCK: &str = "owner.lock";
+
+/// Marks the directory of a TaskManager whose id is configured: kept while
+/// it is down, for its next run (no other TaskManager deletes it).
+const KEPT: &str = "kept-across-restarts";
+
+/// Opens and locks `root`'s lock file (refused if another process holds
+/// it), and writes this process's id into it.
+fn lock_owner(root: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(LOCK))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(root.join(LOCK)).unwrap_or_default();
+            return Err(std::io::Error::other(format!(
+                "another process (its id, as it wrote it: {:?}) holds this directory for its \
+                 local copies: is another TaskManager running with the same \
+                 taskmanager.resource-id?",
+                holder.trim()
+            )));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    file.set_len(0)?;
+    file.write_all(std::process::id().to_string().as_bytes())?;
+    Ok(file)
+}
+
+/// Deletes the directories beside `mine` that a TaskManager locked and no
+/// live process holds now (a generated id is never used again), except
+/// those marked [`KEPT`].
+fn sweep_unowned(parent: &Path, mine: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if dir == mine || dir.join(KEPT).exists() {
+            continue;
+        }
+        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(dir.join(LOCK)) else {
+            continue;
+        };
+        if lock.try_lock().is_err() {
+            continue;
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => tracing::info!(dir = %dir.display(),
+                "deleted the local copies of checkpoint state of a TaskManager whose process is gone"),
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e,
+                "cannot delete the local copies of checkpoint state of a TaskManager whose \
+                 process is gone; they take disk space until deleted by hand"),
+        }
+    }
+}
+
 /// A TaskManager's local copies.
 #[derive(Debug)]
 pub(crate) struct LocalState {
     root: PathBuf,
+    /// The locked lock file: `root` is this process's while it is open.
+    _owner: std::fs::File,
     /// Per job, per checkpoint: the files its tasks here use.
     uses: Mutex<HashMap<JobId, BTreeMap<CheckpointId, BTreeSet<StoragePath>>>>,
     /// Copies whose checksum was checked since they were written.
@@ -101,28 +163,26 @@ pub(crate) struct LocalState {
 
 impl LocalState {
     /// Local copies under `root`, one TaskManager's directory among its
-    /// siblings' (named after their ids): those whose process is gone are
-    /// deleted. With `adopt` (the TaskManager's id is configured, so
-    /// `root` is the directory its previous run used), the whole copies a
-    /// previous run left are kept for a task restored here (each checked
-    /// against its checksum when read), until a checkpoint of their job
-    /// completes without them or the job's tasks here finish; without it,
-    /// `root` is emptied. A `root` that a live process other than this one
-    /// owns is refused: two TaskManagers configured with one id.
+    /// siblings' (named after their ids), locked for as long as this
+    /// lives: a `root` another live process holds is refused (two
+    /// TaskManagers configured with one id). Siblings no live process
+    /// holds are deleted, unless marked kept. With `adopt` (the
+    /// TaskManager's id is configured, so `root` is the directory its
+    /// previous run used) the whole copies a previous run left are kept
+    /// for a task restored here (each checked against its checksum when
+    /// read), until a checkpoint of their job completes without them or
+    /// the job's tasks here finish, and `root` is marked kept so that no
+    /// other TaskManager deletes it while this one is down; without it,
+    /// `root` is emptied.
     pub(crate) fn open(root: PathBuf, adopt: bool) -> std::io::Result<LocalState> {
-        use super::disk_state::{OWNER, is_alive, owner, sweep_dead_owners};
-        if let Some(pid) = owner(&root).filter(|p| *p != std::process::id() && is_alive(*p)) {
-            return Err(std::io::Error::other(format!(
-                "process {pid} uses this directory for its local copies: is another \
-                 TaskManager running with the same taskmanager.resource-id?"
-            )));
-        }
+        std::fs::create_dir_all(&root)?;
+        let owner = lock_owner(&root)?;
         if let Some(parent) = root.parent() {
-            sweep_dead_owners(parent, &root, "local copies of checkpoint state");
+            sweep_unowned(parent, &root);
         }
         let mut uses: HashMap<JobId, BTreeMap<CheckpointId, BTreeSet<StoragePath>>> =
             HashMap::new();
-        if adopt && root.exists() {
+        if adopt {
             for (job, path) in adopt_copies(&root) {
                 uses.entry(job)
                     .or_default()
@@ -130,17 +190,23 @@ impl LocalState {
                     .or_default()
                     .insert(path);
             }
+            std::fs::write(root.join(KEPT), "")?;
         } else {
-            match std::fs::remove_dir_all(&root) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
+            for entry in std::fs::read_dir(&root)? {
+                let entry = entry?;
+                if entry.file_name() == LOCK {
+                    continue;
+                }
+                if entry.file_type()?.is_dir() {
+                    std::fs::remove_dir_all(entry.path())?;
+                } else {
+                    std::fs::remove_file(entry.path())?;
+                }
             }
         }
-        std::fs::create_dir_all(&root)?;
-        std::fs::write(root.join(OWNER), std::process::id().to_string())?;
         Ok(LocalState {
             root,
+            _owner: owner,
             uses: Mutex::new(uses),
             checked: Mutex::default(),
             read_locally: AtomicU64::new(0),
@@ -237,17 +303,7 @@ impl LocalState {
             return 0;
         };
         let gone: BTreeSet<StoragePath> = by_checkpoint.into_values().flatten().collect();
-        let mut dirs = BTreeSet::new();
-        for path in &gone {
-            self.forget(path);
-            if let Some(top) = path.as_str().split('/').next() {
-                dirs.insert(self.root.join(top));
-            }
-        }
-        for dir in dirs {
-            prune_empty(&dir);
-        }
-        gone.len()
+        self.forget_all(&gone)
     }
 
     /// Deletes the copies a previous run left that no checkpoint since
@@ -266,9 +322,17 @@ impl LocalState {
             uses.retain(|_, by_checkpoint| !by_checkpoint.is_empty());
             gone
         };
+        self.forget_all(&gone)
+    }
+
+    /// Deletes the copies at `gone`, and their jobs' directories left
+    /// empty; returns how many.
+    fn forget_all<'p>(&self, gone: impl IntoIterator<Item = &'p StoragePath>) -> usize {
         let mut dirs = BTreeSet::new();
-        for path in &gone {
+        let mut count = 0;
+        for path in gone {
             self.forget(path);
+            count += 1;
             if let Some(top) = path.as_str().split('/').next() {
                 dirs.insert(self.root.join(top));
             }
@@ -276,7 +340,7 @@ impl LocalState {
         for dir in dirs {
             prune_empty(&dir);
         }
-        gone.len()
+        count
     }
 
     fn forget(&self, path: &StoragePath) {
@@ -349,6 +413,44 @@ fn prune_empty(dir: &Path) {
     }
     // Fails, as it should, while anything is left in it.
     let _ = std::fs::remove_dir(dir);
+}
+
+/// How long the local copies a previous run of this TaskManager left are
+/// kept for a task restored here: the restarts after a kill -9 and a
+/// restart of the process come within it; copies no checkpoint since uses
+/// are then deleted (a job that went elsewhere, or ended meanwhile).
+const ADOPTED_COPIES_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Says what a previous run left in `dir`, and deletes what no checkpoint
+/// uses once [`ADOPTED_COPIES_KEPT`] has passed (the task doing that, if
+/// anything was left).
+pub(crate) fn keep_adopted_copies(
+    local: &std::sync::Arc<LocalState>,
+    dir: &std::path::Path,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let (copies, jobs) = local.adopted();
+    if copies == 0 {
+        return None;
+    }
+    tracing::info!(dir = %dir.display(), copies, jobs,
+        kept_for_s = ADOPTED_COPIES_KEPT.as_secs(),
+        "kept the local copies of checkpoint state this TaskManager's previous run left \
+         (its taskmanager.resource-id is configured): a task restored here reads them; \
+         those no checkpoint uses by then are deleted");
+    let local = std::sync::Arc::clone(local);
+    Some(tokio::spawn(async move {
+        tokio::time::sleep(ADOPTED_COPIES_KEPT).await;
+        let dropped = tokio::task::spawn_blocking(move || local.drop_adopted())
+            .await
+            .unwrap_or(0);
+        if dropped > 0 {
+            tracing::info!(
+                copies = dropped,
+                "deleted the local copies of checkpoint state left by this TaskManager's \
+                 previous run that no task restored from"
+            );
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -437,16 +539,30 @@ mod tests {
             std::fs::write(root.join(format!("{job}/chk-4/x.state.crc")), b"0").unwrap();
             std::fs::write(root.join("stray"), b"?").unwrap();
             std::fs::write(root.join("stray.crc"), b"0").unwrap();
-            // The process is gone (kill -9): its owner file names no live one.
-            std::fs::write(root.join(super::super::disk_state::OWNER), "4194305").unwrap();
+            // While it runs, its directory is its own: another TaskManager
+            // with its id is refused.
+            let refused = LocalState::open(root.clone(), true).unwrap_err();
+            assert!(
+                refused.to_string().contains("taskmanager.resource-id"),
+                "{refused}"
+            );
         }
-        // A sibling whose process is gone is swept; a generated id starts empty.
-        let dead = dir.path().join("holdfast-local-state").join("tm-dead");
-        std::fs::create_dir_all(&dead).unwrap();
-        std::fs::write(dead.join(super::super::disk_state::OWNER), "4194305").unwrap();
+        // Beside it, a TaskManager whose process is gone (its directory
+        // locked by no one) and one kept for its restart.
+        let parent = dir.path().join("holdfast-local-state");
+        let (dead, kept) = (parent.join("tm-dead"), parent.join("tm-kept"));
+        for other in [&dead, &kept] {
+            LocalState::open(other.clone(), other == &kept).unwrap();
+            assert!(other.join(LOCK).exists());
+        }
 
+        // Started again (the lock went with the process that held it).
         let local = LocalState::open(root.clone(), true).unwrap();
         assert!(!dead.exists(), "a dead TaskManager's copies are swept");
+        assert!(
+            kept.exists(),
+            "a configured id's directory is kept for its restart"
+        );
         assert_eq!(local.adopted(), (3, 1));
         assert_eq!(local.get(&state).unwrap(), b"bytes");
         assert!(
@@ -457,20 +573,6 @@ mod tests {
                 .any(|_| true)
         );
         assert!(!root.join("stray").exists());
-        // A second process with the same id is refused while this one lives.
-        let refused = LocalState::open(root.clone(), true).map(|_| ());
-        assert!(refused.is_ok(), "this very process may open it again");
-        std::fs::write(root.join(super::super::disk_state::OWNER), "1").unwrap();
-        let refused = LocalState::open(root.clone(), true).unwrap_err();
-        assert!(
-            refused.to_string().contains("taskmanager.resource-id"),
-            "{refused}"
-        );
-        std::fs::write(
-            root.join(super::super::disk_state::OWNER),
-            std::process::id().to_string(),
-        )
-        .unwrap();
 
         // The restored task's first checkpoint reuses the shared run: the
         // adopted state files go, the run stays.
@@ -499,10 +601,36 @@ mod tests {
         let fresh = LocalState::open(root.clone(), false).unwrap();
         assert_eq!((fresh.adopted(), fresh.get(&copy)), ((0, 0), None));
         fresh.put(&copy, b"x").unwrap();
+        drop(fresh);
         let local = LocalState::open(root.clone(), true).unwrap();
         assert_eq!(local.adopted(), (1, 1));
         assert_eq!(local.drop_adopted(), 1);
         assert_eq!(local.get(&copy), None);
         assert!(!root.join(job.to_string()).exists());
+    }
+
+    /// On the simulated clock: the copies a previous run left are there
+    /// just before their time is up, and gone after.
+    #[tokio::test(start_paused = true)]
+    async fn kept_copies_no_checkpoint_used_go_when_their_time_is_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tm-1");
+        let copy: StoragePath = format!("{}/chk-1/0-0-0.state", JobId::from_u128(3))
+            .parse()
+            .unwrap();
+        LocalState::open(root.clone(), true)
+            .unwrap()
+            .put(&copy, b"x")
+            .unwrap();
+        let local = std::sync::Arc::new(LocalState::open(root.clone(), true).unwrap());
+        let dropping = keep_adopted_copies(&local, &root).expect("copies were left");
+        tokio::time::sleep(ADOPTED_COPIES_KEPT - std::time::Duration::from_secs(1)).await;
+        assert_eq!(local.adopted(), (1, 1), "kept until their time is up");
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        dropping.await.unwrap();
+        assert_eq!(local.adopted(), (0, 0));
+        assert!(local.get(&copy).is_none());
+        // Nothing left: nothing to wait for.
+        assert!(keep_adopted_copies(&local, &root).is_none());
     }
 }

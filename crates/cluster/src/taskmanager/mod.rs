@@ -149,40 +149,6 @@ impl TaskManagerHandle {
     }
 }
 
-/// How long the local copies a previous run of this TaskManager left are
-/// kept for a task restored here: the restarts after a kill -9 and a
-/// restart of the process come within it; copies no checkpoint since uses
-/// are then deleted (a job that went elsewhere, or ended meanwhile).
-const ADOPTED_COPIES_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Says what a previous run left in `dir`, and deletes what no checkpoint
-/// uses once [`ADOPTED_COPIES_KEPT`] has passed.
-fn keep_adopted_copies(local: &std::sync::Arc<local_state::LocalState>, dir: &std::path::Path) {
-    let (copies, jobs) = local.adopted();
-    if copies == 0 {
-        return;
-    }
-    tracing::info!(dir = %dir.display(), copies, jobs,
-        kept_for_s = ADOPTED_COPIES_KEPT.as_secs(),
-        "kept the local copies of checkpoint state this TaskManager's previous run left \
-         (its taskmanager.resource-id is configured): a task restored here reads them; \
-         those no checkpoint uses by then are deleted");
-    let local = std::sync::Arc::clone(local);
-    tokio::spawn(async move {
-        tokio::time::sleep(ADOPTED_COPIES_KEPT).await;
-        let dropped = tokio::task::spawn_blocking(move || local.drop_adopted())
-            .await
-            .unwrap_or(0);
-        if dropped > 0 {
-            tracing::info!(
-                copies = dropped,
-                "deleted the local copies of checkpoint state left by this TaskManager's \
-                 previous run that no task restored from"
-            );
-        }
-    });
-}
-
 /// Starts a TaskManager on the current tokio runtime. `connection` is its
 /// coordination connection (retrieval runs on it, on the runtime that
 /// `connection` was started on).
@@ -219,7 +185,8 @@ pub async fn start<B: Backend>(
                     source,
                 })?;
             let local = std::sync::Arc::new(local);
-            keep_adopted_copies(&local, dir);
+            // Runs on its own until it has deleted what is left over.
+            let _ = local_state::keep_adopted_copies(&local, dir);
             Some(local)
         }
     };

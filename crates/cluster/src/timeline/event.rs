@@ -193,15 +193,6 @@ impl EventKind {
     }
 }
 
-/// Where an event goes in a log: by time, and in one millisecond a
-/// leadership's end first.
-fn order_key(event: &TimelineEvent) -> (u64, bool) {
-    (
-        event.at_ms,
-        !matches!(event.kind, EventKind::LeaderEnded { .. }),
-    )
-}
-
 /// The newest [`MAX_EVENTS`] events, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimelineLog {
@@ -216,11 +207,11 @@ impl TimelineLog {
 
     /// Adds `event` in time order (a late one goes where it belongs) unless
     /// the very same event is there already, and drops the oldest beyond
-    /// [`MAX_EVENTS`]. In one millisecond the end of a leadership comes
-    /// before the rest: a leader's end precedes the next grant, and the
-    /// two often share a millisecond (a leader that shuts down leaves the
-    /// election, and the standby is granted at once), while the next
-    /// leader learns of the end later, from the previous one's log.
+    /// [`MAX_EVENTS`]. In one millisecond the end of a leadership goes
+    /// before the grants there: a leader's end precedes the next grant,
+    /// and the two often share a millisecond (a leader that shuts down
+    /// leaves the election, and the standby is granted at once), while the
+    /// next leader learns of the end later, from the previous one's log.
     pub fn push(&mut self, event: TimelineEvent) {
         if self
             .events
@@ -231,12 +222,19 @@ impl TimelineLog {
         {
             return;
         }
-        let key = order_key(&event);
-        let at = self
+        let mut at = self
             .events
             .iter()
-            .rposition(|e| order_key(e) <= key)
+            .rposition(|e| e.at_ms <= event.at_ms)
             .map_or(0, |i| i + 1);
+        if matches!(event.kind, EventKind::LeaderEnded { .. }) {
+            while at > 0
+                && self.events[at - 1].at_ms == event.at_ms
+                && matches!(self.events[at - 1].kind, EventKind::Leader { .. })
+            {
+                at -= 1;
+            }
+        }
         self.events.insert(at, event);
         while self.events.len() > MAX_EVENTS {
             self.events.pop_front();
@@ -316,12 +314,34 @@ mod tests {
         // The new leader records its grant, then merges the old one's log.
         let mut log = TimelineLog::new();
         log.push(at(4, "tm-1"));
+        log.push(at(5, "jm-1"));
         log.push(grant.clone());
-        log.push(at(5, "tm-1"));
         log.push(end.clone());
         log.push(end.clone());
-        let order: Vec<&str> = log.events().map(|e| e.process.as_str()).collect();
-        assert_eq!(order, ["tm-1", "jm-1", "jm-2", "tm-1"]);
+        let order: Vec<(&str, bool)> = log
+            .events()
+            .map(|e| {
+                (
+                    e.process.as_str(),
+                    matches!(e.kind, EventKind::Leader { .. }),
+                )
+            })
+            .collect();
+        // Only the grant is passed: the old leader's own earlier event of
+        // that millisecond stays before its end.
+        assert_eq!(
+            order,
+            [
+                ("tm-1", false),
+                ("jm-1", false),
+                ("jm-1", false),
+                ("jm-2", true)
+            ]
+        );
+        assert!(matches!(
+            log.events().nth(2).map(|e| &e.kind),
+            Some(EventKind::LeaderEnded { .. })
+        ));
         assert_eq!(log.len(), 4, "the same end pushed twice is kept once");
     }
 

@@ -478,6 +478,16 @@ where
                     }
                 }
                 entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                if entries.windows(2).any(|w| w[0].0 == w[1].0) {
+                    failed = Some(StateError::Encode {
+                        state: name.clone(),
+                        group,
+                        reason: "two different keys encode to the same bytes (the key \
+                                 type's Serialize does not tell them apart)"
+                            .into(),
+                    });
+                    return Err(stopped());
+                }
                 for (key, entry) in entries {
                     at.clear();
                     at.extend_from_slice(&group_prefix(group));

@@ -72,6 +72,23 @@ pub enum RunError {
     /// A base with a tombstone (a base holds values only).
     #[error("the base section of {0} holds a removal")]
     RemovalInBase(KeyGroup),
+    /// An entry of a section does not encode.
+    #[error("an entry of {group} does not encode: {reason}")]
+    Encode {
+        /// Its key group.
+        group: KeyGroup,
+        /// What failed.
+        reason: String,
+    },
+    /// A section written other than it was begun: another number of
+    /// entries, or left unfinished (a bug in the writer's caller).
+    #[error("the section of {group} was not written whole: {reason}")]
+    Incomplete {
+        /// Its key group.
+        group: KeyGroup,
+        /// What is wrong.
+        reason: String,
+    },
     /// A run's file could not be written or read.
     #[error("{0}")]
     Io(String),

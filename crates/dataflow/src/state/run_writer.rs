@@ -14,7 +14,9 @@ use crate::state::KeyGroup;
 const CHUNK: usize = 64 << 10;
 
 /// A run's file while it is written: removed if the run is dropped
-/// unfinished (an encoding that failed leaves nothing behind).
+/// unfinished (the part being written when an encoding fails; parts
+/// finished before stay in the spill directory until the attempt's
+/// directory is deleted).
 #[derive(Debug)]
 struct RunFile {
     path: PathBuf,
@@ -149,9 +151,9 @@ impl RunWriter {
             return Err(RunError::Twice(group));
         }
         if let Some(open) = &self.open {
-            return Err(RunError::Damaged {
+            return Err(RunError::Incomplete {
                 group: KeyGroup(open.group),
-                reason: format!("its section is unfinished where that of {group} begins"),
+                reason: format!("it is unfinished where that of {group} begins"),
             });
         }
         self.open = Some(OpenSection {
@@ -222,9 +224,9 @@ impl RunWriter {
     /// a restore reads just its sections).
     pub fn finish_indexed(mut self) -> Result<(RunOutput, Vec<SectionAt>), RunError> {
         if let Some(open) = &self.open {
-            return Err(RunError::Damaged {
+            return Err(RunError::Incomplete {
                 group: KeyGroup(open.group),
-                reason: "the run was finished with its section unfinished".into(),
+                reason: "the run was finished with it unfinished".into(),
             });
         }
         self.index.sort_by_key(|e| e.group);
@@ -327,9 +329,9 @@ impl EntryWriter<'_> {
     fn bytes_of<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> Result<(), RunError> {
         self.scratch.clear();
         let scratch = std::mem::take(&mut self.scratch);
-        self.scratch = postcard::to_extend(value, scratch).map_err(|e| RunError::Damaged {
+        self.scratch = postcard::to_extend(value, scratch).map_err(|e| RunError::Encode {
             group: self.group,
-            reason: format!("an entry does not encode: {e}"),
+            reason: e.to_string(),
         })?;
         varint(&mut self.run.out, self.scratch.len() as u64);
         self.run.out.extend_from_slice(&self.scratch);
@@ -339,7 +341,7 @@ impl EntryWriter<'_> {
     /// Ends the section (it must hold the count it was begun with).
     pub fn finish(self) -> Result<(), RunError> {
         if self.put != self.count {
-            return Err(RunError::Damaged {
+            return Err(RunError::Incomplete {
                 group: self.group,
                 reason: format!(
                     "{} entries were written to a section begun for {}",
@@ -426,7 +428,7 @@ mod tests {
         );
         assert!(matches!(
             run.begin_section(KeyGroup(6), SectionKind::Base, 0),
-            Err(RunError::Damaged {
+            Err(RunError::Incomplete {
                 group: KeyGroup(5),
                 ..
             })

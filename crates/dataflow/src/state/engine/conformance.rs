@@ -195,6 +195,15 @@ fn a_sorted_write_out_of_order_fails_named_and_writes_nothing() {
             })
             .unwrap_err();
         assert_eq!(failed.reason, "stopped", "{name}");
+        // A fill that swallows the sink's refusal writes nothing either.
+        let failed = engine
+            .write_sorted(&mut |sink| {
+                sink(b"d", Some(b"1"))?;
+                let _ = sink(b"d", Some(b"2"));
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(failed.reason.contains("must ascend"), "{name}: {failed}");
         assert_eq!(scan(&*engine.snapshot(), b""), Vec::new(), "{name}");
     }
 }

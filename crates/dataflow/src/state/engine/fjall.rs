@@ -48,6 +48,10 @@ const CACHE_SIXTEENTHS: u64 = 3;
 const WRITE_BUFFER_SIXTEENTHS: u64 = 1;
 const TABLES_SIXTEENTHS: u64 = 4;
 
+/// Level-0 tables at which a sorted write waits for compaction (fjall
+/// halts writes through memtables at 30 level-0 runs).
+const L0_HALT: usize = 30;
+
 /// The smallest memtable a keyspace rotates at.
 const MEMTABLE_BYTES_MIN: u64 = 1 << 20;
 
@@ -239,20 +243,49 @@ impl StateEngine for FjallEngine {
         let mut ingestion = self.keyspace.start_ingestion().map_err(error)?;
         let mut order = Ascending::default();
         let mut written = false;
-        fill(&mut |key, value| {
+        // A sink failure `fill` did not pass on still writes nothing.
+        let mut refused: Option<EngineError> = None;
+        let filled = fill(&mut |key, value| {
             // Checked here: fjall panics on a key out of order.
-            order.check(&engine, key)?;
-            written = true;
-            match value {
-                Some(value) => ingestion.write(key, value),
-                None => ingestion.write_tombstone(key),
+            let put = order.check(&engine, key).and_then(|()| {
+                match value {
+                    Some(value) => ingestion.write(key, value),
+                    None => ingestion.write_tombstone(key),
+                }
+                .map_err(error)
+            });
+            match put {
+                Ok(()) => {
+                    written = true;
+                    Ok(())
+                }
+                Err(e) => {
+                    refused = Some(EngineError {
+                        engine: e.engine.clone(),
+                        reason: e.reason.clone(),
+                    });
+                    Err(e)
+                }
             }
-            .map_err(error)
-        })?;
+        });
+        // Dropped unfinished on a failure: nothing is registered (its
+        // table files stay in the store's directory, deleted with it).
+        filled?;
+        if let Some(refused) = refused {
+            return Err(refused);
+        }
         ingestion.finish().map_err(error)?;
         if written {
             // The ingestion flushed the active memtable first.
             self.unrotated_bytes = 0;
+        }
+        // fjall holds back writes through memtables while level 0 has
+        // many runs, so that compaction keeps up; an ingestion adds a run
+        // and is not held back, so the same halt is applied here (fjall's
+        // limit: 30 runs; `l0_table_count` is public but hidden from
+        // fjall's docs, as `rotate_memtable`: the version is pinned).
+        while self.keyspace.l0_table_count() >= L0_HALT {
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
         Ok(())
     }

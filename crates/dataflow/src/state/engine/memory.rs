@@ -45,11 +45,22 @@ impl StateEngine for MemoryEngine {
     fn write_sorted(&mut self, fill: &mut SortedFill<'_>) -> Result<(), EngineError> {
         let mut order = Ascending::default();
         let mut batch = Vec::new();
+        let mut refused = None;
         fill(&mut |key, value| {
-            order.check("memory", key)?;
+            if let Err(e) = order.check("memory", key) {
+                refused = Some(e.reason.clone());
+                return Err(e);
+            }
             batch.push((key.to_vec(), value.map(<[u8]>::to_vec)));
             Ok(())
         })?;
+        // A sink failure `fill` did not pass on still writes nothing.
+        if let Some(reason) = refused {
+            return Err(EngineError {
+                engine: "memory".into(),
+                reason,
+            });
+        }
         self.write(batch)
     }
 
