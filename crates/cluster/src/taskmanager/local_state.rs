@@ -118,6 +118,28 @@ fn lock_owner(root: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Makes `root` and locks it. Another TaskManager starting on the host may
+/// sweep it between the two (it was not locked yet): then the lock is on a
+/// file no longer there, and it is made and locked again.
+fn lock_root(root: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let mut attempts = 0;
+    loop {
+        std::fs::create_dir_all(root)?;
+        let owner = lock_owner(root)?;
+        let held = owner.metadata()?.ino();
+        match std::fs::metadata(root.join(LOCK)) {
+            Ok(there) if there.ino() == held => return Ok(owner),
+            _ if attempts < 3 => attempts += 1,
+            _ => {
+                return Err(std::io::Error::other(
+                    "its lock file keeps being deleted by another process",
+                ));
+            }
+        }
+    }
+}
+
 /// Deletes the directories beside `mine` that a TaskManager locked and no
 /// live process holds now (a generated id is never used again), except
 /// those marked [`KEPT`].
@@ -175,8 +197,7 @@ impl LocalState {
     /// other TaskManager deletes it while this one is down; without it,
     /// `root` is emptied.
     pub(crate) fn open(root: PathBuf, adopt: bool) -> std::io::Result<LocalState> {
-        std::fs::create_dir_all(&root)?;
-        let owner = lock_owner(&root)?;
+        let owner = lock_root(&root)?;
         if let Some(parent) = root.parent() {
             sweep_unowned(parent, &root);
         }
