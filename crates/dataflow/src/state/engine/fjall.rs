@@ -52,6 +52,9 @@ const TABLES_SIXTEENTHS: u64 = 4;
 /// halts writes through memtables at 30 level-0 runs).
 const L0_HALT: usize = 30;
 
+/// How long a sorted write waits for compaction before it says so.
+const HALT_WARNING: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The smallest memtable a keyspace rotates at.
 const MEMTABLE_BYTES_MIN: u64 = 1 << 20;
 
@@ -284,8 +287,22 @@ impl StateEngine for FjallEngine {
         // and is not held back, so the same halt is applied here (fjall's
         // limit: 30 runs; `l0_table_count` is public but hidden from
         // fjall's docs, as `rotate_memtable`: the version is pinned).
+        let halted = std::time::Instant::now();
+        let mut warned = false;
         while self.keyspace.l0_table_count() >= L0_HALT {
+            if !warned && halted.elapsed() >= HALT_WARNING {
+                warned = true;
+                tracing::warn!(engine = %engine, level0_tables = self.keyspace.l0_table_count(),
+                    waited_s = halted.elapsed().as_secs(),
+                    "the disk-backed state waits for compaction before it writes more: the task \
+                     is held back until fewer than 30 level-0 tables are left; if it lasts, check \
+                     the disk under io.tmp.dirs (full, or too slow for the state's writes)");
+            }
             std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if warned {
+            tracing::info!(engine = %engine, waited_s = halted.elapsed().as_secs(),
+                "compaction caught up: the disk-backed state writes again");
         }
         Ok(())
     }
