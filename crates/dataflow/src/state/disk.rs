@@ -74,12 +74,13 @@ impl TableBudget {
 /// cost is counted, so the buffer stays within its share.
 const ENTRY_OVERHEAD: usize = 192;
 
-/// What a flush's `fill` returns when it stopped on an encoding failure
-/// (kept aside, and returned instead of this).
+/// What a callback the engine calls (a flush's `fill`, a scan's `each`)
+/// returns when it stopped on a failure of its own, kept aside and
+/// returned instead of this.
 fn stopped() -> EngineError {
     EngineError {
         engine: String::new(),
-        reason: "the flush stopped on a value that does not encode".into(),
+        reason: "stopped by a failure outside the engine".into(),
     }
 }
 
@@ -656,10 +657,7 @@ where
             match put {
                 Some(Err(e)) => {
                     failed = Some(e);
-                    Err(EngineError {
-                        engine: String::new(),
-                        reason: "the encoding stopped".into(),
-                    })
+                    Err(stopped())
                 }
                 Some(Ok(())) => {
                     count += 1;

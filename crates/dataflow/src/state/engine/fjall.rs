@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use fjall::config::{PartitioningPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable, Snapshot};
 
-use super::{Ascending, BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine};
+use super::{
+    BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine, fill_ascending,
+};
 
 /// A fjall database in a directory of its own, deleted when the store is
 /// dropped (the state is rebuilt from a checkpoint after any restart; what
@@ -244,39 +246,17 @@ impl StateEngine for FjallEngine {
             reason: e.to_string(),
         };
         let mut ingestion = self.keyspace.start_ingestion().map_err(error)?;
-        let mut order = Ascending::default();
-        let mut written = false;
-        // A sink failure `fill` did not pass on still writes nothing.
-        let mut refused: Option<EngineError> = None;
-        let filled = fill(&mut |key, value| {
-            // Checked here: fjall panics on a key out of order.
-            let put = order.check(&engine, key).and_then(|()| {
-                match value {
-                    Some(value) => ingestion.write(key, value),
-                    None => ingestion.write_tombstone(key),
-                }
-                .map_err(error)
-            });
-            match put {
-                Ok(()) => {
-                    written = true;
-                    Ok(())
-                }
-                Err(e) => {
-                    refused = Some(EngineError {
-                        engine: e.engine.clone(),
-                        reason: e.reason.clone(),
-                    });
-                    Err(e)
-                }
+        // The order is checked before fjall sees a key (it panics on one
+        // out of order). On a failure the ingestion is dropped unfinished:
+        // nothing is registered (its table files stay in the store's
+        // directory, deleted with it).
+        let written = fill_ascending(&engine, fill, &mut |key, value| {
+            match value {
+                Some(value) => ingestion.write(key, value),
+                None => ingestion.write_tombstone(key),
             }
-        });
-        // Dropped unfinished on a failure: nothing is registered (its
-        // table files stay in the store's directory, deleted with it).
-        filled?;
-        if let Some(refused) = refused {
-            return Err(refused);
-        }
+            .map_err(error)
+        })?;
         ingestion.finish().map_err(error)?;
         if written {
             // The ingestion flushed the active memtable first.

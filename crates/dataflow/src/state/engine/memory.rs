@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use imbl::OrdMap;
 
-use super::{Ascending, BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine};
+use super::{
+    BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine, fill_ascending,
+};
 
 type Map = OrdMap<Arc<[u8]>, Arc<[u8]>>;
 
@@ -43,24 +45,11 @@ impl StateEngine for MemoryEngine {
     }
 
     fn write_sorted(&mut self, fill: &mut SortedFill<'_>) -> Result<(), EngineError> {
-        let mut order = Ascending::default();
         let mut batch = Vec::new();
-        let mut refused = None;
-        fill(&mut |key, value| {
-            if let Err(e) = order.check("memory", key) {
-                refused = Some(e.reason.clone());
-                return Err(e);
-            }
+        fill_ascending("memory", fill, &mut |key, value| {
             batch.push((key.to_vec(), value.map(<[u8]>::to_vec)));
             Ok(())
         })?;
-        // A sink failure `fill` did not pass on still writes nothing.
-        if let Some(reason) = refused {
-            return Err(EngineError {
-                engine: "memory".into(),
-                reason,
-            });
-        }
         self.write(batch)
     }
 

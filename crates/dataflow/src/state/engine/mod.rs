@@ -24,7 +24,7 @@ pub use self::fjall::{FjallEngine, FjallStore};
 pub use memory::MemoryEngine;
 
 /// An engine failed (a disk error, a full disk, a damaged file).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("the state engine {engine} failed: {reason}")]
 pub struct EngineError {
     /// Which engine (and where it keeps its files).
@@ -100,6 +100,35 @@ impl Ascending {
                 Ok(())
             }
         }
+    }
+}
+
+/// What an engine does with each key of a sorted write.
+type PutFn<'a> = dyn FnMut(&[u8], Option<&[u8]>) -> Result<(), EngineError> + 'a;
+
+/// Runs a sorted write's `fill` with a sink that holds the keys to
+/// ascending order and gives each to `put`. The first refusal (of the
+/// order, or of `put`) is returned even if `fill` swallowed it, so the
+/// engine writes nothing. Returns whether any key was put.
+fn fill_ascending(
+    engine: &str,
+    fill: &mut SortedFill<'_>,
+    put: &mut PutFn<'_>,
+) -> Result<bool, EngineError> {
+    let mut order = Ascending::default();
+    let mut refused: Option<EngineError> = None;
+    let mut any = false;
+    fill(&mut |key, value| {
+        let done = order.check(engine, key).and_then(|()| put(key, value));
+        match &done {
+            Ok(()) => any = true,
+            Err(e) => refused = Some(e.clone()),
+        }
+        done
+    })?;
+    match refused {
+        Some(e) => Err(e),
+        None => Ok(any),
     }
 }
 
