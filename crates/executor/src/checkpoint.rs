@@ -291,6 +291,90 @@ pub trait StoredState: Send + Sync {
             self.location()
         ))
     }
+
+    /// `range` of the shared file `name` as a local file, for a restore
+    /// that streams what it reads (a state larger than memory): the file
+    /// itself when it is on this machine whole (a checked local copy, a
+    /// local checkpoint directory), else the range fetched into a new file
+    /// in `staging` (deleted when the span is dropped). This default
+    /// fetches through [`read_shared`](Self::read_shared).
+    fn shared_span(
+        &self,
+        name: &str,
+        range: std::ops::Range<u64>,
+        staging: &std::path::Path,
+    ) -> Result<LocalSpan, String> {
+        let bytes = self.read_shared(name, range.clone())?;
+        let span = LocalSpan::staged(staging, range.start)?;
+        std::fs::write(span.path(), bytes)
+            .map_err(|e| format!("cannot stage {name} in {}: {e}", staging.display()))?;
+        Ok(span)
+    }
+}
+
+/// A shared file's bytes on local disk, from `starts_at` (their offset in
+/// the shared file) on; a staged one is deleted when dropped.
+#[derive(Debug)]
+pub struct LocalSpan {
+    path: std::path::PathBuf,
+    starts_at: u64,
+    staged: bool,
+}
+
+impl LocalSpan {
+    /// The whole shared file, at `path` (not deleted).
+    pub fn whole(path: std::path::PathBuf) -> LocalSpan {
+        LocalSpan {
+            path,
+            starts_at: 0,
+            staged: false,
+        }
+    }
+
+    /// A new, empty file in `staging` (made if missing) to fetch bytes
+    /// from `starts_at` on into; deleted when dropped.
+    pub fn staged(staging: &std::path::Path, starts_at: u64) -> Result<LocalSpan, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        std::fs::create_dir_all(staging)
+            .map_err(|e| format!("cannot make {}: {e}", staging.display()))?;
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = staging.join(format!("restore-{}-{n}.span", std::process::id()));
+        std::fs::File::create(&path).map_err(|e| format!("cannot make {}: {e}", path.display()))?;
+        Ok(LocalSpan {
+            path,
+            starts_at,
+            staged: true,
+        })
+    }
+
+    /// The local file.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The offset in the shared file of the local file's first byte.
+    pub fn starts_at(&self) -> u64 {
+        self.starts_at
+    }
+
+    /// Whether its bytes were fetched into a file of its own (deleted when
+    /// dropped), not read where they are.
+    pub fn is_staged(&self) -> bool {
+        self.staged
+    }
+
+    /// The local file's size in bytes (0 if it cannot be read).
+    pub fn bytes(&self) -> u64 {
+        std::fs::metadata(&self.path).map_or(0, |m| m.len())
+    }
+}
+
+impl Drop for LocalSpan {
+    fn drop(&mut self) {
+        if self.staged {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl StateSource {

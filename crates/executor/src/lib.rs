@@ -52,7 +52,7 @@ mod thread;
 pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, CheckpointTiming,
-    EncodeError, EncodeState, EncodedState, NO_CHECKPOINT, ReadStateError, RestoredFile,
+    EncodeError, EncodeState, EncodedState, LocalSpan, NO_CHECKPOINT, ReadStateError, RestoredFile,
     RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
     TaskCheckpointing,
 };

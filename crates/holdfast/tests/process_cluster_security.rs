@@ -44,6 +44,7 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     let request = proto::CancelTaskRequest {
         fence: Some((Epoch(epoch - 1), ContenderId("jm-old".into())).into()),
         attempt: Some((job, attempt).into()),
+        job_ending: false,
     };
     match stale.cancel_task(request).await {
         Err(RpcError::StaleEpoch { seen, highest, .. }) => {
@@ -68,6 +69,7 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     let request = proto::CancelTaskRequest {
         fence: Some((Epoch(epoch + 1_000_000), ContenderId("jm-bogus".into())).into()),
         attempt: Some((job, attempt).into()),
+        job_ending: false,
     };
     match stale.cancel_task(request).await {
         Err(RpcError::Rejected { message, .. }) => {
@@ -81,6 +83,7 @@ async fn strangers_and_stale_leaders_are_refused() -> Result<()> {
     let cancel = proto::CancelTaskRequest {
         fence,
         attempt: Some((job, attempt).into()),
+        job_ending: false,
     };
     let open = TaskManagerClient::new(
         &tm.rpc,

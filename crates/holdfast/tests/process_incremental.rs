@@ -277,6 +277,56 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
     Ok(())
 }
 
+/// A job canceled while it runs: the leader's cancels say the job is
+/// ending, so each TaskManager deletes the job's local copies once its
+/// tasks there are gone (a failover's cancels, as in the test above, keep
+/// them for the restart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canceled_job_leaves_no_local_copies() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
+    let local = data.path().join("local");
+    let config = local_recovery_config(&checkpoints, &local);
+    let cluster = Cluster::start("lease", &config).await?;
+    let jm = cluster.jobmanager("jm-a").await?;
+    let client = rest(&jm.rest)?;
+    let tms = [
+        cluster.taskmanager("tm-1", None).await?,
+        cluster.taskmanager("tm-2", None).await?,
+    ];
+    registered(&client, 2).await?;
+    let job = JOB.submit(&client, &output, "keyed", 2).await?;
+    completed(&jm, 2).await?;
+    let copies = |tm: &str| {
+        local
+            .join("holdfast-local-state")
+            .join(tm)
+            .join(job.to_string())
+    };
+    for tm in ["tm-1", "tm-2"] {
+        ensure!(
+            copies(tm).exists(),
+            "no local copies in {}",
+            copies(tm).display()
+        );
+    }
+    client.cancel(job).await?;
+    for (tm, process) in ["tm-1", "tm-2"].iter().zip(&tms) {
+        logged(
+            &process.process,
+            "canceled with the job): its local copies of checkpoint state are deleted",
+            0,
+        )
+        .await?;
+        ensure!(
+            !copies(tm).exists(),
+            "{} is still there after the job was canceled",
+            copies(tm).display()
+        );
+    }
+    Ok(())
+}
+
 /// A TaskManager killed with kill -9 and started again with the same
 /// `taskmanager.resource-id` keeps the local copies its previous run left
 /// and says so; the job's tasks, placed on it again (the only

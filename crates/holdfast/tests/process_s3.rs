@@ -90,16 +90,21 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
     let s3 = S3Server::start()?;
     let data = tempfile::tempdir()?;
     let output = format!("s3://{}/out", s3.bucket());
+    // The disk-backed state (incremental checkpoints: its runs go up as
+    // files, and a restore fetches them from the bucket into the task's
+    // directory and merges them as streams).
     let config = format!(
         "execution.checkpointing.interval: 500ms\nexecution.checkpointing.dir: s3://{}/checkpoints\n\
+         state.backend.type: fjall\nio.tmp.dirs: {}\ntaskmanager.memory.managed.size: 2 mb\n\
          restart-strategy.fixed-delay.attempts: 100\nheartbeat.timeout: 20s\n{}",
         s3.bucket(),
+        data.path().join("tmp").display(),
         s3_config(&s3, &s3.endpoint())
     );
     let cluster = Cluster::start("lease", &config).await?;
     let mut jm_a = cluster.jobmanager("jm-a").await?;
     let client_a = rest(&jm_a.rest)?;
-    let _tm1 = cluster.taskmanager("tm-1", None).await?;
+    let tm1 = cluster.taskmanager("tm-1", None).await?;
     let mut tm2 = cluster.taskmanager("tm-2", None).await?;
     registered(&client_a, 2).await?;
     let jm_b = cluster.jobmanager("jm-b").await?;
@@ -114,8 +119,9 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
     let files = bucket_files(&s3, &job_prefix).await?;
     ensure!(
         files.iter().any(|f| f.ends_with("/_metadata"))
-            && files.iter().any(|f| f.ends_with(".state")),
-        "the bucket holds the job's checkpoints: {files:?}"
+            && files.iter().any(|f| f.ends_with(".state"))
+            && files.iter().any(|f| f.ends_with(".run")),
+        "the bucket holds the job's checkpoints and their runs: {files:?}"
     );
     let shown = client_a.checkpoint_config(job).await?;
     ensure!(
@@ -123,8 +129,16 @@ async fn checkpoints_in_a_bucket_survive_a_killed_task_manager_and_a_killed_lead
         "{shown:?}"
     );
 
-    // A TaskManager killed: the job restores from the bucket.
+    // A TaskManager killed: the job restores from the bucket, fetching
+    // the runs it needs into the tasks' directories.
+    let from = tm1.process.stderr().len();
     restored_after_killing(&jm_a, &mut tm2).await?;
+    logged(
+        &tm1.process,
+        "fetched the runs a restore needs into the task's directory",
+        from,
+    )
+    .await?;
 
     // The leader killed: the standby reads the pointer from ZooKeeper and
     // the metadata from the bucket.

@@ -28,6 +28,7 @@
 
 pub mod conformance;
 mod error;
+mod file;
 mod local;
 mod open;
 mod path;
@@ -50,6 +51,19 @@ pub trait CheckpointStorage: Send + Sync + std::fmt::Debug + 'static {
         path: &StoragePath,
         bytes: Bytes,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// Writes the content of the local file `local` at `path`, replacing
+    /// what was there, reading it a piece at a time (a file larger than
+    /// memory is stored holding one piece of it: a local directory copies
+    /// it in the kernel, S3 uploads it in parts of
+    /// [`FILE_PART`](s3::FILE_PART)); its size. Whole or not at all, and
+    /// durable when it returns `Ok`, as a [`put`](Self::put). A local file
+    /// that cannot be read is an [`StorageError::Io`] naming it.
+    fn put_file(
+        &self,
+        path: &StoragePath,
+        local: &std::path::Path,
+    ) -> impl Future<Output = Result<u64, StorageError>> + Send;
 
     /// Writes `bytes` at `path` only if no file is there
     /// ([`StorageError::AlreadyExists`] if one is): for what is never

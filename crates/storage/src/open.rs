@@ -32,6 +32,17 @@ impl CheckpointStorage for Storage {
         }
     }
 
+    async fn put_file(
+        &self,
+        path: &StoragePath,
+        local: &std::path::Path,
+    ) -> Result<u64, StorageError> {
+        match self {
+            Storage::Local(s) => s.put_file(path, local).await,
+            Storage::S3(s) => s.put_file(path, local).await,
+        }
+    }
+
     async fn put_new(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
         match self {
             Storage::Local(s) => s.put_new(path, bytes).await,

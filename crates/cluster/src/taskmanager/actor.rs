@@ -20,7 +20,7 @@ use holdfast_ha::types::LeaderInfo;
 use holdfast_rpc::auth::ClientAuth;
 use holdfast_rpc::client::JobManagerClient;
 use holdfast_rpc::error::RpcError;
-use holdfast_runtime::ids::AttemptRef;
+use holdfast_runtime::ids::{AttemptRef, JobId};
 use holdfast_runtime::taskmanager::{
     CallRejection, LeaderRef, TaskManagerCore, TmCommand, TmInput,
 };
@@ -81,6 +81,9 @@ pub(super) struct Actor {
     /// What each attempt was deployed with and how far its checkpoints
     /// got: told to a new leader at registration, so that it can adopt it.
     pub(super) deployed: std::collections::HashMap<AttemptRef, Deployed>,
+    /// Jobs the leader said are ending (canceled, or failed for good):
+    /// their local copies go once none of their tasks here is left.
+    pub(super) ending: std::collections::HashSet<JobId>,
 }
 
 /// What a new leader needs to know of an attempt to adopt it.
@@ -110,6 +113,7 @@ impl Actor {
             jobmanager: None,
             pending_reports: 0,
             deployed: std::collections::HashMap::new(),
+            ending: std::collections::HashSet::new(),
         }
     }
 

@@ -148,9 +148,13 @@ impl Actor {
     ) -> Result<proto::CancelTaskReply, Status> {
         self.check_fence(request.fence.as_ref(), None, CallKind::Cancel)?;
         let key = attempt_key(request.attempt.as_ref())?;
-        Ok(proto::CancelTaskReply {
-            known: self.parts.executor.cancel(&key),
-        })
+        let known = self.parts.executor.cancel(&key);
+        if request.job_ending {
+            self.ending.insert(key.job);
+            // Nothing of the job may be left here to report its end.
+            self.release_ended_job(key.job);
+        }
+        Ok(proto::CancelTaskReply { known })
     }
 }
 

@@ -12,12 +12,14 @@
 //! ```
 
 use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use holdfast_executor::{
-    CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, RestoredFile,
+    CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, LocalSpan, RestoredFile,
     RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
     TaskCheckpointing,
 };
@@ -213,42 +215,91 @@ impl StoredState for StateFile {
     }
 
     fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
-        // Beside the checkpoint's directory: `<job>/chk-<id>/x.state` ─►
-        // `<job>/<name>` (`name` is checked as a relative path: it cannot
-        // leave the job's directory).
+        let (storage, shared, here) = self.shared(name)?;
+        if let (Some(local), true) = (&self.local, here) {
+            if let Some(bytes) = local.get_range(&shared, range.clone()) {
+                local.count(true);
+                return Ok(bytes);
+            }
+            local.count(false);
+        }
+        let bytes = self
+            .runtime
+            .block_on(storage.get_range(&shared, range))
+            .map_err(|e| e.to_string())?;
+        Ok(bytes.to_vec())
+    }
+
+    fn shared_span(
+        &self,
+        name: &str,
+        range: std::ops::Range<u64>,
+        staging: &Path,
+    ) -> Result<LocalSpan, String> {
+        let (storage, shared, here) = self.shared(name)?;
+        if let (Some(local), true) = (&self.local, here) {
+            if let Some(copy) = local.checked_file(&shared) {
+                local.count(true);
+                return Ok(LocalSpan::whole(copy));
+            }
+            local.count(false);
+        }
+        if let Storage::Local(dir) = &*storage {
+            let file = dir.local_path(&shared);
+            if file.is_file() {
+                return Ok(LocalSpan::whole(file));
+            }
+        }
+        // Fetched a piece at a time into a file of its own.
+        let span = LocalSpan::staged(staging, range.start)?;
+        let mut out = std::fs::File::create(span.path()).map_err(|e| e.to_string())?;
+        let mut at = range.start;
+        while at < range.end {
+            let end = range.end.min(at + FETCH_PIECE);
+            let bytes = self
+                .runtime
+                .block_on(storage.get_range(&shared, at..end))
+                .map_err(|e| e.to_string())?;
+            out.write_all(&bytes)
+                .map_err(|e| format!("cannot stage {shared} in {}: {e}", staging.display()))?;
+            at = end;
+        }
+        Ok(span)
+    }
+}
+
+/// How much of a shared file a restore that streams fetches at a time.
+const FETCH_PIECE: u64 = 4 << 20;
+
+impl StateFile {
+    /// Where the shared file `name` is: beside the checkpoint's directory
+    /// (`<job>/chk-<id>/x.state` ─► `<job>/<name>`; `name` is checked as a
+    /// relative path: it cannot leave the job's directory), and whether it
+    /// is in the job's own storage (so local copies may hold it).
+    fn shared(&self, name: &str) -> Result<(Arc<Storage>, StoragePath, bool), String> {
         let relative: StoragePath = name.parse().map_err(|e: BadPath| e.to_string())?;
         let no_job_dir = || format!("{}: no job directory above it", self.location());
-        let (storage, shared) = match &self.at {
+        match &self.at {
             Place::Here(storage, path) => {
                 let job_dir = path
                     .parent()
                     .and_then(|chk| chk.parent())
                     .ok_or_else(no_job_dir)?;
                 let shared = job_dir.join(relative.as_str()).map_err(|e| e.to_string())?;
-                if let Some(local) = &self.local {
-                    if let Some(bytes) = local.get_range(&shared, range.clone()) {
-                        local.count(true);
-                        return Ok(bytes);
-                    }
-                    local.count(false);
-                }
-                (Arc::clone(storage), shared)
+                Ok((Arc::clone(storage), shared, true))
             }
             Place::Elsewhere(location) => {
                 let job_dir = location
                     .parent()
                     .and_then(|chk| chk.parent())
                     .ok_or_else(no_job_dir)?;
-                self.opener
+                let (storage, shared) = self
+                    .opener
                     .file(&job_dir.join(relative.as_str()))
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?;
+                Ok((storage, shared, false))
             }
-        };
-        let bytes = self
-            .runtime
-            .block_on(storage.get_range(&shared, range))
-            .map_err(|e| e.to_string())?;
-        Ok(bytes.to_vec())
+        }
     }
 }
 
@@ -328,8 +379,9 @@ async fn write_state(
         .map_err(Decline::EncodePanicked)?
         .map_err(Decline::Encode)?;
     // The shared files first: the state file names them. A spilled file
-    // is read, stored and (unless copied locally) deleted one at a time: a
-    // state larger than memory holds one part of its checkpoint in memory.
+    // is stored read a piece at a time, and deleted once stored (or once
+    // copied locally): a state larger than memory holds a piece of its
+    // checkpoint in memory, not a part.
     let mut shared_new = Vec::with_capacity(encoded.shared.len());
     let mut copies: Vec<(StoragePath, LocalCopy)> = Vec::with_capacity(encoded.shared.len());
     let discard = |copies: &[(StoragePath, LocalCopy)]| {
@@ -404,36 +456,29 @@ async fn store_shared(
             return Err(Decline::Path(e));
         }
     };
-    let (content, spilled) = match file.content {
-        SharedContent::Bytes(bytes) => (Bytes::from(bytes), None),
-        SharedContent::Spilled { ref path, .. } => {
-            let path = path.clone();
-            let read = tokio::task::spawn_blocking(move || std::fs::read(path))
+    match file.content {
+        SharedContent::Bytes(bytes) => {
+            let bytes = Bytes::from(bytes);
+            storage
+                .put(&at, bytes.clone())
                 .await
-                .map_err(Decline::EncodePanicked)?;
-            match read {
-                Ok(bytes) => (Bytes::from(bytes), Some(file)),
-                Err(e) => {
-                    file.discard();
-                    return Err(Decline::Encode(
-                        format!("cannot read a spilled run file: {e}").into(),
-                    ));
-                }
+                .map_err(Decline::Write)?;
+            Ok(keep.then_some((at, LocalCopy::Bytes(bytes))))
+        }
+        // Read a part at a time (a local directory copies it in the
+        // kernel): a part larger than memory is stored.
+        SharedContent::Spilled { ref path, .. } => {
+            let spilled = path.clone();
+            let stored = storage.put_file(&at, &spilled).await;
+            if stored.is_ok() && keep {
+                // The spilled file is the copy's source (deleted once copied).
+                return Ok(Some((at, LocalCopy::Spilled(file))));
             }
-        }
-    };
-    let stored = storage.put(&at, content.clone()).await;
-    let copy = match spilled {
-        // The spilled file is the copy's source: no need to hold its bytes.
-        Some(file) if keep && stored.is_ok() => LocalCopy::Spilled(file),
-        Some(file) => {
             file.discard();
-            LocalCopy::Bytes(content)
+            stored.map_err(Decline::Write)?;
+            Ok(None)
         }
-        None => LocalCopy::Bytes(content),
-    };
-    stored.map_err(Decline::Write)?;
-    Ok(keep.then_some((at, copy)))
+    }
 }
 
 /// Local recovery: copies of what an attempt wrote for `checkpoint` (its
@@ -462,7 +507,12 @@ async fn keep_locally(
             for (path, copy) in &shared {
                 match copy {
                     LocalCopy::Bytes(bytes) => local.put(path, bytes)?,
-                    LocalCopy::Spilled(file) => local.put(path, &file.read()?)?,
+                    LocalCopy::Spilled(file) => match &file.content {
+                        SharedContent::Spilled { path: source, .. } => {
+                            local.put_file(path, source)?
+                        }
+                        SharedContent::Bytes(bytes) => local.put(path, bytes)?,
+                    },
                 }
             }
             Ok::<(), std::io::Error>(())
@@ -663,11 +713,12 @@ impl Actor {
 }
 
 impl Actor {
-    /// A task of `job` finished here: once none of the job's tasks here
-    /// is left running, the job's local copies go (nothing restores a
-    /// finished task; a task of it deployed here again reads the
-    /// checkpoint storage).
-    pub(super) fn release_finished_job(&self, job: JobId) {
+    /// A task of `job` finished here, or the leader said the job is
+    /// ending (canceled, or failed for good) and a task of it ended: once
+    /// none of the job's tasks here is left running, the job's local
+    /// copies go (nothing restores a finished or canceled job's task; a
+    /// task of it deployed here again reads the checkpoint storage).
+    pub(super) fn release_ended_job(&mut self, job: JobId) {
         let Some(local) = self.parts.storages.local.clone() else {
             return;
         };
@@ -680,11 +731,12 @@ impl Actor {
         if running {
             return;
         }
+        self.ending.remove(&job);
         tokio::task::spawn_blocking(move || {
             let copies = local.release(job);
             if copies > 0 {
                 tracing::info!(%job, copies,
-                    "the job's tasks on this TaskManager have finished: its local copies of checkpoint state are deleted");
+                    "the job's tasks on this TaskManager have ended (finished, or canceled with the job): its local copies of checkpoint state are deleted");
             }
         });
     }

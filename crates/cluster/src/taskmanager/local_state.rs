@@ -30,6 +30,24 @@ use holdfast_storage::StoragePath;
 use holdfast_types::CheckpointId;
 use holdfast_types::sync::lock;
 
+/// Where bytes are written, with the CRC-32 of what was written so far.
+struct Checksummed<W> {
+    to: W,
+    crc: crc32fast::Hasher,
+}
+
+impl<W: std::io::Write> std::io::Write for Checksummed<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.to.write(bytes)?;
+        self.crc.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.to.flush()
+    }
+}
+
 /// What the copies a previous run of the TaskManager left are recorded as
 /// used by: a checkpoint older than any, so that the first checkpoint of
 /// their job completed here drops those it does not use.
@@ -267,15 +285,31 @@ impl LocalState {
 
     /// Keeps a copy of `bytes` at `path` (whole or not at all).
     pub(crate) fn put(&self, path: &StoragePath, bytes: &[u8]) -> std::io::Result<()> {
+        self.put_from(path, &mut &bytes[..])
+    }
+
+    /// Keeps a copy of the local file `source` at `path` (whole or not at
+    /// all), read a buffer at a time: a file larger than memory is copied.
+    pub(crate) fn put_file(&self, path: &StoragePath, source: &Path) -> std::io::Result<()> {
+        self.put_from(path, &mut std::fs::File::open(source)?)
+    }
+
+    /// Copies `source` beside `path`'s file with its CRC-32 computed as it
+    /// goes, writes the checksum file, then renames the copy into place.
+    fn put_from(&self, path: &StoragePath, source: &mut impl Read) -> std::io::Result<()> {
         let file = self.file(path);
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let partial = file.with_extension("partial");
-        std::fs::write(&partial, bytes)?;
+        let mut copy = Checksummed {
+            to: std::fs::File::create(&partial)?,
+            crc: crc32fast::Hasher::new(),
+        };
+        std::io::copy(source, &mut copy)?;
         std::fs::write(
             Self::crc_file(&file),
-            format!("{:08x}", crc32fast::hash(bytes)),
+            format!("{:08x}", copy.crc.finalize()),
         )?;
         std::fs::rename(&partial, &file)?;
         lock(&self.checked).insert(path.clone());
@@ -375,11 +409,30 @@ impl LocalState {
     /// checksum (one that does not is deleted).
     pub(crate) fn get(&self, path: &StoragePath) -> Option<Vec<u8>> {
         let bytes = std::fs::read(self.file(path)).ok()?;
-        if !self.matches(path, &bytes) {
+        if !self.matches(path, crc32fast::hash(&bytes)) {
             return None;
         }
         lock(&self.checked).insert(path.clone());
         Some(bytes)
+    }
+
+    /// The file of the whole copy at `path`, if there is one that matches
+    /// its checksum (checked once, read a buffer at a time; one that does
+    /// not match is deleted).
+    pub(crate) fn checked_file(&self, path: &StoragePath) -> Option<PathBuf> {
+        let file = self.file(path);
+        if !lock(&self.checked).contains(path) {
+            let mut crc = Checksummed {
+                to: std::io::sink(),
+                crc: crc32fast::Hasher::new(),
+            };
+            std::io::copy(&mut std::fs::File::open(&file).ok()?, &mut crc).ok()?;
+            if !self.matches(path, crc.crc.finalize()) {
+                return None;
+            }
+            lock(&self.checked).insert(path.clone());
+        }
+        Some(file)
     }
 
     /// `range` of the copy at `path`, if there is a whole one (checked
@@ -389,20 +442,19 @@ impl LocalState {
         path: &StoragePath,
         range: std::ops::Range<u64>,
     ) -> Option<Vec<u8>> {
-        if !lock(&self.checked).contains(path) {
-            self.get(path)?;
-        }
-        let mut file = std::fs::File::open(self.file(path)).ok()?;
+        let mut file = std::fs::File::open(self.checked_file(path)?).ok()?;
         file.seek(SeekFrom::Start(range.start)).ok()?;
         let mut bytes = vec![0; usize::try_from(range.end.checked_sub(range.start)?).ok()?];
         file.read_exact(&mut bytes).ok()?;
         Some(bytes)
     }
 
-    fn matches(&self, path: &StoragePath, bytes: &[u8]) -> bool {
+    /// Whether `crc` is the checksum kept beside the copy at `path` (a
+    /// copy that does not match is deleted).
+    fn matches(&self, path: &StoragePath, crc: u32) -> bool {
         let file = self.file(path);
         let expected = std::fs::read_to_string(Self::crc_file(&file)).ok();
-        let actual = format!("{:08x}", crc32fast::hash(bytes));
+        let actual = format!("{crc:08x}");
         if expected.as_deref() == Some(actual.as_str()) {
             return true;
         }
@@ -496,11 +548,20 @@ mod tests {
             path("j/shared/x/1-sum.run"),
         );
         local.put(&a, b"state one").unwrap();
-        local.put(&shared, b"0123456789").unwrap();
+        // A spilled run, copied from its file (many buffers' worth).
+        let run: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let spilled = dir.path().join("spilled.run");
+        std::fs::write(&spilled, &run).unwrap();
+        local.put_file(&shared, &spilled).unwrap();
         local.used(job, CheckpointId(1), vec![a.clone(), shared.clone()]);
         assert_eq!(local.get(&a).unwrap(), b"state one");
-        assert_eq!(local.get_range(&shared, 2..5).unwrap(), b"234");
-        assert_eq!(local.get_range(&shared, 8..20), None, "past the end");
+        assert_eq!(local.get(&shared).unwrap(), run, "checked against its CRC");
+        assert_eq!(local.get_range(&shared, 2..5).unwrap(), [2, 3, 4]);
+        assert_eq!(
+            local.get_range(&shared, 199_998..200_010),
+            None,
+            "past the end"
+        );
 
         // Checkpoint 2 reuses the shared file: completing it drops only
         // 1's own state file.

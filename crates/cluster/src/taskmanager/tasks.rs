@@ -21,8 +21,10 @@ impl Actor {
             },
             Some(&update),
         );
-        if update.status == TaskStatus::Finished {
-            self.release_finished_job(update.key.job);
+        if update.status == TaskStatus::Finished
+            || (terminal && self.ending.contains(&update.key.job))
+        {
+            self.release_ended_job(update.key.job);
         }
     }
 

@@ -98,13 +98,14 @@ impl DiskStore {
         // A keyspace name unique in the job (as `id` is), short.
         let keyspace = format!("{:08x}", crc32fast::hash(id.as_bytes()));
         let engine = store.engine(&keyspace).map_err(failed)?;
-        DiskTable::new(
+        Ok(DiskTable::new(
             name,
             max_parallelism,
             range,
             Box::new(engine),
             Arc::clone(&self.budget),
-        )
+        )?
+        .staging_in(self.dir.join("restore")))
     }
 }
 

@@ -22,13 +22,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use imbl::GenericHashMap;
 use imbl::shared_ptr::DefaultSharedPtr;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::engine::{BatchEntry, EngineError, EngineSnapshot, StateEngine};
 use super::run::{RunError, RunWriter, SectionKind, varint};
-use super::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
+use super::tracked::{GroupSnapshot, RestoreTarget, SortedEntries, TrackedTable};
 use super::{KeyGroup, KeyGroupRange, StateError};
 use crate::keys::key_hash;
 
@@ -116,6 +116,9 @@ pub struct DiskTable<K: Hash + Eq + Clone, V: Clone> {
     interval: u32,
     /// What a restore has not written to the engine yet.
     restoring: Vec<BatchEntry>,
+    /// Where a restore stages the shared files it fetches (`None`: a
+    /// restore reads them into memory).
+    staging: Option<std::path::PathBuf>,
     /// Whether a write may flush the buffer. Off for a table whose
     /// entries its caller holds references into between writes (a process
     /// function's states: its operator [`settle`](Self::settle)s the table
@@ -182,11 +185,20 @@ where
             changed: None,
             interval: 1,
             restoring: Vec::new(),
+            staging: None,
             auto_flush: true,
             _value: PhantomData,
         };
         table.capacity = table.capacity_now();
         Ok(table)
+    }
+
+    /// The same, restored as streams: the shared files a restore fetches
+    /// are staged in `dir` (deleted once restored), and each key group is
+    /// merged from them holding a buffer per section.
+    pub fn staging_in(mut self, dir: std::path::PathBuf) -> DiskTable<K, V> {
+        self.staging = Some(dir);
+        self
     }
 
     fn capacity_now(&self) -> usize {
@@ -628,11 +640,13 @@ where
     }
 
     /// Calls `each` with every key of the group at `slot` and its value,
-    /// encoded: the engine's, except where the buffer changed them;
-    /// stops at `each`'s first error.
+    /// encoded, in ascending order of the keys' encodings (what a restore
+    /// merges as streams): the engine's, except where the buffer changed
+    /// them; stops at `each`'s first error.
     fn for_each(&self, slot: usize, each: &mut EachEncoded<'_>) -> Result<usize, StateError> {
         let group = KeyGroup(self.range.start + slot as u32);
-        let mut changed: FxHashMap<Vec<u8>, Option<Vec<u8>>> = FxHashMap::default();
+        let mut changed: std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            std::collections::BTreeMap::new();
         for (key, entry) in self.buffer[slot].iter().filter(|(_, e)| e.dirty) {
             let key = postcard::to_allocvec(key).map_err(|e| self.error(group, e.to_string()))?;
             let value = match &entry.value {
@@ -644,27 +658,35 @@ where
             changed.insert(key, value);
         }
         let mut count = 0;
+        let mut emit = |key: &[u8], value: Option<&[u8]>| -> Result<(), StateError> {
+            if let Some(value) = value {
+                each(key, value)?;
+                count += 1;
+            }
+            Ok(())
+        };
+        // The buffer's keys merged into the engine's, in order: a key the
+        // buffer changed is its, a key only the buffer has goes in its place.
+        let mut buffered = changed.into_iter().peekable();
         // `each`'s failure, kept to be returned as it is (the scan takes
         // engine errors only).
         let mut failed: Option<StateError> = None;
         let scanned = self.engine.scan_prefix(&group_prefix(group), &mut |k, v| {
             let key = &k[2..];
-            let put = match changed.remove(key) {
-                Some(Some(value)) => Some(each(key, &value)),
-                Some(None) => None,
-                None => Some(each(key, v)),
+            let mut put = || -> Result<(), StateError> {
+                while let Some((new, value)) = buffered.next_if(|(b, _): &BatchEntry| b[..] < *key)
+                {
+                    emit(&new, value.as_deref())?;
+                }
+                match buffered.next_if(|(b, _): &BatchEntry| b[..] == *key) {
+                    Some((_, value)) => emit(key, value.as_deref()),
+                    None => emit(key, Some(v)),
+                }
             };
-            match put {
-                Some(Err(e)) => {
-                    failed = Some(e);
-                    Err(stopped())
-                }
-                Some(Ok(())) => {
-                    count += 1;
-                    Ok(())
-                }
-                None => Ok(()),
-            }
+            put().map_err(|e| {
+                failed = Some(e);
+                stopped()
+            })
         });
         if let Some(failed) = failed {
             return Err(failed);
@@ -673,11 +695,8 @@ where
             state: self.name.clone(),
             source: e,
         })?;
-        for (key, value) in changed {
-            if let Some(value) = value {
-                each(&key, &value)?;
-                count += 1;
-            }
+        for (key, value) in buffered {
+            emit(&key, value.as_deref())?;
         }
         if count != self.lens[slot] {
             return Err(self.error(
@@ -720,33 +739,36 @@ where
     fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError> {
         let group = KeyGroup(self.range.start + slot as u32);
         let failed = |e| self.run_error(e);
-        let mut writer = run
-            .begin_section(group, SectionKind::Delta, keys.len())
-            .map_err(failed)?;
+        // In ascending order of the keys' encodings, as a base (a delta
+        // holds what changed in one interval: it is sorted in memory).
+        let mut entries: Vec<BatchEntry> = Vec::with_capacity(keys.len());
         for key in keys {
             let encoded =
                 postcard::to_allocvec(*key).map_err(|e| self.error(group, e.to_string()))?;
-            match self.buffer[slot].get(*key) {
+            let value = match self.buffer[slot].get(*key) {
                 Some(entry) => match &entry.value {
-                    Some(v) => {
-                        let value = postcard::to_allocvec(v)
-                            .map_err(|e| self.error(group, e.to_string()))?;
-                        writer.put_encoded(&encoded, Some(&value)).map_err(failed)?;
-                    }
-                    None => writer.put_encoded(&encoded, None).map_err(failed)?,
+                    Some(v) => Some(
+                        postcard::to_allocvec(v).map_err(|e| self.error(group, e.to_string()))?,
+                    ),
+                    None => None,
                 },
                 None => {
                     let mut at = group_prefix(group).to_vec();
                     at.extend_from_slice(&encoded);
-                    let value = self.engine.get(&at).map_err(|e| StateError::Engine {
+                    self.engine.get(&at).map_err(|e| StateError::Engine {
                         state: self.name.clone(),
                         source: e,
-                    })?;
-                    writer
-                        .put_encoded(&encoded, value.as_deref())
-                        .map_err(failed)?;
+                    })?
                 }
-            }
+            };
+            entries.push((encoded, value));
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut writer = run
+            .begin_section(group, SectionKind::Delta, entries.len())
+            .map_err(failed)?;
+        for (key, value) in &entries {
+            writer.put_encoded(key, value.as_deref()).map_err(failed)?;
         }
         writer.finish().map_err(failed)
     }
@@ -829,6 +851,79 @@ where
         // named, not at the first read of the key.
         postcard::from_bytes::<V>(value).map_err(|e| self.corrupt(group, e))?;
         self.restore_checked(group, &decoded, key, value.to_vec())
+    }
+
+    fn staging_dir(&self) -> Option<std::path::PathBuf> {
+        self.staging.clone()
+    }
+
+    fn restore_sorted(
+        &mut self,
+        group: KeyGroup,
+        entries: &mut SortedEntries<'_>,
+    ) -> Result<(), StateError> {
+        if !self.range.contains(group) {
+            return Err(StateError::WrongGroup {
+                state: self.name.clone(),
+                group,
+                found: group,
+            });
+        }
+        let prefix = group_prefix(group);
+        let (name, max_parallelism) = (self.name.clone(), self.max_parallelism);
+        let mut count = 0;
+        let mut failed: Option<StateError> = None;
+        // Written as one sorted write (all or none): the engine's keys of
+        // the group are its prefix, then the keys' bytes, ascending.
+        let written = self.engine.write_sorted(&mut |sink| {
+            let mut at = prefix.to_vec();
+            let mut each = || -> Result<bool, StateError> {
+                let Some((key, value)) = entries()? else {
+                    return Ok(false);
+                };
+                // Checked to decode and to be of the group, so that a
+                // damaged or misplaced part fails here, named.
+                let corrupt = |e: postcard::Error| StateError::Corrupt {
+                    state: name.clone(),
+                    group,
+                    reason: e.to_string(),
+                };
+                let decoded: K = postcard::from_bytes(&key).map_err(corrupt)?;
+                postcard::from_bytes::<V>(&value).map_err(corrupt)?;
+                let found = KeyGroup::of_hash(key_hash(&decoded), max_parallelism);
+                if found != group {
+                    return Err(StateError::WrongGroup {
+                        state: name.clone(),
+                        group,
+                        found,
+                    });
+                }
+                at.truncate(prefix.len());
+                at.extend_from_slice(&key);
+                sink(&at, Some(&value)).map_err(|e| StateError::Engine {
+                    state: name.clone(),
+                    source: e,
+                })?;
+                count += 1;
+                Ok(true)
+            };
+            loop {
+                match each() {
+                    Ok(true) => {}
+                    Ok(false) => return Ok(()),
+                    Err(e) => {
+                        failed = Some(e);
+                        return Err(stopped());
+                    }
+                }
+            }
+        });
+        if let Some(failed) = failed {
+            return Err(failed);
+        }
+        written.map_err(|e| self.engine_error(e))?;
+        self.lens[(group.0 - self.range.start) as usize] = count;
+        Ok(())
     }
 
     fn restored(&mut self) -> Result<(), StateError> {

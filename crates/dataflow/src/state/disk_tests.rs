@@ -73,12 +73,16 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Restores `part` of checkpoint `from` into an empty table of each type
-/// for `range`; returns both contents.
+/// for `range` (the disk-backed one twice: reading its sections into
+/// memory, and as streams staged in `staging`, which is left empty);
+/// returns the in-memory table's contents and the disk-backed one's (the
+/// two restores of it checked equal).
 fn restore_both(
     part: &[u8],
     files: &Arc<Files>,
     range: KeyGroupRange,
     from: CheckpointId,
+    staging: &std::path::Path,
 ) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
     let source = StateSource::Stored(Arc::clone(files) as Arc<dyn StoredState>);
     let parts = [(part.to_vec(), 3, &source)];
@@ -93,8 +97,31 @@ fn restore_both(
     .unwrap();
     let mut chains = TableChains::new("r", "sum");
     let disk = restore_table(in_memory(range), range, Some(from), &parts, &mut chains).unwrap();
+    let mut chains = TableChains::new("r", "sum");
+    let streamed = in_memory(range).staging_in(staging.to_owned());
+    let streamed = restore_table(streamed, range, Some(from), &parts, &mut chains).unwrap();
+    assert_eq!(
+        disk_contents(&streamed),
+        disk_contents(&disk),
+        "restored as streams"
+    );
+    assert_eq!(streamed.len(), disk.len(), "keys counted as streamed");
+    assert!(
+        std::fs::read_dir(staging).map_or(true, |mut d| d.next().is_none()),
+        "a staged file is left"
+    );
     let heap: BTreeMap<String, u64> = heap.iter().map(|(k, v)| (k.clone(), *v)).collect();
     (heap, disk_contents(&disk))
+}
+
+/// Whether every section of the run `bytes` holds its keys in ascending
+/// order of their bytes (what a restore streams).
+fn sections_ascend(bytes: &[u8]) -> bool {
+    let run = super::super::run::Run::parse(bytes).unwrap();
+    run.groups().into_iter().all(|(group, _)| {
+        let (_, entries) = run.section(group).unwrap().unwrap();
+        entries.windows(2).all(|w| w[0].0 < w[1].0)
+    })
 }
 
 proptest! {
@@ -154,6 +181,10 @@ proptest! {
                     let disk_part = encode(disk_chains.part(&mut disk, n, kind));
                     let spilled = disk_part.shared.iter().all(|f| matches!(f.content, SharedContent::Spilled { .. }));
                     prop_assert!(spilled, "a disk table's run is not spilled");
+                    for file in &disk_part.shared {
+                        prop_assert!(sections_ascend(&file.read().unwrap()),
+                            "a section of the disk table's {} is not in key order", file.name);
+                    }
                     for file in heap_part.shared.into_iter().chain(disk_part.shared) {
                         prop_assert!(lock(&files.files).insert(file.name.clone(), file.read().unwrap()).is_none(),
                             "{} written twice", file.name);
@@ -176,13 +207,13 @@ proptest! {
             "a discarded spilled file is left");
         for (n, heap_part, disk_part, expected) in &taken {
             for part in [heap_part, disk_part] {
-                let (h, d) = restore_both(part, &files, range, *n);
+                let (h, d) = restore_both(part, &files, range, *n, &dir.path().join("staging"));
                 prop_assert_eq!(&h, expected, "checkpoint {} into memory", n);
                 prop_assert_eq!(&d, expected, "checkpoint {} onto disk", n);
                 let mut halves = (BTreeMap::new(), BTreeMap::new());
                 for subtask in 0..2 {
                     let half = KeyGroupRange::of_subtask(MAX, 2, subtask);
-                    let (h, d) = restore_both(part, &files, half, *n);
+                    let (h, d) = restore_both(part, &files, half, *n, &dir.path().join("staging"));
                     halves.0.extend(h);
                     halves.1.extend(d);
                 }

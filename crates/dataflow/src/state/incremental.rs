@@ -28,7 +28,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use holdfast_executor::{
-    EncodeError, EncodedState, SharedContent, SharedFile, SharedRef, StateSource,
+    EncodeError, EncodedState, LocalSpan, SharedContent, SharedFile, SharedRef, StateSource,
 };
 use holdfast_types::sync::lock;
 use holdfast_types::{CheckpointId, SnapshotKind};
@@ -36,7 +36,9 @@ use rustc_hash::FxHashSet;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::run::{RunOutput, RunWriter, SectionAt, merge_chain};
+use super::run::{
+    GroupMerge, RunError, RunOutput, RunWriter, SectionAt, SectionKind, SectionStream, merge_chain,
+};
 use super::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
 use super::{KeyGroup, KeyGroupRange, StateError};
 use crate::checkpoint::Part;
@@ -449,6 +451,7 @@ where
     let mut restored = Chains::new();
     let mut reads = Reads::new();
     let mut any_chains = false;
+    let staging = table.staging_dir();
     for (bytes, format, source) in parts {
         let part = if *format >= 3 {
             postcard::from_bytes(bytes).map_err(|e| RestoreError::Undecodable(e.to_string()))?
@@ -468,7 +471,24 @@ where
                     .into_iter()
                     .filter(|(g, _)| range.contains(KeyGroup(*g)))
                     .collect();
-                reads.extend(read_sections(&mine, source)?);
+                match &staging {
+                    Some(dir) => {
+                        let spans = stage_sections(&mine, source, dir)?;
+                        let fetched: Vec<&LocalSpan> =
+                            spans.values().filter(|s| s.is_staged()).collect();
+                        if !fetched.is_empty() {
+                            let bytes: u64 = fetched.iter().map(|s| s.bytes()).sum();
+                            tracing::info!(state = table.state_name(), files = fetched.len(),
+                                bytes, in_place = spans.len() - fetched.len(), dir = %dir.display(),
+                                "fetched the runs a restore needs into the task's directory; \
+                                 each key group is merged from them as streams, and they are deleted once restored");
+                        }
+                        for (group, chain) in &mine {
+                            restore_streamed(&mut table, KeyGroup(*group), chain, &spans)?;
+                        }
+                    }
+                    None => reads.extend(read_sections(&mine, source)?),
+                }
                 restored.extend(mine);
             }
         }
@@ -490,7 +510,7 @@ where
                 .map_err(RestoreError::State)?;
         }
     }
-    for (group, chain) in &restored {
+    for (group, chain) in restored.iter().filter(|_| staging.is_none()) {
         for (key, value) in merged(chain, &reads)? {
             table
                 .restore_encoded(KeyGroup(*group), &key, &value)
@@ -549,6 +569,123 @@ fn read_sections(
         }
     }
     Ok(reads)
+}
+
+/// The part of a chain a group's state is made of: from its last base on
+/// (a base holds the whole group).
+fn from_base(chain: &[SectionRef]) -> &[SectionRef] {
+    let base = chain
+        .iter()
+        .rposition(|s| s.at.kind == SectionKind::Base)
+        .unwrap_or(0);
+    &chain[base..]
+}
+
+/// The shared files of the sections `chains` are made of on local disk
+/// (each file once: on this machine already, or the span of its sections
+/// fetched into `staging`, as one read), by name.
+fn stage_sections(
+    chains: &[(u32, Vec<SectionRef>)],
+    source: &StateSource,
+    staging: &Path,
+) -> Result<BTreeMap<String, LocalSpan>, RestoreError> {
+    let StateSource::Stored(file) = source else {
+        return Err(RestoreError::NoSharedFiles);
+    };
+    let mut spans: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for section in chains.iter().flat_map(|(_, chain)| from_base(chain)) {
+        let end = section.at.offset + section.at.length;
+        let span = spans
+            .entry(section.file.as_str())
+            .or_insert((section.at.offset, end));
+        span.0 = span.0.min(section.at.offset);
+        span.1 = span.1.max(end);
+    }
+    spans
+        .into_iter()
+        .map(|(name, (start, end))| {
+            file.shared_span(name, start..end, staging)
+                .map(|span| (name.to_owned(), span))
+                .map_err(RestoreError::Read)
+        })
+        .collect()
+}
+
+/// Restores `group` from its chain as streams over the sections in
+/// `spans` ([`GroupMerge`]: a buffer per section, whatever the group's
+/// size); a chain whose sections are not in key order (written by the
+/// in-memory state) is merged in memory instead, that group alone.
+fn restore_streamed<K, V, T: RestoreTarget<K, V>>(
+    table: &mut T,
+    group: KeyGroup,
+    chain: &[SectionRef],
+    spans: &BTreeMap<String, LocalSpan>,
+) -> Result<(), RestoreError> {
+    let chain = from_base(chain);
+    let damaged = |section: &SectionRef, e: RunError| RestoreError::Damaged {
+        file: section.file.clone(),
+        reason: e.to_string(),
+    };
+    let span = |section: &SectionRef| {
+        spans
+            .get(&section.file)
+            .ok_or_else(|| RestoreError::Read(format!("{}: not fetched", section.file)))
+    };
+    let mut streams = Vec::with_capacity(chain.len());
+    for section in chain {
+        let span = span(section)?;
+        let stream = SectionStream::open(span.path(), span.starts_at(), section.at)
+            .map_err(|e| damaged(section, e))?;
+        streams.push(stream);
+    }
+    let mut unsorted = false;
+    let streamed = match GroupMerge::new(streams) {
+        Ok(mut merge) => {
+            let state = table.state_name().to_owned();
+            let written = table.restore_sorted(group, &mut || {
+                merge.next_entry().map_err(|e| {
+                    unsorted = matches!(e, RunError::Unsorted(_));
+                    StateError::Run {
+                        state: state.clone(),
+                        source: e,
+                    }
+                })
+            });
+            written.map_err(|e| match (e, merge.failed_section()) {
+                (StateError::Run { source, .. }, Some(at)) => damaged(&chain[at], source),
+                (e, _) => RestoreError::State(e),
+            })
+        }
+        Err((at, e)) => Err(damaged(&chain[at], e)),
+    };
+    match streamed {
+        Ok(()) => return Ok(()),
+        Err(_) if unsorted => {}
+        Err(e) => return Err(e),
+    }
+    // Not in key order: this group's sections read whole and merged.
+    let mut sections = Vec::with_capacity(chain.len());
+    for section in chain {
+        let span = span(section)?;
+        let mut bytes = vec![0; section.at.length as usize];
+        let read = std::fs::File::open(span.path()).and_then(|mut f| {
+            use std::io::{Read, Seek, SeekFrom};
+            f.seek(SeekFrom::Start(section.at.offset - span.starts_at()))?;
+            f.read_exact(&mut bytes)
+        });
+        read.map_err(|e| RestoreError::Read(format!("{}: {e}", section.file)))?;
+        let entries = section
+            .at
+            .entries(&bytes)
+            .map_err(|e| damaged(section, e))?;
+        sections.push((section.at.kind, entries));
+    }
+    for (key, value) in merge_chain(sections) {
+        table
+            .restore_encoded(group, &key, &value)
+            .map_err(RestoreError::State)?;
+    }
+    Ok(())
 }
 
 /// A group's state from its chain's sections, read into `reads`.

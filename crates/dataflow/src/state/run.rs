@@ -11,8 +11,13 @@
 //!
 //! ```text
 //!  "HFRUN001" | section … | footer (postcard: [group, kind, offset, length, crc32] …) | footer length (u64 LE) | "HFRUN001"
-//!  section = postcard: [(key bytes, Some(value bytes) | None)] sorted by key, each key once
+//!  section = postcard: [(key bytes, Some(value bytes) | None)], each key once
 //! ```
+//!
+//! The disk-backed state writes a section's keys in ascending order of
+//! their bytes, so that a restore merges a chain as streams
+//! ([`GroupMerge`], holding a buffer per section); the in-memory state
+//! writes them in its hash order, and such a chain is merged in memory.
 //!
 //! Every section carries a CRC-32 of its bytes, checked when it is read: a
 //! damaged file is refused naming the group, never restored from.
@@ -23,9 +28,12 @@ use serde::{Deserialize, Serialize};
 
 use super::KeyGroup;
 
+#[path = "run_reader.rs"]
+mod reader;
 #[path = "run_writer.rs"]
 mod writer;
 
+pub use reader::{GroupMerge, Pair, SectionStream};
 pub use writer::{EntryWriter, RunOutput, RunWriter};
 
 pub(super) const MAGIC: &[u8; 8] = b"HFRUN001";
@@ -69,6 +77,10 @@ pub enum RunError {
     /// A group written twice into one run.
     #[error("{0} has two sections in one run")]
     Twice(KeyGroup),
+    /// A section whose keys do not ascend (the in-memory state writes its
+    /// keys in hash order): it cannot be merged as a stream.
+    #[error("the section of {0} is not in key order")]
+    Unsorted(KeyGroup),
     /// A base with a tombstone (a base holds values only).
     #[error("the base section of {0} holds a removal")]
     RemovalInBase(KeyGroup),

@@ -4,7 +4,7 @@
 //! and restores both through these traits, in the same formats, so a
 //! checkpoint of one restores into the other.
 
-use super::run::RunWriter;
+use super::run::{Pair, RunWriter};
 use super::{KeyGroup, KeyGroupRange, StateError};
 
 /// A table's snapshot, encoded off the task thread: whole (inline) or as
@@ -46,6 +46,10 @@ pub(crate) trait TrackedTable<K> {
     fn take_changed(&mut self) -> Option<(Self::Snapshot, Vec<Vec<K>>)>;
 }
 
+/// A key group's entries, merged, as runs hold them, in ascending order of
+/// their keys' bytes; `None` after the last.
+pub(crate) type SortedEntries<'a> = dyn FnMut() -> Result<Option<Pair>, StateError> + 'a;
+
 /// What a restore puts into an empty table.
 pub(crate) trait RestoreTarget<K, V> {
     /// The state's name (for errors).
@@ -59,6 +63,28 @@ pub(crate) trait RestoreTarget<K, V> {
         key: &[u8],
         value: &[u8],
     ) -> Result<(), StateError>;
+    /// Where a restore stages the shared files it fetches, for a table
+    /// that takes each key group as a stream ([`restore_sorted`]) so that
+    /// a state larger than memory is restored holding a buffer per
+    /// section; `None` (the default): the table is in memory, and so may
+    /// be what it is restored from.
+    ///
+    /// [`restore_sorted`]: Self::restore_sorted
+    fn staging_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// Every entry of `group` from `entries` (its keys once each, in
+    /// ascending order); on an error of `entries`, none of them.
+    fn restore_sorted(
+        &mut self,
+        group: KeyGroup,
+        entries: &mut SortedEntries<'_>,
+    ) -> Result<(), StateError> {
+        while let Some((key, value)) = entries()? {
+            self.restore_encoded(group, &key, &value)?;
+        }
+        Ok(())
+    }
     /// Everything restored is in place (a disk-backed table writes its
     /// last batch).
     fn restored(&mut self) -> Result<(), StateError> {

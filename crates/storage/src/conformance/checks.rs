@@ -184,6 +184,76 @@ pub async fn a_put_is_read_back_whole<F: Fixture>(fixture: &F) -> Verdict {
     Ok(())
 }
 
+/// `put_file` stores a local file's very bytes (an empty file, a small
+/// one, one of several upload parts), returns its size, and replaces what
+/// was at the path whole (a shorter file leaves no tail); a local file that
+/// is not there is an error naming it, and nothing appears at the path.
+pub async fn a_file_put_is_read_back_whole<F: Fixture>(fixture: &F) -> Verdict {
+    let storage = fixture.open().await;
+    let dir = std::env::temp_dir().join(format!(
+        "holdfast-put-file-{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("the check's own directory: {e}"))?;
+    let verdict = async {
+        let files = [
+            ("job/shared/a.run", Bytes::from_static(b"one small run")),
+            ("job/shared/empty.run", Bytes::new()),
+            (
+                "job/shared/parts.run",
+                pattern(2 * crate::s3::FILE_PART + 12_345),
+            ),
+            ("job/shared/a.run", Bytes::from_static(b"shorter")),
+        ];
+        for (n, (at, bytes)) in files.iter().enumerate() {
+            let (at, local) = (path(at)?, dir.join(format!("{n}.run")));
+            std::fs::write(&local, bytes).map_err(|e| format!("the check's own file: {e}"))?;
+            let size = storage
+                .put_file(&at, &local)
+                .await
+                .map_err(|error| format!("put_file {at}: {error}"))?;
+            ensure!(
+                size == bytes.len() as u64,
+                "put_file {at} said {size} bytes, the file has {}",
+                bytes.len()
+            );
+            holds(&storage, &at, bytes).await?;
+        }
+        let (at, local) = (path("job/shared/never.run")?, dir.join("not-there.run"));
+        match storage.put_file(&at, &local).await {
+            Err(error @ StorageError::Io { .. })
+                if error.to_string().contains(&local.display().to_string()) => {}
+            Err(error) => {
+                return Err(format!(
+                    "put_file of a missing local file failed without naming it: {error:?}"
+                ));
+            }
+            Ok(size) => {
+                return Err(format!(
+                    "put_file of a missing local file stored {size} bytes"
+                ));
+            }
+        }
+        missing(&storage, &at).await?;
+        lists(
+            &storage,
+            &path("job/shared")?,
+            &paths(&[
+                "job/shared/a.run",
+                "job/shared/empty.run",
+                "job/shared/parts.run",
+            ])?,
+        )
+        .await
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    verdict
+}
+
 /// A `put` at a path that holds a file replaces the whole file: a longer
 /// one, then a shorter one (no tail of the old bytes is left), then an
 /// empty one; the path is listed once.

@@ -32,6 +32,7 @@
 //! | contract | check |
 //! |---|---|
 //! | `put` then `get` gives the very bytes (empty, small, several MiB); `size` their length | [`a_put_is_read_back_whole`](checks::a_put_is_read_back_whole) |
+//! | `put_file` stores a local file's very bytes (empty, small, several upload parts) and its size, replaces a longer file whole; a local file that is not there is an error naming it, and nothing appears | [`a_file_put_is_read_back_whole`](checks::a_file_put_is_read_back_whole) |
 //! | `put` replaces the whole file, never leaves a tail of the old one, never lists it twice | [`a_put_replaces_the_whole_file`](checks::a_put_replaces_the_whole_file) |
 //! | `get`/`size` of a missing file, of a file in a missing directory, of a directory, of a deleted file: [`StorageError::NotFound`] naming the path | [`a_missing_file_is_a_typed_not_found`](checks::a_missing_file_is_a_typed_not_found) |
 //! | the root is no file: `put`/`get` of it fail, nothing appears | [`the_root_is_not_a_file`](checks::the_root_is_not_a_file) |
@@ -86,6 +87,10 @@
 //! - **No caching**: a handle must see another handle's write or delete at
 //!   once (S3 is strongly consistent for this; a server that is not fails
 //!   the last check).
+//! - **put_file** reads the local file a part at a time (5 MiB,
+//!   [`FILE_PART`](crate::s3::FILE_PART)): one `PUT` up to a part, a
+//!   multipart upload above (aborted if it fails), so that a file larger
+//!   than memory goes up holding one part.
 //! - **put_new** is a `PUT` with `If-None-Match: *`: a `412` (or a
 //!   conflict) is [`StorageError::AlreadyExists`](crate::StorageError::AlreadyExists).
 //!
@@ -123,6 +128,7 @@ macro_rules! conformance_suite {
     (#[$attr:meta], $fixture:expr) => {
         $crate::conformance_suite!(@each #[$attr], $fixture,
             a_put_is_read_back_whole,
+            a_file_put_is_read_back_whole,
             a_put_replaces_the_whole_file,
             a_missing_file_is_a_typed_not_found,
             the_root_is_not_a_file,

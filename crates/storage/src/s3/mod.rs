@@ -32,12 +32,38 @@ use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutPaylo
 
 use crate::CheckpointStorage;
 use crate::error::StorageError;
+use crate::file::Pieces;
 use crate::path::StoragePath;
 
 /// Files larger than this go up as a multipart upload.
 pub const MULTIPART_ABOVE: usize = 64 * 1024 * 1024;
-/// The size of each part of a multipart upload.
+/// The size of each part of a multipart upload of bytes in memory.
 const PART: usize = 16 * 1024 * 1024;
+/// The size of each part of a local file's upload
+/// ([`put_file`](CheckpointStorage::put_file)), and the size above which
+/// it goes up in parts: S3's least part (5 MiB), so that an upload holds
+/// little in memory; more for a file of more than 10,000 such parts (S3's
+/// most).
+pub const FILE_PART: usize = 5 * 1024 * 1024;
+/// S3's most parts in one upload.
+const MAX_PARTS: u64 = 10_000;
+
+/// What a multipart upload sends: bytes in memory, or a local file read a
+/// part at a time.
+enum Source {
+    Bytes(Bytes),
+    File(Pieces),
+}
+
+impl Source {
+    /// The next `size` bytes (fewer at the end, empty past it).
+    async fn next(&mut self, size: usize) -> Result<Bytes, String> {
+        match self {
+            Source::Bytes(bytes) => Ok(bytes.split_to(size.min(bytes.len()))),
+            Source::File(file) => file.next(size).await,
+        }
+    }
+}
 
 /// A client for one bucket, shared by every [`S3Storage`] on it.
 #[derive(Clone, Debug)]
@@ -238,36 +264,51 @@ impl S3Storage {
         }
     }
 
+    /// Uploads `source` in parts of `part` bytes, the last one smaller;
+    /// the bytes sent. A failed upload is aborted.
     async fn multipart(
         &self,
         path: &StoragePath,
         location: &ObjectPath,
-        bytes: Bytes,
-    ) -> Result<(), StorageError> {
+        mut source: Source,
+        part: usize,
+    ) -> Result<u64, StorageError> {
         let store = &self.bucket.store;
         let mut upload = store
             .put_multipart(location)
             .await
             .map_err(|e| self.io("starting the upload of", path, e))?;
-        let mut sent = async {
-            for start in (0..bytes.len()).step_by(PART) {
-                let end = (start + PART).min(bytes.len());
-                upload
-                    .put_part(PutPayload::from(bytes.slice(start..end)))
-                    .await?;
+        let sent = async {
+            let mut sent = 0u64;
+            loop {
+                let piece = source.next(part).await?;
+                let (len, last) = (piece.len(), piece.len() < part);
+                if len > 0 {
+                    upload
+                        .put_part(PutPayload::from(piece))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    sent += len as u64;
+                }
+                if last {
+                    break;
+                }
             }
-            upload.complete().await
+            upload.complete().await.map_err(|e| e.to_string())?;
+            Ok::<u64, String>(sent)
         }
         .await;
-        if let Err(error) = sent.as_mut() {
-            // Never leave an unfinished upload behind to be billed.
-            if let Err(abort) = upload.abort().await {
-                tracing::warn!(root = %self.root, %path, error = %abort,
-                    "cannot abort a failed multipart upload; the bucket's lifecycle rule for incomplete uploads removes it");
+        match sent {
+            Ok(sent) => Ok(sent),
+            Err(error) => {
+                // Never leave an unfinished upload behind to be billed.
+                if let Err(abort) = upload.abort().await {
+                    tracing::warn!(root = %self.root, %path, error = %abort,
+                        "cannot abort a failed multipart upload; the bucket's lifecycle rule for incomplete uploads removes it");
+                }
+                Err(self.io("writing", path, error))
             }
-            return Err(self.io("writing", path, error));
         }
-        Ok(())
     }
 }
 
@@ -275,7 +316,10 @@ impl CheckpointStorage for S3Storage {
     async fn put(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {
         let location = self.file_key("writing", path)?;
         if bytes.len() > MULTIPART_ABOVE {
-            return self.multipart(path, &location, bytes).await;
+            return self
+                .multipart(path, &location, Source::Bytes(bytes), PART)
+                .await
+                .map(drop);
         }
         self.bucket
             .store
@@ -287,6 +331,29 @@ impl CheckpointStorage for S3Storage {
             .await
             .map(drop)
             .map_err(|e| self.io("writing", path, e))
+    }
+
+    async fn put_file(
+        &self,
+        path: &StoragePath,
+        local: &std::path::Path,
+    ) -> Result<u64, StorageError> {
+        let location = self.file_key("writing", path)?;
+        let mut file = Pieces::open(local)
+            .await
+            .map_err(|e| self.io("writing", path, e))?;
+        let part = FILE_PART.max(file.len().div_ceil(MAX_PARTS) as usize);
+        if file.len() > part as u64 {
+            return self
+                .multipart(path, &location, Source::File(file), part)
+                .await;
+        }
+        let bytes = file
+            .next(part)
+            .await
+            .map_err(|e| self.io("writing", path, e))?;
+        let len = bytes.len() as u64;
+        self.put(path, bytes).await.map(|()| len)
     }
 
     async fn put_new(&self, path: &StoragePath, bytes: Bytes) -> Result<(), StorageError> {

@@ -37,9 +37,22 @@ impl Term {
             match command {
                 MasterCommand::Deploy { .. } => self.deploy_or_hold(command),
                 MasterCommand::Cancel { tm, attempt } => {
+                    // Canceled or failing for good, not restarting: the
+                    // TaskManager may drop its local copies of the job's
+                    // state once its tasks there are gone.
+                    let job_ending = self.core.job(attempt.job).is_some_and(|job| {
+                        matches!(
+                            job.state(),
+                            JobState::Canceling
+                                | JobState::Canceled
+                                | JobState::Failing
+                                | JobState::Failed
+                        )
+                    });
                     let request = proto::CancelTaskRequest {
                         fence: self.fence(),
                         attempt: Some((attempt.job, attempt.attempt).into()),
+                        job_ending,
                     };
                     self.order(&tm, Order::Cancel(request, attempt));
                 }
