@@ -38,6 +38,7 @@ pub mod data;
 pub mod jobs;
 pub mod keys;
 pub mod local;
+mod local_files;
 pub mod metrics;
 mod ops;
 pub mod plan;

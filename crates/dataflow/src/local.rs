@@ -123,6 +123,10 @@ pub struct LocalRun {
     /// a directory of its own under the one named (`<vertex>-<subtask>`),
     /// each keeping the memory named.
     pub state_backend: holdfast_executor::KeyedStateBackend,
+    /// Where incremental checkpoints keep their shared files (their runs),
+    /// so that a later run may restore from such a checkpoint; `None`:
+    /// they are counted and deleted.
+    pub shared_dir: Option<std::path::PathBuf>,
 }
 
 /// A checkpoint of a local run: every subtask's state file, as the
@@ -139,6 +143,8 @@ pub struct LocalCheckpoint {
     pub shared_written: u64,
     /// The shared files of its base it reuses (bytes).
     pub shared_reused: u64,
+    /// Where its shared files are kept ([`LocalRun::shared_dir`]).
+    pub shared_dir: Option<Arc<std::path::Path>>,
 }
 
 impl LocalCheckpoint {
@@ -158,7 +164,13 @@ impl LocalCheckpoint {
                 !bytes.is_empty() && (old_parallelism != parallelism || t.subtask == task.subtask)
             })
             .map(|(t, bytes)| RestoredFile {
-                source: StateSource::Bytes(Arc::clone(bytes)),
+                source: match &self.shared_dir {
+                    Some(dir) => StateSource::Stored(Arc::new(crate::local_files::KeptState {
+                        state: Arc::clone(bytes),
+                        dir: Arc::clone(dir),
+                    })),
+                    None => StateSource::Bytes(Arc::clone(bytes)),
+                },
                 vertex: t.vertex,
                 subtask: t.subtask,
                 parallelism: old_parallelism,
@@ -179,6 +191,7 @@ impl Default for LocalRun {
             restore: None,
             tls: None,
             state_backend: holdfast_executor::KeyedStateBackend::HashMap,
+            shared_dir: None,
         }
     }
 }
@@ -209,6 +222,8 @@ pub struct LocalCheckpoints {
     enabled: bool,
     /// Set once the job was canceled (no last checkpoint then).
     canceled: AtomicBool,
+    /// Where shared files are kept ([`LocalRun::shared_dir`]).
+    shared_dir: Option<Arc<std::path::Path>>,
 }
 
 /// A job id unique in this process (and very likely beyond it).
@@ -335,6 +350,7 @@ impl LocalRun {
                 last_id: AtomicU64::new(self.restore.as_ref().map_or(0, |c| c.id.0)),
                 enabled: self.checkpointing.is_some(),
                 canceled: AtomicBool::new(false),
+                shared_dir: self.shared_dir.as_deref().map(Arc::from),
             }),
         })
     }
@@ -408,8 +424,8 @@ impl LocalCheckpoints {
     /// Takes checkpoint `id` as [`checkpoint`](Self::checkpoint) does, but
     /// incremental on `base` (a checkpoint taken before): keyed state goes
     /// into shared files, those of `base` reused. What was written and
-    /// reused is counted, not kept: such a checkpoint cannot be resumed
-    /// from in-process (a benchmark's).
+    /// reused is counted; the files are kept in [`LocalRun::shared_dir`]
+    /// (a later run may restore from the checkpoint), else deleted.
     pub fn checkpoint_incremental(
         &self,
         id: CheckpointId,
@@ -531,8 +547,13 @@ impl LocalCheckpoints {
                             let encoded = encode().map_err(LocalCheckpointError::Encode)?;
                             shared_written +=
                                 encoded.shared.iter().map(SharedFile::len).sum::<u64>();
-                            // A local run keeps no shared file.
-                            encoded.shared.iter().for_each(SharedFile::discard);
+                            for file in &encoded.shared {
+                                match &self.shared_dir {
+                                    Some(dir) => crate::local_files::keep(dir, file)
+                                        .map_err(|e| LocalCheckpointError::Encode(e.into()))?,
+                                    None => file.discard(),
+                                }
+                            }
                             shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
                             encoded.bytes.into()
                         }
@@ -556,6 +577,7 @@ impl LocalCheckpoints {
             longest_sync,
             shared_written,
             shared_reused,
+            shared_dir: self.shared_dir.clone(),
         })
     }
 }

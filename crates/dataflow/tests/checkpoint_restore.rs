@@ -81,26 +81,52 @@ fn run_options(mode: CheckpointingMode) -> LocalRun {
 /// Runs the job, checkpoints it twice, kills it, runs it again from the
 /// second checkpoint to the end; checks the committed output.
 fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
-    first_run_then_restore(mode, taskmanagers, false);
+    first_run_then_restore(mode, taskmanagers, false, false);
 }
 
 /// Runs the job and checkpoints it; then either kills it after a second
 /// checkpoint or (`stop`) stops it with a savepoint, which ends it by
 /// itself; runs it again from there to the end; checks the committed
-/// output.
-fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool) {
+/// output. With `on_disk`, keyed state is disk-backed and the checkpoints
+/// before a kill are incremental, their runs kept for the restore (which
+/// merges them as streams).
+fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool, on_disk: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (out, ids) = (dir.path().join("sums"), dir.path().join("ids"));
     let compiled = job(&out, &ids);
     let metrics = Arc::new(holdfast_dataflow::metrics::DataflowMetrics::default());
+    let disk = |run: &str| LocalRun {
+        state_backend: holdfast_executor::KeyedStateBackend::Disk {
+            dir: dir.path().join(run),
+            memory_bytes: 1 << 20,
+        },
+        shared_dir: Some(dir.path().join("shared")),
+        ..run_options(mode)
+    };
+    let options = |run: &str| {
+        if on_disk {
+            disk(run)
+        } else {
+            run_options(mode)
+        }
+    };
     let first = LocalRun {
         taskmanagers,
         metrics: Arc::clone(&metrics),
-        ..run_options(mode)
+        ..options("first")
     };
     let running = first.start(Arc::clone(&compiled)).unwrap();
     let timeout = Duration::from_secs(30);
-    running.checkpoint(CheckpointId(1), timeout).unwrap();
+    let checkpoints = running.checkpointer();
+    let checkpoint = |id: u64| {
+        if on_disk {
+            let base = (id > 1).then(|| CheckpointId(id - 1));
+            checkpoints.checkpoint_incremental(CheckpointId(id), base, timeout)
+        } else {
+            checkpoints.checkpoint(CheckpointId(id), timeout)
+        }
+    };
+    checkpoint(1).unwrap();
     let second = if stop {
         // Stopped: the sources emit nothing after the savepoint's barrier,
         // the sinks commit it, every task ends without the end of its
@@ -125,7 +151,10 @@ fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool
         assert_eq!(committed(&out).len(), emitted, "every sum the stop covers");
         savepoint
     } else {
-        let second = running.checkpoint(CheckpointId(2), timeout).unwrap();
+        let second = checkpoint(2).unwrap();
+        if on_disk {
+            assert!(second.shared_written > 0, "checkpoint 2 wrote runs");
+        }
         // Killed mid-run: what it wrote after checkpoint 2 is never committed.
         running.cancel();
         running.join().unwrap();
@@ -144,7 +173,7 @@ fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool
     let again = LocalRun {
         taskmanagers,
         restore: Some(second),
-        ..run_options(mode)
+        ..options("again")
     };
     again.run_compiled(compiled).unwrap();
 
@@ -195,7 +224,12 @@ fn a_killed_job_restored_from_its_checkpoint_commits_every_record_once() {
 
 #[test]
 fn a_job_stopped_with_a_savepoint_ends_by_itself_and_resumes_from_it_exactly_once() {
-    first_run_then_restore(CheckpointingMode::ExactlyOnce, 2, true);
+    first_run_then_restore(CheckpointingMode::ExactlyOnce, 2, true, false);
+}
+
+#[test]
+fn a_killed_job_on_disk_backed_state_restores_from_incremental_checkpoints_exactly_once() {
+    first_run_then_restore(CheckpointingMode::ExactlyOnce, 1, false, true);
 }
 
 #[test]

@@ -9,7 +9,12 @@
 //! with an incremental checkpoint every second; the updates applied per
 //! second, what the checkpoints wrote and took, the longest task pause,
 //! the process's resident memory (now and at its peak) against the memory
-//! before the job started, and what the state takes on disk.
+//! before the job started, and what the state takes on disk. Then the
+//! job is canceled, its state deleted, and a new run restores from the
+//! last checkpoint (its runs kept in a directory, read in place, as from
+//! local copies or a local checkpoint directory): how long until its
+//! first checkpoint completes, and the most memory the process took
+//! meanwhile (its high-water mark reset before the restore).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -82,25 +87,44 @@ struct RunResult {
     rss_steady_max_mib: f64,
     peak_mib: f64,
     disk_mib: f64,
+    restore: Duration,
+    rss_restore_before_mib: f64,
+    restore_peak_mib: f64,
 }
 
-fn one_run(args: &DiskStateArgs, backend: KeyedStateBackend) -> Result<RunResult> {
+/// Resets the process's resident high-water mark (`VmHWM`), so that the
+/// next peak read is of what follows.
+fn reset_peak() -> Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5").context("resetting VmHWM (/proc/self/clear_refs)")
+}
+
+/// The state type `name`'s backend, its state in `dir`.
+fn backend(name: &str, dir: &Path, memory_mib: u64) -> KeyedStateBackend {
+    match name {
+        "fjall" => KeyedStateBackend::Disk {
+            dir: dir.to_owned(),
+            memory_bytes: memory_mib << 20,
+        },
+        _ => KeyedStateBackend::HashMap,
+    }
+}
+
+fn one_run(args: &DiskStateArgs, name: &str, work: &Path) -> Result<RunResult> {
     let before = Memory::of(std::process::id())?;
     let compiled = Arc::new(CompiledPlan::compile(
         flow("disk-state-bench", args.keys, None).build()?,
         1,
     )?);
-    let dir = match &backend {
-        KeyedStateBackend::Disk { dir, .. } => Some(dir.clone()),
-        KeyedStateBackend::HashMap => None,
-    };
+    let state = work.join("state");
+    let dir = (name == "fjall").then(|| state.clone());
     let run = LocalRun {
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
-        state_backend: backend,
+        state_backend: backend(name, &state, args.memory_mib),
+        shared_dir: Some(work.join("shared")),
         ..LocalRun::default()
     };
     let started = Instant::now();
-    let job = run.start(compiled)?;
+    let job = run.start(Arc::clone(&compiled))?;
     while records_out(&job) < args.keys {
         if started.elapsed() > Duration::from_secs(3600) {
             bail!("the state was not filled within an hour");
@@ -114,6 +138,7 @@ fn one_run(args: &DiskStateArgs, backend: KeyedStateBackend) -> Result<RunResult
     let (mut written, mut durations, mut pauses, mut held) =
         (Vec::new(), Vec::new(), Vec::new(), 0.0);
     let mut base: Option<CheckpointId> = None;
+    let mut last = None;
     let from = (Instant::now(), records_out(&job));
     for _ in 0..args.seconds {
         std::thread::sleep(Duration::from_secs(1));
@@ -129,11 +154,41 @@ fn one_run(args: &DiskStateArgs, backend: KeyedStateBackend) -> Result<RunResult
         held = (files + checkpoint.shared_written + checkpoint.shared_reused) as f64;
         pauses.push(ms(checkpoint.longest_sync));
         base = Some(id);
+        last = Some(checkpoint);
     }
     let updates = records_out(&job) - from.1;
     let updates_per_second = updates as f64 / from.0.elapsed().as_secs_f64();
     let now = Memory::of(std::process::id())?;
     let disk_mib = dir.as_deref().map_or(0, disk_bytes) as f64 / f64::from(1 << 20);
+    job.cancel();
+    let _ = job.join();
+
+    // A new run restored from the last checkpoint, the first one's state
+    // gone.
+    let last = last.context("no checkpoint to restore from")?;
+    let restored_from = last.id;
+    let _ = std::fs::remove_dir_all(&state);
+    reset_peak()?;
+    let restore_before = Memory::of(std::process::id())?;
+    let again = LocalRun {
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        state_backend: backend(name, &work.join("again"), args.memory_mib),
+        shared_dir: Some(work.join("shared")),
+        restore: Some(last),
+        ..LocalRun::default()
+    };
+    let started = Instant::now();
+    let job = again.start(Arc::clone(&compiled))?;
+    let checkpoints = job.checkpointer();
+    checkpoints
+        .checkpoint_incremental(
+            checkpoints.next_id(),
+            Some(restored_from),
+            Duration::from_secs(3600),
+        )
+        .context("the restored run's first checkpoint")?;
+    let restore = started.elapsed();
+    let restored = Memory::of(std::process::id())?;
     job.cancel();
     let _ = job.join();
     Ok(RunResult {
@@ -148,6 +203,9 @@ fn one_run(args: &DiskStateArgs, backend: KeyedStateBackend) -> Result<RunResult
         rss_steady_max_mib: steady_max.max(now.rss_kib) as f64 / 1024.0,
         peak_mib: now.peak_kib as f64 / 1024.0,
         disk_mib,
+        restore,
+        rss_restore_before_mib: restore_before.rss_kib as f64 / 1024.0,
+        restore_peak_mib: restored.peak_kib as f64 / 1024.0,
     })
 }
 
@@ -172,25 +230,17 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
             "task pause max",
             "RSS before / filled / updating (max) / peak",
             "on disk",
+            "restore (to a checkpoint)",
+            "RSS before restore / its peak",
         ],
     );
     let mut results = serde_json::Map::new();
-    let kinds = [
-        (
-            "fjall",
-            KeyedStateBackend::Disk {
-                dir: dir.clone(),
-                memory_bytes: args.memory_mib << 20,
-            },
-        ),
-        ("hashmap", KeyedStateBackend::HashMap),
-    ];
-    for (name, backend) in kinds {
+    for name in ["fjall", "hashmap"] {
         if args.only.as_deref().is_some_and(|only| only != name) {
             continue;
         }
         eprintln!("disk-state: {name}, {} keys", args.keys);
-        let result = one_run(args, backend);
+        let result = one_run(args, name, &dir);
         let _ = std::fs::remove_dir_all(&dir);
         let result = result?;
         let d = Summary::of(&result.durations).context("no checkpoint")?;
@@ -222,6 +272,11 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
                 result.peak_mib
             ),
             format!("{:.0} MiB", result.disk_mib),
+            format!("{:.1} s", result.restore.as_secs_f64()),
+            format!(
+                "{:.0} / {:.0} MiB",
+                result.rss_restore_before_mib, result.restore_peak_mib
+            ),
         ]);
         results.insert(
             name.to_owned(),
@@ -233,7 +288,10 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
                    "task_pause_ms": summary_json(&result.pauses),
                    "rss_before_mib": result.rss_before_mib, "rss_filled_mib": result.rss_filled_mib,
                    "rss_updating_max_mib": result.rss_steady_max_mib,
-                   "peak_rss_mib": result.peak_mib, "disk_mib": result.disk_mib}),
+                   "peak_rss_mib": result.peak_mib, "disk_mib": result.disk_mib,
+                   "restore_s": result.restore.as_secs_f64(),
+                   "rss_before_restore_mib": result.rss_restore_before_mib,
+                   "restore_peak_rss_mib": result.restore_peak_mib}),
         );
     }
     let mut report =
@@ -241,10 +299,13 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
     report.table(table);
     report.note(
         "fill = every key written once, as fast as it goes; updates/s = after the fill, going round \
-         all the keys (no locality), with an incremental checkpoint every second (encoded, not \
-         written to storage); held = what a restore of the last checkpoint reads; RSS = the whole \
+         all the keys (no locality), with an incremental checkpoint every second (encoded, its \
+         runs kept in a local directory, not written to storage); held = what a restore of the last checkpoint reads; RSS = the whole \
          process (the source, the sink and the bench too): before the job, after the fill, the most \
-         sampled each second while updating, and its high-water mark since the process started",
+         sampled each second while updating, and its high-water mark since the process started; \
+         restore = a new run from the last checkpoint (the first run's state deleted, the runs read \
+         where they were kept) until its first checkpoint completes, with the process's high-water \
+         mark reset before it",
     );
     Ok(report)
 }

@@ -96,7 +96,8 @@ impl<T> SourceReader<T> for GeneratorReader<T> {
             },
         };
         if self.warm_up > 0 {
-            self.warm_up -= n;
+            // Without a rate a poll may make more than the warm-up left.
+            self.warm_up = self.warm_up.saturating_sub(n);
         } else if let Some(rate) = self.rate.as_mut() {
             rate.record(n);
         }
@@ -172,6 +173,13 @@ mod tests {
             "{}",
             error.message()
         );
+    }
+
+    #[test]
+    fn a_warm_up_without_a_rate_is_polled_past_in_one_go() {
+        let generator = Generator::new(Some(100), |i| i).warm_up(10);
+        let mut reader = generator.open(&ctx(0, 1, ManualClock::at(0)), &[]).unwrap();
+        assert_eq!(drain(reader.as_mut(), 64), (0..100).collect::<Vec<_>>());
     }
 
     #[test]

@@ -274,10 +274,7 @@ mod tests {
 
     /// Writes `sections` (each its kind and entries, for group 5) as runs
     /// into files in `dir`; each section's stream.
-    fn streams(
-        dir: &Path,
-        sections: &[(SectionKind, Entries)],
-    ) -> Vec<SectionStream> {
+    fn streams(dir: &Path, sections: &[(SectionKind, Entries)]) -> Vec<SectionStream> {
         sections
             .iter()
             .enumerate()
