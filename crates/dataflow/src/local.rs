@@ -123,6 +123,9 @@ pub struct LocalRun {
     /// a directory of its own under the one named (`<vertex>-<subtask>`),
     /// each keeping the memory named.
     pub state_backend: holdfast_executor::KeyedStateBackend,
+    /// How long the exchange waits for a partition's other end (a
+    /// consumer's producer, a producer's consumer) before it gives up.
+    pub request_timeout: Duration,
     /// Where incremental checkpoints keep their shared files (their runs),
     /// so that a later run may restore from such a checkpoint; `None`:
     /// they are counted and deleted.
@@ -191,6 +194,7 @@ impl Default for LocalRun {
             restore: None,
             tls: None,
             state_backend: holdfast_executor::KeyedStateBackend::HashMap,
+            request_timeout: ExchangeOptions::new("local", Auth::Disabled).request_timeout,
             shared_dir: None,
         }
     }
@@ -357,10 +361,12 @@ impl LocalRun {
 
     fn exchanges(&self) -> Result<(Vec<Exchange>, Option<tokio::runtime::Runtime>), LocalError> {
         if self.taskmanagers <= 1 {
-            return Ok((
-                vec![Exchange::local("local-0", self.buffers_per_channel)],
-                None,
-            ));
+            let mut options = ExchangeOptions::new("local-0", Auth::Disabled);
+            options.buffers_per_channel = self.buffers_per_channel.max(1);
+            options.request_timeout = self.request_timeout;
+            let exchange = Exchange::local_with_options(options)
+                .map_err(|e| LocalError::Exchange(e.to_string()))?;
+            return Ok((vec![exchange], None));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -372,6 +378,7 @@ impl LocalRun {
         for index in 0..self.taskmanagers {
             let mut options = ExchangeOptions::new(format!("local-{index}"), Auth::Disabled);
             options.buffers_per_channel = self.buffers_per_channel;
+            options.request_timeout = self.request_timeout;
             options.tls = self.tls.clone();
             let exchange = runtime
                 .block_on(Exchange::start(options))

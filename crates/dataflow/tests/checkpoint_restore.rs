@@ -396,3 +396,68 @@ fn sources_halted_by_a_stop_whose_savepoint_never_completes_go_on_at_a_newer_che
     seen.sort_unstable();
     assert_eq!(seen, (0..RECORDS).collect::<Vec<_>>());
 }
+
+/// A restore that takes much longer than the exchange's request timeout
+/// (a large state, a slow store): the task's exchange ends are set up
+/// before it restores, so its upstream's partition is claimed at once and
+/// not given up on as nobody's; the restored job runs and checkpoints.
+#[test]
+fn a_restore_longer_than_the_exchange_request_timeout_keeps_its_channels() {
+    const STATE_KEYS: u64 = 2_000_000;
+    let flow = Dataflow::new("slow-restore");
+    flow.source(
+        "generate",
+        Generator::new(None, |i| (i % STATE_KEYS, 1u64))
+            .rate(1_000)
+            .warm_up(STATE_KEYS),
+    )
+    .uid("source")
+    .key_by(|r: &(u64, u64)| r.0)
+    .sum("sum", |r: &(u64, u64)| r.1)
+    .uid("sum")
+    .sink("discard", holdfast_dataflow::sink::Discard::new())
+    .uid("discard");
+    let compiled = Arc::new(CompiledPlan::compile(flow.build().unwrap(), 1).unwrap());
+    let first = run_options(CheckpointingMode::ExactlyOnce);
+    let running = first.start(Arc::clone(&compiled)).unwrap();
+    let made = |job: &holdfast_dataflow::local::LocalJob| -> u64 {
+        job.meters()
+            .iter()
+            .filter(|(task, _)| task.vertex == 0)
+            .map(|(_, m)| m.records_out)
+            .sum()
+    };
+    // The state filled (every key once), then checkpointed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while made(&running) < STATE_KEYS {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the state was not filled"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let checkpoint = running
+        .checkpoint(CheckpointId(1), Duration::from_secs(60))
+        .unwrap();
+    running.cancel();
+    let _ = running.join();
+
+    // Restored with a request timeout far below the restore's length.
+    let again = LocalRun {
+        restore: Some(checkpoint),
+        request_timeout: Duration::from_millis(10),
+        ..run_options(CheckpointingMode::ExactlyOnce)
+    };
+    let started = std::time::Instant::now();
+    let running = again.start(compiled).unwrap();
+    running
+        .checkpoint(CheckpointId(2), Duration::from_secs(120))
+        .unwrap();
+    assert!(
+        started.elapsed() > Duration::from_millis(1_500),
+        "the restore took {:?}: too short to outlast the exchange's linger",
+        started.elapsed()
+    );
+    running.cancel();
+    let _ = running.join();
+}

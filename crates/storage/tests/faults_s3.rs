@@ -3,7 +3,8 @@
 //! bucket fail at once, naming the bucket, the key and the server's
 //! reason; throttling (`503 SlowDown`) is retried until it passes; an
 //! unreachable server fails within the retry deadline, naming what was
-//! written.
+//! written; a file's upload that fails partway is aborted, leaving neither
+//! an object nor an open upload.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -108,6 +109,89 @@ async fn an_unreachable_store_fails_within_the_retry_deadline() {
         error.contains("job/chk-1/0-0-0.state") && error.contains("retries"),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_upload_failing_partway_is_aborted_and_leaves_nothing() {
+    let server = S3Server::start().unwrap_or_else(|e| panic!("{e}"));
+    let front = CutPart::start(server.addr(), b"partNumber=2").await;
+    let mut through = options(&server, front.endpoint());
+    through.retry_deadline = Duration::from_secs(2);
+    let storage = storage(server.bucket(), &through);
+    // Three parts: the first goes up, the second never does.
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("part.run");
+    std::fs::write(&local, vec![7u8; 2 * holdfast_storage::s3::FILE_PART + 1]).unwrap();
+    let at: StoragePath = "job/shared/x/0-sum.run".parse().unwrap();
+    let error = storage.put_file(&at, &local).await.unwrap_err().to_string();
+    assert!(error.contains("job/shared/x/0-sum.run"), "{error}");
+    assert!(front.cut() > 0, "the second part was cut");
+    // Neither an object nor an upload left to be billed.
+    let direct = self::storage(server.bucket(), &server.options());
+    assert!(direct.size(&at).await.unwrap_err().is_not_found());
+    let open = direct.open_uploads("").await.unwrap();
+    assert!(open.is_empty(), "uploads left open: {open:?}");
+    // The same file goes up whole without the fault.
+    assert_eq!(
+        direct.put_file(&at, &local).await.unwrap(),
+        2 * holdfast_storage::s3::FILE_PART as u64 + 1
+    );
+}
+
+/// A TCP front that relays to the server, but drops any connection whose
+/// client sends `needle` (a request for one part of an upload), every
+/// time it is retried.
+struct CutPart {
+    addr: std::net::SocketAddr,
+    cut: Arc<AtomicUsize>,
+}
+
+impl CutPart {
+    async fn start(upstream: std::net::SocketAddr, needle: &'static [u8]) -> CutPart {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&cut);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(upstream).await else {
+                    continue;
+                };
+                let count = Arc::clone(&count);
+                tokio::spawn(async move {
+                    let (mut from_client, mut to_client) = client.into_split();
+                    let (mut from_server, mut to_server) = server.into_split();
+                    let back = tokio::spawn(async move {
+                        let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                    });
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match from_client.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        if buf[..n].windows(needle.len()).any(|w| w == needle) {
+                            count.fetch_add(1, Ordering::SeqCst);
+                            break;
+                        }
+                        if to_server.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    back.abort();
+                });
+            }
+        });
+        CutPart { addr, cut }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn cut(&self) -> usize {
+        self.cut.load(Ordering::SeqCst)
+    }
 }
 
 /// An HTTP front that answers the first `refuse` requests with S3's

@@ -180,13 +180,17 @@ fn one_run(args: &DiskStateArgs, name: &str, work: &Path) -> Result<RunResult> {
     let started = Instant::now();
     let job = again.start(Arc::clone(&compiled))?;
     let checkpoints = job.checkpointer();
-    checkpoints
-        .checkpoint_incremental(
-            checkpoints.next_id(),
-            Some(restored_from),
-            Duration::from_secs(3600),
-        )
-        .context("the restored run's first checkpoint")?;
+    let first = checkpoints.checkpoint_incremental(
+        checkpoints.next_id(),
+        Some(restored_from),
+        Duration::from_secs(3600),
+    );
+    if let Err(error) = first {
+        // A task that failed to restore says why when the job is joined.
+        job.cancel();
+        let ended = job.join();
+        bail!("the restored run's first checkpoint: {error} (the job: {ended:?})");
+    }
     let restore = started.elapsed();
     let restored = Memory::of(std::process::id())?;
     job.cancel();

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use holdfast_exchange::{ChannelSpec, Exchange, InputGate, Interrupt, PartitionId};
+use holdfast_exchange::{
+    ChannelSpec, Exchange, InputGate, Interrupt, PartitionId, PartitionWriter,
+};
 use holdfast_executor::{TaskContext, TaskFailure};
 use holdfast_runtime::failure::FailureKind;
 use holdfast_runtime::graph::{Distribution, JobGraph};
@@ -80,19 +82,27 @@ pub(crate) fn build(
         .get(vertex as usize)
         .ok_or_else(|| wiring_error(vertex, "no such vertex".into()))?;
     let header = file_header(compiled, vertex, ctx.subtask());
-    let restore_started = std::time::Instant::now();
-    let (restored, restored_bytes) = read_restore(compiled, vp, vertex, ctx)?;
     let mut chain = Chain {
         compiled,
         vertex,
         ctx,
         env,
         graph: compiled.job_graph(|_| serde_json::Value::Null),
-        restored,
+        restored: Restored::none(),
         tag: attempt_tag(ctx),
         checkpointing: ctx.checkpointing().is_some(),
         state_backend: StateBackend::of(&ctx.info().state_backend),
+        partitions: HashMap::new(),
+        gate: None,
     };
+    // The exchange's ends first, restoring after: a restore of a large
+    // state takes minutes, and the exchange gives up on a partition no
+    // consumer claims, and a consumer on a producer that does not appear,
+    // within its request timeout.
+    chain.open_exchange(vp)?;
+    let restore_started = std::time::Instant::now();
+    let (restored, restored_bytes) = read_restore(compiled, vp, vertex, ctx)?;
+    chain.restored = restored;
     let (mut inputs, source) = chain.operators(vp)?;
     if let Some(checkpoint) = chain.restored.checkpoint() {
         tracing::info!(key = %ctx.key(), %checkpoint, bytes = restored_bytes,
@@ -181,6 +191,12 @@ struct Chain<'a> {
     checkpointing: bool,
     /// Where the task's keyed state is kept (one store for its operators).
     state_backend: StateBackend,
+    /// The partitions of the edges leaving the vertex, by graph edge,
+    /// registered before the operators are built (and restored).
+    partitions: HashMap<u32, PartitionWriter>,
+    /// The input gate of a vertex fed by others, opened before the
+    /// operators are built (and restored).
+    gate: Option<InputGate>,
 }
 
 impl Chain<'_> {
@@ -281,7 +297,7 @@ impl Chain<'_> {
     /// What operator `node` pushes to, per edge leaving it: the operator
     /// chained after it (taken from `inputs`, built before it), or a
     /// network writer where the edge leaves the vertex.
-    fn targets(&self, node: usize, inputs: &mut Built) -> Result<Vec<AnyBox>, TaskFailure> {
+    fn targets(&mut self, node: usize, inputs: &mut Built) -> Result<Vec<AnyBox>, TaskFailure> {
         let plan = &self.compiled.plan;
         let mut targets = Vec::new();
         for (index, edge) in plan
@@ -305,7 +321,7 @@ impl Chain<'_> {
     /// The writer of plan edge `index`, which leaves the vertex: a
     /// partition of the exchange towards the consumers the wiring names,
     /// as many as the job graph says.
-    fn network_writer(&self, index: usize, edge: &PlanEdge) -> Result<AnyBox, TaskFailure> {
+    fn network_writer(&mut self, index: usize, edge: &PlanEdge) -> Result<AnyBox, TaskFailure> {
         let (compiled, vertex, ctx) = (self.compiled, self.vertex, self.ctx);
         let graph_edge = compiled
             .graph_edges
@@ -323,18 +339,9 @@ impl Chain<'_> {
                 wiring_error(vertex, format!("no output wiring for edge {graph_edge}"))
             })?;
         let writer = self
-            .env
-            .exchange
-            .create_partition(
-                PartitionId {
-                    job: ctx.job(),
-                    producer: ctx.attempt(),
-                    edge: graph_edge,
-                },
-                &output.consumers,
-                self.env.interrupt,
-            )
-            .map_err(exchange_failure)?;
+            .partitions
+            .remove(&graph_edge)
+            .ok_or_else(|| wiring_error(vertex, format!("edge {graph_edge} has no partition")))?;
         let consumers = compiled.parallelism[edge.to];
         let expected = match self.graph.edges[graph_edge as usize].distribution {
             Distribution::Pointwise => 1,
@@ -361,7 +368,7 @@ impl Chain<'_> {
     /// The head of a vertex fed by other vertices: the input port over the
     /// head operator's push (taken from `inputs`), and the gate over the
     /// channels the wiring names.
-    fn input_head(&self, vp: &VertexPlan, inputs: &mut Built) -> Result<Head, TaskFailure> {
+    fn input_head(&mut self, vp: &VertexPlan, inputs: &mut Built) -> Result<Head, TaskFailure> {
         let (plan, vertex) = (&self.compiled.plan, self.vertex);
         let head = vp.nodes[0];
         let push = inputs
@@ -372,16 +379,55 @@ impl Chain<'_> {
             .as_ref()
             .ok_or_else(|| wiring_error(vertex, "the head takes no input".into()))?;
         let port = kit.input(push, &plan.nodes[head].name)?;
-        let channels = self.input_channels()?;
         let gate = self
-            .env
-            .exchange
-            .open_gate(channels, self.env.interrupt)
-            .map_err(|e| {
-                TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e)
-                    .of_kind(FailureKind::Upstream)
-            })?;
+            .gate
+            .take()
+            .ok_or_else(|| wiring_error(vertex, "the input gate was not opened".into()))?;
         Ok(Head::Input { port, gate })
+    }
+
+    /// Registers the partitions of the edges leaving the vertex and, for a
+    /// vertex fed by others, opens its input gate.
+    fn open_exchange(&mut self, vp: &VertexPlan) -> Result<(), TaskFailure> {
+        let (compiled, vertex, ctx) = (self.compiled, self.vertex, self.ctx);
+        for (graph_edge, _) in self.graph.outputs_of(vertex) {
+            let output = ctx
+                .info()
+                .wiring
+                .outputs
+                .iter()
+                .find(|o| o.edge == graph_edge)
+                .ok_or_else(|| {
+                    wiring_error(vertex, format!("no output wiring for edge {graph_edge}"))
+                })?;
+            let writer = self
+                .env
+                .exchange
+                .create_partition(
+                    PartitionId {
+                        job: ctx.job(),
+                        producer: ctx.attempt(),
+                        edge: graph_edge,
+                    },
+                    &output.consumers,
+                    self.env.interrupt,
+                )
+                .map_err(exchange_failure)?;
+            self.partitions.insert(graph_edge, writer);
+        }
+        if compiled.plan.nodes[vp.nodes[0]].input.is_some() {
+            let channels = self.input_channels()?;
+            let gate = self
+                .env
+                .exchange
+                .open_gate(channels, self.env.interrupt)
+                .map_err(|e| {
+                    TaskFailure::with_source(crate::task::UPSTREAM_FAILED, e)
+                        .of_kind(FailureKind::Upstream)
+                })?;
+            self.gate = Some(gate);
+        }
+        Ok(())
     }
 
     /// The channels the vertex reads: per edge into it, one per producer
