@@ -80,6 +80,20 @@ pub enum LocalCheckpointError {
         /// How long was waited.
         timeout: Duration,
     },
+    /// The job's tasks ended (failed, or were canceled) before every
+    /// subtask acknowledged the checkpoint: [`LocalJob::join`] says why.
+    #[error(
+        "checkpoint {id}: {acknowledged} of {subtasks} subtasks acknowledged before the job's \
+         tasks ended (joining the job says why)"
+    )]
+    Ended {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// How many subtasks acknowledged it.
+        acknowledged: usize,
+        /// How many subtasks the job has.
+        subtasks: usize,
+    },
     /// A subtask declined the checkpoint.
     #[error("checkpoint {id} declined by {by}: {reason}")]
     Declined {
@@ -518,13 +532,23 @@ impl LocalCheckpoints {
         let mut reports = lock(&self.reports);
         while states.len() < self.inboxes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
-            let report =
-                wait_report(&mut reports, left).ok_or_else(|| LocalCheckpointError::TimedOut {
-                    id,
-                    acknowledged: states.len(),
-                    subtasks: self.inboxes.len(),
-                    timeout,
-                })?;
+            let Some(report) = wait_report(&mut reports, left) else {
+                let (acknowledged, subtasks) = (states.len(), self.inboxes.len());
+                return Err(if reports.is_closed() {
+                    LocalCheckpointError::Ended {
+                        id,
+                        acknowledged,
+                        subtasks,
+                    }
+                } else {
+                    LocalCheckpointError::TimedOut {
+                        id,
+                        acknowledged,
+                        subtasks,
+                        timeout,
+                    }
+                });
+            };
             if matches!(report.outcome, CheckpointOutcome::InputEnded) {
                 self.note(&report);
                 // No barrier reaches it any more: trigger it itself (it

@@ -538,17 +538,8 @@ fn read_sections(
         return Err(RestoreError::NoSharedFiles);
     };
     // One read per file: the span of every section needed from it.
-    let mut spans: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for section in chains.iter().flat_map(|(_, c)| c) {
-        let end = section.at.offset + section.at.length;
-        let span = spans
-            .entry(section.file.as_str())
-            .or_insert((section.at.offset, end));
-        span.0 = span.0.min(section.at.offset);
-        span.1 = span.1.max(end);
-    }
     let mut reads = Reads::new();
-    for (name, (start, end)) in spans {
+    for (name, (start, end)) in spans(chains) {
         let bytes = file
             .read_shared(name, start..end)
             .map_err(RestoreError::Read)?;
@@ -560,7 +551,7 @@ fn read_sections(
         }
         for section in chains
             .iter()
-            .flat_map(|(_, c)| c)
+            .flat_map(|(_, c)| from_base(c))
             .filter(|s| s.file == name)
         {
             let at = (section.at.offset - start) as usize;
@@ -569,6 +560,21 @@ fn read_sections(
         }
     }
     Ok(reads)
+}
+
+/// The byte span of each shared file that the sections `chains` are made
+/// of lie in (from their first byte to their last), by file name.
+fn spans(chains: &[(u32, Vec<SectionRef>)]) -> BTreeMap<&str, (u64, u64)> {
+    let mut spans: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for section in chains.iter().flat_map(|(_, chain)| from_base(chain)) {
+        let end = section.at.offset + section.at.length;
+        let span = spans
+            .entry(section.file.as_str())
+            .or_insert((section.at.offset, end));
+        span.0 = span.0.min(section.at.offset);
+        span.1 = span.1.max(end);
+    }
+    spans
 }
 
 /// The part of a chain a group's state is made of: from its last base on
@@ -592,16 +598,7 @@ fn stage_sections(
     let StateSource::Stored(file) = source else {
         return Err(RestoreError::NoSharedFiles);
     };
-    let mut spans: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for section in chains.iter().flat_map(|(_, chain)| from_base(chain)) {
-        let end = section.at.offset + section.at.length;
-        let span = spans
-            .entry(section.file.as_str())
-            .or_insert((section.at.offset, end));
-        span.0 = span.0.min(section.at.offset);
-        span.1 = span.1.max(end);
-    }
-    spans
+    spans(chains)
         .into_iter()
         .map(|(name, (start, end))| {
             file.shared_span(name, start..end, staging)
@@ -691,7 +688,7 @@ fn restore_streamed<K, V, T: RestoreTarget<K, V>>(
 /// A group's state from its chain's sections, read into `reads`.
 fn merged(chain: &[SectionRef], reads: &Reads) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, RestoreError> {
     let mut sections = Vec::with_capacity(chain.len());
-    for section in chain {
+    for section in from_base(chain) {
         let bytes = reads
             .get(&(section.file.clone(), section.at.offset))
             .ok_or_else(|| RestoreError::Read(format!("{}: not read", section.file)))?;

@@ -191,9 +191,10 @@ struct Chain<'a> {
     checkpointing: bool,
     /// Where the task's keyed state is kept (one store for its operators).
     state_backend: StateBackend,
-    /// The partitions of the edges leaving the vertex, by graph edge,
-    /// registered before the operators are built (and restored).
-    partitions: HashMap<u32, PartitionWriter>,
+    /// The partitions of the edges leaving the vertex, by graph edge, with
+    /// how many consumers the wiring names: registered before the
+    /// operators are built (and restored).
+    partitions: HashMap<u32, (PartitionWriter, usize)>,
     /// The input gate of a vertex fed by others, opened before the
     /// operators are built (and restored).
     gate: Option<InputGate>,
@@ -329,16 +330,7 @@ impl Chain<'_> {
             .position(|&e| e == index)
             .ok_or_else(|| wiring_error(vertex, format!("plan edge {index} has no graph edge")))?
             as u32;
-        let output = ctx
-            .info()
-            .wiring
-            .outputs
-            .iter()
-            .find(|o| o.edge == graph_edge)
-            .ok_or_else(|| {
-                wiring_error(vertex, format!("no output wiring for edge {graph_edge}"))
-            })?;
-        let writer = self
+        let (writer, wired) = self
             .partitions
             .remove(&graph_edge)
             .ok_or_else(|| wiring_error(vertex, format!("edge {graph_edge} has no partition")))?;
@@ -347,13 +339,10 @@ impl Chain<'_> {
             Distribution::Pointwise => 1,
             Distribution::AllToAll => consumers as usize,
         };
-        if output.consumers.len() != expected {
+        if wired != expected {
             return Err(wiring_error(
                 vertex,
-                format!(
-                    "edge {graph_edge} has {} consumers, the job {expected}",
-                    output.consumers.len()
-                ),
+                format!("edge {graph_edge} has {wired} consumers, the job {expected}"),
             ));
         }
         Ok(edge.kit.writer(
@@ -413,7 +402,8 @@ impl Chain<'_> {
                     self.env.interrupt,
                 )
                 .map_err(exchange_failure)?;
-            self.partitions.insert(graph_edge, writer);
+            self.partitions
+                .insert(graph_edge, (writer, output.consumers.len()));
         }
         if compiled.plan.nodes[vp.nodes[0]].input.is_some() {
             let channels = self.input_channels()?;
