@@ -142,7 +142,8 @@ pub struct LocalRun {
     pub request_timeout: Duration,
     /// Where incremental checkpoints keep their shared files (their runs),
     /// so that a later run may restore from such a checkpoint; `None`:
-    /// they are counted and deleted.
+    /// they are counted and deleted. Nothing is ever deleted from it (a
+    /// long run's checkpoints pile up): for tests and benchmarks.
     pub shared_dir: Option<std::path::PathBuf>,
 }
 
@@ -578,13 +579,17 @@ impl LocalCheckpoints {
                             let encoded = encode().map_err(LocalCheckpointError::Encode)?;
                             shared_written +=
                                 encoded.shared.iter().map(SharedFile::len).sum::<u64>();
-                            for file in &encoded.shared {
-                                match &self.shared_dir {
-                                    Some(dir) => crate::local_files::keep(dir, file)
-                                        .map_err(|e| LocalCheckpointError::Encode(e.into()))?,
-                                    None => file.discard(),
-                                }
-                            }
+                            let kept = match &self.shared_dir {
+                                Some(dir) => encoded
+                                    .shared
+                                    .iter()
+                                    .try_for_each(|file| crate::local_files::keep(dir, file)),
+                                None => Ok(()),
+                            };
+                            // What is not kept (all of it without a
+                            // directory, the rest after a failure) goes.
+                            encoded.shared.iter().for_each(SharedFile::discard);
+                            kept.map_err(|e| LocalCheckpointError::Encode(e.into()))?;
                             shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
                             encoded.bytes.into()
                         }

@@ -107,6 +107,10 @@ impl Actor {
                 .map_err(|e| Status::invalid_argument(format!("task_args_json is not JSON: {e}")))?
         };
         let wiring = holdfast_rpc::convert::wiring::wiring(request.wiring.as_ref(), key.job)?;
+        if let Some(local) = &self.parts.storages.local {
+            // A job released here (its tasks had ended) is back.
+            local.deployed(key.job);
+        }
         let mut info = TaskInfo::new(request.task_name.clone(), request.parallelism)
             .with_wiring(wiring)
             .with_state_backend(self.parts.options.keyed_state.for_attempt(&key));

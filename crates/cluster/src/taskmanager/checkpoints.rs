@@ -97,7 +97,7 @@ pub(super) struct Written {
 pub(super) struct Storages {
     opener: Arc<Opener>,
     /// Local recovery's copies, when on.
-    local: Option<Arc<LocalState>>,
+    pub(super) local: Option<Arc<LocalState>>,
     by_job: Arc<Mutex<HashMap<JobId, Arc<Storage>>>>,
     /// The runtime restores block on from their attempts' threads.
     runtime: Option<tokio::runtime::Handle>,
@@ -720,6 +720,7 @@ impl Actor {
     /// task of it deployed here again reads the checkpoint storage).
     pub(super) fn release_ended_job(&mut self, job: JobId) {
         let Some(local) = self.parts.storages.local.clone() else {
+            self.ending.remove(&job);
             return;
         };
         let running = self

@@ -196,6 +196,10 @@ pub(crate) struct LocalState {
     uses: Mutex<HashMap<JobId, BTreeMap<CheckpointId, BTreeSet<StoragePath>>>>,
     /// Copies whose checksum was checked since they were written.
     checked: Mutex<HashSet<StoragePath>>,
+    /// Jobs released here ([`release`](Self::release)) and not deployed
+    /// again: a copy of theirs that lands later (its write was under way
+    /// when the job ended) is deleted, not kept.
+    released: Mutex<HashSet<JobId>>,
     /// Files read from a local copy, and from the checkpoint storage.
     pub(crate) read_locally: AtomicU64,
     pub(crate) read_remotely: AtomicU64,
@@ -248,6 +252,7 @@ impl LocalState {
             _owner: owner,
             uses: Mutex::new(uses),
             checked: Mutex::default(),
+            released: Mutex::default(),
             read_locally: AtomicU64::new(0),
             read_remotely: AtomicU64::new(0),
         })
@@ -302,28 +307,50 @@ impl LocalState {
             std::fs::create_dir_all(dir)?;
         }
         let partial = file.with_extension("partial");
-        let mut copy = Checksummed {
-            to: std::fs::File::create(&partial)?,
-            crc: crc32fast::Hasher::new(),
-        };
-        std::io::copy(source, &mut copy)?;
-        std::fs::write(
-            Self::crc_file(&file),
-            format!("{:08x}", copy.crc.finalize()),
-        )?;
-        std::fs::rename(&partial, &file)?;
+        let copied = (|| {
+            let mut copy = Checksummed {
+                to: std::fs::File::create(&partial)?,
+                crc: crc32fast::Hasher::new(),
+            };
+            std::io::copy(source, &mut copy)?;
+            std::fs::write(
+                Self::crc_file(&file),
+                format!("{:08x}", copy.crc.finalize()),
+            )?;
+            std::fs::rename(&partial, &file)
+        })();
+        if copied.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+        copied?;
         lock(&self.checked).insert(path.clone());
         Ok(())
     }
 
-    /// The tasks here use `files` for `checkpoint` of `job`.
+    /// The tasks here use `files` for `checkpoint` of `job`; of a job
+    /// released here, they are deleted instead (their copies were written
+    /// after the release).
     pub(crate) fn used(&self, job: JobId, checkpoint: CheckpointId, files: Vec<StoragePath>) {
-        lock(&self.uses)
-            .entry(job)
-            .or_default()
-            .entry(checkpoint)
-            .or_default()
-            .extend(files);
+        {
+            // The release's check and the record under one lock order:
+            // `released` first, then `uses` (as `release` takes them).
+            let released = lock(&self.released);
+            if !released.contains(&job) {
+                lock(&self.uses)
+                    .entry(job)
+                    .or_default()
+                    .entry(checkpoint)
+                    .or_default()
+                    .extend(files);
+                return;
+            }
+        }
+        self.forget_all(&files);
+    }
+
+    /// A task of `job` is deployed here: its copies are kept again.
+    pub(crate) fn deployed(&self, job: JobId) {
+        lock(&self.released).remove(&job);
     }
 
     /// `checkpoint` of `job` completed: the copies only older checkpoints
@@ -354,7 +381,12 @@ impl LocalState {
     /// restored from them), with the directories left empty. Returns how
     /// many copies went.
     pub(crate) fn release(&self, job: JobId) -> usize {
-        let Some(by_checkpoint) = lock(&self.uses).remove(&job) else {
+        let removed = {
+            let mut released = lock(&self.released);
+            released.insert(job);
+            lock(&self.uses).remove(&job)
+        };
+        let Some(by_checkpoint) = removed else {
             return 0;
         };
         let gone: BTreeSet<StoragePath> = by_checkpoint.into_values().flatten().collect();
@@ -575,6 +607,22 @@ mod tests {
         std::fs::write(root.join(b.as_str()), b"state tw0").unwrap();
         assert_eq!(local.get(&b), None);
         assert!(!root.join(b.as_str()).exists());
+    }
+
+    #[test]
+    fn a_copy_landing_after_its_job_was_released_is_deleted_until_the_job_is_deployed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = LocalState::open(dir.path().join("local"), false).unwrap();
+        let job = JobId::from_u128(7);
+        let late = path("j/chk-5/0-0-0.state");
+        local.release(job);
+        local.put(&late, b"written while the job ended").unwrap();
+        local.used(job, CheckpointId(5), vec![late.clone()]);
+        assert_eq!(local.get(&late), None, "deleted, not kept");
+        local.deployed(job);
+        local.put(&late, b"a new run's").unwrap();
+        local.used(job, CheckpointId(5), vec![late.clone()]);
+        assert!(local.get(&late).is_some(), "kept again");
     }
 
     #[test]

@@ -863,10 +863,10 @@ where
         entries: &mut SortedEntries<'_>,
     ) -> Result<(), StateError> {
         if !self.range.contains(group) {
-            return Err(StateError::WrongGroup {
+            return Err(StateError::Corrupt {
                 state: self.name.clone(),
                 group,
-                found: group,
+                reason: format!("the group is not one of this subtask's ({:?})", self.range),
             });
         }
         let prefix = group_prefix(group);

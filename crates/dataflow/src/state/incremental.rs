@@ -619,9 +619,12 @@ fn restore_streamed<K, V, T: RestoreTarget<K, V>>(
     spans: &BTreeMap<String, LocalSpan>,
 ) -> Result<(), RestoreError> {
     let chain = from_base(chain);
-    let damaged = |section: &SectionRef, e: RunError| RestoreError::Damaged {
-        file: section.file.clone(),
-        reason: e.to_string(),
+    let damaged = |section: &SectionRef, e: RunError| match e {
+        RunError::Io(reason) => RestoreError::Read(format!("{}: {reason}", section.file)),
+        e => RestoreError::Damaged {
+            file: section.file.clone(),
+            reason: e.to_string(),
+        },
     };
     let span = |section: &SectionRef| {
         spans

@@ -55,6 +55,17 @@ impl SectionStream {
             ))
         })?;
         let mut file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if offset.checked_add(at.length).is_none_or(|end| end > len) {
+            return Err(RunError::Damaged {
+                group: at.group,
+                reason: format!(
+                    "it runs past the end of {} ({} bytes at {offset}, the file has {len})",
+                    path.display(),
+                    at.length
+                ),
+            });
+        }
         file.seek(SeekFrom::Start(offset)).map_err(io)?;
         let mut stream = SectionStream {
             at,

@@ -49,6 +49,24 @@ pub struct RecoveryArgs {
     /// the surviving TaskManager's own subtasks restore from its copies.
     #[arg(long)]
     pub local_backup: bool,
+    /// `state.backend.type`: `hashmap` (in memory) or `fjall` (on local
+    /// disk, incremental checkpoints, 64 MiB of managed memory a
+    /// TaskManager).
+    #[arg(long, default_value = "hashmap")]
+    pub state_backend: String,
+}
+
+impl RecoveryArgs {
+    /// Sets what the options ask of every TaskManager on `harness`.
+    fn configure(&self, harness: &mut Harness) {
+        if self.local_backup {
+            harness.define("execution.checkpointing.local-backup.enabled", "true");
+        }
+        if self.state_backend != "hashmap" {
+            harness.define("state.backend.type", &self.state_backend);
+            harness.define("taskmanager.memory.managed.size", "64 mb");
+        }
+    }
 }
 
 /// `--storage`.
@@ -159,9 +177,7 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
     };
     let (mut local, _dir) =
         Harness::checkpointing(args.holdfast_bin.as_deref(), heartbeat.clone(), "5s", tick).await?;
-    if args.local_backup {
-        local.define("execution.checkpointing.local-backup.enabled", "true");
-    }
+    args.configure(&mut local);
     // The S3 one: the same, its checkpoints in a bucket.
     let s3 = match args.storage {
         Storage::Local => None,
@@ -178,9 +194,7 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
             harness.define("s3.access-key", server.access_key());
             harness.define("s3.secret-key", server.secret_key());
             harness.define("s3.path.style.access", "true");
-            if args.local_backup {
-                harness.define("execution.checkpointing.local-backup.enabled", "true");
-            }
+            args.configure(&mut harness);
             Some((harness, server, dir))
         }
     };
@@ -229,7 +243,15 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
         let r = Summary::of(&running).context("no crash")?;
         let c = Summary::of(&checkpointed).context("no crash")?;
         table.row(vec![
-            (*storage).to_owned(),
+            format!(
+                "{storage}, {}{}",
+                args.state_backend,
+                if args.local_backup {
+                    ", local copies"
+                } else {
+                    ""
+                }
+            ),
             args.keys.to_string(),
             format!("{} MiB", mine.last().map_or(0, |c| c.state_bytes >> 20)),
             mine.len().to_string(),
@@ -243,6 +265,7 @@ pub async fn run(args: &RecoveryArgs, tick: Duration) -> Result<Report> {
     }
     let mut report = Report::new(json!({
         "scenario": "checkpoint-recovery", "keys": args.keys,
+        "state_backend": args.state_backend, "local_backup": args.local_backup,
         "heartbeat": {"interval": args.heartbeat_interval, "timeout": args.heartbeat_timeout},
         "by_storage": json_by_storage,
     }));
