@@ -228,11 +228,19 @@ impl TimelineLog {
             .rposition(|e| e.at_ms <= event.at_ms)
             .map_or(0, |i| i + 1);
         if matches!(event.kind, EventKind::LeaderEnded { .. }) {
-            while at > 0
-                && self.events[at - 1].at_ms == event.at_ms
-                && matches!(self.events[at - 1].kind, EventKind::Leader { .. })
+            // Before the first grant of its millisecond, and after what
+            // came before that grant (the new leader's own events after
+            // its grant, of the same millisecond, follow the end too).
+            let first_of_ms = self
+                .events
+                .iter()
+                .take(at)
+                .rposition(|e| e.at_ms < event.at_ms);
+            let first_of_ms = first_of_ms.map_or(0, |i| i + 1);
+            if let Some(grant) =
+                (first_of_ms..at).find(|&i| matches!(self.events[i].kind, EventKind::Leader { .. }))
             {
-                at -= 1;
+                at = grant;
             }
         }
         self.events.insert(at, event);
@@ -316,6 +324,8 @@ mod tests {
         log.push(at(4, "tm-1"));
         log.push(at(5, "jm-1"));
         log.push(grant.clone());
+        // The new leader's own event after its grant, in that millisecond.
+        log.push(at(5, "jm-2"));
         log.push(end.clone());
         log.push(end.clone());
         let order: Vec<(&str, bool)> = log
@@ -335,14 +345,15 @@ mod tests {
                 ("tm-1", false),
                 ("jm-1", false),
                 ("jm-1", false),
-                ("jm-2", true)
+                ("jm-2", true),
+                ("jm-2", false)
             ]
         );
         assert!(matches!(
             log.events().nth(2).map(|e| &e.kind),
             Some(EventKind::LeaderEnded { .. })
         ));
-        assert_eq!(log.len(), 4, "the same end pushed twice is kept once");
+        assert_eq!(log.len(), 5, "the same end pushed twice is kept once");
     }
 
     #[test]
