@@ -60,6 +60,9 @@ pub(super) struct Parts {
     pub(super) runtime: Arc<dyn Runtime>,
     /// Checkpoint storage of the jobs deployed here.
     pub(super) storages: super::checkpoints::Storages,
+    /// The lock on the disk-backed state's directory, held for the
+    /// process's life (`disk_state.rs`).
+    pub(super) _disk_state_lock: Option<std::fs::File>,
 }
 
 /// The JobManager this TaskManager is registered with, as the shell calls

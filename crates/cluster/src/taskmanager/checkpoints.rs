@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -385,11 +385,7 @@ async fn write_state(
     let mut shared_new = Vec::with_capacity(encoded.shared.len());
     let mut copies: Vec<(StoragePath, LocalCopy)> = Vec::with_capacity(encoded.shared.len());
     let discard = |copies: &[(StoragePath, LocalCopy)]| {
-        for (_, copy) in copies {
-            if let LocalCopy::Spilled(file) = copy {
-                file.discard();
-            }
-        }
+        copies.iter().for_each(|(_, copy)| copy.discard());
     };
     let mut pending = encoded.shared.into_iter();
     while let Some(file) = pending.next() {
@@ -437,7 +433,17 @@ async fn write_state(
 /// memory, or its spilled file (deleted once copied).
 enum LocalCopy {
     Bytes(Bytes),
-    Spilled(SharedFile),
+    /// The spilled file (the copy's source, deleted once copied).
+    Spilled(PathBuf),
+}
+
+impl LocalCopy {
+    /// Deletes the spilled file, if it is one.
+    fn discard(&self) {
+        if let LocalCopy::Spilled(path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// Stores one shared file of `job` (read from its local file if spilled,
@@ -467,14 +473,13 @@ async fn store_shared(
         }
         // Read a part at a time (a local directory copies it in the
         // kernel): a part larger than memory is stored.
-        SharedContent::Spilled { ref path, .. } => {
-            let spilled = path.clone();
-            let stored = storage.put_file(&at, &spilled).await;
+        SharedContent::Spilled { path, .. } => {
+            let stored = storage.put_file(&at, &path).await;
+            let copy = LocalCopy::Spilled(path);
             if stored.is_ok() && keep {
-                // The spilled file is the copy's source (deleted once copied).
-                return Ok(Some((at, LocalCopy::Spilled(file))));
+                return Ok(Some((at, copy)));
             }
-            file.discard();
+            copy.discard();
             stored.map_err(Decline::Write)?;
             Ok(None)
         }
@@ -507,21 +512,12 @@ async fn keep_locally(
             for (path, copy) in &shared {
                 match copy {
                     LocalCopy::Bytes(bytes) => local.put(path, bytes)?,
-                    LocalCopy::Spilled(file) => match &file.content {
-                        SharedContent::Spilled { path: source, .. } => {
-                            local.put_file(path, source)?
-                        }
-                        SharedContent::Bytes(bytes) => local.put(path, bytes)?,
-                    },
+                    LocalCopy::Spilled(source) => local.put_file(path, source)?,
                 }
             }
             Ok::<(), std::io::Error>(())
         })();
-        for (_, copy) in &shared {
-            if let LocalCopy::Spilled(file) = copy {
-                file.discard();
-            }
-        }
+        shared.iter().for_each(|(_, copy)| copy.discard());
         copied?;
         local.used(key.job, checkpoint, used);
         Ok::<(), std::io::Error>(())

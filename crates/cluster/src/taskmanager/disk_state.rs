@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use holdfast_executor::KeyedStateBackend;
 use holdfast_runtime::ids::AttemptRef;
 
+use super::owned_dir;
+
 /// Where a TaskManager's tasks keep their keyed state.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum KeyedStateOptions {
@@ -28,23 +30,28 @@ pub enum KeyedStateOptions {
     },
 }
 
-/// The file in a TaskManager's directory naming the process that owns it.
-const OWNER: &str = "owner.pid";
-
 impl KeyedStateOptions {
-    /// Prepares the TaskManager's directory: emptied and made, with this
-    /// process named as its owner; the directories of TaskManagers whose
-    /// process is gone (killed before they could clean up) are deleted.
-    pub(crate) fn prepare(&self) -> io::Result<()> {
+    /// Prepares the TaskManager's directory: emptied, made and locked for
+    /// this process (the lock to hold for as long as it runs); the
+    /// directories of TaskManagers whose process is gone (killed before
+    /// they could clean up) are deleted.
+    pub(crate) fn prepare(&self) -> io::Result<Option<std::fs::File>> {
         let KeyedStateOptions::Disk { root, .. } = self else {
-            return Ok(());
+            return Ok(None);
         };
         if let Some(parent) = root.parent() {
-            sweep_dead_owners(parent, root);
+            owned_dir::sweep_unowned(parent, root, "the disk-backed state");
         }
-        remove_if_present(root)?;
-        std::fs::create_dir_all(root)?;
-        std::fs::write(root.join(OWNER), std::process::id().to_string())
+        // Locked first: a directory another live TaskManager holds (one id
+        // configured twice) is refused, not emptied under it.
+        let lock = owned_dir::lock_root(root)?;
+        for entry in std::fs::read_dir(root)? {
+            let entry = entry?;
+            if entry.file_name() != owned_dir::LOCK {
+                remove_if_present(&entry.path())?;
+            }
+        }
+        Ok(Some(lock))
     }
 
     /// What attempt `key` is told about its keyed state.
@@ -62,41 +69,16 @@ impl KeyedStateOptions {
     }
 }
 
-fn remove_if_present(dir: &Path) -> io::Result<()> {
-    match std::fs::remove_dir_all(dir) {
+/// Removes `path` (a directory with all it holds, or a file), if there.
+fn remove_if_present(path: &Path) -> io::Result<()> {
+    let removed = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match removed {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
-    }
-}
-
-/// Deletes the directories under `parent` (but `mine`) whose owner
-/// process no longer runs. Best effort: a directory that cannot be read or
-/// deleted is left, and logged.
-fn sweep_dead_owners(parent: &Path, mine: &Path) {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        if dir == mine {
-            continue;
-        }
-        let Ok(owner) = std::fs::read_to_string(dir.join(OWNER)) else {
-            continue;
-        };
-        let Ok(pid) = owner.trim().parse::<u32>() else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => tracing::info!(dir = %dir.display(), pid,
-                "deleted the disk-backed state of a TaskManager whose process is gone"),
-            Err(e) => tracing::warn!(dir = %dir.display(), pid, error = %e,
-                "cannot delete the disk-backed state of a TaskManager whose process is gone; \
-                 it takes disk space until deleted by hand"),
-        }
     }
 }
 
@@ -127,14 +109,15 @@ mod tests {
         for dir in [&mine, &live, &dead, &foreign] {
             std::fs::create_dir_all(dir.join("attempt")).unwrap();
         }
-        std::fs::write(live.join(OWNER), std::process::id().to_string()).unwrap();
-        // A pid above the kernel's limit never runs.
-        std::fs::write(dead.join(OWNER), "4194305").unwrap();
+        // A live TaskManager holds its lock; a dead one's lock file is
+        // there, held by nobody.
+        let _held = owned_dir::lock_root(&live).unwrap();
+        std::fs::write(dead.join(owned_dir::LOCK), "4194305").unwrap();
         let options = KeyedStateOptions::Disk {
             root: mine.clone(),
             memory_per_slot: 64 << 20,
         };
-        options.prepare().unwrap();
+        let lock = options.prepare().unwrap();
         assert!(
             live.join("attempt").exists(),
             "a running owner's state is kept"
@@ -142,15 +125,21 @@ mod tests {
         assert!(!dead.exists(), "a gone owner's state is swept");
         assert!(
             foreign.exists(),
-            "a directory with no owner file is not ours"
+            "a directory with no lock file is not ours"
         );
         assert!(
             !mine.join("attempt").exists(),
             "its own directory starts empty"
         );
-        assert_eq!(
-            std::fs::read_to_string(mine.join(OWNER)).unwrap(),
-            std::process::id().to_string()
-        );
+        // Held: another TaskManager with the same directory is refused, and
+        // one starting beside it leaves it alone.
+        assert!(lock.is_some());
+        assert!(options.prepare().is_err(), "a held directory is refused");
+        assert!(mine.exists());
+        owned_dir::sweep_unowned(base.path(), &live, "test");
+        assert!(mine.exists(), "a directory whose lock is held is kept");
+        drop(lock);
+        owned_dir::sweep_unowned(base.path(), &live, "test");
+        assert!(!mine.exists(), "swept once its lock is released");
     }
 }

@@ -17,6 +17,7 @@ mod disk_state;
 mod hardware;
 mod local_state;
 mod notices;
+mod owned_dir;
 mod registration;
 mod report;
 mod service;
@@ -190,16 +191,17 @@ pub async fn start<B: Backend>(
             Some(local)
         }
     };
-    options
-        .keyed_state
-        .prepare()
-        .map_err(|source| StartError::DiskState {
-            dir: match &options.keyed_state {
-                KeyedStateOptions::Disk { root, .. } => root.display().to_string(),
-                KeyedStateOptions::HashMap => String::new(),
-            },
-            source,
-        })?;
+    let disk_state_lock =
+        options
+            .keyed_state
+            .prepare()
+            .map_err(|source| StartError::DiskState {
+                dir: match &options.keyed_state {
+                    KeyedStateOptions::Disk { root, .. } => root.display().to_string(),
+                    KeyedStateOptions::HashMap => String::new(),
+                },
+                source,
+            })?;
     if let KeyedStateOptions::Disk {
         root,
         memory_per_slot,
@@ -272,6 +274,7 @@ pub async fn start<B: Backend>(
             status: status.clone(),
             self_tx: messages_tx,
             storages,
+            _disk_state_lock: disk_state_lock,
         },
         core,
     );
