@@ -740,7 +740,7 @@ where
         let group = KeyGroup(self.range.start + slot as u32);
         let failed = |e| self.run_error(e);
         // In ascending order of the keys' encodings, as a base (a delta
-        // holds what changed in one interval: it is sorted in memory).
+        // holds what changed in one interval: `section` sorts it in memory).
         let mut entries: Vec<BatchEntry> = Vec::with_capacity(keys.len());
         for key in keys {
             let encoded =
@@ -763,14 +763,8 @@ where
             };
             entries.push((encoded, value));
         }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut writer = run
-            .begin_section(group, SectionKind::Delta, entries.len())
-            .map_err(failed)?;
-        for (key, value) in &entries {
-            writer.put_encoded(key, value.as_deref()).map_err(failed)?;
-        }
-        writer.finish().map_err(failed)
+        run.section(group, SectionKind::Delta, entries)
+            .map_err(failed)
     }
 
     fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
