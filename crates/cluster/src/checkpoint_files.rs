@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! <execution.checkpointing.dir>/<job>/chk-<id>/<vertex>-<subtask>-<attempt>.state   one per attempt with state (TaskManagers write them)
+//! <execution.checkpointing.dir>/<job>/chk-<id>/<attempt tag>-<id>-<operator>.run     a full snapshot's runs (a disk-backed state), the checkpoint's own
 //! <execution.checkpointing.dir>/<job>/chk-<id>/_metadata                            JSON, written last by the leader; the HA pointer names it
 //! <execution.checkpointing.dir>/<job>/shared/<attempt>/<id>-<operator>.run             incremental checkpoints' runs, reused by later checkpoints
 //! ```
@@ -39,6 +40,32 @@ pub(crate) fn state_path(
     ))
 }
 
+/// `<dir of state>/<name>`: one of a snapshot's own files, beside its
+/// state file `state` (`name` as the task named it: one path segment
+/// ending in `.run`, so that it can be neither the state file nor the
+/// metadata).
+pub(crate) fn own_path(state: &StoragePath, name: &str) -> Result<StoragePath, BadPath> {
+    check_own_name(name)?;
+    let dir = state.parent().ok_or_else(|| BadPath {
+        path: state.as_str().chars().take(200).collect(),
+        reason: "a state file is in a directory",
+    })?;
+    dir.child(name)
+}
+
+/// Refuses an own file's name that is not one path segment ending in
+/// `.run`.
+pub(crate) fn check_own_name(name: &str) -> Result<(), BadPath> {
+    let stem = name.strip_suffix(".run").unwrap_or_default();
+    if stem.is_empty() || name.contains('/') || name.contains('\\') {
+        return Err(BadPath {
+            path: name.chars().take(200).collect(),
+            reason: "a snapshot's own file is named `<name>.run`, beside its state file",
+        });
+    }
+    Ok(())
+}
+
 /// `<job>/<name>`: a shared file of an incremental checkpoint (`name` as
 /// the task named it, `shared/…`).
 pub(crate) fn shared_path(job: JobId, name: &str) -> Result<StoragePath, BadPath> {
@@ -67,6 +94,19 @@ mod tests {
         assert_eq!(shared.as_str(), format!("{job}/shared/1-2-3/5-sum.run"));
         for outside in ["chk-5/_metadata", "shared/../../x", "/shared/x", "shared"] {
             assert!(shared_path(job, outside).is_err(), "{outside}");
+        }
+        let own = own_path(&state, "t-5-sum.run").unwrap();
+        assert_eq!(own.as_str(), format!("{job}/chk-5/t-5-sum.run"));
+        for bad in [
+            "_metadata",
+            "1-2-3.state",
+            ".run",
+            "../chk-4/x.run",
+            "a/b.run",
+            "..\\x.run",
+            "",
+        ] {
+            assert!(own_path(&state, bad).is_err(), "{bad}");
         }
     }
 }

@@ -5,6 +5,7 @@
 //! ```text
 //! <savepoint dir>/savepoint-<job>-<id>/
 //!   <vertex>-<subtask>-<attempt>.state   copies of what the TaskManagers wrote
+//!   <attempt tag>-<id>-<operator>.run    copies of the states' own files (a disk-backed state's runs)
 //!   _metadata                            format 2, state files named relative to it; written last, create-only
 //! ```
 //!
@@ -33,7 +34,8 @@ pub(crate) struct WriteError {
 }
 
 /// Writes `metadata` into `to` (the savepoint's own directory, which must
-/// be empty or missing) with a copy of each state file it names from
+/// be empty or missing) with a copy of each state file it names, and of
+/// each state's own files, from
 /// `from`'s directory `originals` (the checkpoint the TaskManagers
 /// wrote); returns where its `_metadata` is.
 pub(crate) async fn write(
@@ -84,6 +86,15 @@ async fn fill(
         from.copy_to(&source, to, &file)
             .await
             .map_err(|e| format!("copying the state file: {e}"))?;
+        // Its own files (a full snapshot of a state larger than memory),
+        // which it names relative to its directory.
+        for own in &task.files {
+            let file = name(&own.name)?;
+            let source = originals.child(&own.name).map_err(|e| e.to_string())?;
+            from.copy_to(&source, to, &file)
+                .await
+                .map_err(|e| format!("copying the state's file {}: {e}", own.name))?;
+        }
     }
     let bytes = serde_json::to_vec_pretty(metadata).map_err(|e| e.to_string())?;
     to.put_new(&name(METADATA)?, bytes.into())

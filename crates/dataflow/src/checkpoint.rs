@@ -23,13 +23,18 @@ use serde::{Deserialize, Serialize};
 
 /// The first bytes of every state file.
 const MAGIC: &[u8; 8] = b"HFSTATE1";
-/// The state file's format version: 4 as 3, with a process function's
+/// The state file's format version: 5 as 4, a keyed table's part possibly
+/// sections in run files of the snapshot's own, beside the state file (a
+/// full snapshot of the disk-backed state; a build that reads 4 would not
+/// know the part); 4 as 3, with a process function's
 /// states each a keyed table's part too (inline or chains: incremental);
 /// 3 as 2, with a keyed state's part either inline or chains of sections in
 /// shared files (incremental checkpoints); 2 files each operator's part
 /// under its id (`uid`, else its name); version 1 filed it under its
 /// position in the plan. All are read.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
+/// A keyed table's part inline or chains, a process function's states too.
+const FORMAT_4: u32 = 4;
 /// A keyed state's part inline or chains; a process function's states
 /// inline.
 pub(crate) const FORMAT_3: u32 = 3;
@@ -146,17 +151,21 @@ impl Snapshot {
         let parts = self.parts;
         Box::new(move || {
             let mut operators = Vec::with_capacity(parts.len());
-            let (mut shared, mut reused) = (Vec::new(), Vec::new());
+            let (mut own, mut shared, mut reused) = (Vec::new(), Vec::new(), Vec::new());
             for (uid, part) in parts {
                 let bytes = match part {
                     Part::Bytes(bytes) => bytes,
                     Part::Deferred(encode) => match encode() {
                         Ok(encoded) => {
+                            own.extend(encoded.own);
                             shared.extend(encoded.shared);
                             reused.extend(encoded.reused);
                             encoded.bytes
                         }
                         Err(source) => {
+                            own.iter()
+                                .chain(&shared)
+                                .for_each(holdfast_executor::SharedFile::discard);
                             return Err(StateEncodeError::Operator { uid, source }.into());
                         }
                     },
@@ -172,6 +181,7 @@ impl Snapshot {
             reused.dedup();
             Ok(EncodedState {
                 bytes: file.encode()?,
+                own,
                 shared,
                 reused,
             })
@@ -230,7 +240,7 @@ impl StateFile {
             .ok_or(StateDecodeError::Truncated)?;
         let format = u32::from_le_bytes(*format);
         match format {
-            FORMAT | FORMAT_3 | FORMAT_2 => {
+            FORMAT | FORMAT_4 | FORMAT_3 | FORMAT_2 => {
                 let mut file: StateFile =
                     postcard::from_bytes(body).map_err(StateDecodeError::Undecodable)?;
                 file.format = format;
@@ -584,10 +594,10 @@ mod tests {
         assert!(matches!(decode(b"garbage!"), StateDecodeError::WrongMagic));
         assert!(matches!(decode(MAGIC), StateDecodeError::Truncated));
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&5u32.to_le_bytes());
+        next.extend_from_slice(&(FORMAT + 1).to_le_bytes());
         assert!(matches!(
             decode(&next),
-            StateDecodeError::UnknownFormat { format: 5 }
+            StateDecodeError::UnknownFormat { format } if format == FORMAT + 1
         ));
         let mut cut = MAGIC.to_vec();
         cut.extend_from_slice(&FORMAT.to_le_bytes());
@@ -629,12 +639,12 @@ mod tests {
         );
         // A future format is refused, naming both.
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&5u32.to_le_bytes());
+        next.extend_from_slice(&6u32.to_le_bytes());
         let error = read(&next, 2).unwrap_err();
         assert!(
             error
                 .message()
-                .contains("format version is 5; this build reads versions 1 to 4"),
+                .contains("format version is 6; this build reads versions 1 to 5"),
             "{}",
             error.message()
         );

@@ -141,8 +141,10 @@ pub struct LocalRun {
     /// consumer's producer, a producer's consumer) before it gives up.
     pub request_timeout: Duration,
     /// Where incremental checkpoints keep their shared files (their runs),
-    /// so that a later run may restore from such a checkpoint; `None`:
-    /// they are counted and deleted. Nothing is ever deleted from it (a
+    /// so that a later run may restore from such a checkpoint, and full
+    /// ones their own files (a disk-backed state's runs, in `chk-<id>/`);
+    /// `None`: shared files are counted and deleted, own files kept in
+    /// memory. Nothing is ever deleted from it (a
     /// long run's checkpoints pile up): for tests and benchmarks.
     pub shared_dir: Option<std::path::PathBuf>,
 }
@@ -161,8 +163,12 @@ pub struct LocalCheckpoint {
     pub shared_written: u64,
     /// The shared files of its base it reuses (bytes).
     pub shared_reused: u64,
+    /// A full snapshot's own files (a disk-backed state's runs; bytes).
+    pub own_written: u64,
     /// Where its shared files are kept ([`LocalRun::shared_dir`]).
     pub shared_dir: Option<Arc<std::path::Path>>,
+    /// Its own files (a full snapshot of a disk-backed state).
+    pub(crate) own: crate::local_files::OwnFiles,
 }
 
 impl LocalCheckpoint {
@@ -182,12 +188,14 @@ impl LocalCheckpoint {
                 !bytes.is_empty() && (old_parallelism != parallelism || t.subtask == task.subtask)
             })
             .map(|(t, bytes)| RestoredFile {
-                source: match &self.shared_dir {
-                    Some(dir) => StateSource::Stored(Arc::new(crate::local_files::KeptState {
+                source: if self.shared_dir.is_none() && self.own.is_empty() {
+                    StateSource::Bytes(Arc::clone(bytes))
+                } else {
+                    StateSource::Stored(Arc::new(crate::local_files::KeptState {
                         state: Arc::clone(bytes),
-                        dir: Arc::clone(dir),
-                    })),
-                    None => StateSource::Bytes(Arc::clone(bytes)),
+                        shared: self.shared_dir.clone(),
+                        own: self.own.clone(),
+                    }))
                 },
                 vertex: t.vertex,
                 subtask: t.subtask,
@@ -529,7 +537,12 @@ impl LocalCheckpoints {
         let deadline = Instant::now() + timeout;
         let mut states = BTreeMap::new();
         let mut longest_sync = Duration::ZERO;
-        let (mut shared_written, mut shared_reused) = (0, 0);
+        let (mut shared_written, mut shared_reused, mut own_written) = (0, 0, 0);
+        let own_dir = self
+            .shared_dir
+            .as_ref()
+            .map(|dir| Arc::<std::path::Path>::from(dir.join(format!("chk-{}", id.0))));
+        let mut own_bytes: BTreeMap<String, Vec<u8>> = BTreeMap::new();
         let mut reports = lock(&self.reports);
         while states.len() < self.inboxes.len() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -579,6 +592,7 @@ impl LocalCheckpoints {
                             let encoded = encode().map_err(LocalCheckpointError::Encode)?;
                             shared_written +=
                                 encoded.shared.iter().map(SharedFile::len).sum::<u64>();
+                            own_written += encoded.own.iter().map(SharedFile::len).sum::<u64>();
                             let kept = match &self.shared_dir {
                                 Some(dir) => encoded
                                     .shared
@@ -589,6 +603,21 @@ impl LocalCheckpoints {
                             // What is not kept (all of it without a
                             // directory, the rest after a failure) goes.
                             encoded.shared.iter().for_each(SharedFile::discard);
+                            kept.map_err(|e| LocalCheckpointError::Encode(e.into()))?;
+                            let kept = match &own_dir {
+                                Some(dir) => encoded
+                                    .own
+                                    .iter()
+                                    .try_for_each(|file| crate::local_files::keep(dir, file)),
+                                None => encoded.own.iter().try_for_each(|file| {
+                                    let bytes = file.read().map_err(|e| {
+                                        format!("cannot read {} back: {e}", file.name)
+                                    })?;
+                                    own_bytes.insert(file.name.clone(), bytes);
+                                    Ok(())
+                                }),
+                            };
+                            encoded.own.iter().for_each(SharedFile::discard);
                             kept.map_err(|e| LocalCheckpointError::Encode(e.into()))?;
                             shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
                             encoded.bytes.into()
@@ -613,7 +642,12 @@ impl LocalCheckpoints {
             longest_sync,
             shared_written,
             shared_reused,
+            own_written,
             shared_dir: self.shared_dir.clone(),
+            own: match own_dir {
+                Some(dir) => crate::local_files::OwnFiles::Dir(dir),
+                None => crate::local_files::OwnFiles::Memory(Arc::new(own_bytes)),
+            },
         })
     }
 }

@@ -1,12 +1,15 @@
-//! The shared files of a [`LocalRun`](crate::LocalRun)'s incremental
-//! checkpoints, kept in a directory ([`LocalRun::shared_dir`](crate::LocalRun::shared_dir))
-//! so that a later run restores from such a checkpoint as a TaskManager
-//! restores from checkpoint storage.
+//! The files beside a [`LocalRun`](crate::LocalRun)'s state files: its
+//! incremental checkpoints' shared files, kept in a directory
+//! ([`LocalRun::shared_dir`](crate::LocalRun::shared_dir)) so that a later
+//! run restores from such a checkpoint as a TaskManager restores from
+//! checkpoint storage, and a full snapshot's own files (in `chk-<id>/`
+//! there, or in memory without a directory).
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use holdfast_executor::{LocalSpan, SharedContent, SharedFile, StoredState};
+use holdfast_executor::{LocalSpan, PartFile, SharedContent, SharedFile, StoredState};
 
 /// Moves (or writes) `file` to its name under `dir`.
 pub(crate) fn keep(dir: &Path, file: &SharedFile) -> Result<(), String> {
@@ -38,25 +41,83 @@ fn under(dir: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(dir.join(relative))
 }
 
-/// A subtask's state file of a kept checkpoint, with the shared files
-/// kept beside it.
+/// A subtask's state file of a kept checkpoint, with the files kept
+/// beside it.
 pub(crate) struct KeptState {
     pub(crate) state: Arc<[u8]>,
-    pub(crate) dir: Arc<Path>,
+    /// Where shared files are kept ([`LocalRun::shared_dir`](crate::LocalRun::shared_dir)), if anywhere.
+    pub(crate) shared: Option<Arc<Path>>,
+    /// The checkpoint's own files (a full snapshot's runs).
+    pub(crate) own: OwnFiles,
+}
+
+/// Where a local run's checkpoint keeps its own files.
+#[derive(Clone, Debug)]
+pub(crate) enum OwnFiles {
+    /// In a directory of the checkpoint's own (`<shared dir>/chk-<id>/`).
+    Dir(Arc<Path>),
+    /// In memory, by name (a local run without a directory).
+    Memory(Arc<BTreeMap<String, Vec<u8>>>),
+}
+
+impl OwnFiles {
+    /// Whether it holds no file.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            OwnFiles::Dir(_) => false,
+            OwnFiles::Memory(files) => files.is_empty(),
+        }
+    }
+}
+
+impl KeptState {
+    /// Where `file` is on disk, if it is on disk.
+    fn on_disk(&self, file: PartFile<'_>) -> Result<Option<PathBuf>, String> {
+        match (file, &self.shared, &self.own) {
+            (PartFile::Shared(name), Some(dir), _) => under(dir, name).map(Some),
+            (PartFile::Shared(name), None, _) => Err(format!(
+                "{}: a local run without a shared directory keeps no shared file",
+                name
+            )),
+            (PartFile::Own(name), _, OwnFiles::Dir(dir)) => under(dir, name).map(Some),
+            (PartFile::Own(_), _, OwnFiles::Memory(_)) => Ok(None),
+        }
+    }
 }
 
 impl StoredState for KeptState {
     fn location(&self) -> String {
-        format!("a local run's checkpoint kept in {}", self.dir.display())
+        match (&self.shared, &self.own) {
+            (_, OwnFiles::Dir(dir)) => {
+                format!("a local run's checkpoint kept in {}", dir.display())
+            }
+            (Some(dir), _) => format!("a local run's checkpoint kept in {}", dir.display()),
+            (None, OwnFiles::Memory(_)) => "a local run's checkpoint kept in memory".to_owned(),
+        }
     }
 
     fn read(&self) -> Result<Arc<[u8]>, String> {
         Ok(Arc::clone(&self.state))
     }
 
-    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+    fn read_range(
+        &self,
+        file: PartFile<'_>,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<u8>, String> {
         use std::io::{Read, Seek, SeekFrom};
-        let path = under(&self.dir, name)?;
+        let Some(path) = self.on_disk(file)? else {
+            let OwnFiles::Memory(files) = &self.own else {
+                return Err(format!("{file}: not kept"));
+            };
+            let bytes = files
+                .get(file.name())
+                .ok_or_else(|| format!("{file}: not kept"))?;
+            return bytes
+                .get(range.start as usize..range.end as usize)
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| format!("{file}: {range:?} is past its end"));
+        };
         let failed = |e: std::io::Error| format!("{}: {e}", path.display());
         let mut file = std::fs::File::open(&path).map_err(failed)?;
         file.seek(SeekFrom::Start(range.start)).map_err(failed)?;
@@ -65,12 +126,19 @@ impl StoredState for KeptState {
         Ok(bytes)
     }
 
-    fn shared_span(
+    fn local_span(
         &self,
-        name: &str,
-        _range: std::ops::Range<u64>,
-        _staging: &Path,
+        file: PartFile<'_>,
+        range: std::ops::Range<u64>,
+        staging: &Path,
     ) -> Result<LocalSpan, String> {
-        Ok(LocalSpan::whole(under(&self.dir, name)?))
+        if let Some(path) = self.on_disk(file)? {
+            return Ok(LocalSpan::whole(path));
+        }
+        let bytes = self.read_range(file, range.clone())?;
+        let span = LocalSpan::staged(staging, range.start)?;
+        std::fs::write(span.path(), bytes)
+            .map_err(|e| format!("cannot stage {file} in {}: {e}", staging.display()))?;
+        Ok(span)
     }
 }

@@ -89,7 +89,7 @@ fn kill_and_restore(mode: CheckpointingMode, taskmanagers: u32) {
 /// itself; runs it again from there to the end; checks the committed
 /// output. With `on_disk`, keyed state is disk-backed and the checkpoints
 /// before a kill are incremental, their runs kept for the restore (which
-/// merges them as streams).
+/// merges them as streams); a savepoint's runs are its own.
 fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool, on_disk: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (out, ids) = (dir.path().join("sums"), dir.path().join("ids"));
@@ -149,6 +149,15 @@ fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool
         assert!(emitted > 0, "the first run emitted records");
         assert_eq!(committed(&ids).len(), emitted, "every id the stop covers");
         assert_eq!(committed(&out).len(), emitted, "every sum the stop covers");
+        if on_disk {
+            // A full snapshot of the disk-backed state is in runs of its
+            // own (kept in `chk-2/`), not inline in its state files.
+            let runs = std::fs::read_dir(dir.path().join("shared").join("chk-2"))
+                .map(|d| d.filter_map(|e| e.ok()).count())
+                .unwrap_or(0);
+            assert!(runs > 0, "the savepoint's runs are kept");
+            assert_eq!(savepoint.shared_written, 0, "a savepoint shares nothing");
+        }
         savepoint
     } else {
         let second = checkpoint(2).unwrap();
@@ -230,6 +239,11 @@ fn a_job_stopped_with_a_savepoint_ends_by_itself_and_resumes_from_it_exactly_onc
 #[test]
 fn a_killed_job_on_disk_backed_state_restores_from_incremental_checkpoints_exactly_once() {
     first_run_then_restore(CheckpointingMode::ExactlyOnce, 1, false, true);
+}
+
+#[test]
+fn a_job_on_disk_backed_state_resumes_from_a_savepoint_of_its_own_runs_exactly_once() {
+    first_run_then_restore(CheckpointingMode::ExactlyOnce, 2, true, true);
 }
 
 #[test]

@@ -61,12 +61,19 @@ pub enum CheckpointRequest {
 /// copy). An `Err` declines the checkpoint with that reason.
 pub type EncodeState = Box<dyn FnOnce() -> Result<EncodedState, EncodeError> + Send>;
 
-/// An attempt's encoded snapshot: its state file, and for an incremental
-/// checkpoint the shared files it wrote and those of its base it reuses.
+/// An attempt's encoded snapshot: its state file, the files of its own
+/// written beside it (a full snapshot of a state larger than memory), and
+/// for an incremental checkpoint the shared files it wrote and those of its
+/// base it reuses.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct EncodedState {
     /// The state file (written under the checkpoint's own directory).
     pub bytes: Vec<u8>,
+    /// Files of this snapshot alone, written beside its state file and
+    /// named relative to its directory (one path segment): they go with
+    /// the checkpoint's directory, and a savepoint copies them with the
+    /// state file, so that it stays self-contained.
+    pub own: Vec<SharedFile>,
     /// Files written for this checkpoint that later ones may reuse, named
     /// relative to the job's checkpoint directory (`shared/…`).
     pub shared: Vec<SharedFile>,
@@ -83,8 +90,8 @@ impl From<Vec<u8>> for EncodedState {
     }
 }
 
-/// A shared file to write: its name (relative to the job's checkpoint
-/// directory) and its content.
+/// A file beside a state file to write (a shared one, or one of the
+/// snapshot's own): its name and its content.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SharedFile {
     /// Its name.
@@ -281,34 +288,66 @@ pub trait StoredState: Send + Sync {
     /// Reads the whole file; `Err` says why, naming what failed.
     fn read(&self) -> Result<Arc<[u8]>, String>;
 
-    /// Reads `range` of the shared file `name` (relative to the directory
-    /// of the job whose checkpoint this file belongs to: the state file's
-    /// directory's parent), for an incremental checkpoint's state.
-    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+    /// Reads `range` of `file`, a file its part names beside it.
+    fn read_range(
+        &self,
+        file: PartFile<'_>,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<u8>, String> {
         let _ = range;
         Err(format!(
-            "{} has no shared files beside it (cannot read {name})",
+            "{} has no files beside it (cannot read {file})",
             self.location()
         ))
     }
 
-    /// `range` of the shared file `name` as a local file, for a restore
-    /// that streams what it reads (a state larger than memory): the file
-    /// itself when it is on this machine whole (a checked local copy, a
-    /// local checkpoint directory), else the range fetched into a new file
-    /// in `staging` (deleted when the span is dropped). This default
-    /// fetches through [`read_shared`](Self::read_shared).
-    fn shared_span(
+    /// `range` of `file` as a local file, for a restore that streams what
+    /// it reads (a state larger than memory): the file itself when it is
+    /// on this machine whole (a checked local copy, a local checkpoint
+    /// directory), else the range fetched into a new file in `staging`
+    /// (deleted when the span is dropped). This default fetches through
+    /// [`read_range`](Self::read_range).
+    fn local_span(
         &self,
-        name: &str,
+        file: PartFile<'_>,
         range: std::ops::Range<u64>,
         staging: &std::path::Path,
     ) -> Result<LocalSpan, String> {
-        let bytes = self.read_shared(name, range.clone())?;
+        let bytes = self.read_range(file, range.clone())?;
         let span = LocalSpan::staged(staging, range.start)?;
         std::fs::write(span.path(), bytes)
-            .map_err(|e| format!("cannot stage {name} in {}: {e}", staging.display()))?;
+            .map_err(|e| format!("cannot stage {file} in {}: {e}", staging.display()))?;
         Ok(span)
+    }
+}
+
+/// A file a state's part names beside its state file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartFile<'a> {
+    /// A shared file of an incremental checkpoint, relative to the
+    /// directory of the job the checkpoint belongs to (the state file's
+    /// directory's parent): `shared/…`.
+    Shared(&'a str),
+    /// One of the snapshot's own files, relative to the state file's
+    /// directory (a checkpoint's `chk-<id>/`, a savepoint's own).
+    Own(&'a str),
+}
+
+impl PartFile<'_> {
+    /// Its name, relative to where it is resolved.
+    pub fn name(&self) -> &str {
+        match self {
+            PartFile::Shared(name) | PartFile::Own(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for PartFile<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PartFile::Shared(name) => f.write_str(name),
+            PartFile::Own(name) => write!(f, "{name} (beside the state file)"),
+        }
     }
 }
 

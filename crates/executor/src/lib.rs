@@ -52,8 +52,8 @@ mod thread;
 pub use args::{Args, ArgsError};
 pub use checkpoint::{
     CheckpointOutcome, CheckpointReport, CheckpointReporter, CheckpointRequest, CheckpointTiming,
-    EncodeError, EncodeState, EncodedState, LocalSpan, NO_CHECKPOINT, ReadStateError, RestoredFile,
-    RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
+    EncodeError, EncodeState, EncodedState, LocalSpan, NO_CHECKPOINT, PartFile, ReadStateError,
+    RestoredFile, RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
     TaskCheckpointing,
 };
 pub use code::{TaskCode, TaskFailure};

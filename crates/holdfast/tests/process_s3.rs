@@ -1,8 +1,8 @@
 //! Tier 4: checkpoints and savepoints in an S3-compatible object store, on
 //! real processes, a real ZooKeeper and a real S3 server (SeaweedFS,
 //! started by the test kit; the test fails saying how to install it when
-//! it cannot start). Nothing of the job's state touches a local disk: the
-//! checkpoint and savepoint directories are `s3://` locations.
+//! it cannot start). The checkpoint and savepoint directories are `s3://`
+//! locations (the disk-backed state keeps its working copy on local disk).
 //!
 //! - A bounded keyed `datagen` job checkpoints into the bucket and writes
 //!   its output there (the S3 file sink: part files as multipart uploads)
@@ -10,10 +10,10 @@
 //!   committed part files hold every update exactly once, no multipart
 //!   upload is left open, and the ended job's checkpoints leave the
 //!   bucket.
-//! - A job writing to the bucket, stopped with a savepoint into it,
-//!   resumes from it at another parallelism (the sink's uploads taken over
-//!   by the new subtasks), exactly once; a missing savepoint is refused by
-//!   name.
+//! - A job on the disk-backed state writing to the bucket, stopped with a
+//!   savepoint into it (its state as runs of the savepoint's own), resumes
+//!   from it at another parallelism (the sink's uploads taken over by the
+//!   new subtasks), exactly once; a missing savepoint is refused by name.
 //! - The store stalled (a proxy in front of it holds every byte) past the
 //!   checkpoint timeout: checkpoints are declined naming the bucket and
 //!   key, the job runs on without a restart, and once the store answers
@@ -190,11 +190,15 @@ async fn a_savepoint_in_a_bucket_resumes_the_job_at_another_parallelism() -> Res
     let s3 = S3Server::start()?;
     let data = tempfile::tempdir()?;
     let output = format!("s3://{}/out", s3.bucket());
+    // The disk-backed state: the savepoint holds its runs as files of its
+    // own, copied inside the bucket with their state files.
     let config = format!(
         "execution.checkpointing.interval: 300ms\nexecution.checkpointing.dir: s3://{bucket}/checkpoints\n\
-         execution.checkpointing.savepoint-dir: s3://{bucket}/savepoints\ntaskmanager.numberOfTaskSlots: 3\n{}",
+         execution.checkpointing.savepoint-dir: s3://{bucket}/savepoints\ntaskmanager.numberOfTaskSlots: 3\n\
+         state.backend.type: fjall\nio.tmp.dirs: {tmp}\ntaskmanager.memory.managed.size: 2 mb\n{}",
         s3_config(&s3, &s3.endpoint()),
         bucket = s3.bucket(),
+        tmp = data.path().join("tmp").display(),
     );
     let cluster = Cluster::start("lease", &config).await?;
     let jm = cluster.jobmanager("jm-a").await?;
@@ -221,8 +225,9 @@ async fn a_savepoint_in_a_bucket_resumes_the_job_at_another_parallelism() -> Res
     let files = bucket_files(&s3, key).await?;
     ensure!(
         files.contains(&"_metadata".to_owned())
-            && files.iter().filter(|f| f.ends_with(".state")).count() >= 2,
-        "the savepoint holds its metadata and its own state files: {files:?}"
+            && files.iter().filter(|f| f.ends_with(".state")).count() >= 2
+            && files.iter().filter(|f| f.ends_with(".run")).count() >= 2,
+        "the savepoint holds its metadata, its own state files and their runs: {files:?}"
     );
     let after_first = data.path().join("after-first");
     committed_output(&s3, &after_first).await?;

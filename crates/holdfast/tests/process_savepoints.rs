@@ -1,10 +1,12 @@
 //! Tier 4: savepoints, stop-with-savepoint and rescaling on real processes
 //! and a real ZooKeeper, driven through the CLI as an operator would. A
-//! bounded, rate-limited keyed `datagen` job is savepointed while it runs,
-//! stopped with a savepoint in its middle, the savepoint moved to another
-//! directory, resumed at parallelism 3, stopped again and resumed at
-//! parallelism 1 to its end: the committed output over all runs holds
-//! every update exactly once and each key's largest sum is its total. A job
+//! bounded, rate-limited keyed `datagen` job on the disk-backed state is
+//! savepointed while it runs, stopped with a savepoint in its middle (its
+//! state in runs of the savepoint's own, never whole in memory), the
+//! savepoint moved to another directory, resumed at parallelism 3, stopped
+//! again and resumed at parallelism 1 to its end: the committed output over
+//! all runs holds every update exactly once and each key's largest sum is
+//! its total. A job
 //! upgraded with one more operator restores without a flag; state that no
 //! operator claims needs `--allow-non-restored-state`; garbage and another
 //! job's savepoint are refused by name.
@@ -37,6 +39,24 @@ fn config(data: &Path) -> String {
         data.join("checkpoints").display(),
         data.join("savepoints").display()
     )
+}
+
+/// [`config`] with the disk-backed state.
+fn disk_config(data: &Path) -> String {
+    format!(
+        "{}\nstate.backend.type: fjall\nio.tmp.dirs: {}\ntaskmanager.memory.managed.size: 2 mb",
+        config(data),
+        data.join("tmp").display()
+    )
+}
+
+/// The names in `dir` that end in `suffix`.
+fn files_ending(dir: &Path, suffix: &str) -> Result<Vec<String>> {
+    Ok(std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(suffix))
+        .collect())
 }
 
 fn params(output: Option<&Path>, pipeline: &str) -> String {
@@ -92,7 +112,7 @@ fn lines_in(output: &Path) -> Result<usize> {
 async fn a_job_stopped_moved_resized_and_resumed_commits_every_record_once() -> Result<()> {
     let data = tempfile::tempdir()?;
     let output = data.path().join("out");
-    let cluster = Cluster::start("lease", &config(data.path())).await?;
+    let cluster = Cluster::start("lease", &disk_config(data.path())).await?;
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
     let _tm1 = cluster.taskmanager("tm-1", None).await?;
@@ -109,13 +129,17 @@ async fn a_job_stopped_moved_resized_and_resumed_commits_every_record_once() -> 
         "into execution.checkpointing.savepoint-dir: {}",
         taken.display()
     );
-    let states = std::fs::read_dir(&taken)?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".state"))
-        .count();
+    let states = files_ending(&taken, ".state")?.len();
     ensure!(
         states >= 2,
         "the savepoint holds its own state files ({states})"
+    );
+    // The keyed sum's state is in runs of the savepoint's own, beside its
+    // state files (one per subtask at least), not inline.
+    let runs = files_ending(&taken, ".run")?;
+    ensure!(
+        runs.len() >= 2,
+        "the savepoint holds the disk-backed state's runs: {runs:?}"
     );
     ensure!(
         client.job(first).await?.state == "RUNNING",
@@ -137,12 +161,36 @@ async fn a_job_stopped_moved_resized_and_resumed_commits_every_record_once() -> 
         0 < after_first && after_first < JOB.records as usize,
         "stopped in the middle: {after_first} updates committed"
     );
+    ensure!(
+        !files_ending(&stopped, ".run")?.is_empty(),
+        "the stop's savepoint holds its runs"
+    );
     let moved = data.path().join("moved").join("sp");
     std::fs::create_dir_all(moved.parent().unwrap())?;
     std::fs::rename(&stopped, &moved)?;
 
-    // 2 → 3.
+    // A copy missing one of its runs is refused before anything runs,
+    // naming the run.
     let keyed = params(Some(&output), "keyed");
+    let broken = data.path().join("broken");
+    copy_dir(&moved, &broken)?;
+    let run = files_ending(&broken, ".run")?
+        .into_iter()
+        .next()
+        .context("a run")?;
+    std::fs::remove_file(broken.join(&run))?;
+    let b = broken.display().to_string();
+    let refused = cli_fails(
+        &jm,
+        &["run", "datagen", "--args", &keyed, "--from-savepoint", &b],
+    )
+    .await?;
+    ensure!(
+        refused.contains(&run) && refused.contains("cannot be read"),
+        "a missing run is named: {refused}"
+    );
+
+    // 2 → 3.
     let second = resume(&jm, &keyed, 3, &moved, &[]).await?;
     running_and_checkpointed(&jm, &client, second).await?;
     let details = client.job(second).await?;

@@ -58,6 +58,7 @@ fn state(bytes: u64, alignment_ms: u64) -> TaskState {
         location: format!("chk/{bytes}"),
         bytes,
         alignment: Duration::from_millis(alignment_ms),
+        own: Vec::new(),
         shared_new: Vec::new(),
         shared_reused: Vec::new(),
     }

@@ -174,6 +174,7 @@ impl Leader {
                     location: format!("{job}/chk-{n}/{}.state", task.task.vertex),
                     bytes: 10,
                     alignment: Duration::ZERO,
+                    own: Vec::new(),
                     shared_new: Vec::new(),
                     shared_reused: Vec::new(),
                 },
@@ -229,6 +230,7 @@ fn metadata(job: JobId, n: u64, attempt: u32) -> Metadata {
             bytes: 10,
             alignment_ms: 0,
             shared: Vec::new(),
+            files: Vec::new(),
         })
         .collect();
     let mut m = Metadata::new(job, cp(n), Some(&graph2(1, 1)), tasks);
@@ -767,6 +769,7 @@ fn a_savepoint_written_after_it_was_aborted_is_removed() {
                 location: String::new(),
                 bytes: 0,
                 alignment: Duration::ZERO,
+                own: Vec::new(),
                 shared_new: Vec::new(),
                 shared_reused: Vec::new(),
             },

@@ -107,8 +107,9 @@ impl CheckpointStorage for Storage {
 impl Storage {
     /// Copies the file `from` of this storage to `to` in `target`: inside
     /// one bucket with the store's own copy (nothing passes through this
-    /// process), otherwise by reading it and writing it there (durable when
-    /// this returns, as a `put` is).
+    /// process), from a local directory as [`put_file`](CheckpointStorage::put_file)
+    /// stores a file (a piece at a time), otherwise by reading it and
+    /// writing it there (durable when this returns, as a `put` is).
     pub async fn copy_to(
         &self,
         from: &StoragePath,
@@ -119,6 +120,14 @@ impl Storage {
             && source.same_bucket(destination)
         {
             return source.copy_within_bucket(from, destination, to).await;
+        }
+        if let Storage::Local(source) = self {
+            // Missing is a typed not-found, as for a read.
+            source.size(from).await?;
+            return target
+                .put_file(to, &source.local_path(from))
+                .await
+                .map(drop);
         }
         let bytes = self.get(from).await?;
         target.put(to, bytes).await

@@ -1,7 +1,8 @@
 //! `Storage::copy_to`: a file copied from one storage to another — inside
 //! one bucket of a real S3 server (SeaweedFS from the test kit) by the
-//! store itself, between a local directory and a bucket by reading and
-//! writing — arrives whole; a missing source is a typed not-found.
+//! store itself, from a local directory a piece at a time, from a bucket
+//! to elsewhere by reading and writing — arrives whole; a missing source
+//! is a typed not-found.
 
 use bytes::Bytes;
 use holdfast_storage::{CheckpointStorage, Opener, StorageError, StoragePath};
@@ -41,6 +42,25 @@ async fn copies_arrive_whole_within_a_bucket_and_across_storages() {
         .await
         .unwrap();
     assert_eq!(checkpoints.get(&path("back.state")).await.unwrap(), bytes);
+    // Local to local, larger than a piece (the kernel copies it).
+    let big = Bytes::from(
+        (0..(12u32 << 20))
+            .map(|i| (i % 253) as u8)
+            .collect::<Vec<_>>(),
+    );
+    let other_disk = open(local.path().join("sp-3").display().to_string());
+    on_disk.put(&path("big.run"), big.clone()).await.unwrap();
+    on_disk
+        .copy_to(&path("big.run"), &other_disk, &path("big.run"))
+        .await
+        .unwrap();
+    assert_eq!(other_disk.get(&path("big.run")).await.unwrap(), big);
+    // Local to a bucket, in parts.
+    on_disk
+        .copy_to(&path("big.run"), &savepoint, &path("big.run"))
+        .await
+        .unwrap();
+    assert_eq!(savepoint.get(&path("big.run")).await.unwrap(), big);
 
     for (source, target) in [(&checkpoints, &savepoint), (&on_disk, &checkpoints)] {
         let error = source

@@ -9,7 +9,9 @@
 //! with an incremental checkpoint every second; the updates applied per
 //! second, what the checkpoints wrote and took, the longest task pause,
 //! the process's resident memory (now and at its peak) against the memory
-//! before the job started, and what the state takes on disk. Then the
+//! before the job started, and what the state takes on disk. Then a
+//! savepoint (a full snapshot) of the running job: how long it took, its
+//! size, and the most memory the process took meanwhile. Then the
 //! job is canceled, its state deleted, and a new run restores from the
 //! last checkpoint (its runs kept in a directory, read in place, as from
 //! local copies or a local checkpoint directory): how long until its
@@ -87,6 +89,10 @@ struct RunResult {
     rss_steady_max_mib: f64,
     peak_mib: f64,
     disk_mib: f64,
+    savepoint: Duration,
+    savepoint_bytes: f64,
+    rss_savepoint_before_mib: f64,
+    savepoint_peak_mib: f64,
     restore: Duration,
     rss_restore_before_mib: f64,
     restore_peak_mib: f64,
@@ -160,6 +166,23 @@ fn one_run(args: &DiskStateArgs, name: &str, work: &Path) -> Result<RunResult> {
     let updates_per_second = updates as f64 / from.0.elapsed().as_secs_f64();
     let now = Memory::of(std::process::id())?;
     let disk_mib = dir.as_deref().map_or(0, disk_bytes) as f64 / f64::from(1 << 20);
+
+    // A savepoint (a full snapshot) of the running job, the high-water
+    // mark reset before it.
+    reset_peak()?;
+    let savepoint_before = Memory::of(std::process::id())?;
+    let taken = Instant::now();
+    let savepoint = checkpoints
+        .checkpoint(checkpoints.next_id(), Duration::from_secs(3600))
+        .context("the savepoint")?;
+    let savepoint_took = taken.elapsed();
+    let savepoint_peak = Memory::of(std::process::id())?;
+    let savepoint_bytes = savepoint
+        .states
+        .values()
+        .map(|s| s.len() as u64)
+        .sum::<u64>()
+        + savepoint.own_written;
     job.cancel();
     let _ = job.join();
 
@@ -207,6 +230,10 @@ fn one_run(args: &DiskStateArgs, name: &str, work: &Path) -> Result<RunResult> {
         rss_steady_max_mib: steady_max.max(now.rss_kib) as f64 / 1024.0,
         peak_mib: now.peak_kib as f64 / 1024.0,
         disk_mib,
+        savepoint: savepoint_took,
+        savepoint_bytes: savepoint_bytes as f64,
+        rss_savepoint_before_mib: savepoint_before.rss_kib as f64 / 1024.0,
+        savepoint_peak_mib: savepoint_peak.peak_kib as f64 / 1024.0,
         restore,
         rss_restore_before_mib: restore_before.rss_kib as f64 / 1024.0,
         restore_peak_mib: restored.peak_kib as f64 / 1024.0,
@@ -234,6 +261,8 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
             "task pause max",
             "RSS before / filled / updating (max) / peak",
             "on disk",
+            "savepoint: duration / size",
+            "RSS before savepoint / its peak",
             "restore (to a checkpoint)",
             "RSS before restore / its peak",
         ],
@@ -276,6 +305,15 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
                 result.peak_mib
             ),
             format!("{:.0} MiB", result.disk_mib),
+            format!(
+                "{:.1} s / {}",
+                result.savepoint.as_secs_f64(),
+                mib(result.savepoint_bytes)
+            ),
+            format!(
+                "{:.0} / {:.0} MiB",
+                result.rss_savepoint_before_mib, result.savepoint_peak_mib
+            ),
             format!("{:.1} s", result.restore.as_secs_f64()),
             format!(
                 "{:.0} / {:.0} MiB",
@@ -293,6 +331,10 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
                    "rss_before_mib": result.rss_before_mib, "rss_filled_mib": result.rss_filled_mib,
                    "rss_updating_max_mib": result.rss_steady_max_mib,
                    "peak_rss_mib": result.peak_mib, "disk_mib": result.disk_mib,
+                   "savepoint_s": result.savepoint.as_secs_f64(),
+                   "savepoint_bytes": result.savepoint_bytes,
+                   "rss_before_savepoint_mib": result.rss_savepoint_before_mib,
+                   "savepoint_peak_rss_mib": result.savepoint_peak_mib,
                    "restore_s": result.restore.as_secs_f64(),
                    "rss_before_restore_mib": result.rss_restore_before_mib,
                    "restore_peak_rss_mib": result.restore_peak_mib}),
@@ -307,6 +349,8 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
          runs kept in a local directory, not written to storage); held = what a restore of the last checkpoint reads; RSS = the whole \
          process (the source, the sink and the bench too): before the job, after the fill, the most \
          sampled each second while updating, and its high-water mark since the process started; \
+         savepoint = a full snapshot of the running job after the updates (the disk-backed state's \
+         runs its own, kept in a local directory), with the high-water mark reset before it; \
          restore = a new run from the last checkpoint (the first run's state deleted, the runs read \
          where they were kept) until its first checkpoint completes, with the process's high-water \
          mark reset before it",

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use holdfast_executor::{
-    CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, LocalSpan, RestoredFile,
-    RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
+    CheckpointOutcome, CheckpointReport, CheckpointRequest, EncodeError, LocalSpan, PartFile,
+    RestoredFile, RestoredState, SharedContent, SharedFile, SharedRef, StateSource, StoredState,
     TaskCheckpointing,
 };
 use holdfast_rpc::proto;
@@ -37,7 +37,7 @@ use tonic::Status;
 use super::actor::{Actor, Message};
 use super::calls::attempt_key;
 use super::local_state::LocalState;
-use crate::checkpoint_files::{shared_path, state_path};
+use crate::checkpoint_files::{check_own_name, own_path, shared_path, state_path};
 
 /// An attempt's answer, ready for the leader.
 #[derive(Debug)]
@@ -84,6 +84,9 @@ pub(super) struct Written {
     pub(super) state: String,
     pub(super) bytes: u64,
     pub(super) alignment: Duration,
+    /// The snapshot's own files, beside its state file (named relative to
+    /// the checkpoint's directory).
+    pub(super) own: Vec<SharedRef>,
     /// Shared files written for the checkpoint (relative to the job's
     /// checkpoint directory).
     pub(super) shared_new: Vec<SharedRef>,
@@ -214,8 +217,12 @@ impl StoredState for StateFile {
         Ok(Arc::from(&bytes[..]))
     }
 
-    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
-        let (storage, shared, here) = self.shared(name)?;
+    fn read_range(
+        &self,
+        file: PartFile<'_>,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<u8>, String> {
+        let (storage, shared, here) = self.resolve(file)?;
         if let (Some(local), true) = (&self.local, here) {
             if let Some(bytes) = local.get_range(&shared, range.clone()) {
                 local.count(true);
@@ -230,13 +237,13 @@ impl StoredState for StateFile {
         Ok(bytes.to_vec())
     }
 
-    fn shared_span(
+    fn local_span(
         &self,
-        name: &str,
+        file: PartFile<'_>,
         range: std::ops::Range<u64>,
         staging: &Path,
     ) -> Result<LocalSpan, String> {
-        let (storage, shared, here) = self.shared(name)?;
+        let (storage, shared, here) = self.resolve(file)?;
         if let (Some(local), true) = (&self.local, here) {
             if let Some(copy) = local.checked_file(&shared) {
                 local.count(true);
@@ -268,36 +275,47 @@ impl StoredState for StateFile {
     }
 }
 
-/// How much of a shared file a restore that streams fetches at a time.
+/// How much of a file a restore that streams fetches at a time.
 const FETCH_PIECE: u64 = 4 << 20;
 
 impl StateFile {
-    /// Where the shared file `name` is: beside the checkpoint's directory
+    /// Where `file` is: a shared one beside the checkpoint's directory
     /// (`<job>/chk-<id>/x.state` ─► `<job>/<name>`; `name` is checked as a
-    /// relative path: it cannot leave the job's directory), and whether it
-    /// is in the job's own storage (so local copies may hold it).
-    fn shared(&self, name: &str) -> Result<(Arc<Storage>, StoragePath, bool), String> {
+    /// relative path: it cannot leave the job's directory), one of the
+    /// snapshot's own beside the state file (one segment, `<name>.run`);
+    /// and whether it is in the job's own storage (so local copies may
+    /// hold it).
+    fn resolve(&self, file: PartFile<'_>) -> Result<(Arc<Storage>, StoragePath, bool), String> {
+        let (name, levels) = match file {
+            PartFile::Shared(name) => (name, 2),
+            PartFile::Own(name) => {
+                check_own_name(name).map_err(|e| e.to_string())?;
+                (name, 1)
+            }
+        };
         let relative: StoragePath = name.parse().map_err(|e: BadPath| e.to_string())?;
-        let no_job_dir = || format!("{}: no job directory above it", self.location());
+        let no_dir = || format!("{}: no directory above it for {file}", self.location());
         match &self.at {
             Place::Here(storage, path) => {
-                let job_dir = path
-                    .parent()
-                    .and_then(|chk| chk.parent())
-                    .ok_or_else(no_job_dir)?;
-                let shared = job_dir.join(relative.as_str()).map_err(|e| e.to_string())?;
-                Ok((Arc::clone(storage), shared, true))
+                let mut dir = Some(path.clone());
+                for _ in 0..levels {
+                    dir = dir.and_then(|d| d.parent());
+                }
+                let dir = dir.ok_or_else(no_dir)?;
+                let at = dir.join(relative.as_str()).map_err(|e| e.to_string())?;
+                Ok((Arc::clone(storage), at, true))
             }
             Place::Elsewhere(location) => {
-                let job_dir = location
-                    .parent()
-                    .and_then(|chk| chk.parent())
-                    .ok_or_else(no_job_dir)?;
-                let (storage, shared) = self
+                let mut dir = Some(location.clone());
+                for _ in 0..levels {
+                    dir = dir.and_then(|d| d.parent());
+                }
+                let dir = dir.ok_or_else(no_dir)?;
+                let (storage, at) = self
                     .opener
-                    .file(&job_dir.join(relative.as_str()))
+                    .file(&dir.join(relative.as_str()))
                     .map_err(|e| e.to_string())?;
-                Ok((storage, shared, false))
+                Ok((storage, at, false))
             }
         }
     }
@@ -378,28 +396,42 @@ async fn write_state(
         .await
         .map_err(Decline::EncodePanicked)?
         .map_err(Decline::Encode)?;
-    // The shared files first: the state file names them. A spilled file
-    // is stored read a piece at a time, and deleted once stored (or once
-    // copied locally): a state larger than memory holds a piece of its
-    // checkpoint in memory, not a part.
-    let mut shared_new = Vec::with_capacity(encoded.shared.len());
-    let mut copies: Vec<(StoragePath, LocalCopy)> = Vec::with_capacity(encoded.shared.len());
+    // The files beside the state file first (it names them): its own
+    // (in the checkpoint's directory), then the shared ones. A spilled
+    // file is stored read a piece at a time, and deleted once stored (or
+    // once copied locally): a state larger than memory holds a piece of
+    // its checkpoint in memory, not a part.
+    let (mut own, mut shared_new) = (Vec::new(), Vec::new());
+    let mut copies: Vec<(StoragePath, LocalCopy)> = Vec::new();
     let discard = |copies: &[(StoragePath, LocalCopy)]| {
         copies.iter().for_each(|(_, copy)| copy.discard());
     };
-    let mut pending = encoded.shared.into_iter();
-    while let Some(file) = pending.next() {
-        shared_new.push(SharedRef {
+    let mut pending = (encoded
+        .own
+        .into_iter()
+        .map(|f| (own_path(&path, &f.name), true, f)))
+    .chain(
+        encoded
+            .shared
+            .into_iter()
+            .map(|f| (shared_path(key.job, &f.name), false, f)),
+    );
+    while let Some((at, is_own, file)) = pending.next() {
+        let written = SharedRef {
             name: file.name.clone(),
             bytes: file.len(),
-        });
-        match store_shared(key.job, &storage, file, storages.local.is_some()).await {
+        };
+        match store_beside(at, &storage, file, storages.local.is_some()).await {
             Ok(copy) => copies.extend(copy),
             Err(decline) => {
                 discard(&copies);
-                pending.for_each(|f| f.discard());
+                pending.for_each(|(_, _, f)| f.discard());
                 return Err(decline);
             }
+        }
+        match is_own {
+            true => own.push(written),
+            false => shared_new.push(written),
         }
     }
     let size = encoded.bytes.len() as u64;
@@ -424,12 +456,13 @@ async fn write_state(
         state: path.as_str().to_owned(),
         bytes: size,
         alignment: Duration::ZERO,
+        own,
         shared_new,
         shared_reused: encoded.reused,
     })
 }
 
-/// What a local copy of a stored shared file is made from: its bytes in
+/// What a local copy of a file stored beside a state file is made from: its bytes in
 /// memory, or its spilled file (deleted once copied).
 enum LocalCopy {
     Bytes(Bytes),
@@ -446,16 +479,16 @@ impl LocalCopy {
     }
 }
 
-/// Stores one shared file of `job` (read from its local file if spilled,
-/// which is deleted unless `keep` asks for a local copy); returns what the
-/// copy is made from, if asked for.
-async fn store_shared(
-    job: JobId,
+/// Stores one file beside a state file at `at` (read from its local file
+/// if spilled, which is deleted unless `keep` asks for a local copy);
+/// returns what the copy is made from, if asked for.
+async fn store_beside(
+    at: Result<StoragePath, BadPath>,
     storage: &Storage,
     file: SharedFile,
     keep: bool,
 ) -> Result<Option<(StoragePath, LocalCopy)>, Decline> {
-    let at = match shared_path(job, &file.name) {
+    let at = match at {
         Ok(at) => at,
         Err(e) => {
             file.discard();
@@ -487,7 +520,7 @@ async fn store_shared(
 }
 
 /// Local recovery: copies of what an attempt wrote for `checkpoint` (its
-/// state file and new shared files), and the reused files it needs,
+/// state file, its own files and new shared files), and the reused files it needs,
 /// recorded as used by it. Best effort: a copy that cannot be written is
 /// read from the storage at a restore.
 async fn keep_locally(
@@ -694,6 +727,7 @@ impl Actor {
                         })
                         .collect()
                 };
+                request.own_files = refs(written.own);
                 request.shared_new = refs(written.shared_new);
                 request.shared_reused = refs(written.shared_reused);
             }
@@ -709,6 +743,29 @@ impl Actor {
 }
 
 impl Actor {
+    /// Whether a task of `job` is running here.
+    fn job_runs_here(&self, job: JobId) -> bool {
+        self.parts
+            .executor
+            .snapshot()
+            .iter()
+            .any(|task| task.key.job == job && !task.status.is_terminal())
+    }
+
+    /// A task of `job` ended here without word of the job's end (it
+    /// failed, or was canceled for a restart): once none of the job's
+    /// tasks is left running, its local copies are kept for
+    /// [`IDLE_COPIES_KEPT`](super::local_state::IDLE_COPIES_KEPT) for a
+    /// task restarted here, then go unless one is deployed meanwhile.
+    pub(super) fn job_idle_unless_running(&mut self, job: JobId) {
+        let Some(local) = &self.parts.storages.local else {
+            return;
+        };
+        if !self.job_runs_here(job) {
+            super::local_state::release_when_idle(local, job);
+        }
+    }
+
     /// A task of `job` finished here, or the leader said the job is
     /// ending (canceled, or failed for good) and a task of it ended: once
     /// none of the job's tasks here is left running, the job's local
@@ -719,13 +776,7 @@ impl Actor {
             self.ending.remove(&job);
             return;
         };
-        let running = self
-            .parts
-            .executor
-            .snapshot()
-            .iter()
-            .any(|task| task.key.job == job && !task.status.is_terminal());
-        if running {
+        if self.job_runs_here(job) {
             return;
         }
         self.ending.remove(&job);

@@ -116,6 +116,10 @@ pub(crate) struct LocalState {
     /// again: a copy of theirs that lands later (its write was under way
     /// when the job ended) is deleted, not kept.
     released: Mutex<HashSet<JobId>>,
+    /// Jobs none of whose tasks runs here, each with the number of the
+    /// time it became so ([`idle`](Self::idle)); a deploy ends it.
+    idle: Mutex<HashMap<JobId, u64>>,
+    next_idle: AtomicU64,
     /// Files read from a local copy, and from the checkpoint storage.
     pub(crate) read_locally: AtomicU64,
     pub(crate) read_remotely: AtomicU64,
@@ -169,6 +173,8 @@ impl LocalState {
             uses: Mutex::new(uses),
             checked: Mutex::default(),
             released: Mutex::default(),
+            idle: Mutex::default(),
+            next_idle: AtomicU64::new(0),
             read_locally: AtomicU64::new(0),
             read_remotely: AtomicU64::new(0),
         })
@@ -267,6 +273,29 @@ impl LocalState {
     /// A task of `job` is deployed here: its copies are kept again.
     pub(crate) fn deployed(&self, job: JobId) {
         lock(&self.released).remove(&job);
+        lock(&self.idle).remove(&job);
+    }
+
+    /// None of `job`'s tasks runs here any more; returns the number of
+    /// this idle time, for [`release_if_idle`](Self::release_if_idle).
+    pub(crate) fn idle(&self, job: JobId) -> u64 {
+        let time = self.next_idle.fetch_add(1, Ordering::Relaxed);
+        lock(&self.idle).insert(job, time);
+        time
+    }
+
+    /// Releases `job`'s copies ([`release`](Self::release)) if it is still
+    /// in idle time `time` (no task of it deployed here since); returns
+    /// how many went.
+    pub(crate) fn release_if_idle(&self, job: JobId, time: u64) -> usize {
+        {
+            let mut idle = lock(&self.idle);
+            if idle.get(&job) != Some(&time) {
+                return 0;
+            }
+            idle.remove(&job);
+        }
+        self.release(job)
     }
 
     /// `checkpoint` of `job` completed: the copies only older checkpoints
@@ -441,6 +470,38 @@ fn prune_empty(dir: &Path) {
 /// restart of the process come within it; copies no checkpoint since uses
 /// are then deleted (a job that went elsewhere, or ended meanwhile).
 const ADOPTED_COPIES_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// How long a job's local copies are kept once none of its tasks runs
+/// here: a restart that places a task here again (the restart strategy's
+/// delay, a failover) comes within it. Then they go: the job was canceled
+/// while restarting, its only task here failed it, it ended while this
+/// TaskManager could not be reached, or its tasks went elsewhere — copies
+/// nothing restores from (a task placed here later reads the checkpoint
+/// storage).
+pub(crate) const IDLE_COPIES_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Marks `job` idle here, and releases its copies once
+/// [`IDLE_COPIES_KEPT`] has passed unless a task of it is deployed here
+/// meanwhile (the task doing that).
+pub(crate) fn release_when_idle(
+    local: &std::sync::Arc<LocalState>,
+    job: JobId,
+) -> tokio::task::JoinHandle<()> {
+    let time = local.idle(job);
+    let local = std::sync::Arc::clone(local);
+    tokio::spawn(async move {
+        tokio::time::sleep(IDLE_COPIES_KEPT).await;
+        let released = tokio::task::spawn_blocking(move || local.release_if_idle(job, time))
+            .await
+            .unwrap_or(0);
+        if released > 0 {
+            tracing::info!(%job, copies = released, idle_s = IDLE_COPIES_KEPT.as_secs(),
+                "no task of the job has run on this TaskManager for a while: its local copies \
+                 of checkpoint state are deleted (a task of it placed here later reads the \
+                 checkpoint storage)");
+        }
+    })
+}
 
 /// Says what a previous run left in `dir`, and deletes what no checkpoint
 /// uses once [`ADOPTED_COPIES_KEPT`] has passed (the task doing that, if
@@ -653,6 +714,56 @@ mod tests {
         assert_eq!(local.drop_adopted(), 1);
         assert_eq!(local.get(&copy), None);
         assert!(!root.join(job.to_string()).exists());
+    }
+
+    /// On the simulated clock: a job none of whose tasks runs here keeps
+    /// its copies until its idle time is up, then loses them; a deploy
+    /// meanwhile keeps them, and only the latest idle time counts.
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_jobs_copies_go_when_its_time_is_up_unless_a_task_of_it_came_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = std::sync::Arc::new(LocalState::open(dir.path().join("tm-1"), false).unwrap());
+        let (idle, back) = (JobId::from_u128(1), JobId::from_u128(2));
+        let copy = |job: JobId| path(&format!("{job}/chk-1/0-0-0.state"));
+        for job in [idle, back] {
+            local.put(&copy(job), b"x").unwrap();
+            local.used(job, CheckpointId(1), vec![copy(job)]);
+        }
+        let second = std::time::Duration::from_secs(1);
+        let idle_timer = release_when_idle(&local, idle);
+        let stale_timer = release_when_idle(&local, back);
+        tokio::time::sleep(IDLE_COPIES_KEPT / 2).await;
+        // A task of `back` restarted here, ended again: a new idle time.
+        local.deployed(back);
+        let back_timer = release_when_idle(&local, back);
+        tokio::time::sleep(IDLE_COPIES_KEPT / 2 - second).await;
+        assert!(
+            local.get(&copy(idle)).is_some(),
+            "kept until its time is up"
+        );
+        tokio::time::sleep(second * 2).await;
+        idle_timer.await.unwrap();
+        stale_timer.await.unwrap();
+        assert_eq!(local.get(&copy(idle)), None, "gone once idle for its time");
+        assert!(
+            local.get(&copy(back)).is_some(),
+            "an idle time a deploy ended counts for nothing"
+        );
+        tokio::time::sleep(IDLE_COPIES_KEPT / 2).await;
+        back_timer.await.unwrap();
+        assert_eq!(local.get(&copy(back)), None, "its latest idle time is up");
+        // A copy of it landing late is deleted; a deploy keeps them again.
+        local.put(&copy(back), b"y").unwrap();
+        local.used(back, CheckpointId(2), vec![copy(back)]);
+        assert_eq!(local.get(&copy(back)), None);
+        local.deployed(back);
+        let held = release_when_idle(&local, back);
+        local.deployed(back);
+        local.put(&copy(back), b"z").unwrap();
+        local.used(back, CheckpointId(3), vec![copy(back)]);
+        tokio::time::sleep(IDLE_COPIES_KEPT + second).await;
+        held.await.unwrap();
+        assert!(local.get(&copy(back)).is_some(), "running again: kept");
     }
 
     /// On the simulated clock: the copies a previous run left are there

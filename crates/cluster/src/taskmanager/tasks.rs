@@ -21,10 +21,13 @@ impl Actor {
             },
             Some(&update),
         );
-        if update.status == TaskStatus::Finished
-            || (terminal && self.ending.contains(&update.key.job))
-        {
+        if !terminal {
+            return;
+        }
+        if update.status == TaskStatus::Finished || self.ending.contains(&update.key.job) {
             self.release_ended_job(update.key.job);
+        } else {
+            self.job_idle_unless_running(update.key.job);
         }
     }
 

@@ -210,24 +210,26 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
                     states: Vec::with_capacity(states.len()),
                     timers: timers.encode()?,
                 };
-                let (mut shared, mut reused) = (Vec::new(), Vec::new());
+                let (mut own, mut shared, mut reused) = (Vec::new(), Vec::new(), Vec::new());
                 for (name, part) in states {
                     let encoded = match part {
                         Part::Bytes(bytes) => bytes.into(),
                         Part::Deferred(encode) => match encode() {
                             Ok(encoded) => encoded,
                             Err(source) => {
-                                shared.iter().for_each(SharedFile::discard);
+                                own.iter().chain(&shared).for_each(SharedFile::discard);
                                 return Err(StateEncodeError::State { name, source }.into());
                             }
                         },
                     };
                     saved.states.push((name, encoded.bytes));
+                    own.extend(encoded.own);
                     shared.extend(encoded.shared);
                     reused.extend(encoded.reused);
                 }
                 Ok(EncodedState {
                     bytes: postcard::to_allocvec(&saved)?,
+                    own,
                     shared,
                     reused,
                 })

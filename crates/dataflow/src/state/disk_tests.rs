@@ -13,7 +13,7 @@ use proptest::prelude::*;
 
 use super::super::engine::{FjallStore, MemoryEngine, StateEngine};
 use super::super::incremental::tests::{Files, MAX, encode};
-use super::super::incremental::{TableChains, restore_table};
+use super::super::incremental::{TableChains, TablePart, restore_table};
 use super::super::tracked::GroupSnapshot;
 use super::*;
 use crate::state::KeyedTable;
@@ -179,13 +179,26 @@ proptest! {
                     };
                     let heap_part = encode(heap_chains.part(&mut heap, n, kind));
                     let disk_part = encode(disk_chains.part(&mut disk, n, kind));
-                    let spilled = disk_part.shared.iter().all(|f| matches!(f.content, SharedContent::Spilled { .. }));
+                    let disk_files = || disk_part.own.iter().chain(&disk_part.shared);
+                    let spilled = disk_files().all(|f| matches!(f.content, SharedContent::Spilled { .. }));
                     prop_assert!(spilled, "a disk table's run is not spilled");
-                    for file in &disk_part.shared {
+                    for file in disk_files() {
                         prop_assert!(sections_ascend(&file.read().unwrap()),
                             "a section of the disk table's {} is not in key order", file.name);
                     }
-                    for file in heap_part.shared.into_iter().chain(disk_part.shared) {
+                    // A full snapshot of the disk table is never inline
+                    // (whole in memory): its groups are in files of its own.
+                    let whole: TablePart = postcard::from_bytes(&disk_part.bytes).unwrap();
+                    match kind {
+                        SnapshotKind::Full => {
+                            prop_assert!(matches!(whole, TablePart::Own(_)), "a full snapshot is {:?}", whole);
+                            prop_assert!(disk_part.shared.is_empty() && disk_part.reused.is_empty());
+                            prop_assert_eq!(disk_part.own.is_empty(), disk.is_empty());
+                        }
+                        SnapshotKind::Incremental { .. } => prop_assert!(disk_part.own.is_empty()),
+                    }
+                    prop_assert!(heap_part.own.is_empty(), "the in-memory table wrote its own files");
+                    for file in heap_part.shared.into_iter().chain(disk_part.own).chain(disk_part.shared) {
                         prop_assert!(lock(&files.files).insert(file.name.clone(), file.read().unwrap()).is_none(),
                             "{} written twice", file.name);
                         file.discard();

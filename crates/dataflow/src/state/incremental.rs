@@ -28,7 +28,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use holdfast_executor::{
-    EncodeError, EncodedState, LocalSpan, SharedContent, SharedFile, SharedRef, StateSource,
+    EncodeError, EncodedState, LocalSpan, PartFile, SharedContent, SharedFile, SharedRef,
+    StateSource,
 };
 use holdfast_types::sync::lock;
 use holdfast_types::{CheckpointId, SnapshotKind};
@@ -78,6 +79,10 @@ pub(crate) enum TablePart {
     Inline(Vec<(u32, Vec<u8>)>),
     /// Per group, its chain in shared files.
     Chains(Vec<(u32, Vec<SectionRef>)>),
+    /// Every non-empty group whole, as a section in files of the
+    /// snapshot's own (beside its state file): a full snapshot of a state
+    /// larger than memory, which is never whole in memory.
+    Own(Vec<(u32, Vec<SectionRef>)>),
 }
 
 /// The keys changed between two snapshots, per group in range order (a
@@ -87,6 +92,8 @@ type Changed<K> = Arc<Vec<Vec<K>>>;
 /// What a keyed operator keeps, beside its table, for incremental
 /// checkpoints.
 pub(crate) struct TableChains<K> {
+    /// The attempt's tag.
+    tag: String,
     /// The run files' prefix: `shared/<attempt tag>/`.
     dir: String,
     /// The operator's part of a run file's name (unique in the job).
@@ -112,6 +119,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
     /// `tag`.
     pub(crate) fn new(tag: &str, uid: &str) -> TableChains<K> {
         TableChains {
+            tag: tag.to_owned(),
             dir: format!("shared/{tag}/"),
             op: format!("{}-{:08x}", file_safe(uid), crc32fast::hash(uid.as_bytes())),
             changes: Vec::new(),
@@ -159,14 +167,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
                         table.untrack_changes();
                     }
                 }
-                return inline_part(table.snapshot_now());
+                return self.full_part(table, id);
             }
             SnapshotKind::Incremental { base } => base,
         };
         let tracking = table.is_tracking_changes();
         table.track_changes();
         let Some((snapshot, changed)) = table.take_changed() else {
-            return inline_part(table.snapshot_now());
+            return self.full_part(table, id);
         };
         self.changes.push((id, Arc::new(changed)));
         self.bound();
@@ -205,6 +213,24 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
 }
 
 impl<K> TableChains<K> {
+    /// A full snapshot's part of `table` for checkpoint `id`: spilled into
+    /// files of its own when run files are spilled (a state larger than
+    /// memory), else every group inline.
+    fn full_part<T: TrackedTable<K>>(&self, table: &T, id: CheckpointId) -> Part
+    where
+        K: Serialize,
+    {
+        match &self.spill {
+            Some(dir) => own_part(
+                table.snapshot_now(),
+                format!("{}-{}-{}.run", self.tag, id.0, self.op),
+                Arc::clone(dir),
+                self.part_bytes,
+            ),
+            None => inline_part(table.snapshot_now()),
+        }
+    }
+
     /// Keeps at most [`MAX_CHANGE_LISTS`] change lists; the chains that
     /// needed the dropped ones go with them.
     fn bound(&mut self) {
@@ -225,6 +251,44 @@ fn inline_part<K, S: GroupSnapshot<K>>(snapshot: S) -> Part {
         let parts = snapshot.encode_inline()?;
         let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
         Ok(postcard::to_allocvec(&TablePart::Inline(parts))?.into())
+    }))
+}
+
+/// A full snapshot's part as files of its own, named `file` (then
+/// `-<n>` before `.run`): every non-empty group's base, spilled into
+/// `spill` a part of about `part_bytes` at a time, so that the snapshot
+/// holds one part in memory however large the state.
+fn own_part<K, S: GroupSnapshot<K>>(
+    snapshot: S,
+    file: String,
+    spill: Arc<Path>,
+    part_bytes: usize,
+) -> Part {
+    Part::Deferred(Box::new(move || {
+        let mut chains = Chains::new();
+        let mut parts = RunParts {
+            name: file,
+            spill: Some(&spill),
+            writer: None,
+            shared: Vec::new(),
+        };
+        for (slot, group) in snapshot.range().iter().enumerate() {
+            if snapshot.group_is_empty(slot) {
+                continue;
+            }
+            chains.insert(group.0, Vec::new());
+            snapshot.write_base(slot, parts.writer()?)?;
+            if parts.writer.as_ref().is_some_and(|w| w.len() >= part_bytes) {
+                parts.finish(&mut chains)?;
+            }
+        }
+        parts.finish(&mut chains)?;
+        let part = TablePart::Own(chains.into_iter().collect());
+        Ok(EncodedState {
+            bytes: postcard::to_allocvec(&part)?,
+            own: parts.shared,
+            ..EncodedState::default()
+        })
     }))
 }
 
@@ -344,6 +408,7 @@ where
             bytes: postcard::to_allocvec(&part)?,
             shared,
             reused: reused.into_iter().collect(),
+            ..EncodedState::default()
         },
         chains,
     ))
@@ -432,9 +497,10 @@ fn file_safe(name: &str) -> String {
 }
 
 /// Restores the groups of `range` from the parts of a table `name`: each
-/// inline part's groups, and each chain read from its shared files (one
-/// read per file, of the span this subtask needs). `chains_out` gets the
-/// chains restored, to be reused by the next incremental checkpoint.
+/// inline part's groups, and each chain read from the files beside its
+/// state file, shared or its own (one read per file, of the span this
+/// subtask needs). `chains_out` gets the chains in shared files restored,
+/// to be reused by the next incremental checkpoint.
 pub(crate) fn restore_table<K, V, T>(
     mut table: T,
     range: KeyGroupRange,
@@ -449,6 +515,8 @@ where
 {
     let mut inline: Vec<(KeyGroup, Vec<u8>)> = Vec::new();
     let mut restored = Chains::new();
+    // Chains in a full snapshot's own files: restored, never reused.
+    let mut own = Chains::new();
     let mut reads = Reads::new();
     let mut any_chains = false;
     let staging = table.staging_dir();
@@ -461,36 +529,41 @@ where
                     .map_err(|e| RestoreError::Undecodable(e.to_string()))?,
             )
         };
-        match part {
+        let (whose, groups) = match part {
             TablePart::Inline(groups) => {
                 inline.extend(groups.into_iter().map(|(g, b)| (KeyGroup(g), b)));
+                continue;
             }
-            TablePart::Chains(groups) => {
-                any_chains = true;
-                let mine: Vec<(u32, Vec<SectionRef>)> = groups
-                    .into_iter()
-                    .filter(|(g, _)| range.contains(KeyGroup(*g)))
-                    .collect();
-                match &staging {
-                    Some(dir) => {
-                        let spans = stage_sections(&mine, source, dir)?;
-                        let fetched: Vec<&LocalSpan> =
-                            spans.values().filter(|s| s.is_staged()).collect();
-                        if !fetched.is_empty() {
-                            let bytes: u64 = fetched.iter().map(|s| s.bytes()).sum();
-                            tracing::info!(state = table.state_name(), files = fetched.len(),
-                                bytes, in_place = spans.len() - fetched.len(), dir = %dir.display(),
-                                "fetched the runs a restore needs into the task's directory; \
-                                 each key group is merged from them as streams, and they are deleted once restored");
-                        }
-                        for (group, chain) in &mine {
-                            restore_streamed(&mut table, KeyGroup(*group), chain, &spans)?;
-                        }
-                    }
-                    None => reads.extend(read_sections(&mine, source)?),
+            TablePart::Chains(groups) => (Whose::Shared, groups),
+            TablePart::Own(groups) => (Whose::Own, groups),
+        };
+        let mine: Vec<(u32, Vec<SectionRef>)> = groups
+            .into_iter()
+            .filter(|(g, _)| range.contains(KeyGroup(*g)))
+            .collect();
+        match &staging {
+            Some(dir) => {
+                let spans = stage_sections(&mine, source, dir, whose)?;
+                let fetched: Vec<&LocalSpan> = spans.values().filter(|s| s.is_staged()).collect();
+                if !fetched.is_empty() {
+                    let bytes: u64 = fetched.iter().map(|s| s.bytes()).sum();
+                    tracing::info!(state = table.state_name(), files = fetched.len(),
+                        bytes, in_place = spans.len() - fetched.len(), dir = %dir.display(),
+                        "fetched the runs a restore needs into the task's directory; \
+                         each key group is merged from them as streams, and they are deleted once restored");
                 }
+                for (group, chain) in &mine {
+                    restore_streamed(&mut table, KeyGroup(*group), chain, &spans)?;
+                }
+            }
+            None => reads.extend(read_sections(&mine, source, whose)?),
+        }
+        match whose {
+            Whose::Shared => {
+                any_chains = true;
                 restored.extend(mine);
             }
+            Whose::Own => own.extend(mine),
         }
     }
     for (group, bytes) in inline {
@@ -510,7 +583,7 @@ where
                 .map_err(RestoreError::State)?;
         }
     }
-    for (group, chain) in restored.iter().filter(|_| staging.is_none()) {
+    for (group, chain) in restored.iter().chain(&own).filter(|_| staging.is_none()) {
         for (key, value) in merged(chain, &reads)? {
             table
                 .restore_encoded(KeyGroup(*group), &key, &value)
@@ -527,12 +600,30 @@ where
     Ok(table)
 }
 
+/// Whose the files a part's sections are in: shared (an incremental
+/// checkpoint's) or the snapshot's own (a full one's).
+#[derive(Clone, Copy, Debug)]
+enum Whose {
+    Shared,
+    Own,
+}
+
+impl Whose {
+    fn file(self, name: &str) -> PartFile<'_> {
+        match self {
+            Whose::Shared => PartFile::Shared(name),
+            Whose::Own => PartFile::Own(name),
+        }
+    }
+}
+
 /// The bytes of each section, by (file, offset).
 type Reads = BTreeMap<(String, u64), Vec<u8>>;
 
 fn read_sections(
     chains: &[(u32, Vec<SectionRef>)],
     source: &StateSource,
+    whose: Whose,
 ) -> Result<Reads, RestoreError> {
     let StateSource::Stored(file) = source else {
         return Err(RestoreError::NoSharedFiles);
@@ -541,7 +632,7 @@ fn read_sections(
     let mut reads = Reads::new();
     for (name, (start, end)) in spans(chains) {
         let bytes = file
-            .read_shared(name, start..end)
+            .read_range(whose.file(name), start..end)
             .map_err(RestoreError::Read)?;
         if bytes.len() as u64 != end - start {
             return Err(RestoreError::Read(format!(
@@ -594,6 +685,7 @@ fn stage_sections(
     chains: &[(u32, Vec<SectionRef>)],
     source: &StateSource,
     staging: &Path,
+    whose: Whose,
 ) -> Result<BTreeMap<String, LocalSpan>, RestoreError> {
     let StateSource::Stored(file) = source else {
         return Err(RestoreError::NoSharedFiles);
@@ -601,7 +693,7 @@ fn stage_sections(
     spans(chains)
         .into_iter()
         .map(|(name, (start, end))| {
-            file.shared_span(name, start..end, staging)
+            file.local_span(whose.file(name), start..end, staging)
                 .map(|span| (name.to_owned(), span))
                 .map_err(RestoreError::Read)
         })
@@ -713,14 +805,16 @@ pub(crate) enum RestoreError {
     /// A part does not decode.
     #[error("its part cannot be decoded: {0}")]
     Undecodable(String),
-    /// A part names shared files, but its state file has none beside it.
-    #[error("its part names shared files, but its state was not read from checkpoint storage")]
+    /// A part names files beside its state file, but it has none.
+    #[error(
+        "its part names files beside its state file, but its state was not read from checkpoint storage"
+    )]
     NoSharedFiles,
-    /// A shared file could not be read.
-    #[error("cannot read a shared file: {0}")]
+    /// A file beside the state file could not be read.
+    #[error("cannot read a file beside the state file: {0}")]
     Read(String),
     /// A section is damaged.
-    #[error("the shared file {file} is damaged: {reason}")]
+    #[error("the run file {file} is damaged: {reason}")]
     Damaged {
         /// The file.
         file: String,

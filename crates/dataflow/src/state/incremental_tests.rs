@@ -32,8 +32,13 @@ impl StoredState for Files {
         Err("no state file here".to_owned())
     }
 
-    fn read_shared(&self, name: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+    fn read_range(
+        &self,
+        file: PartFile<'_>,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<u8>, String> {
         *lock(&self.reads) += 1;
+        let name = file.name();
         let files = lock(&self.files);
         let file = files
             .get(name)
@@ -293,7 +298,10 @@ fn a_damaged_or_missing_shared_file_is_refused_by_name() {
         "{error}"
     );
     let in_memory = restore_with(&StateSource::Empty);
-    assert!(in_memory.contains("names shared files"), "{in_memory}");
+    assert!(
+        in_memory.contains("names files beside its state file"),
+        "{in_memory}"
+    );
 }
 
 #[test]

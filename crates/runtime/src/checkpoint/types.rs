@@ -22,6 +22,10 @@ pub struct TaskState {
     pub bytes: u64,
     /// How long the task's inputs were blocked waiting for every barrier.
     pub alignment: Duration,
+    /// The snapshot's own files, written beside its state file (a full
+    /// snapshot of a state larger than memory), named relative to the
+    /// checkpoint's directory: they go with it, and a savepoint copies them.
+    pub own: Vec<NewFile>,
     /// Shared files written for this checkpoint (incremental), named
     /// relative to the job's checkpoint directory.
     pub shared_new: Vec<NewFile>,
@@ -30,10 +34,12 @@ pub struct TaskState {
 }
 
 impl TaskState {
-    /// What the task wrote for the checkpoint: its state file and its new
-    /// shared files.
+    /// What the task wrote for the checkpoint: its state file, its own
+    /// files and its new shared files.
     pub fn written(&self) -> u64 {
-        self.bytes + self.shared_new.iter().map(|f| f.bytes).sum::<u64>()
+        self.bytes
+            + self.own.iter().map(|f| f.bytes).sum::<u64>()
+            + self.shared_new.iter().map(|f| f.bytes).sum::<u64>()
     }
 
     /// What its state holds: what it wrote and the shared files it reuses.

@@ -9,7 +9,9 @@ use holdfast_types::{CheckpointId, MonoTime};
 
 use super::core::{Out, RecoveryCore};
 use super::job::RestorePoint;
-use super::metadata::{Metadata, SharedEntry, TaskEntry, checkpoint_dir_name, savepoint_dir_name};
+use super::metadata::{
+    Metadata, OwnEntry, SharedEntry, TaskEntry, checkpoint_dir_name, savepoint_dir_name,
+};
 use super::types::{CompletedStats, RecoveryCommand, RecoveryNotice, SavepointRemoval};
 use crate::checkpoint::{AbortReason, CheckpointCommand, CheckpointInput};
 use crate::ids::{ExecutionAttemptId, JobId};
@@ -154,6 +156,14 @@ impl RecoveryCore {
                             .iter()
                             .chain(&state.shared_reused)
                             .map(|f| SharedEntry {
+                                name: f.name.clone(),
+                                bytes: f.bytes,
+                            })
+                            .collect(),
+                        files: state
+                            .own
+                            .iter()
+                            .map(|f| OwnEntry {
                                 name: f.name.clone(),
                                 bytes: f.bytes,
                             })

@@ -54,6 +54,22 @@ pub struct TaskEntry {
     /// relative to the job's checkpoint directory, with their sizes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared: Vec<SharedEntry>,
+    /// Its state's own files beside its state file (a full snapshot's runs
+    /// of a state larger than memory; in format 2 relative to the
+    /// metadata's directory), with their sizes: copied with the state file
+    /// into a savepoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<OwnEntry>,
+}
+
+/// One of a task's own files.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnEntry {
+    /// Relative to the metadata's directory (one path segment).
+    pub name: String,
+    /// Its size.
+    pub bytes: u64,
 }
 
 /// A shared file a task's state uses.
@@ -227,7 +243,11 @@ impl Metadata {
                     .vertices
                     .get(task.vertex as usize)
                     .is_none_or(|v| task.subtask >= v.parallelism);
-            let bad_path = task.state.contains('/') && metadata.format == FORMAT;
+            let bad_path = metadata.format == FORMAT
+                && (task.state.contains('/')
+                    || task.files.iter().any(|f| {
+                        f.name.is_empty() || f.name.contains(['/', '\\']) || f.name == ".."
+                    }));
             if bad_vertex || bad_path {
                 return Err(MetadataError::Task {
                     state: task.state.clone(),
@@ -273,6 +293,15 @@ impl Metadata {
         match (&self.dir, self.format) {
             (Some(dir), FORMAT) => dir.join(&entry.state).to_string(),
             _ => entry.state.clone(),
+        }
+    }
+
+    /// Where `entry`'s own file `file` is: beside its state file (an
+    /// absolute path once [`dir`](Self::dir) is known).
+    pub fn own_location(&self, file: &OwnEntry) -> String {
+        match &self.dir {
+            Some(dir) => dir.join(&file.name).to_string(),
+            None => file.name.clone(),
         }
     }
 
@@ -330,6 +359,7 @@ mod tests {
             bytes: 3,
             alignment_ms: 4,
             shared: Vec::new(),
+            files: Vec::new(),
         };
         let metadata = Metadata::new(job, CheckpointId(5), None, vec![entry.clone()]);
         let bytes = serde_json::to_vec(&metadata).unwrap();
@@ -357,5 +387,43 @@ mod tests {
             metadata.attempts(),
             [(crate::ids::TaskId::new(1, 0), 2)].into()
         );
+    }
+
+    #[test]
+    fn a_states_own_files_are_beside_it_and_may_not_leave_its_directory() {
+        let job = JobId::from_u128(7);
+        let entry = |name: &str| TaskEntry {
+            vertex: 0,
+            subtask: 0,
+            attempt: 0,
+            state: "0-0-0.state".to_owned(),
+            bytes: 3,
+            alignment_ms: 0,
+            shared: Vec::new(),
+            files: vec![OwnEntry {
+                name: name.to_owned(),
+                bytes: 9,
+            }],
+        };
+        let mut metadata = Metadata::new(job, CheckpointId(5), None, vec![entry("t-5-sum.run")]);
+        let bytes = serde_json::to_vec(&metadata).unwrap();
+        assert_eq!(
+            Metadata::parse(&bytes, job, CheckpointId(5)).unwrap(),
+            metadata
+        );
+        metadata.dir = Some("s3://bucket/savepoints/sp-1".parse().unwrap());
+        assert_eq!(
+            metadata.own_location(&metadata.tasks[0].files[0]),
+            "s3://bucket/savepoints/sp-1/t-5-sum.run"
+        );
+        for bad in ["../chk-4/x.run", "a/b.run", "..", ""] {
+            let metadata = Metadata::new(job, CheckpointId(5), None, vec![entry(bad)]);
+            let bytes = serde_json::to_vec(&metadata).unwrap();
+            let refused = Metadata::parse(&bytes, job, CheckpointId(5)).unwrap_err();
+            assert!(
+                matches!(refused, MetadataError::Task { .. }),
+                "{bad}: {refused}"
+            );
+        }
     }
 }

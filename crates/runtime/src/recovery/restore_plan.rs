@@ -213,6 +213,7 @@ mod tests {
                     bytes: 1,
                     alignment_ms: 0,
                     shared: Vec::new(),
+                    files: Vec::new(),
                 });
             }
         }

@@ -452,7 +452,8 @@ impl CheckpointIo {
     }
 
     /// Reads and checks one completed checkpoint: its metadata, and that
-    /// every state file it names is there with its recorded size.
+    /// every state file it names, and each one's own files, is there with
+    /// its recorded size.
     async fn read_checked(&self, job: JobId, pointer: &Pointer) -> Result<Metadata, String> {
         let metadata = if let Ok(file) = pointer.metadata.parse::<Location>() {
             // A savepoint's (its own directory, anywhere).
@@ -490,22 +491,27 @@ impl CheckpointIo {
             }
         };
         for task in metadata.tasks.iter().filter(|t| !t.state.is_empty()) {
-            let location = metadata.state_location(task);
-            let size = match location.parse::<Location>() {
-                Ok(file) => self.size(&file).await,
-                Err(_) => {
-                    let path: StoragePath = location
-                        .parse()
-                        .map_err(|e| format!("its metadata names a bad state path: {e}"))?;
-                    self.storage.size(&path).await
+            let state = (metadata.state_location(task), task.bytes, "state file");
+            let own = task
+                .files
+                .iter()
+                .map(|f| (metadata.own_location(f), f.bytes, "state's own file"));
+            for (location, bytes, what) in std::iter::once(state).chain(own) {
+                let size = match location.parse::<Location>() {
+                    Ok(file) => self.size(&file).await,
+                    Err(_) => {
+                        let path: StoragePath = location
+                            .parse()
+                            .map_err(|e| format!("its metadata names a bad {what} path: {e}"))?;
+                        self.storage.size(&path).await
+                    }
                 }
-            }
-            .map_err(|e| format!("state file {location} cannot be read: {e}"))?;
-            if size != task.bytes {
-                return Err(format!(
-                    "state file {location} holds {size} bytes, the metadata says {}",
-                    task.bytes
-                ));
+                .map_err(|e| format!("{what} {location} cannot be read: {e}"))?;
+                if size != bytes {
+                    return Err(format!(
+                        "{what} {location} holds {size} bytes, the metadata says {bytes}"
+                    ));
+                }
             }
         }
         Ok(metadata)

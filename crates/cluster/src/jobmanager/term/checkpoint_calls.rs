@@ -107,6 +107,7 @@ impl Term {
                     location: request.state.clone(),
                     bytes: request.state_bytes,
                     alignment: Duration::from_millis(request.alignment_ms),
+                    own: shared_files(&request.own_files),
                     shared_new: shared_files(&request.shared_new),
                     shared_reused: shared_files(&request.shared_reused),
                 },
