@@ -789,3 +789,7 @@ impl Actor {
         });
     }
 }
+
+#[cfg(test)]
+#[path = "checkpoints_tests.rs"]
+mod tests;
