@@ -35,6 +35,13 @@ pub struct CauseLabel {
     pub cause: String,
 }
 
+/// Label of `ClusterMetrics::restore_reads`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FromLabel {
+    /// `local-copy` (local recovery) or `checkpoint-storage`.
+    pub from: String,
+}
+
 /// Label of `ClusterMetrics::jobs`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
@@ -63,6 +70,9 @@ pub struct ClusterMetrics {
     pub tls: holdfast_tls::TlsMetrics,
     /// TaskManager: task attempts it failed itself, by cause.
     task_failures: Family<CauseLabel, Counter>,
+    /// TaskManager with local recovery: files its restores read (state
+    /// files, runs), by where from.
+    restore_reads: Family<FromLabel, Counter>,
     /// JobManager (leader): job failures, by cause.
     job_failures: Family<CauseLabel, Counter>,
     /// JobManager: job restarts decided.
@@ -103,6 +113,7 @@ impl Default for ClusterMetrics {
             rest_calls_refused: Counter::default(),
             tls: holdfast_tls::TlsMetrics::default(),
             task_failures: Family::default(),
+            restore_reads: Family::default(),
             job_failures: Family::default(),
             job_restarts: Counter::default(),
             takeovers: Counter::default(),
@@ -158,6 +169,11 @@ impl ClusterMetrics {
             "task_failures",
             "task attempts a TaskManager failed itself, by cause",
             metrics.task_failures.clone(),
+        );
+        r.register(
+            "taskmanager_restore_reads",
+            "files a TaskManager's restores read (local recovery on), from its local copies or from the checkpoint storage",
+            metrics.restore_reads.clone(),
         );
         r.register(
             "job_failures",
@@ -232,6 +248,21 @@ impl ClusterMetrics {
             .clone()
     }
 
+    /// The TaskManager's counter of files its restores read from its
+    /// local copies (`local`) or from the checkpoint storage.
+    pub fn restore_reads(&self, local: bool) -> Counter {
+        let from = if local {
+            "local-copy"
+        } else {
+            "checkpoint-storage"
+        };
+        self.restore_reads
+            .get_or_create(&FromLabel {
+                from: from.to_owned(),
+            })
+            .clone()
+    }
+
     /// Sets the number of jobs in each state.
     pub fn set_jobs(&self, counts: &[(&str, i64)]) {
         for (state, count) in counts {
@@ -253,6 +284,7 @@ mod tests {
         let mut registry = Registry::default();
         let metrics = ClusterMetrics::new(&mut registry);
         metrics.task_failures("new-leader").inc();
+        metrics.restore_reads(true).inc();
         metrics.job_failures("task").inc();
         metrics.set_jobs(&[("RUNNING", 1)]);
         let link = || holdfast_tls::LinkLabel {

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
-use support::cluster::{Cluster, eventually, logged, registered, rest};
+use support::cluster::{Cluster, eventually, logged, metric, registered, rest};
 use support::datagen_job::{Datagen, completed, finished, restored_after_killing};
 
 /// About 15 s of records over 10 000 keys: ~1 000 updates a checkpoint.
@@ -227,10 +227,39 @@ async fn incremental_checkpoints_survive_a_killed_task_manager_and_a_killed_lead
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> Result<()> {
     let data = tempfile::tempdir()?;
-    let (checkpoints, output) = (data.path().join("checkpoints"), data.path().join("out"));
-    let local = data.path().join("local");
-    let config = local_recovery_config(&checkpoints, &local);
-    let cluster = Cluster::start("lease", &config).await?;
+    let config =
+        local_recovery_config(&data.path().join("checkpoints"), &data.path().join("local"));
+    restores_from_local_copies(data.path(), &config, "shared").await
+}
+
+/// The same with the disk-backed state and full checkpoints: each is the
+/// state file and runs of its own beside it, and both are copied locally
+/// and read back from the copies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_checkpoints_of_disk_backed_state_restore_from_their_local_copies() -> Result<()> {
+    let data = tempfile::tempdir()?;
+    let config =
+        local_recovery_config(&data.path().join("checkpoints"), &data.path().join("local"))
+            .replace(
+                "execution.checkpointing.incremental: true",
+                "execution.checkpointing.incremental: false",
+            );
+    let config = format!(
+        "{config}\nstate.backend.type: fjall\nio.tmp.dirs: {}\ntaskmanager.memory.managed.size: 2 mb",
+        data.path().join("tmp").display()
+    );
+    restores_from_local_copies(data.path(), &config, "chk-").await
+}
+
+/// Runs the keyed job on two TaskManagers with local recovery (checkpoints
+/// and copies under `data`), its runs in directories starting with
+/// `runs_in` (`shared` for incremental checkpoints, `chk-` for a full
+/// one's own): each TaskManager copies them; after a kill -9 of one, the
+/// other's subtasks restore from their copies; the output is exactly once
+/// and the copies go when the job finishes.
+async fn restores_from_local_copies(data: &Path, config: &str, runs_in: &str) -> Result<()> {
+    let (output, local) = (data.join("out"), data.join("local"));
+    let cluster = Cluster::start("lease", config).await?;
     let jm = cluster.jobmanager("jm-a").await?;
     let client = rest(&jm.rest)?;
     let tm1 = cluster.taskmanager("tm-1", None).await?;
@@ -238,25 +267,50 @@ async fn a_task_restarted_on_its_task_manager_restores_from_the_local_copy() -> 
     registered(&client, 2).await?;
     let job = JOB.submit(&client, &output, "keyed", 2).await?;
     completed(&jm, 3).await?;
-    // Each TaskManager keeps its own copies.
+    // Each TaskManager keeps its own copies, of the runs too.
     for tm in ["tm-1", "tm-2"] {
         let dir = local
             .join("holdfast-local-state")
             .join(tm)
             .join(job.to_string());
         ensure!(dir.exists(), "no local copies in {}", dir.display());
+        eventually(
+            &format!("{tm} keeps copies of runs in {runs_in}…"),
+            || {
+                let dir = dir.clone();
+                async move {
+                    let runs = std::fs::read_dir(&dir)?
+                        .filter_map(|e| e.ok())
+                        .filter(|e| e.file_name().to_string_lossy().starts_with(runs_in))
+                        .map(|e| count_runs(&e.path()))
+                        .sum::<usize>();
+                    Ok((runs > 0).then_some(()))
+                }
+            },
+        )
+        .await?;
     }
 
     let from = tm1.process.stderr().len();
     tm2.process.kill()?;
-    logged(
-        &tm1.process,
-        "restoring from this TaskManager's local copy of the state",
-        from,
-    )
-    .await?;
+    let restored_locally = "restoring from this TaskManager's local copy of the state";
+    logged(&tm1.process, restored_locally, from).await?;
     finished(&client, job).await?;
     JOB.check_keyed(&output, true)?;
+    // Its runs too were read from the copies: more files read locally
+    // than state files.
+    let state_files = tm1.process.stderr()[from..]
+        .matches(restored_locally)
+        .count();
+    let local_reads = metric(
+        &tm1.metrics,
+        "holdfast_taskmanager_restore_reads_total{from=\"local-copy\"}",
+    )
+    .await? as usize;
+    ensure!(
+        local_reads > state_files,
+        "{local_reads} files read from local copies for {state_files} state files: the runs were fetched"
+    );
     // The job's tasks have finished: nothing restores them, so tm-1 deletes
     // its copies.
     logged(

@@ -121,8 +121,8 @@ pub(crate) struct LocalState {
     idle: Mutex<HashMap<JobId, u64>>,
     next_idle: AtomicU64,
     /// Files read from a local copy, and from the checkpoint storage.
-    pub(crate) read_locally: AtomicU64,
-    pub(crate) read_remotely: AtomicU64,
+    read_locally: prometheus_client::metrics::counter::Counter,
+    read_remotely: prometheus_client::metrics::counter::Counter,
 }
 
 impl LocalState {
@@ -175,8 +175,8 @@ impl LocalState {
             released: Mutex::default(),
             idle: Mutex::default(),
             next_idle: AtomicU64::new(0),
-            read_locally: AtomicU64::new(0),
-            read_remotely: AtomicU64::new(0),
+            read_locally: Default::default(),
+            read_remotely: Default::default(),
         })
     }
 
@@ -448,7 +448,14 @@ impl LocalState {
         } else {
             &self.read_remotely
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        counter.inc();
+    }
+
+    /// Counts the files read in `metrics`' restore reads.
+    pub(crate) fn counted_in(mut self, metrics: &crate::metrics::ClusterMetrics) -> LocalState {
+        self.read_locally = metrics.restore_reads(true);
+        self.read_remotely = metrics.restore_reads(false);
+        self
     }
 }
 

@@ -185,7 +185,7 @@ pub async fn start<B: Backend>(
                     dir: dir.display().to_string(),
                     source,
                 })?;
-            let local = std::sync::Arc::new(local);
+            let local = std::sync::Arc::new(local.counted_in(&options.metrics));
             // Runs on its own until it has deleted what is left over.
             let _ = local_state::keep_adopted_copies(&local, dir);
             Some(local)
