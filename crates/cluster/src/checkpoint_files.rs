@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! <execution.checkpointing.dir>/<job>/chk-<id>/<vertex>-<subtask>-<attempt>.state   one per attempt with state (TaskManagers write them)
-//! <execution.checkpointing.dir>/<job>/chk-<id>/<attempt tag>-<id>-<operator>.run     a full snapshot's runs (a disk-backed state), the checkpoint's own
+//! <execution.checkpointing.dir>/<job>/chk-<id>/<attempt tag>-<id>-<operator>[-<n>].run   a full snapshot's runs (a disk-backed state), the checkpoint's own
 //! <execution.checkpointing.dir>/<job>/chk-<id>/_metadata                            JSON, written last by the leader; the HA pointer names it
 //! <execution.checkpointing.dir>/<job>/shared/<attempt>/<id>-<operator>.run             incremental checkpoints' runs, reused by later checkpoints
 //! ```
@@ -56,8 +56,7 @@ pub(crate) fn own_path(state: &StoragePath, name: &str) -> Result<StoragePath, B
 /// Refuses an own file's name that is not one path segment ending in
 /// `.run`.
 pub(crate) fn check_own_name(name: &str) -> Result<(), BadPath> {
-    let stem = name.strip_suffix(".run").unwrap_or_default();
-    if stem.is_empty() || name.contains('/') || name.contains('\\') {
+    if !holdfast_runtime::recovery::is_own_file_name(name) {
         return Err(BadPath {
             path: name.chars().take(200).collect(),
             reason: "a snapshot's own file is named `<name>.run`, beside its state file",

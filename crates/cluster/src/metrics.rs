@@ -323,7 +323,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert_eq!(names.len(), 27, "{text}");
+        assert_eq!(names.len(), 28, "{text}");
         for name in names {
             assert!(
                 doc.contains(&format!("`{name}")),

@@ -5,7 +5,7 @@
 //! ```text
 //! <savepoint dir>/savepoint-<job>-<id>/
 //!   <vertex>-<subtask>-<attempt>.state   copies of what the TaskManagers wrote
-//!   <attempt tag>-<id>-<operator>.run    copies of the states' own files (a disk-backed state's runs)
+//!   <attempt tag>-<id>-<operator>[-<n>].run   copies of the states' own files (a disk-backed state's runs)
 //!   _metadata                            format 2, state files named relative to it; written last, create-only
 //! ```
 //!
@@ -17,7 +17,7 @@
 //! and no write ever replaces another savepoint's metadata.
 
 use holdfast_runtime::recovery::Metadata;
-use holdfast_storage::{CheckpointStorage, Storage, StoragePath};
+use holdfast_storage::{BadPath, CheckpointStorage, Storage, StoragePath};
 
 /// The name of a checkpoint's or savepoint's metadata file.
 pub(crate) const METADATA: &str = "_metadata";
@@ -89,8 +89,10 @@ async fn fill(
         // Its own files (a full snapshot of a state larger than memory),
         // which it names relative to its directory.
         for own in &task.files {
-            let file = name(&own.name)?;
-            let source = originals.child(&own.name).map_err(|e| e.to_string())?;
+            let bad =
+                |e: BadPath| format!("the metadata names a bad own file of {}: {e}", task.state);
+            let file: StoragePath = own.name.parse().map_err(bad)?;
+            let source = originals.child(&own.name).map_err(bad)?;
             from.copy_to(&source, to, &file)
                 .await
                 .map_err(|e| format!("copying the state's file {}: {e}", own.name))?;

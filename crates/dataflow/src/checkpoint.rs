@@ -179,8 +179,17 @@ impl Snapshot {
             };
             reused.sort();
             reused.dedup();
+            let bytes = match file.encode() {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    own.iter()
+                        .chain(&shared)
+                        .for_each(holdfast_executor::SharedFile::discard);
+                    return Err(error.into());
+                }
+            };
             Ok(EncodedState {
-                bytes: file.encode()?,
+                bytes,
                 own,
                 shared,
                 reused,

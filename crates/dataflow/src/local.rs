@@ -613,8 +613,10 @@ impl LocalCheckpoints {
                                     let bytes = file.read().map_err(|e| {
                                         format!("cannot read {} back: {e}", file.name)
                                     })?;
-                                    own_bytes.insert(file.name.clone(), bytes);
-                                    Ok(())
+                                    match own_bytes.insert(file.name.clone(), bytes) {
+                                        None => Ok(()),
+                                        Some(_) => Err(format!("{} was written twice", file.name)),
+                                    }
                                 }),
                             };
                             encoded.own.iter().for_each(SharedFile::discard);

@@ -18,6 +18,13 @@ pub(crate) fn keep(dir: &Path, file: &SharedFile) -> Result<(), String> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).map_err(failed)?;
     }
+    if to.exists() {
+        return Err(format!(
+            "{} was written twice in {}",
+            file.name,
+            dir.display()
+        ));
+    }
     match &file.content {
         SharedContent::Bytes(bytes) => std::fs::write(&to, bytes).map_err(failed),
         SharedContent::Spilled { path, .. } => std::fs::rename(path, &to)
@@ -136,9 +143,6 @@ impl StoredState for KeptState {
             return Ok(LocalSpan::whole(path));
         }
         let bytes = self.read_range(file, range.clone())?;
-        let span = LocalSpan::staged(staging, range.start)?;
-        std::fs::write(span.path(), bytes)
-            .map_err(|e| format!("cannot stage {file} in {}: {e}", staging.display()))?;
-        Ok(span)
+        LocalSpan::stage_bytes(staging, range.start, &bytes, file)
     }
 }

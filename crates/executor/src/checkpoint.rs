@@ -314,10 +314,7 @@ pub trait StoredState: Send + Sync {
         staging: &std::path::Path,
     ) -> Result<LocalSpan, String> {
         let bytes = self.read_range(file, range.clone())?;
-        let span = LocalSpan::staged(staging, range.start)?;
-        std::fs::write(span.path(), bytes)
-            .map_err(|e| format!("cannot stage {file} in {}: {e}", staging.display()))?;
-        Ok(span)
+        LocalSpan::stage_bytes(staging, range.start, &bytes, file)
     }
 }
 
@@ -384,6 +381,20 @@ impl LocalSpan {
             starts_at,
             staged: true,
         })
+    }
+
+    /// `bytes` of `file` from `starts_at` on, written into a new file in
+    /// `staging` (deleted when dropped).
+    pub fn stage_bytes(
+        staging: &std::path::Path,
+        starts_at: u64,
+        bytes: &[u8],
+        file: PartFile<'_>,
+    ) -> Result<LocalSpan, String> {
+        let span = LocalSpan::staged(staging, starts_at)?;
+        std::fs::write(span.path(), bytes)
+            .map_err(|e| format!("cannot stage {file} in {}: {e}", staging.display()))?;
+        Ok(span)
     }
 
     /// The local file.

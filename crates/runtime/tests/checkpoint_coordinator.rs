@@ -507,6 +507,19 @@ fn a_stopped_job_aborts_what_it_collected_without_counting_it() {
         [C::Discard { id: id(1) }]
     );
     assert_eq!(ack(&mut c, 1_001, 99, task(0, 0)), []);
+    // A late decline too: it may have written some of its files.
+    let decline = |c: &mut CheckpointCoordinator, n: u64| {
+        c.handle(
+            at(1_001),
+            I::Declined {
+                id: id(n),
+                task: task(0, 1),
+                reason: "disk full".into(),
+            },
+        )
+    };
+    assert_eq!(decline(&mut c, 1), [C::Discard { id: id(1) }]);
+    assert_eq!(decline(&mut c, 99), []);
     assert_eq!(
         c.handle(
             at(1_002),

@@ -1,8 +1,9 @@
 //! `Storage::copy_to`: a file copied from one storage to another — inside
 //! one bucket of a real S3 server (SeaweedFS from the test kit) by the
-//! store itself, from a local directory a piece at a time, from a bucket
-//! to elsewhere by reading and writing — arrives whole; a missing source
-//! is a typed not-found.
+//! store itself, from a local directory through `put_file` (to a local
+//! directory and, in parts, to a bucket), from a bucket to elsewhere by
+//! reading and writing — arrives whole; a missing source is a typed
+//! not-found.
 
 use bytes::Bytes;
 use holdfast_storage::{CheckpointStorage, Opener, StorageError, StoragePath};

@@ -111,6 +111,35 @@ impl Actor {
             // A job released here (its tasks had ended) is back.
             local.deployed(key.job);
         }
+        let started = self.start_task(key, &request, &args, wiring);
+        if started.is_err() {
+            // Not deployed after all: the job's copies wait as before.
+            self.job_idle_unless_running(key.job);
+        }
+        started?;
+        self.deployed.insert(
+            key,
+            super::actor::Deployed {
+                wiring: request.wiring.clone(),
+                last_checkpoint: None,
+                input_ended: false,
+            },
+        );
+        self.step(TmInput::TaskStarted {
+            attempt: key,
+            epoch,
+        });
+        Ok(proto::DeployTaskReply {})
+    }
+
+    /// Builds and starts the task a deploy names.
+    fn start_task(
+        &mut self,
+        key: AttemptRef,
+        request: &proto::DeployTaskRequest,
+        args: &serde_json::Value,
+        wiring: holdfast_runtime::wiring::Wiring<holdfast_runtime::wiring::DataLocation>,
+    ) -> Result<(), Status> {
         let mut info = TaskInfo::new(request.task_name.clone(), request.parallelism)
             .with_wiring(wiring)
             .with_state_backend(self.parts.options.keyed_state.for_attempt(&key));
@@ -125,25 +154,12 @@ impl Actor {
             .parts
             .options
             .registry
-            .create(&request.task_name, &args, &info)
+            .create(&request.task_name, args, &info)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.parts
             .executor
             .start(key, request.slot, code, info)
-            .map_err(|e| Status::failed_precondition(e.to_string()))?;
-        self.deployed.insert(
-            key,
-            super::actor::Deployed {
-                wiring: request.wiring.clone(),
-                last_checkpoint: None,
-                input_ended: false,
-            },
-        );
-        self.step(TmInput::TaskStarted {
-            attempt: key,
-            epoch,
-        });
-        Ok(proto::DeployTaskReply {})
+            .map_err(|e| Status::failed_precondition(e.to_string()))
     }
 
     fn cancel(

@@ -297,20 +297,16 @@ impl StateFile {
         let no_dir = || format!("{}: no directory above it for {file}", self.location());
         match &self.at {
             Place::Here(storage, path) => {
-                let mut dir = Some(path.clone());
-                for _ in 0..levels {
-                    dir = dir.and_then(|d| d.parent());
-                }
-                let dir = dir.ok_or_else(no_dir)?;
+                let dir = (0..levels)
+                    .try_fold(path.clone(), |d, _| d.parent())
+                    .ok_or_else(no_dir)?;
                 let at = dir.join(relative.as_str()).map_err(|e| e.to_string())?;
                 Ok((Arc::clone(storage), at, true))
             }
             Place::Elsewhere(location) => {
-                let mut dir = Some(location.clone());
-                for _ in 0..levels {
-                    dir = dir.and_then(|d| d.parent());
-                }
-                let dir = dir.ok_or_else(no_dir)?;
+                let dir = (0..levels)
+                    .try_fold(location.clone(), |d, _| d.parent())
+                    .ok_or_else(no_dir)?;
                 let (storage, at) = self
                     .opener
                     .file(&dir.join(relative.as_str()))
@@ -402,6 +398,10 @@ async fn write_state(
     // once copied locally): a state larger than memory holds a piece of
     // its checkpoint in memory, not a part.
     let (mut own, mut shared_new) = (Vec::new(), Vec::new());
+    // The own files stored: deleted if the checkpoint is declined (the
+    // leader deletes the directory of one it aborts, but this write may
+    // end after that). Shared files are the leader's to sweep.
+    let mut own_stored: Vec<StoragePath> = Vec::new();
     let mut copies: Vec<(StoragePath, LocalCopy)> = Vec::new();
     let discard = |copies: &[(StoragePath, LocalCopy)]| {
         copies.iter().for_each(|(_, copy)| copy.discard());
@@ -421,11 +421,16 @@ async fn write_state(
             name: file.name.clone(),
             bytes: file.len(),
         };
+        let stored = at.as_ref().ok().filter(|_| is_own).cloned();
         match store_beside(at, &storage, file, storages.local.is_some()).await {
-            Ok(copy) => copies.extend(copy),
+            Ok(copy) => {
+                copies.extend(copy);
+                own_stored.extend(stored);
+            }
             Err(decline) => {
                 discard(&copies);
                 pending.for_each(|(_, _, f)| f.discard());
+                delete_stored(&storage, &own_stored).await;
                 return Err(decline);
             }
         }
@@ -438,6 +443,7 @@ async fn write_state(
     let state = Bytes::from(encoded.bytes);
     if let Err(e) = storage.put(&path, state.clone()).await {
         discard(&copies);
+        delete_stored(&storage, &own_stored).await;
         return Err(Decline::Write(e));
     }
     if let Some(local) = &storages.local {
@@ -460,6 +466,16 @@ async fn write_state(
         shared_new,
         shared_reused: encoded.reused,
     })
+}
+
+/// Deletes `stored` (a declined snapshot's own files), best effort: what
+/// is left goes with the checkpoint's directory when the job ends.
+async fn delete_stored(storage: &Storage, stored: &[StoragePath]) {
+    for path in stored {
+        if let Err(error) = storage.delete(path).await {
+            tracing::debug!(file = %path, %error, "a declined snapshot's file is left");
+        }
+    }
 }
 
 /// What a local copy of a file stored beside a state file is made from: its bytes in

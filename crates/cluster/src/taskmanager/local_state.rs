@@ -272,7 +272,9 @@ impl LocalState {
 
     /// A task of `job` is deployed here: its copies are kept again.
     pub(crate) fn deployed(&self, job: JobId) {
-        lock(&self.released).remove(&job);
+        // Lock order: `released`, `idle`, `uses`.
+        let mut released = lock(&self.released);
+        released.remove(&job);
         lock(&self.idle).remove(&job);
     }
 
@@ -288,14 +290,7 @@ impl LocalState {
     /// in idle time `time` (no task of it deployed here since); returns
     /// how many went.
     pub(crate) fn release_if_idle(&self, job: JobId, time: u64) -> usize {
-        {
-            let mut idle = lock(&self.idle);
-            if idle.get(&job) != Some(&time) {
-                return 0;
-            }
-            idle.remove(&job);
-        }
-        self.release(job)
+        self.release_where(job, |idle| idle == Some(time))
     }
 
     /// `checkpoint` of `job` completed: the copies only older checkpoints
@@ -326,8 +321,20 @@ impl LocalState {
     /// restored from them), with the directories left empty. Returns how
     /// many copies went.
     pub(crate) fn release(&self, job: JobId) -> usize {
+        self.release_where(job, |_| true)
+    }
+
+    /// [`release`](Self::release), if `still` holds of the job's idle time
+    /// (checked under the same locks as a deploy takes, so that a task of
+    /// the job deployed meanwhile keeps them).
+    fn release_where(&self, job: JobId, still: impl FnOnce(Option<u64>) -> bool) -> usize {
         let removed = {
             let mut released = lock(&self.released);
+            let mut idle = lock(&self.idle);
+            if !still(idle.get(&job).copied()) {
+                return 0;
+            }
+            idle.remove(&job);
             released.insert(job);
             lock(&self.uses).remove(&job)
         };

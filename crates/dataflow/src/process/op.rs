@@ -227,8 +227,15 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
                     shared.extend(encoded.shared);
                     reused.extend(encoded.reused);
                 }
+                let bytes = match postcard::to_allocvec(&saved) {
+                    Ok(bytes) => bytes,
+                    Err(error) => {
+                        own.iter().chain(&shared).for_each(SharedFile::discard);
+                        return Err(error.into());
+                    }
+                };
                 Ok(EncodedState {
-                    bytes: postcard::to_allocvec(&saved)?,
+                    bytes,
                     own,
                     shared,
                     reused,

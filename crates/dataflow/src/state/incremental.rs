@@ -270,7 +270,7 @@ fn own_part<K, S: GroupSnapshot<K>>(
             name: file,
             spill: Some(&spill),
             writer: None,
-            shared: Vec::new(),
+            files: Vec::new(),
         };
         for (slot, group) in snapshot.range().iter().enumerate() {
             if snapshot.group_is_empty(slot) {
@@ -284,9 +284,10 @@ fn own_part<K, S: GroupSnapshot<K>>(
         }
         parts.finish(&mut chains)?;
         let part = TablePart::Own(chains.into_iter().collect());
+        let bytes = postcard::to_allocvec(&part)?;
         Ok(EncodedState {
-            bytes: postcard::to_allocvec(&part)?,
-            own: parts.shared,
+            bytes,
+            own: std::mem::take(&mut parts.files),
             ..EncodedState::default()
         })
     }))
@@ -374,7 +375,7 @@ where
         name: file,
         spill: spill.map(|(dir, _)| dir),
         writer: None,
-        shared: Vec::new(),
+        files: Vec::new(),
     };
     for (group, keys) in sections {
         let group = KeyGroup(group);
@@ -391,8 +392,7 @@ where
         }
     }
     parts.finish(&mut chains)?;
-    let shared = parts.shared;
-    let new: BTreeSet<&str> = shared.iter().map(|f| f.name.as_str()).collect();
+    let new: BTreeSet<&str> = parts.files.iter().map(|f| f.name.as_str()).collect();
     let reused: BTreeSet<SharedRef> = chains
         .values()
         .flatten()
@@ -403,10 +403,11 @@ where
         })
         .collect();
     let part = TablePart::Chains(chains.iter().map(|(g, c)| (*g, c.clone())).collect());
+    let bytes = postcard::to_allocvec(&part)?;
     Ok((
         EncodedState {
-            bytes: postcard::to_allocvec(&part)?,
-            shared,
+            bytes,
+            shared: std::mem::take(&mut parts.files),
             reused: reused.into_iter().collect(),
             ..EncodedState::default()
         },
@@ -414,22 +415,30 @@ where
     ))
 }
 
-/// The run files of one encoding: the part being written, and those
-/// finished.
+/// The run files of one encoding (shared, or a full snapshot's own): the
+/// part being written, and those finished. Dropped with finished parts
+/// still in it (the encoding failed), it deletes their spilled files.
 struct RunParts<'a> {
-    /// The first part's name (`shared/<tag>/<id>-<op>.run`); the next ones
-    /// add `-<n>` before `.run`.
+    /// The first part's name (`shared/<tag>/<id>-<op>.run`, or
+    /// `<tag>-<id>-<op>.run` for own files); the next ones add `-<n>`
+    /// before `.run`.
     name: String,
     /// Where parts are written as they are encoded (`None`: in memory).
     spill: Option<&'a Path>,
     writer: Option<RunWriter>,
-    shared: Vec<SharedFile>,
+    files: Vec<SharedFile>,
+}
+
+impl Drop for RunParts<'_> {
+    fn drop(&mut self) {
+        self.files.iter().for_each(SharedFile::discard);
+    }
 }
 
 impl RunParts<'_> {
     /// The name of the part after those finished.
     fn part_name(&self) -> String {
-        match self.shared.len() {
+        match self.files.len() {
             0 => self.name.clone(),
             n => match self.name.strip_suffix(".run") {
                 Some(stem) => format!("{stem}-{n}.run"),
@@ -476,7 +485,7 @@ impl RunParts<'_> {
                 });
             }
         }
-        self.shared.push(SharedFile { name, content });
+        self.files.push(SharedFile { name, content });
         Ok(())
     }
 }
@@ -542,6 +551,8 @@ where
             .filter(|(g, _)| range.contains(KeyGroup(*g)))
             .collect();
         match &staging {
+            // Nothing to read (every group empty): no file is needed.
+            _ if mine.is_empty() => {}
             Some(dir) => {
                 let spans = stage_sections(&mine, source, dir, whose)?;
                 let fetched: Vec<&LocalSpan> = spans.values().filter(|s| s.is_staged()).collect();

@@ -398,3 +398,64 @@ fn full_checkpoints_only_keep_memory_bounded_and_stop_the_tracking() {
     ));
     assert!(encoded.reused.is_empty());
 }
+
+/// An encoding that fails after finishing parts deletes their spilled
+/// files (they are nobody's); one that succeeds hands them on.
+#[test]
+fn finished_parts_of_a_failed_encoding_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |k: u8| (vec![k], Some(vec![k]));
+    let write = |parts: &mut RunParts<'_>, chains: &mut Chains, group: u32| {
+        chains.insert(group, Vec::new());
+        parts
+            .writer()
+            .unwrap()
+            .section(KeyGroup(group), SectionKind::Base, [entry(1), entry(2)])
+            .unwrap();
+        parts.finish(chains).unwrap();
+    };
+    let files = || std::fs::read_dir(dir.path()).unwrap().count();
+    let mut chains = Chains::new();
+    let mut failed = RunParts {
+        name: "t-1-sum.run".to_owned(),
+        spill: Some(dir.path()),
+        writer: None,
+        files: Vec::new(),
+    };
+    write(&mut failed, &mut chains, 0);
+    write(&mut failed, &mut chains, 1);
+    assert_eq!(files(), 2, "two parts spilled");
+    drop(failed);
+    assert_eq!(files(), 0, "a failed encoding's parts are deleted");
+    let mut done = RunParts {
+        name: "t-2-sum.run".to_owned(),
+        spill: Some(dir.path()),
+        writer: None,
+        files: Vec::new(),
+    };
+    write(&mut done, &mut chains, 0);
+    let kept = std::mem::take(&mut done.files);
+    drop(done);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(files(), 1, "parts handed on are kept");
+}
+
+/// A full snapshot of an empty disk-backed table names no file: it
+/// restores from a state file with nothing beside it (a local run's).
+#[test]
+fn an_empty_full_snapshot_restores_without_any_file() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let part = postcard::to_allocvec(&TablePart::Own(Vec::new())).unwrap();
+    let source = StateSource::Bytes(Arc::from([]));
+    let parts = [(part, 3, &source)];
+    let mut chains = TableChains::new("r", "sum");
+    let table = restore_table(
+        Table::new("sum", MAX, range),
+        range,
+        Some(CheckpointId(1)),
+        &parts,
+        &mut chains,
+    )
+    .unwrap();
+    assert_eq!(table.iter().count(), 0);
+}

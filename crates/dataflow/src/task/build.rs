@@ -55,13 +55,18 @@ pub(crate) struct TaskEnv<'a> {
     pub(crate) metrics: &'a DataflowMetrics,
 }
 
-/// An id no other attempt shares (its number, this process, the time it
-/// started), for part-file names.
+/// An id no other attempt shares (its vertex, subtask and number, this
+/// process, the time it started), for part-file names: two subtasks
+/// started in one clock tick, in one process or in two with the same pid
+/// (containers), still differ.
 fn attempt_tag(ctx: &TaskContext) -> Arc<str> {
     let nanos = holdfast_types::wall::SystemClock.unix_nanos();
+    let attempt = ctx.attempt();
     format!(
-        "{}-{:x}-{:x}",
-        ctx.attempt().attempt,
+        "{}-{}-{}-{:x}-{:x}",
+        attempt.task.vertex,
+        attempt.task.subtask,
+        attempt.attempt,
         std::process::id(),
         nanos
     )

@@ -271,6 +271,11 @@ impl CheckpointCoordinator {
                     .is_some_and(|p| p.phase != Phase::WritingPointer)
                 {
                     self.abort(&mut out, now, id, AbortReason::Declined { task, reason });
+                } else if !self.pending.contains_key(&id) && self.aborted.contains(&id) {
+                    // A task that declined may have written part of its
+                    // snapshot (a full one's own files go before its state
+                    // file) after the abort deleted the directory.
+                    out.push(CheckpointCommand::Discard { id });
                 }
             }
             CheckpointInput::MetadataWritten { id, result } => {

@@ -62,6 +62,14 @@ pub struct TaskEntry {
     pub files: Vec<OwnEntry>,
 }
 
+/// Whether `name` may be one of a state's own files: one path segment
+/// ending in `.run` (so that it can be neither a state file nor the
+/// metadata, and cannot leave its directory).
+pub fn is_own_file_name(name: &str) -> bool {
+    let stem = name.strip_suffix(".run").unwrap_or_default();
+    !stem.is_empty() && !name.contains(['/', '\\'])
+}
+
 /// One of a task's own files.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -174,6 +182,16 @@ pub enum MetadataError {
         /// Its subtask.
         subtask: u32,
     },
+    /// A state's own file is named as none may be.
+    #[error(
+        "it lists an own file {name:?} of the state file {state:?}; such a file is named `<name>.run`, beside its state file"
+    )]
+    OwnFile {
+        /// The name.
+        name: String,
+        /// Its state file.
+        state: String,
+    },
 }
 
 impl Metadata {
@@ -243,11 +261,13 @@ impl Metadata {
                     .vertices
                     .get(task.vertex as usize)
                     .is_none_or(|v| task.subtask >= v.parallelism);
-            let bad_path = metadata.format == FORMAT
-                && (task.state.contains('/')
-                    || task.files.iter().any(|f| {
-                        f.name.is_empty() || f.name.contains(['/', '\\']) || f.name == ".."
-                    }));
+            if let Some(own) = task.files.iter().find(|f| !is_own_file_name(&f.name)) {
+                return Err(MetadataError::OwnFile {
+                    name: own.name.clone(),
+                    state: task.state.clone(),
+                });
+            }
+            let bad_path = task.state.contains('/') && metadata.format == FORMAT;
             if bad_vertex || bad_path {
                 return Err(MetadataError::Task {
                     state: task.state.clone(),
@@ -416,12 +436,20 @@ mod tests {
             metadata.own_location(&metadata.tasks[0].files[0]),
             "s3://bucket/savepoints/sp-1/t-5-sum.run"
         );
-        for bad in ["../chk-4/x.run", "a/b.run", "..", ""] {
+        for bad in [
+            "../chk-4/x.run",
+            "a/b.run",
+            "..",
+            "",
+            "_metadata",
+            "0-0-0.state",
+            ".run",
+        ] {
             let metadata = Metadata::new(job, CheckpointId(5), None, vec![entry(bad)]);
             let bytes = serde_json::to_vec(&metadata).unwrap();
             let refused = Metadata::parse(&bytes, job, CheckpointId(5)).unwrap_err();
             assert!(
-                matches!(refused, MetadataError::Task { .. }),
+                matches!(&refused, MetadataError::OwnFile { name, .. } if name == bad),
                 "{bad}: {refused}"
             );
         }

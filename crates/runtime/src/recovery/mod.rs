@@ -59,7 +59,7 @@ pub use self::core::{READ_RETRY, RecoveryConfig, RecoveryCore};
 pub use job::{JobRecovery, Restored};
 pub use metadata::{
     FORMAT, Metadata, MetadataError, OwnEntry, SharedEntry, TaskEntry, VertexEntry,
-    checkpoint_dir_name, savepoint_dir_name,
+    checkpoint_dir_name, is_own_file_name, savepoint_dir_name,
 };
 pub use restore_plan::{FileToRead, SavepointMismatch, check_savepoint, files_for};
 pub use restore_point::{Checked, Pointer, Resolution, Skipped, resolve};

@@ -99,6 +99,20 @@ impl Term {
             tracing::debug!(%job, attempt = %task,
                 "a task's input ended; it waits for a last checkpoint to commit its output");
             CheckpointInput::TaskEnded { task }
+        } else if let Some(bad) = request
+            .own_files
+            .iter()
+            .find(|f| !holdfast_runtime::recovery::is_own_file_name(&f.name))
+            .filter(|_| request.declined.is_empty())
+        {
+            // Never written into a metadata: the checkpoint fails now.
+            let reason = format!(
+                "its acknowledgement names an own file {:?}; a state's own file is named `<name>.run`, beside its state file",
+                bad.name.chars().take(200).collect::<String>()
+            );
+            tracing::warn!(%job, checkpoint = %id, attempt = %task, %reason,
+                "a task's checkpoint acknowledgement is refused");
+            CheckpointInput::Declined { id, task, reason }
         } else if request.declined.is_empty() {
             CheckpointInput::Acknowledged {
                 id,
