@@ -519,6 +519,7 @@ fn a_stopped_job_aborts_what_it_collected_without_counting_it() {
         )
     };
     assert_eq!(decline(&mut c, 1), [C::Discard { id: id(1) }]);
+    assert_eq!(decline(&mut c, 1), [], "once for all the late declines");
     assert_eq!(decline(&mut c, 99), []);
     assert_eq!(
         c.handle(

@@ -23,10 +23,8 @@ use crate::keys::key_hash;
 /// per CPU second).
 type HashMap<K, V> = GenericHashMap<K, V, FxBuildHasher, DefaultSharedPtr>;
 
-/// A change list this long beyond its group's size (and at least this
-/// long) is deduplicated in place: a key written many times between two
-/// snapshots is listed about once, and the lists stay about the size of
-/// the keys changed.
+/// The least length at which a change list is deduplicated in place (see
+/// [`bound`]).
 const DEDUPE_SLACK: usize = 64;
 
 /// Restoring keyed state failed.
@@ -91,8 +89,11 @@ pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
     /// With change tracking on ([`track_changes`](Self::track_changes)):
     /// per key group, the keys written or removed since the last
     /// [`take_changes`](Self::take_changes), each listed at every write
-    /// and the list deduplicated once it is twice its group's size.
+    /// and the list deduplicated now and then ([`bound`]).
     changed: Option<Vec<Vec<K>>>,
+    /// Per key group, the length past which its change list is
+    /// deduplicated next (0: twice the group's size, or [`DEDUPE_SLACK`]).
+    dedupe_at: Vec<usize>,
 }
 
 /// The keys of each key group that changed between two
@@ -108,15 +109,27 @@ pub struct TableChanges<K: Hash + Eq + Clone, V: Clone> {
     changed: Vec<Vec<K>>,
 }
 
-/// Lists `key` in `list`, the change list of a group of `len` keys;
-/// deduplicates the list in place once it is twice as long (amortized: the
-/// next one comes after as many writes again).
-fn list<K: Hash + Eq + Clone>(list: &mut Vec<K>, key: K, len: usize) {
+/// Lists `key` in `list`, the change list of a group of `len` keys (see
+/// [`bound`]).
+fn list<K: Hash + Eq + Clone>(list: &mut Vec<K>, key: K, len: usize, dedupe_at: &mut usize) {
     list.push(key);
-    if list.len() > 2 * len.max(DEDUPE_SLACK) {
-        let mut seen = rustc_hash::FxHashSet::default();
-        list.retain(|k| seen.insert(k.clone()));
+    bound(list, len, dedupe_at);
+}
+
+/// Deduplicates `list`, the change list of a group of `len` keys, in
+/// place once it is longer than `dedupe_at` and twice the group's size
+/// (and [`DEDUPE_SLACK`]); the next time is when it has doubled again,
+/// so that each entry is deduplicated a bounded number of times however
+/// the group shrinks (removed keys stay listed).
+fn bound<K: Hash + Eq + Clone>(list: &mut Vec<K>, len: usize, dedupe_at: &mut usize) {
+    if list.len() <= (*dedupe_at).max(2 * len.max(DEDUPE_SLACK)) {
+        return;
     }
+    let mut seen = rustc_hash::FxHashSet::default();
+    list.retain(|k| seen.insert(k.clone()));
+    *dedupe_at = 2 * list.len().max(len).max(DEDUPE_SLACK);
+    #[cfg(test)]
+    tests::DEDUPES.with(|d| d.set(d.get() + 1));
 }
 
 /// A snapshot of a [`KeyedTable`]: cheap to take, unaffected by later
@@ -137,6 +150,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             range,
             groups: vec![HashMap::with_hasher(FxBuildHasher); range.len()],
             changed: None,
+            dedupe_at: vec![0; range.len()],
         }
     }
 
@@ -146,6 +160,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     pub fn track_changes(&mut self) {
         if self.changed.is_none() {
             self.changed = Some(vec![Vec::new(); self.range.len()]);
+            self.dedupe_at.fill(0);
         }
     }
 
@@ -165,6 +180,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     pub fn take_changes(&mut self) -> Option<TableChanges<K, V>> {
         let fresh = vec![Vec::new(); self.range.len()];
         let changed = std::mem::replace(self.changed.as_mut()?, fresh);
+        self.dedupe_at.fill(0);
         Some(TableChanges {
             snapshot: self.snapshot(),
             changed,
@@ -174,7 +190,12 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// Lists a removed key.
     fn removed(&mut self, slot: usize, key: &K) {
         if let Some(changed) = &mut self.changed {
-            list(&mut changed[slot], key.clone(), self.groups[slot].len());
+            list(
+                &mut changed[slot],
+                key.clone(),
+                self.groups[slot].len(),
+                &mut self.dedupe_at[slot],
+            );
         }
     }
 
@@ -217,7 +238,12 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             }
         };
         if let (Some(changed), Some(key)) = (&mut self.changed, listed) {
-            list(&mut changed[slot], key, group.len());
+            list(
+                &mut changed[slot],
+                key,
+                group.len(),
+                &mut self.dedupe_at[slot],
+            );
         }
         Ok(old)
     }
@@ -231,7 +257,12 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         let len = group.len();
         let value = group.get_mut(key)?;
         if let Some(changed) = &mut self.changed {
-            list(&mut changed[slot], key.clone(), len);
+            list(
+                &mut changed[slot],
+                key.clone(),
+                len,
+                &mut self.dedupe_at[slot],
+            );
         }
         Some(value)
     }
@@ -248,7 +279,12 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             // Listed before the write (the entry borrows the group); a
             // key listed is only ever a key to look at again.
             let len = group.len() + 1;
-            list(&mut changed[slot], key.clone(), len);
+            list(
+                &mut changed[slot],
+                key.clone(),
+                len,
+                &mut self.dedupe_at[slot],
+            );
         }
         Ok(match group.entry(key) {
             Entry::Occupied(entry) => entry.into_mut(),
@@ -263,6 +299,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             let taken = std::mem::replace(group, HashMap::with_hasher(FxBuildHasher));
             if let Some(changed) = &mut self.changed {
                 changed[slot].extend(taken.keys().cloned());
+                bound(&mut changed[slot], 0, &mut self.dedupe_at[slot]);
             }
             all.extend(taken);
         }
@@ -587,6 +624,44 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Dedupes run on this thread.
+        pub(super) static DEDUPES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Keys churned through a group kept small (each inserted, then
+    /// removed: removed keys stay listed) and a drain: the lists are
+    /// deduplicated a logarithmic number of times, not at every write.
+    #[test]
+    fn churned_keys_are_deduplicated_a_bounded_number_of_times() {
+        let range = KeyGroupRange::of_subtask(1, 1, 0);
+        let mut table: KeyedTable<u64, u64> = KeyedTable::new("t", 1, range);
+        table.track_changes();
+        DEDUPES.with(|d| d.set(0));
+        let dedupes = || DEDUPES.with(std::cell::Cell::get);
+        for key in 0..100_000u64 {
+            table.insert(key, key).unwrap();
+            table.remove(&key);
+            assert!(dedupes() <= 30, "{} dedupes by key {key}", dedupes());
+        }
+        for key in 0..1_000u64 {
+            table.insert(key, key).unwrap();
+        }
+        table.drain();
+        for key in 0..1_000u64 {
+            table.insert(key, key).unwrap();
+        }
+        assert!((1..=30).contains(&dedupes()), "{} dedupes", dedupes());
+        let changes = table.take_changes().unwrap();
+        let keys: usize = changes
+            .encode_deltas()
+            .unwrap()
+            .iter()
+            .map(|(_, e)| e.len())
+            .sum();
+        assert_eq!(keys, 100_000, "every key churned is in the delta");
+    }
 
     /// A key written over and over between two takes is listed about once:
     /// the lists stay within twice their group's size (or the slack), and

@@ -88,6 +88,9 @@ pub struct CheckpointCoordinator {
     /// Completed checkpoints retained, oldest first.
     retained: VecDeque<CheckpointId>,
     aborted: VecDeque<CheckpointId>,
+    /// Aborted checkpoints whose directory a late decline had deleted
+    /// again (once each: every task still on its way declines).
+    discarded_late: VecDeque<CheckpointId>,
     failures_in_row: u32,
     completed_total: u64,
     failed_total: u64,
@@ -127,6 +130,7 @@ impl CheckpointCoordinator {
             pending: BTreeMap::new(),
             retained: retained.into(),
             aborted: VecDeque::new(),
+            discarded_late: VecDeque::new(),
             failures_in_row: 0,
             completed_total: 0,
             failed_total: 0,
@@ -271,10 +275,18 @@ impl CheckpointCoordinator {
                     .is_some_and(|p| p.phase != Phase::WritingPointer)
                 {
                     self.abort(&mut out, now, id, AbortReason::Declined { task, reason });
-                } else if !self.pending.contains_key(&id) && self.aborted.contains(&id) {
+                } else if !self.pending.contains_key(&id)
+                    && self.aborted.contains(&id)
+                    && !self.discarded_late.contains(&id)
+                {
                     // A task that declined may have written part of its
                     // snapshot (a full one's own files go before its state
-                    // file) after the abort deleted the directory.
+                    // file) after the abort deleted the directory: deleted
+                    // again, once for all the late declines.
+                    self.discarded_late.push_back(id);
+                    if self.discarded_late.len() > ABORTED_REMEMBERED {
+                        self.discarded_late.pop_front();
+                    }
                     out.push(CheckpointCommand::Discard { id });
                 }
             }
