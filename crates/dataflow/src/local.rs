@@ -600,11 +600,7 @@ impl LocalCheckpoints {
                                     .try_for_each(|file| crate::local_files::keep(dir, file)),
                                 None => Ok(()),
                             };
-                            // What is not kept (all of it without a
-                            // directory, the rest after a failure) goes.
-                            encoded.shared.iter().for_each(SharedFile::discard);
-                            kept.map_err(|e| LocalCheckpointError::Encode(e.into()))?;
-                            let kept = match &own_dir {
+                            let own_kept = match &own_dir {
                                 Some(dir) => encoded
                                     .own
                                     .iter()
@@ -619,8 +615,16 @@ impl LocalCheckpoints {
                                     }
                                 }),
                             };
-                            encoded.own.iter().for_each(SharedFile::discard);
-                            kept.map_err(|e| LocalCheckpointError::Encode(e.into()))?;
+                            // What is not kept (all of it without a
+                            // directory, the rest after a failure) goes,
+                            // own and shared files alike.
+                            encoded
+                                .shared
+                                .iter()
+                                .chain(&encoded.own)
+                                .for_each(SharedFile::discard);
+                            kept.and(own_kept)
+                                .map_err(|e| LocalCheckpointError::Encode(e.into()))?;
                             shared_reused += encoded.reused.iter().map(|f| f.bytes).sum::<u64>();
                             encoded.bytes.into()
                         }
