@@ -2,12 +2,14 @@
 //! ([`LocalRun`], parallelism 1): a keyed sum over `keys` keys, filled as
 //! fast as it goes (every key once), then updated at `update_percent` of
 //! the keys per second, with a checkpoint every second — full in one run,
-//! incremental on the previous one in the other. Per checkpoint: its
+//! incremental on the previous one in the other, none in a third (the
+//! reference for the updates' CPU cost). Per checkpoint: its
 //! duration (trigger until every snapshot is acknowledged and encoded, as
 //! a TaskManager encodes them; not written to storage), the bytes it wrote
 //! and the bytes of the state it holds, and the longest pause of the task
 //! thread; per run, the updates applied per second against the rate asked
-//! for, and the process's resident memory.
+//! for and per second of the process's CPU time (both from the end of the
+//! first checkpoint on), and its resident memory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +26,7 @@ use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
 use serde_json::{Value, json};
 
+use crate::cpu::own_cpu_time;
 use crate::output::{Report, Table};
 use crate::scenario::checkpoints::{Every, millions, round};
 use crate::scenario::cluster::process::Memory;
@@ -51,9 +54,9 @@ pub struct IncrementalArgs {
     /// Throughput rounds per setting; medians are reported.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
-    /// Run only this kind of checkpoints (`full` or `incremental`; both by
-    /// default): at 100 million keys each needs the machine's memory to
-    /// itself, so run them as two processes.
+    /// Run only this kind of checkpoints (`off`, `full` or `incremental`;
+    /// all three by default): at 100 million keys each needs the machine's
+    /// memory to itself, so run them as processes of their own.
     #[arg(long)]
     pub only: Option<String>,
 }
@@ -71,7 +74,31 @@ struct RunResult {
     fill: Duration,
     taken: Vec<Taken>,
     updates_per_second: f64,
+    /// Updates applied per second of the process's CPU time (the task,
+    /// the source and the encoding of the snapshots), while updating.
+    updates_per_cpu_second: f64,
     rss_mib: f64,
+}
+
+/// The checkpoints of one run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// None: the reference for the updates' cost.
+    Off,
+    /// Full, every key group whole.
+    Full,
+    /// Incremental on the previous one.
+    Incremental,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Off => "off",
+            Kind::Full => "full",
+            Kind::Incremental => "incremental",
+        }
+    }
 }
 
 /// A keyed sum over `keys` keys: the first `keys` records write every key
@@ -106,7 +133,7 @@ pub(crate) fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
         .sum()
 }
 
-fn one_run(args: &IncrementalArgs, incremental: bool) -> Result<RunResult> {
+fn one_run(args: &IncrementalArgs, kind: Kind) -> Result<RunResult> {
     let rate = ((args.keys as f64) * args.update_percent / 100.0).max(1.0) as u64;
     let compiled = Arc::new(CompiledPlan::compile(
         flow("incremental-bench", args.keys, Some(rate)).build()?,
@@ -129,12 +156,23 @@ fn one_run(args: &IncrementalArgs, incremental: bool) -> Result<RunResult> {
     let checkpoints: Arc<LocalCheckpoints> = job.checkpointer();
     let mut taken = Vec::new();
     let mut base: Option<CheckpointId> = None;
-    let counted_from = (Instant::now(), records_out(&job));
-    for _ in 0..args.checkpoints {
+    // Updates and CPU are counted from the end of the first checkpoint
+    // (an incremental run's first writes everything, once): the steady
+    // state.
+    let mut counted_from = (Instant::now(), records_out(&job));
+    let mut cpu_from = own_cpu_time().context("read /proc/self/stat")?;
+    for n in 0..args.checkpoints {
+        if n == 1 {
+            counted_from = (Instant::now(), records_out(&job));
+            cpu_from = own_cpu_time().context("read /proc/self/stat")?;
+        }
         std::thread::sleep(Duration::from_secs(1));
+        if kind == Kind::Off {
+            continue;
+        }
         let id = checkpoints.next_id();
         let started = Instant::now();
-        let checkpoint = if incremental {
+        let checkpoint = if kind == Kind::Incremental {
             checkpoints.checkpoint_incremental(id, base, Duration::from_secs(600))
         } else {
             checkpoints.checkpoint(id, Duration::from_secs(600))
@@ -152,6 +190,8 @@ fn one_run(args: &IncrementalArgs, incremental: bool) -> Result<RunResult> {
     }
     let updates = records_out(&job) - counted_from.1;
     let updates_per_second = updates as f64 / counted_from.0.elapsed().as_secs_f64();
+    let cpu = own_cpu_time().context("read /proc/self/stat")? - cpu_from;
+    let updates_per_cpu_second = updates as f64 / cpu.as_secs_f64().max(1e-3);
     let rss_mib = Memory::of(std::process::id())?.rss_kib as f64 / 1024.0;
     job.cancel();
     let _ = job.join();
@@ -159,6 +199,7 @@ fn one_run(args: &IncrementalArgs, incremental: bool) -> Result<RunResult> {
         fill,
         taken,
         updates_per_second,
+        updates_per_cpu_second,
         rss_mib,
     })
 }
@@ -235,13 +276,21 @@ fn throughput(args: &IncrementalArgs) -> Result<Option<(Table, Value)>> {
 
 /// Runs the scenario.
 pub fn run(args: &IncrementalArgs) -> Result<Report> {
+    if let Some(only) = args.only.as_deref()
+        && ![Kind::Off, Kind::Full, Kind::Incremental]
+            .iter()
+            .any(|k| k.name() == only)
+    {
+        bail!("--only {only}: expected off, full or incremental");
+    }
     let rate = (args.keys as f64) * args.update_percent / 100.0;
     let mut table = Table::new(
-        "checkpoints of a keyed sum, full against incremental (every 1 s)",
+        "checkpoints of a keyed sum: none, full, incremental (every 1 s)",
         &[
             "checkpoints",
             "keys",
             "updates/s asked / applied",
+            "updates per CPU s",
             "written p50 / max",
             "state held (last)",
             "duration p50 / max",
@@ -251,7 +300,9 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
         ],
     );
     let mut results = serde_json::Map::new();
-    for (name, incremental) in [("full", false), ("incremental", true)] {
+    let mut off_per_cpu = None;
+    for kind in [Kind::Off, Kind::Full, Kind::Incremental] {
+        let name = kind.name();
         if args.only.as_deref().is_some_and(|only| only != name) {
             continue;
         }
@@ -259,24 +310,42 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
             "incremental-checkpoints: {name}, {} keys, {rate:.0} updates/s",
             args.keys
         );
-        let result = one_run(args, incremental)?;
+        let result = one_run(args, kind)?;
         // The first incremental checkpoint writes everything: counted, as
         // the others.
         let written: Vec<f64> = result.taken.iter().map(|t| t.written as f64).collect();
         let durations: Vec<f64> = result.taken.iter().map(|t| ms(t.duration)).collect();
         let pauses: Vec<f64> = result.taken.iter().map(|t| ms(t.pause)).collect();
-        let w = Summary::of(&written).context("no checkpoint")?;
-        let d = Summary::of(&durations).context("no checkpoint")?;
-        let p = Summary::of(&pauses).context("no checkpoint")?;
         let held = result.taken.last().map_or(0, |t| t.held) as f64;
+        let change = match (kind, off_per_cpu) {
+            (Kind::Off, _) => {
+                off_per_cpu = Some(result.updates_per_cpu_second);
+                String::new()
+            }
+            (_, Some(off)) => format!(
+                " ({:+.1} %)",
+                (result.updates_per_cpu_second / off - 1.0) * 100.0
+            ),
+            (_, None) => String::new(),
+        };
+        let of = |values: &[f64], show: &dyn Fn(&Summary) -> String| {
+            Summary::of(values).map_or_else(|| "-".to_owned(), |s| show(&s))
+        };
         table.row(vec![
             name.to_owned(),
             args.keys.to_string(),
             format!("{rate:.0} / {:.0}", result.updates_per_second),
-            format!("{} / {}", mib(w.p50), mib(w.max)),
-            mib(held),
-            format!("{:.0} ms / {:.0} ms", d.p50, d.max),
-            format!("{:.3} ms / {:.3} ms", p.p99, p.max),
+            format!("{}{change}", millions(result.updates_per_cpu_second)),
+            of(&written, &|w| format!("{} / {}", mib(w.p50), mib(w.max))),
+            if result.taken.is_empty() {
+                "-".to_owned()
+            } else {
+                mib(held)
+            },
+            of(&durations, &|d| {
+                format!("{:.0} ms / {:.0} ms", d.p50, d.max)
+            }),
+            of(&pauses, &|p| format!("{:.3} ms / {:.3} ms", p.p99, p.max)),
             format!("{:.1} s", result.fill.as_secs_f64()),
             format!("{:.0} MiB", result.rss_mib),
         ]);
@@ -289,6 +358,7 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
             name.to_owned(),
             json!({"keys": args.keys, "updates_per_second_asked": rate,
                    "updates_per_second_applied": result.updates_per_second,
+                   "updates_per_cpu_second": result.updates_per_cpu_second,
                    "written_bytes": summary_json(&written), "duration_ms": summary_json(&durations),
                    "task_pause_ms": summary_json(&pauses), "held_bytes_last": held,
                    "fill_s": result.fill.as_secs_f64(), "rss_mib": result.rss_mib,

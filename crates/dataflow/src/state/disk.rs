@@ -767,24 +767,23 @@ where
             .map_err(failed)
     }
 
-    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
-        let mut parts = Vec::new();
-        for (slot, group) in self.range.iter().enumerate() {
-            if self.lens[slot] == 0 {
-                continue;
-            }
-            // A postcard sequence of (key, value) pairs: the count, then
-            // each key's and value's encodings back to back.
-            let mut bytes = Vec::new();
-            varint(&mut bytes, self.lens[slot] as u64);
-            self.for_each(slot, &mut |k, v| {
-                bytes.extend_from_slice(k);
-                bytes.extend_from_slice(v);
-                Ok(())
-            })?;
-            parts.push((group, bytes));
-        }
-        Ok(parts)
+    fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError> {
+        // A postcard sequence of (key, value) pairs: the count, then each
+        // key's and value's encodings back to back.
+        let mut bytes = Vec::new();
+        varint(&mut bytes, self.lens[slot] as u64);
+        self.for_each(slot, &mut |k, v| {
+            bytes.extend_from_slice(k);
+            bytes.extend_from_slice(v);
+            Ok(())
+        })?;
+        Ok(bytes)
+    }
+
+    fn release(&mut self, slot: usize) {
+        // The buffer's nodes the table has not copied are its own again;
+        // the engine's snapshot is one for every group, held to the end.
+        self.buffer[slot] = Buffer::default();
     }
 }
 

@@ -35,7 +35,7 @@ fn in_memory(range: KeyGroupRange) -> Disk {
 }
 
 /// What a snapshot holds, decoded.
-fn contents_of<S: GroupSnapshot<String>>(snapshot: &S) -> BTreeMap<String, u64> {
+fn contents_of<S: GroupSnapshot<String>>(mut snapshot: S) -> BTreeMap<String, u64> {
     let mut all = BTreeMap::new();
     for (_, bytes) in snapshot.encode_inline().unwrap() {
         let entries: Vec<(String, u64)> = postcard::from_bytes(&bytes).unwrap();
@@ -47,7 +47,7 @@ fn contents_of<S: GroupSnapshot<String>>(snapshot: &S) -> BTreeMap<String, u64> 
 }
 
 fn disk_contents(table: &Disk) -> BTreeMap<String, u64> {
-    contents_of(&table.snapshot())
+    contents_of(table.snapshot())
 }
 
 #[derive(Clone, Debug)]
@@ -253,7 +253,7 @@ fn the_buffer_is_bounded_and_a_snapshot_is_unchanged_by_later_writes() {
             .unwrap();
     }
     table.remove(&"k3".to_owned()).unwrap();
-    let then = contents_of(&snapshot);
+    let then = contents_of(snapshot);
     assert_eq!(then.len(), 1000);
     assert!(
         then.iter()

@@ -200,7 +200,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
         let spill = self.spill.clone().map(|dir| (dir, self.part_bytes));
         Part::Deferred(Box::new(move || {
             let (encoded, written) = encode(
-                &snapshot,
+                snapshot,
                 base_chains.as_deref(),
                 &deltas,
                 file,
@@ -246,7 +246,7 @@ impl<K> TableChains<K> {
 }
 
 /// A full snapshot's part, every group inline.
-fn inline_part<K, S: GroupSnapshot<K>>(snapshot: S) -> Part {
+fn inline_part<K, S: GroupSnapshot<K>>(mut snapshot: S) -> Part {
     Part::Deferred(Box::new(move || {
         let parts = snapshot.encode_inline()?;
         let parts: Vec<(u32, Vec<u8>)> = parts.into_iter().map(|(g, b)| (g.0, b)).collect();
@@ -259,7 +259,7 @@ fn inline_part<K, S: GroupSnapshot<K>>(snapshot: S) -> Part {
 /// `spill` a part of about `part_bytes` at a time, so that the snapshot
 /// holds one part in memory however large the state.
 fn own_part<K, S: GroupSnapshot<K>>(
-    snapshot: S,
+    mut snapshot: S,
     file: String,
     spill: Arc<Path>,
     part_bytes: usize,
@@ -278,6 +278,7 @@ fn own_part<K, S: GroupSnapshot<K>>(
             }
             chains.insert(group.0, Vec::new());
             snapshot.write_base(slot, parts.writer()?)?;
+            snapshot.release(slot);
             if parts.writer.as_ref().is_some_and(|w| w.len() >= part_bytes) {
                 parts.finish(&mut chains)?;
             }
@@ -305,7 +306,7 @@ fn own_part<K, S: GroupSnapshot<K>>(
 /// restore reads about one group's size plus its deltas. Sections are
 /// encoded straight into the run (no allocation per entry).
 fn encode<K, S>(
-    snapshot: &S,
+    mut snapshot: S,
     base_chains: Option<&Chains>,
     deltas: &[Changed<K>],
     file: String,
@@ -377,7 +378,16 @@ where
         writer: None,
         files: Vec::new(),
     };
-    for (group, keys) in sections {
+    // Groups with nothing to write go at once; the deltas (small each) are
+    // written before the bases (whole groups), each group let go once
+    // written: the task's writes copy a group only while it is held.
+    for slot in 0..range.len() {
+        if !sections.contains_key(&(range.start + slot as u32)) {
+            snapshot.release(slot);
+        }
+    }
+    let (deltas, bases): (Vec<_>, Vec<_>) = sections.into_iter().partition(|(_, k)| k.is_some());
+    for (group, keys) in deltas.into_iter().chain(bases) {
         let group = KeyGroup(group);
         let slot = (group.0 - range.start) as usize;
         match keys {
@@ -387,6 +397,7 @@ where
             }
             Some(keys) => snapshot.write_delta(slot, &keys, parts.writer()?)?,
         }
+        snapshot.release(slot);
         if spill.is_some_and(|(_, bytes)| parts.writer.as_ref().is_some_and(|w| w.len() >= bytes)) {
             parts.finish(&mut chains)?;
         }

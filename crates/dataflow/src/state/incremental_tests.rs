@@ -459,3 +459,199 @@ fn an_empty_full_snapshot_restores_without_any_file() {
     .unwrap();
     assert_eq!(table.iter().count(), 0);
 }
+
+/// What an encoder did with a snapshot's groups, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Did {
+    Base(usize),
+    Delta(usize),
+    Inline(usize),
+    Release(usize),
+}
+
+/// A table whose snapshots log what the encoder does with them.
+struct Watched {
+    table: Table,
+    log: Arc<Mutex<Vec<Did>>>,
+}
+
+/// A snapshot that logs each group written and let go, and fails a read
+/// of a group after it was let go.
+struct WatchedSnapshot {
+    inner: crate::state::TableSnapshot<String, u64>,
+    log: Arc<Mutex<Vec<Did>>>,
+}
+
+impl WatchedSnapshot {
+    fn did(&self, did: Did, slot: usize) {
+        let mut log = lock(&self.log);
+        assert!(
+            !log.contains(&Did::Release(slot)),
+            "group {slot} read ({did:?}) after it was let go: {log:?}"
+        );
+        log.push(did);
+    }
+}
+
+impl GroupSnapshot<String> for WatchedSnapshot {
+    fn range(&self) -> KeyGroupRange {
+        GroupSnapshot::range(&self.inner)
+    }
+    fn group_len(&self, slot: usize) -> usize {
+        GroupSnapshot::group_len(&self.inner, slot)
+    }
+    fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError> {
+        self.did(Did::Base(slot), slot);
+        GroupSnapshot::write_base(&self.inner, slot, run)
+    }
+    fn write_delta(
+        &self,
+        slot: usize,
+        keys: &[&String],
+        run: &mut RunWriter,
+    ) -> Result<(), StateError> {
+        self.did(Did::Delta(slot), slot);
+        GroupSnapshot::write_delta(&self.inner, slot, keys, run)
+    }
+    fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError> {
+        self.did(Did::Inline(slot), slot);
+        self.inner.encode_group_inline(slot)
+    }
+    fn release(&mut self, slot: usize) {
+        self.did(Did::Release(slot), slot);
+        self.inner.release(slot);
+        assert_eq!(self.inner.group_len(slot), 0, "group {slot} still held");
+    }
+}
+
+impl TrackedTable<String> for Watched {
+    type Snapshot = WatchedSnapshot;
+    fn snapshot_now(&self) -> WatchedSnapshot {
+        WatchedSnapshot {
+            inner: self.table.snapshot_now(),
+            log: Arc::clone(&self.log),
+        }
+    }
+    fn is_tracking_changes(&self) -> bool {
+        self.table.is_tracking_changes()
+    }
+    fn track_changes(&mut self) {
+        self.table.track_changes();
+    }
+    fn untrack_changes(&mut self) {
+        self.table.untrack_changes();
+    }
+    fn take_changed(&mut self) -> Option<(WatchedSnapshot, Vec<Vec<String>>)> {
+        let (inner, changed) = self.table.take_changed()?;
+        let log = Arc::clone(&self.log);
+        Some((WatchedSnapshot { inner, log }, changed))
+    }
+}
+
+/// Every encoding lets go of each group of its snapshot once, and only
+/// after writing it: groups with nothing to write at once, deltas before
+/// bases, so that the task's writes copy a group for as short a time as
+/// the encoding allows (an in-memory table's group is copy-on-write only
+/// while a snapshot holds it).
+#[test]
+fn encodings_let_go_of_each_group_once_written() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut watched = Watched {
+        table: Table::new("sum", MAX, range),
+        log: Arc::clone(&log),
+    };
+    // Keys in every group, so that each has a base to write.
+    let mut one_per_group: BTreeMap<KeyGroup, String> = BTreeMap::new();
+    for k in 0..2_000 {
+        let key = format!("k{k}");
+        watched.table.insert(key.clone(), k).unwrap();
+        one_per_group
+            .entry(watched.table.group_of(&key))
+            .or_insert(key);
+    }
+    let groups = range.len();
+    let take = |log: &Mutex<Vec<Did>>| std::mem::take(&mut *lock(log));
+    let released_once = |did: &[Did]| {
+        for slot in 0..groups {
+            let n = did.iter().filter(|d| **d == Did::Release(slot)).count();
+            assert_eq!(n, 1, "group {slot} let go {n} times: {did:?}");
+        }
+    };
+
+    // The first incremental checkpoint: every group a base.
+    let mut chains = TableChains::<String>::new("0-0-0", "sum");
+    encode(chains.part(
+        &mut watched,
+        CheckpointId(1),
+        SnapshotKind::Incremental { base: None },
+    ));
+    let did = take(&log);
+    released_once(&did);
+    assert_eq!(
+        did.iter().filter(|d| matches!(d, Did::Base(_))).count(),
+        groups
+    );
+
+    // Then a key of every other group changes: the unchanged groups go
+    // before anything is written, the deltas before the rolling rebases.
+    for key in one_per_group.values().step_by(2) {
+        *watched.table.get_mut(key).unwrap() += 1;
+    }
+    for n in 2..6 {
+        encode(chains.part(
+            &mut watched,
+            CheckpointId(n),
+            SnapshotKind::Incremental {
+                base: Some(CheckpointId(n - 1)),
+            },
+        ));
+        let did = take(&log);
+        released_once(&did);
+        let first_write = did
+            .iter()
+            .position(|d| !matches!(d, Did::Release(_)))
+            .unwrap_or(did.len());
+        let written = |slot: usize| {
+            did.iter()
+                .any(|d| matches!(d, Did::Base(s) | Did::Delta(s) if *s == slot))
+        };
+        for slot in (0..groups).filter(|s| !written(*s)) {
+            let at = did.iter().position(|d| *d == Did::Release(slot)).unwrap();
+            assert!(
+                at < first_write,
+                "unchanged group {slot} let go late: {did:?}"
+            );
+        }
+        let last_delta = did.iter().rposition(|d| matches!(d, Did::Delta(_)));
+        let first_base = did.iter().position(|d| matches!(d, Did::Base(_)));
+        if let (Some(delta), Some(base)) = (last_delta, first_base) {
+            assert!(delta < base, "a base before a delta: {did:?}");
+        }
+        assert!(last_delta.is_some(), "no delta written: {did:?}");
+        for key in one_per_group.values().step_by(2) {
+            *watched.table.get_mut(key).unwrap() += 1;
+        }
+    }
+
+    // A full snapshot, inline and as files of its own.
+    encode(chains.part(&mut watched, CheckpointId(9), SnapshotKind::Full));
+    let did = take(&log);
+    released_once(&did);
+    assert_eq!(
+        did.iter().filter(|d| matches!(d, Did::Inline(_))).count(),
+        groups
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut spilling = TableChains::<String>::new("0-0-0", "sum").spilling_to(dir.path(), 1 << 10);
+    let own = encode(spilling.part(&mut watched, CheckpointId(10), SnapshotKind::Full));
+    let did = take(&log);
+    released_once(&did);
+    assert_eq!(
+        did.iter().filter(|d| matches!(d, Did::Base(_))).count(),
+        groups
+    );
+    own.own
+        .iter()
+        .for_each(holdfast_executor::SharedFile::discard);
+}

@@ -550,19 +550,23 @@ where
     /// backend to write; run it off the task thread).
     pub fn encode(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
         let mut parts = Vec::new();
-        for (group, map) in self.range.iter().zip(&self.groups) {
-            if map.is_empty() {
-                continue;
+        for (slot, (group, map)) in self.range.iter().zip(&self.groups).enumerate() {
+            if !map.is_empty() {
+                parts.push((group, self.encode_group(slot)?));
             }
-            let entries: Vec<(&K, &V)> = map.iter().collect();
-            let bytes = postcard::to_allocvec(&entries).map_err(|e| StateError::Encode {
-                state: self.name.clone(),
-                group,
-                reason: e.to_string(),
-            })?;
-            parts.push((group, bytes));
         }
         Ok(parts)
+    }
+
+    /// The group at `slot`'s part: its keys and values as a postcard
+    /// sequence of pairs.
+    fn encode_group(&self, slot: usize) -> Result<Vec<u8>, StateError> {
+        let entries: Vec<(&K, &V)> = self.groups[slot].iter().collect();
+        postcard::to_allocvec(&entries).map_err(|e| StateError::Encode {
+            state: self.name.clone(),
+            group: KeyGroup(self.range.start + slot as u32),
+            reason: e.to_string(),
+        })
     }
 
     /// Keys held.
@@ -593,8 +597,13 @@ where
     fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError> {
         TableSnapshot::write_delta(self, slot, keys, run)
     }
-    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
-        self.encode()
+    fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError> {
+        self.encode_group(slot)
+    }
+    fn release(&mut self, slot: usize) {
+        // Dropping the snapshot's handle on the group's nodes: those the
+        // table has not copied yet are its own again.
+        self.groups[slot] = HashMap::with_hasher(FxBuildHasher);
     }
 }
 

@@ -23,9 +23,28 @@ pub(crate) trait GroupSnapshot<K>: Send + 'static {
     /// `keys` (each once) of the group at `slot`, each with its value at
     /// the snapshot or a removal, as its delta section of `run`.
     fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError>;
-    /// One part per non-empty group, each its keys and values as a
-    /// postcard sequence of pairs (a full snapshot's inline groups).
-    fn encode_inline(&self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError>;
+    /// The non-empty group at `slot` as a full snapshot's inline part: its
+    /// keys and values as a postcard sequence of pairs.
+    fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError>;
+    /// Lets go of the group at `slot`, its section written: the encoder
+    /// calls it as it goes, so that an in-memory table's writes to that
+    /// group stop copying what the snapshot shared (copy-on-write costs
+    /// the task thread only while the snapshot holds a group). The group
+    /// is not read again.
+    fn release(&mut self, slot: usize);
+    /// One part per non-empty group (each released once encoded), each its
+    /// keys and values as a postcard sequence of pairs (a full snapshot's
+    /// inline groups).
+    fn encode_inline(&mut self) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
+        let mut parts = Vec::new();
+        for (slot, group) in self.range().iter().enumerate() {
+            if !self.group_is_empty(slot) {
+                parts.push((group, self.encode_group_inline(slot)?));
+            }
+            self.release(slot);
+        }
+        Ok(parts)
+    }
 }
 
 /// A table that snapshots and tracks its changed keys.
