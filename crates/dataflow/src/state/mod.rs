@@ -8,7 +8,8 @@
 //!
 //! - a **snapshot** is a copy of one pointer per key group — the task
 //!   thread pauses for that, not for the state's size — and later writes
-//!   copy only the paths they touch (copy-on-write);
+//!   copy only the paths they touch (copy-on-write), and only until the
+//!   encoding has written that group and let it go;
 //! - **encoding** the snapshot ([`TableSnapshot::encode`]) happens off the
 //!   task thread, one part per key group;
 //! - **restoring at another parallelism** takes, from the parts of every
