@@ -39,6 +39,7 @@ pub mod jobs;
 pub mod keys;
 pub mod local;
 mod local_files;
+mod local_reports;
 pub mod metrics;
 mod ops;
 pub mod plan;

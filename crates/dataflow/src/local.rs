@@ -24,9 +24,9 @@ use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
 use holdfast_runtime::wiring::Wiring;
 use holdfast_types::sync::lock;
 use holdfast_types::{CheckpointId, SnapshotKind};
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::api::Dataflow;
+use crate::local_reports::Next;
 use crate::metrics::DataflowMetrics;
 use crate::plan::{CompiledPlan, PlanError};
 use crate::task::DataflowTask;
@@ -93,6 +93,19 @@ pub enum LocalCheckpointError {
         acknowledged: usize,
         /// How many subtasks the job has.
         subtasks: usize,
+    },
+    /// A checkpoint with a higher id was triggered already (ids of a job
+    /// must grow, as a coordinator's do: a task ignores a barrier older
+    /// than one it snapshotted). Take [`LocalCheckpoints::next_id`] just
+    /// before the checkpoint.
+    #[error(
+        "checkpoint {id} is older than checkpoint {newest}, triggered already: nothing was triggered"
+    )]
+    Older {
+        /// The checkpoint.
+        id: CheckpointId,
+        /// The newest triggered.
+        newest: CheckpointId,
     },
     /// A subtask declined the checkpoint.
     #[error("checkpoint {id} declined by {by}: {reason}")]
@@ -240,11 +253,13 @@ pub struct LocalJob {
 /// checkpoints while another waits for the job's end).
 pub struct LocalCheckpoints {
     inboxes: Vec<(TaskId, bool, CheckpointInbox)>,
-    reports: Mutex<UnboundedReceiver<CheckpointReport>>,
+    reports: crate::local_reports::Reports,
     /// Subtasks whose input ended (they wait for a last checkpoint).
     ended: Mutex<BTreeSet<TaskId>>,
     /// The highest checkpoint id taken.
     last_id: AtomicU64,
+    /// The highest checkpoint id this run triggered.
+    triggered: Mutex<u64>,
     /// Whether the job runs with checkpoints.
     enabled: bool,
     /// Set once the job was canceled (no last checkpoint then).
@@ -370,11 +385,12 @@ impl LocalRun {
             runtime,
             checkpoints: Arc::new(LocalCheckpoints {
                 inboxes,
-                reports: Mutex::new(reports),
+                reports: crate::local_reports::Reports::new(reports),
                 ended: Mutex::new(BTreeSet::new()),
                 // Ids go on past the restored checkpoint, as a cluster's
                 // coordinator's do: a sink may hold names derived from it.
                 last_id: AtomicU64::new(self.restore.as_ref().map_or(0, |c| c.id.0)),
+                triggered: Mutex::new(0),
                 enabled: self.checkpointing.is_some(),
                 canceled: AtomicBool::new(false),
                 shared_dir: self.shared_dir.as_deref().map(Arc::from),
@@ -517,23 +533,40 @@ impl LocalCheckpoints {
         kind: SnapshotKind,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.last_id.fetch_max(id.0, Ordering::AcqRel);
+        // The check and the triggers at once: no newer checkpoint's
+        // trigger reaches a source between two of this one's.
+        let mut newest = lock(&self.triggered);
+        if *newest > id.0 {
+            return Err(LocalCheckpointError::Older {
+                id,
+                newest: CheckpointId(*newest),
+            });
+        }
+        *newest = id.0;
         // The sources start the barriers; a subtask whose input ended is
         // triggered itself (no barrier reaches it any more).
+        let collecting = self.reports.collect(id);
         let ended = lock(&self.ended).clone();
         // The last checkpoint once every subtask's input ended: only it
         // lets them end (before, they snapshot their final state again).
         let last = ended.len() == self.inboxes.len();
+        let trigger = |inbox: &CheckpointInbox| {
+            inbox.deliver(CheckpointRequest::Trigger {
+                id,
+                timestamp_ms: 0,
+                last,
+                stop,
+                kind,
+            });
+        };
+        let mut triggered = BTreeSet::new();
         for (task, source, inbox) in &self.inboxes {
             if *source || ended.contains(task) {
-                inbox.deliver(CheckpointRequest::Trigger {
-                    id,
-                    timestamp_ms: 0,
-                    last,
-                    stop,
-                    kind,
-                });
+                trigger(inbox);
+                triggered.insert(*task);
             }
         }
+        drop(newest);
         let deadline = Instant::now() + timeout;
         let mut states = BTreeMap::new();
         let mut longest_sync = Duration::ZERO;
@@ -543,47 +576,36 @@ impl LocalCheckpoints {
             .as_ref()
             .map(|dir| Arc::<std::path::Path>::from(dir.join(format!("chk-{}", id.0))));
         let mut own_bytes: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-        let mut reports = lock(&self.reports);
         while states.len() < self.inboxes.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Some(report) = wait_report(&mut reports, left) else {
-                let (acknowledged, subtasks) = (states.len(), self.inboxes.len());
-                return Err(if reports.is_closed() {
-                    LocalCheckpointError::Ended {
-                        id,
-                        acknowledged,
-                        subtasks,
-                    }
-                } else {
-                    LocalCheckpointError::TimedOut {
+            // A subtask whose input ended (whoever received its report) is
+            // reached by no barrier any more: triggered here (it ignores
+            // a trigger it snapshotted already).
+            for (task, _, inbox) in &self.inboxes {
+                if !triggered.contains(task) && lock(&self.ended).contains(task) {
+                    trigger(inbox);
+                    triggered.insert(*task);
+                }
+            }
+            let (acknowledged, subtasks) = (states.len(), self.inboxes.len());
+            let report = match collecting.next(deadline, &mut |r| self.note(r)) {
+                Next::Report(report) => report,
+                Next::Idle => continue,
+                Next::TimedOut => {
+                    return Err(LocalCheckpointError::TimedOut {
                         id,
                         acknowledged,
                         subtasks,
                         timeout,
-                    }
-                });
-            };
-            if matches!(report.outcome, CheckpointOutcome::InputEnded) {
-                self.note(&report);
-                // No barrier reaches it any more: trigger it itself (it
-                // ignores a trigger it snapshotted already).
-                let task = report.key.attempt.task;
-                if !states.contains_key(&task)
-                    && let Some((_, _, inbox)) = self.inboxes.iter().find(|(t, _, _)| *t == task)
-                {
-                    inbox.deliver(CheckpointRequest::Trigger {
-                        id,
-                        timestamp_ms: 0,
-                        last,
-                        stop,
-                        kind,
                     });
                 }
-                continue;
-            }
-            if report.checkpoint != id {
-                continue;
-            }
+                Next::Closed => {
+                    return Err(LocalCheckpointError::Ended {
+                        id,
+                        acknowledged,
+                        subtasks,
+                    });
+                }
+            };
             match report.outcome {
                 CheckpointOutcome::Acknowledged { state, sync, .. } => {
                     longest_sync = longest_sync.max(sync);
@@ -664,12 +686,8 @@ impl LocalCheckpoints {
     pub fn wait_all_ended(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
-            {
-                let mut reports = lock(&self.reports);
-                while let Ok(report) = reports.try_recv() {
-                    self.note(&report);
-                }
-            }
+            self.reports
+                .receive_for(Duration::ZERO, &mut |r| self.note(r));
             if self.all_ended() {
                 return true;
             }
@@ -677,13 +695,8 @@ impl LocalCheckpoints {
             if left.is_zero() {
                 return false;
             }
-            let waited = wait_report(
-                &mut lock(&self.reports),
-                left.min(Duration::from_millis(50)),
-            );
-            if let Some(report) = waited {
-                self.note(&report);
-            }
+            self.reports
+                .receive_for(left.min(Duration::from_millis(50)), &mut |r| self.note(r));
         }
     }
 
@@ -784,20 +797,4 @@ impl LocalJob {
             None => failures.into_iter().next().map_or(Ok(()), Err),
         }
     }
-}
-
-/// The next report within `timeout` (`None`: none came, or nobody can
-/// send one any more).
-fn wait_report(
-    reports: &mut UnboundedReceiver<CheckpointReport>,
-    timeout: Duration,
-) -> Option<CheckpointReport> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .ok()?;
-    runtime
-        .block_on(async { tokio::time::timeout(timeout, reports.recv()).await })
-        .ok()
-        .flatten()
 }

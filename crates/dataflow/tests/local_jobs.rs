@@ -326,3 +326,125 @@ fn a_processing_time_window_fires_by_the_clock_while_the_job_runs() {
     assert_eq!((fired.window.start, fired.window.end), (0, 1_000));
     assert!(fired.value > 0);
 }
+
+/// `LocalCheckpoints` is shared by threads that checkpoint at once (and
+/// with `join`, which takes a job's last checkpoint): each collects its
+/// own checkpoint's reports, whoever receives them, and none waits for
+/// another's. A thread that took an id and triggers it after a newer one
+/// is told so at once (the tasks ignore a barrier older than one they
+/// snapshotted); every other checkpoint completes.
+#[test]
+fn checkpoints_taken_from_two_threads_at_once_complete_or_are_refused_as_older() {
+    use holdfast_dataflow::plan::CompiledPlan;
+    use holdfast_dataflow::sink::Discard;
+    use holdfast_runtime::checkpoint::CheckpointingMode;
+
+    let flow = Dataflow::new("two-checkpointers");
+    flow.source("numbers", Generator::new(None, |i| (i % 1000, 1u64)))
+        .key_by(|r: &(u64, u64)| r.0)
+        .sum("sum", |r: &(u64, u64)| r.1)
+        .sink("discard", Discard::new());
+    let run = LocalRun {
+        parallelism: 2,
+        checkpointing: Some(CheckpointingMode::ExactlyOnce),
+        ..LocalRun::default()
+    };
+    let compiled = CompiledPlan::compile(flow.build().unwrap(), 2).unwrap();
+    let job = run.start(Arc::new(compiled)).unwrap();
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let checkpoints = job.checkpointer();
+            std::thread::spawn(move || {
+                (0..15)
+                    .map(|_| {
+                        let id = checkpoints.next_id();
+                        checkpoints
+                            .checkpoint(id, Duration::from_secs(20))
+                            .map(|c| c.id)
+                            .map_err(|e| e.to_string())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    job.cancel();
+    let _ = job.join();
+    let failed: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .filter(|e| !e.contains("triggered already"))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 30 failed: {failed:?}",
+        failed.len()
+    );
+    let completed = results.iter().filter(|r| r.is_ok()).count();
+    assert!(completed >= 10, "{completed} of 30 completed: {results:?}");
+}
+
+/// A thread that checkpoints until the job ends does not hold up the last
+/// checkpoint `join` takes once every input ended: the job ends, with
+/// every record counted once.
+#[test]
+fn a_job_checkpointed_from_another_thread_ends_when_its_input_does() {
+    use holdfast_dataflow::plan::CompiledPlan;
+    use holdfast_runtime::checkpoint::CheckpointingMode;
+
+    for round in 0..5 {
+        let sink = Collect::new();
+        let flow = Dataflow::new("checkpointed-to-the-end");
+        flow.source(
+            "numbers",
+            Generator::new(Some(20_000), |i| (i % 100, 1u64)).rate(100_000),
+        )
+        .key_by(|r: &(u64, u64)| r.0)
+        .sum("sum", |r: &(u64, u64)| r.1)
+        .sink("collect", sink.clone());
+        let run = LocalRun {
+            parallelism: 2,
+            checkpointing: Some(CheckpointingMode::ExactlyOnce),
+            ..LocalRun::default()
+        };
+        let compiled = CompiledPlan::compile(flow.build().unwrap(), 2).unwrap();
+        let job = run.start(Arc::new(compiled)).unwrap();
+        let checkpoints = job.checkpointer();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::clone(&done);
+        let checkpointer = std::thread::spawn(move || {
+            let mut taken = 0;
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                // One that the job's end overtakes fails: the job is over.
+                if checkpoints
+                    .checkpoint(checkpoints.next_id(), Duration::from_secs(300))
+                    .is_ok()
+                {
+                    taken += 1;
+                }
+            }
+            taken
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(job.join()));
+        let joined = rx.recv_timeout(Duration::from_secs(60));
+        done.store(true, std::sync::atomic::Ordering::Release);
+        joined
+            .unwrap_or_else(|_| panic!("round {round}: the job did not end within 60 s"))
+            .unwrap();
+        assert!(
+            checkpointer.join().unwrap() > 0,
+            "round {round}: no checkpoint"
+        );
+        // The rolling sums, in order per key: the last is the total, and
+        // there is one per record (none repeated, none lost).
+        let records = sink.records();
+        assert_eq!(records.len(), 20_000, "round {round}");
+        let sums: BTreeMap<u64, u64> = records.into_iter().collect();
+        assert_eq!(sums.len(), 100);
+        assert!(sums.values().all(|s| *s == 200), "round {round}: {sums:?}");
+    }
+}
