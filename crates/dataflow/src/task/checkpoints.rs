@@ -115,6 +115,11 @@ impl TaskCheckpoints {
     ) -> Result<Flow, TaskFailure> {
         for request in ctx.take_checkpoint_requests() {
             match request {
+                CheckpointRequest::Trigger { id, .. }
+                    if self.enabled && self.snapshotted.is_some_and(|done| id <= done) =>
+                {
+                    self.refuse_older(ctx, id);
+                }
                 CheckpointRequest::Trigger { id, stop, kind, .. } if self.enabled => {
                     self.snapshot(ctx, id, kind, Duration::ZERO, |snapshot| {
                         source.barrier(id, snapshot)
@@ -334,6 +339,27 @@ impl TaskCheckpoints {
         Ok(())
     }
 
+    /// A trigger of `id` that came after this source snapshotted `id` or a
+    /// newer checkpoint (triggers crossed on their way): `id` again is
+    /// ignored (answered already); an older one is declined, since its
+    /// barrier, behind the newer one's, would be ignored downstream and
+    /// the checkpoint could only time out.
+    fn refuse_older(&self, ctx: &TaskContext, id: CheckpointId) {
+        let Some(done) = self.snapshotted.filter(|done| id < *done) else {
+            tracing::debug!(key = %ctx.key(), %id, "checkpoint trigger ignored: snapshotted already");
+            return;
+        };
+        tracing::info!(key = %ctx.key(), checkpoint = %id, newer = %done,
+            "checkpoint declined: its trigger came after a newer checkpoint's");
+        ctx.checkpoint_reporter().report(
+            id,
+            CheckpointOutcome::Declined(format!(
+                "its trigger reached this source after checkpoint {done}'s: a barrier behind a newer one's \
+                 is ignored downstream"
+            )),
+        );
+    }
+
     /// Takes `id`'s snapshot with `take` (which forwards the barrier) and
     /// reports it.
     fn snapshot(
@@ -364,5 +390,89 @@ impl TaskCheckpoints {
             },
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use holdfast_executor::{TaskCheckpointing, TaskInfo};
+    use holdfast_runtime::ids::{AttemptRef, ExecutionAttemptId, JobId, TaskId};
+
+    use super::*;
+    use crate::source::Poll;
+
+    /// A source that only records the barriers it was asked to emit.
+    #[derive(Default)]
+    struct Barriers(Vec<CheckpointId>);
+
+    impl SourceLoop for Barriers {
+        fn poll(&mut self, _: usize) -> Result<(Poll, u64), TaskFailure> {
+            unreachable!("requests never poll")
+        }
+        fn chain(&mut self) -> &mut dyn Chain {
+            unreachable!("requests never reach the chain but through the barrier")
+        }
+        fn barrier(&mut self, id: CheckpointId, _: &mut Snapshot) -> Result<(), TaskFailure> {
+            self.0.push(id);
+            Ok(())
+        }
+        fn checkpoint_ended(&mut self, _: CheckpointId, _: bool) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+    }
+
+    /// Triggers that crossed: the newer is snapshotted, the same again is
+    /// ignored, an older one is declined, naming the newer; no barrier
+    /// goes out behind a newer one's.
+    #[test]
+    fn a_source_declines_a_trigger_older_than_one_it_snapshotted() {
+        let (tx, mut reports) = tokio::sync::mpsc::unbounded_channel();
+        let info = TaskInfo::new("source".to_owned(), 1).with_checkpointing(TaskCheckpointing {
+            mode: CheckpointingMode::ExactlyOnce,
+            restore: None,
+            timing: None,
+        });
+        let key = AttemptRef::new(
+            JobId::from_halves(1, 2),
+            ExecutionAttemptId::new(TaskId::new(0, 0), 0),
+        );
+        let (ctx, _cancel, inbox) = TaskContext::standalone_with_checkpoints(key, info, tx);
+        let header = FileHeader {
+            job: "j".to_owned(),
+            fingerprint: "f".to_owned(),
+            vertex: 0,
+            subtask: 0,
+            checkpoint: 0,
+        };
+        let mut checkpoints = TaskCheckpoints::new(&ctx, 0, header);
+        let mut source = Barriers::default();
+        for id in [5, 5, 3, 6] {
+            inbox.deliver(CheckpointRequest::Trigger {
+                id: CheckpointId(id),
+                timestamp_ms: 0,
+                last: false,
+                stop: false,
+                kind: SnapshotKind::Full,
+            });
+        }
+        checkpoints.source_requests(&ctx, &mut source).unwrap();
+        assert_eq!(source.0, [CheckpointId(5), CheckpointId(6)]);
+        let mut answers = Vec::new();
+        while let Ok(report) = reports.try_recv() {
+            answers.push((report.checkpoint.0, report.outcome));
+        }
+        assert_eq!(answers.len(), 3, "{answers:?}");
+        assert!(matches!(
+            answers[0],
+            (5, CheckpointOutcome::Acknowledged { .. })
+        ));
+        assert!(
+            matches!(&answers[1], (3, CheckpointOutcome::Declined(why)) if why.contains("checkpoint 5")),
+            "{answers:?}"
+        );
+        assert!(matches!(
+            answers[2],
+            (6, CheckpointOutcome::Acknowledged { .. })
+        ));
     }
 }
