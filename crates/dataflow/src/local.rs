@@ -94,12 +94,13 @@ pub enum LocalCheckpointError {
         /// How many subtasks the job has.
         subtasks: usize,
     },
-    /// A checkpoint with a higher id was triggered already (ids of a job
-    /// must grow, as a coordinator's do: a task ignores a barrier older
-    /// than one it snapshotted). Take [`LocalCheckpoints::next_id`] just
-    /// before the checkpoint.
+    /// This id, or a higher one, was triggered already (ids of a job must
+    /// grow, as a coordinator's do: a task ignores a trigger or barrier of
+    /// a checkpoint it snapshotted, and declines an older one). Take
+    /// [`LocalCheckpoints::next_id`] just before the checkpoint.
     #[error(
-        "checkpoint {id} is older than checkpoint {newest}, triggered already: nothing was triggered"
+        "checkpoint {id} is not newer than checkpoint {newest}, triggered already: nothing was \
+         triggered"
     )]
     Older {
         /// The checkpoint.
@@ -458,7 +459,9 @@ impl LocalCheckpoints {
     /// sources, waits up to `timeout` for every subtask's acknowledgement,
     /// encodes the states (as a TaskManager does, off the task threads),
     /// then tells every subtask it completed (sinks commit). Needs
-    /// [`LocalRun::checkpointing`].
+    /// [`LocalRun::checkpointing`]. Ids must grow: an id not above every
+    /// one triggered before is refused ([`LocalCheckpointError::Older`]).
+    /// Threads may checkpoint at once (each collects its own reports).
     pub fn checkpoint(
         &self,
         id: CheckpointId,
@@ -536,7 +539,7 @@ impl LocalCheckpoints {
         // The check and the triggers at once: no newer checkpoint's
         // trigger reaches a source between two of this one's.
         let mut newest = lock(&self.triggered);
-        if *newest > id.0 {
+        if *newest >= id.0 {
             return Err(LocalCheckpointError::Older {
                 id,
                 newest: CheckpointId(*newest),

@@ -378,16 +378,16 @@ where
         writer: None,
         files: Vec::new(),
     };
-    // Groups with nothing to write go at once; the deltas (small each) are
-    // written before the bases (whole groups), each group let go once
-    // written: the task's writes copy a group only while it is held.
+    // Groups with nothing to write go at once, the others once written:
+    // the task's writes copy a group only while it is held. Sections stay
+    // in group order, so that a restore of a range of groups (at another
+    // parallelism) reads one span of each run.
     for slot in 0..range.len() {
         if !sections.contains_key(&(range.start + slot as u32)) {
             snapshot.release(slot);
         }
     }
-    let (deltas, bases): (Vec<_>, Vec<_>) = sections.into_iter().partition(|(_, k)| k.is_some());
-    for (group, keys) in deltas.into_iter().chain(bases) {
+    for (group, keys) in sections {
         let group = KeyGroup(group);
         let slot = (group.0 - range.start) as usize;
         match keys {

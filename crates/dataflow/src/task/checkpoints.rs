@@ -63,7 +63,7 @@ pub(crate) enum Flow {
 pub(crate) struct TaskCheckpoints {
     enabled: bool,
     /// The newest checkpoint this attempt snapshotted (a trigger for it
-    /// again, or for an older one, is ignored).
+    /// again is ignored, one for an older checkpoint declined).
     snapshotted: Option<CheckpointId>,
     aligner: Option<BarrierAligner>,
     header: FileHeader,
@@ -234,7 +234,8 @@ impl TaskCheckpoints {
                         ..
                     } => {
                         if self.snapshotted.is_some_and(|done| id <= done) {
-                            continue; // snapshotted already
+                            self.refuse_older(ctx, id);
+                            continue;
                         }
                         self.snapshot(ctx, id, kind, Duration::ZERO, |snapshot| {
                             task.barrier(id, snapshot)
@@ -339,10 +340,11 @@ impl TaskCheckpoints {
         Ok(())
     }
 
-    /// A trigger of `id` that came after this source snapshotted `id` or a
+    /// A trigger of `id` that came after this task snapshotted `id` or a
     /// newer checkpoint (triggers crossed on their way): `id` again is
-    /// ignored (answered already); an older one is declined, since its
-    /// barrier, behind the newer one's, would be ignored downstream and
+    /// ignored (answered already); an older one is declined, since a
+    /// source's barrier, behind the newer one's, would be ignored
+    /// downstream, and a task whose input ended would never answer it:
     /// the checkpoint could only time out.
     fn refuse_older(&self, ctx: &TaskContext, id: CheckpointId) {
         let Some(done) = self.snapshotted.filter(|done| id < *done) else {
@@ -354,8 +356,8 @@ impl TaskCheckpoints {
         ctx.checkpoint_reporter().report(
             id,
             CheckpointOutcome::Declined(format!(
-                "its trigger reached this source after checkpoint {done}'s: a barrier behind a newer one's \
-                 is ignored downstream"
+                "its trigger reached this task after checkpoint {done}'s, snapshotted already: a \
+                 barrier behind a newer one's is ignored downstream"
             )),
         );
     }
@@ -410,7 +412,7 @@ mod tests {
             unreachable!("requests never poll")
         }
         fn chain(&mut self) -> &mut dyn Chain {
-            unreachable!("requests never reach the chain but through the barrier")
+            self
         }
         fn barrier(&mut self, id: CheckpointId, _: &mut Snapshot) -> Result<(), TaskFailure> {
             self.0.push(id);
@@ -421,12 +423,41 @@ mod tests {
         }
     }
 
-    /// Triggers that crossed: the newer is snapshotted, the same again is
-    /// ignored, an older one is declined, naming the newer; no barrier
-    /// goes out behind a newer one's.
-    #[test]
-    fn a_source_declines_a_trigger_older_than_one_it_snapshotted() {
-        let (tx, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    impl Chain for Barriers {
+        fn watermark(&mut self, _: crate::data::Timestamp) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+        fn idle(&mut self, _: bool) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+        fn on_time(&mut self, _: crate::data::Timestamp) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+        fn next_timer(&self) -> Option<crate::data::Timestamp> {
+            None
+        }
+        fn flush(&mut self) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+        fn barrier(&mut self, id: CheckpointId, _: &mut Snapshot) -> Result<(), TaskFailure> {
+            self.0.push(id);
+            Ok(())
+        }
+        fn checkpoint_ended(&mut self, _: CheckpointId, _: bool) -> Result<(), TaskFailure> {
+            Ok(())
+        }
+    }
+
+    fn source_attempt() -> (
+        TaskContext,
+        holdfast_executor::CheckpointInbox,
+        tokio::sync::mpsc::UnboundedReceiver<holdfast_executor::CheckpointReport>,
+        TaskCheckpoints,
+    ) {
+        let (tx, reports) = tokio::sync::mpsc::unbounded_channel();
         let info = TaskInfo::new("source".to_owned(), 1).with_checkpointing(TaskCheckpointing {
             mode: CheckpointingMode::ExactlyOnce,
             restore: None,
@@ -444,16 +475,60 @@ mod tests {
             subtask: 0,
             checkpoint: 0,
         };
-        let mut checkpoints = TaskCheckpoints::new(&ctx, 0, header);
+        let checkpoints = TaskCheckpoints::new(&ctx, 0, header);
+        (ctx, inbox, reports, checkpoints)
+    }
+
+    fn trigger(id: u64, last: bool) -> CheckpointRequest {
+        CheckpointRequest::Trigger {
+            id: CheckpointId(id),
+            timestamp_ms: 0,
+            last,
+            stop: false,
+            kind: SnapshotKind::Full,
+        }
+    }
+
+    /// A task whose input ended, waiting for the job's last checkpoint,
+    /// answers a crossed trigger as a running source does: it declines
+    /// the older one (it would never answer it) and ignores a repeat.
+    #[test]
+    fn a_task_whose_input_ended_declines_a_trigger_older_than_one_it_snapshotted() {
+        let (ctx, inbox, mut reports, mut checkpoints) = source_attempt();
+        let mut source = Barriers::default();
+        for request in [trigger(6, true), trigger(5, false), trigger(6, true)] {
+            inbox.deliver(request);
+        }
+        inbox.deliver(CheckpointRequest::Complete(CheckpointId(6)));
+        checkpoints
+            .await_last_checkpoint(&ctx, Ended::Source(&mut source))
+            .unwrap();
+        assert_eq!(source.0, [CheckpointId(6)]);
+        let mut answers = Vec::new();
+        while let Ok(report) = reports.try_recv() {
+            answers.push((report.checkpoint.0, report.outcome));
+        }
+        assert_eq!(answers.len(), 3, "{answers:?}");
+        assert!(matches!(answers[0].1, CheckpointOutcome::InputEnded));
+        assert!(matches!(
+            answers[1],
+            (6, CheckpointOutcome::Acknowledged { .. })
+        ));
+        assert!(
+            matches!(&answers[2], (5, CheckpointOutcome::Declined(why)) if why.contains("checkpoint 6")),
+            "{answers:?}"
+        );
+    }
+
+    /// Triggers that crossed: the newer is snapshotted, the same again is
+    /// ignored, an older one is declined, naming the newer; no barrier
+    /// goes out behind a newer one's.
+    #[test]
+    fn a_source_declines_a_trigger_older_than_one_it_snapshotted() {
+        let (ctx, inbox, mut reports, mut checkpoints) = source_attempt();
         let mut source = Barriers::default();
         for id in [5, 5, 3, 6] {
-            inbox.deliver(CheckpointRequest::Trigger {
-                id: CheckpointId(id),
-                timestamp_ms: 0,
-                last: false,
-                stop: false,
-                kind: SnapshotKind::Full,
-            });
+            inbox.deliver(trigger(id, false));
         }
         checkpoints.source_requests(&ctx, &mut source).unwrap();
         assert_eq!(source.0, [CheckpointId(5), CheckpointId(6)]);
