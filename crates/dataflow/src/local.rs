@@ -261,6 +261,9 @@ pub struct LocalCheckpoints {
     last_id: AtomicU64,
     /// The highest checkpoint id this run triggered.
     triggered: Mutex<u64>,
+    /// Held by the job's last checkpoint (every input ended) from its
+    /// trigger to its completion.
+    last_one: Mutex<()>,
     /// Whether the job runs with checkpoints.
     enabled: bool,
     /// Set once the job was canceled (no last checkpoint then).
@@ -392,6 +395,7 @@ impl LocalRun {
                 // coordinator's do: a sink may hold names derived from it.
                 last_id: AtomicU64::new(self.restore.as_ref().map_or(0, |c| c.id.0)),
                 triggered: Mutex::new(0),
+                last_one: Mutex::new(()),
                 enabled: self.checkpointing.is_some(),
                 canceled: AtomicBool::new(false),
                 shared_dir: self.shared_dir.as_deref().map(Arc::from),
@@ -506,7 +510,8 @@ impl LocalCheckpoints {
         id: CheckpointId,
         timeout: Duration,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
-        self.collect(id, timeout, true, SnapshotKind::Full)
+        let ended = lock(&self.ended).clone();
+        self.collect(id, timeout, true, SnapshotKind::Full, ended)
     }
 
     fn take(
@@ -516,7 +521,13 @@ impl LocalCheckpoints {
         stop: bool,
         kind: SnapshotKind,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
-        let checkpoint = self.collect(id, timeout, stop, kind)?;
+        // Once every subtask's input ended, a checkpoint is the job's last
+        // (its completion ends the tasks): one at a time, to its
+        // completion, so that no task ends with one while another still
+        // waits for it.
+        let ended = lock(&self.ended).clone();
+        let _last = (ended.len() == self.inboxes.len()).then(|| lock(&self.last_one));
+        let checkpoint = self.collect(id, timeout, stop, kind, ended)?;
         for (_, _, inbox) in &self.inboxes {
             inbox.deliver(if stop {
                 CheckpointRequest::Stop(id)
@@ -534,6 +545,7 @@ impl LocalCheckpoints {
         timeout: Duration,
         stop: bool,
         kind: SnapshotKind,
+        ended: BTreeSet<TaskId>,
     ) -> Result<LocalCheckpoint, LocalCheckpointError> {
         self.last_id.fetch_max(id.0, Ordering::AcqRel);
         // The check and the triggers at once: no newer checkpoint's
@@ -549,9 +561,9 @@ impl LocalCheckpoints {
         // The sources start the barriers; a subtask whose input ended is
         // triggered itself (no barrier reaches it any more).
         let collecting = self.reports.collect(id);
-        let ended = lock(&self.ended).clone();
-        // The last checkpoint once every subtask's input ended: only it
-        // lets them end (before, they snapshot their final state again).
+        // The last checkpoint once every subtask's input ended (as the
+        // caller saw them): only it lets them end (before, they snapshot
+        // their final state again).
         let last = ended.len() == self.inboxes.len();
         let trigger = |inbox: &CheckpointInbox| {
             inbox.deliver(CheckpointRequest::Trigger {
@@ -584,7 +596,10 @@ impl LocalCheckpoints {
             // reached by no barrier any more: triggered here (it ignores
             // a trigger it snapshotted already).
             for (task, _, inbox) in &self.inboxes {
-                if !triggered.contains(task) && lock(&self.ended).contains(task) {
+                if !triggered.contains(task)
+                    && !states.contains_key(task)
+                    && lock(&self.ended).contains(task)
+                {
                     trigger(inbox);
                     triggered.insert(*task);
                 }
