@@ -92,6 +92,9 @@ enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order the scenario runs them.
+    const ALL: [Kind; 3] = [Kind::Off, Kind::Full, Kind::Incremental];
+
     fn name(self) -> &'static str {
         match self {
             Kind::Off => "off",
@@ -277,9 +280,7 @@ fn throughput(args: &IncrementalArgs) -> Result<Option<(Table, Value)>> {
 /// Runs the scenario.
 pub fn run(args: &IncrementalArgs) -> Result<Report> {
     if let Some(only) = args.only.as_deref()
-        && ![Kind::Off, Kind::Full, Kind::Incremental]
-            .iter()
-            .any(|k| k.name() == only)
+        && !Kind::ALL.iter().any(|k| k.name() == only)
     {
         bail!("--only {only}: expected off, full or incremental");
     }
@@ -301,7 +302,7 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
     );
     let mut results = serde_json::Map::new();
     let mut off_per_cpu = None;
-    for kind in [Kind::Off, Kind::Full, Kind::Incremental] {
+    for kind in Kind::ALL {
         let name = kind.name();
         if args.only.as_deref().is_some_and(|only| only != name) {
             continue;

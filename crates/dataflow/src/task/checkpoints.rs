@@ -479,6 +479,15 @@ mod tests {
         (ctx, inbox, reports, checkpoints)
     }
 
+    /// Every answer reported so far: checkpoint and outcome.
+    fn answers(
+        reports: &mut tokio::sync::mpsc::UnboundedReceiver<holdfast_executor::CheckpointReport>,
+    ) -> Vec<(u64, CheckpointOutcome)> {
+        std::iter::from_fn(|| reports.try_recv().ok())
+            .map(|report| (report.checkpoint.0, report.outcome))
+            .collect()
+    }
+
     fn trigger(id: u64, last: bool) -> CheckpointRequest {
         CheckpointRequest::Trigger {
             id: CheckpointId(id),
@@ -504,10 +513,7 @@ mod tests {
             .await_last_checkpoint(&ctx, Ended::Source(&mut source))
             .unwrap();
         assert_eq!(source.0, [CheckpointId(6)]);
-        let mut answers = Vec::new();
-        while let Ok(report) = reports.try_recv() {
-            answers.push((report.checkpoint.0, report.outcome));
-        }
+        let answers = answers(&mut reports);
         assert_eq!(answers.len(), 3, "{answers:?}");
         assert!(matches!(answers[0].1, CheckpointOutcome::InputEnded));
         assert!(matches!(
@@ -532,10 +538,7 @@ mod tests {
         }
         checkpoints.source_requests(&ctx, &mut source).unwrap();
         assert_eq!(source.0, [CheckpointId(5), CheckpointId(6)]);
-        let mut answers = Vec::new();
-        while let Ok(report) = reports.try_recv() {
-            answers.push((report.checkpoint.0, report.outcome));
-        }
+        let answers = answers(&mut reports);
         assert_eq!(answers.len(), 3, "{answers:?}");
         assert!(matches!(
             answers[0],
