@@ -35,9 +35,9 @@ fn contents(tables: &[Table]) -> BTreeMap<String, u64> {
 }
 
 /// Restores `parallelism` tables from every part of `from`'s snapshots.
-fn rescaled(from: &[Table], parallelism: u32) -> Vec<Table> {
+fn rescaled(from: &mut [Table], parallelism: u32) -> Vec<Table> {
     let parts: Vec<(KeyGroup, Vec<u8>)> = from
-        .iter()
+        .iter_mut()
         .flat_map(|t| t.snapshot().encode().unwrap())
         .collect();
     let max = DEFAULT_MAX_PARALLELISM;
@@ -91,8 +91,8 @@ fn rescaling_moves_every_key_to_its_new_owner_exactly_once() {
     let expected: BTreeMap<String, u64> = keys().collect();
     assert_eq!(contents(&two), expected);
     for (from, to) in [(2, 3), (3, 1), (1, 4)] {
-        let before = tables(from, keys());
-        let after = rescaled(&before, to);
+        let mut before = tables(from, keys());
+        let after = rescaled(&mut before, to);
         assert_eq!(contents(&after), expected, "{from} → {to}");
         let max = DEFAULT_MAX_PARALLELISM;
         for (subtask, table) in after.iter().enumerate() {

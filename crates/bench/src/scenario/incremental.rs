@@ -1,7 +1,9 @@
 //! Incremental checkpoints against full ones (issue #26), in one process
 //! ([`LocalRun`], parallelism 1): a keyed sum over `keys` keys, filled as
 //! fast as it goes (every key once), then updated at `update_percent` of
-//! the keys per second, with a checkpoint every second — full in one run,
+//! the keys per second, with a checkpoint every second (triggered a second
+//! after the last one's trigger, or at its end if it took longer, as
+//! Flink's checkpoint interval triggers them) — full in one run,
 //! incremental on the previous one in the other, none in a third (the
 //! reference for the updates' CPU cost). Per checkpoint: its
 //! duration (trigger until every snapshot is acknowledged and encoded, as
@@ -164,17 +166,22 @@ fn one_run(args: &IncrementalArgs, kind: Kind) -> Result<RunResult> {
     // state.
     let mut counted_from = (Instant::now(), records_out(&job));
     let mut cpu_from = own_cpu_time().context("read /proc/self/stat")?;
+    // A checkpoint a second, as Flink's `execution.checkpointing.interval`
+    // triggers them: a second after the last trigger, or when the last
+    // checkpoint ends if it took longer (one at a time).
+    let mut due = Instant::now() + Duration::from_secs(1);
     for n in 0..args.checkpoints {
         if n == 1 {
             counted_from = (Instant::now(), records_out(&job));
             cpu_from = own_cpu_time().context("read /proc/self/stat")?;
         }
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        let started = Instant::now();
+        due = started + Duration::from_secs(1);
         if kind == Kind::Off {
             continue;
         }
         let id = checkpoints.next_id();
-        let started = Instant::now();
         let checkpoint = if kind == Kind::Incremental {
             checkpoints.checkpoint_incremental(id, base, Duration::from_secs(600))
         } else {

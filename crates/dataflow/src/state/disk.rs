@@ -794,7 +794,7 @@ where
 {
     type Snapshot = DiskSnapshot<K, V>;
 
-    fn snapshot_now(&self) -> DiskSnapshot<K, V> {
+    fn snapshot_now(&mut self) -> DiskSnapshot<K, V> {
         self.snapshot()
     }
 

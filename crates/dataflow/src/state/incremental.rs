@@ -216,7 +216,7 @@ impl<K> TableChains<K> {
     /// A full snapshot's part of `table` for checkpoint `id`: spilled into
     /// files of its own when run files are spilled (a state larger than
     /// memory), else every group inline.
-    fn full_part<T: TrackedTable<K>>(&self, table: &T, id: CheckpointId) -> Part
+    fn full_part<T: TrackedTable<K>>(&self, table: &mut T, id: CheckpointId) -> Part
     where
         K: Serialize,
     {

@@ -526,7 +526,7 @@ impl GroupSnapshot<String> for WatchedSnapshot {
 
 impl TrackedTable<String> for Watched {
     type Snapshot = WatchedSnapshot;
-    fn snapshot_now(&self) -> WatchedSnapshot {
+    fn snapshot_now(&mut self) -> WatchedSnapshot {
         WatchedSnapshot {
             inner: self.table.snapshot_now(),
             log: Arc::clone(&self.log),

@@ -7,9 +7,10 @@
 //! shared) map per key group it owns, so that:
 //!
 //! - a **snapshot** is a copy of one pointer per key group — the task
-//!   thread pauses for that, not for the state's size — and later writes
-//!   copy only the paths they touch (copy-on-write), and only until the
-//!   encoding has written that group and let it go;
+//!   thread pauses for that, not for the state's size — and until the
+//!   encoding has written a group and let it go, writes to that group go
+//!   beside its map, one entry copied per key (`group.rs`), and are merged
+//!   in once it is let go;
 //! - **encoding** the snapshot ([`TableSnapshot::encode`]) happens off the
 //!   task thread, one part per key group;
 //! - **restoring at another parallelism** takes, from the parts of every
@@ -18,6 +19,7 @@
 pub(crate) mod backend;
 mod disk;
 pub mod engine;
+mod group;
 pub(crate) mod incremental;
 mod key_groups;
 pub(crate) mod operator;

@@ -3,25 +3,14 @@
 
 use std::hash::Hash;
 
-use imbl::GenericHashMap;
-use imbl::hashmap::Entry;
-use imbl::shared_ptr::DefaultSharedPtr;
-use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::group::{Group, HashMap, Hold, Holds, empty};
 use super::key_groups::{KeyGroup, KeyGroupRange};
 use super::run::{RunError, RunWriter, SectionKind};
 use super::tracked::{GroupSnapshot, TrackedTable};
 use crate::keys::key_hash;
-
-/// One key group's values: a persistent map (cloning it copies a pointer),
-/// hashed with the fast hasher the rest of the dataflow uses. An entry is
-/// the key and the value alone: change tracking keeps nothing in it, so a
-/// job without incremental checkpoints pays nothing for them (a 4-byte
-/// stamp in every entry cost the keyed aggregation 15 % of its records
-/// per CPU second).
-type HashMap<K, V> = GenericHashMap<K, V, FxBuildHasher, DefaultSharedPtr>;
 
 /// The least length at which a change list is deduplicated in place (see
 /// [`bound`]).
@@ -80,12 +69,15 @@ pub enum StateError {
 
 /// One keyed state of one subtask: a value per key, for the key groups of
 /// its range.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct KeyedTable<K: Hash + Eq + Clone, V: Clone> {
     name: String,
     max_parallelism: u32,
     range: KeyGroupRange,
-    groups: Vec<HashMap<K, V>>,
+    groups: Vec<Group<K, V>>,
+    /// Which groups a snapshot still holds: their writes are kept beside
+    /// the map until it is let go (`group.rs`).
+    holds: Holds,
     /// With change tracking on ([`track_changes`](Self::track_changes)):
     /// per key group, the keys written or removed since the last
     /// [`take_changes`](Self::take_changes), each listed at every write
@@ -138,7 +130,25 @@ fn bound<K: Hash + Eq + Clone>(list: &mut Vec<K>, len: usize, dedupe_at: &mut us
 pub struct TableSnapshot<K: Hash + Eq + Clone, V: Clone> {
     name: String,
     range: KeyGroupRange,
+    /// Dropped before `hold` (declared first): a group let go is the
+    /// table's alone.
     groups: Vec<HashMap<K, V>>,
+    hold: Hold,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Clone for KeyedTable<K, V> {
+    /// A copy no snapshot holds.
+    fn clone(&self) -> Self {
+        KeyedTable {
+            name: self.name.clone(),
+            max_parallelism: self.max_parallelism,
+            range: self.range,
+            groups: self.groups.clone(),
+            holds: Holds::new(self.range.len()),
+            changed: self.changed.clone(),
+            dedupe_at: self.dedupe_at.clone(),
+        }
+    }
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
@@ -148,7 +158,8 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
             name: name.to_owned(),
             max_parallelism,
             range,
-            groups: vec![HashMap::with_hasher(FxBuildHasher); range.len()],
+            groups: (0..range.len()).map(|_| Group::default()).collect(),
+            holds: Holds::new(range.len()),
             changed: None,
             dedupe_at: vec![0; range.len()],
         }
@@ -230,13 +241,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         };
         let listed = self.changed.is_some().then(|| key.clone());
         let group = &mut self.groups[slot];
-        let old = match group.entry(key) {
-            Entry::Occupied(entry) => Some(std::mem::replace(entry.into_mut(), value)),
-            Entry::Vacant(entry) => {
-                entry.insert(value);
-                None
-            }
-        };
+        let old = group.insert(key, value, self.holds.is_held(slot));
         if let (Some(changed), Some(key)) = (&mut self.changed, listed) {
             list(
                 &mut changed[slot],
@@ -248,14 +253,14 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         Ok(old)
     }
 
-    /// The value of `key`, to change in place (the parts of the map a
-    /// snapshot still shares are copied first).
+    /// The value of `key`, to change in place (copied first while a
+    /// snapshot holds its group).
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         let slot = self.slot(key)?;
         // One lookup: the entry and the change list are different fields.
         let group = &mut self.groups[slot];
         let len = group.len();
-        let value = group.get_mut(key)?;
+        let value = group.get_mut(key, self.holds.is_held(slot))?;
         if let Some(changed) = &mut self.changed {
             list(
                 &mut changed[slot],
@@ -286,19 +291,16 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
                 &mut self.dedupe_at[slot],
             );
         }
-        Ok(match group.entry(key) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => entry.insert(make()),
-        })
+        Ok(group.get_or_insert_with(key, make, self.holds.is_held(slot)))
     }
 
     /// Removes every key, returning them with their values.
     pub fn drain(&mut self) -> Vec<(K, V)> {
         let mut all = Vec::with_capacity(self.len());
         for (slot, group) in self.groups.iter_mut().enumerate() {
-            let taken = std::mem::replace(group, HashMap::with_hasher(FxBuildHasher));
+            let taken = group.drain();
             if let Some(changed) = &mut self.changed {
-                changed[slot].extend(taken.keys().cloned());
+                changed[slot].extend(taken.iter().map(|(key, _)| key.clone()));
                 bound(&mut changed[slot], 0, &mut self.dedupe_at[slot]);
             }
             all.extend(taken);
@@ -309,7 +311,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let slot = self.slot(key)?;
-        let removed = self.groups[slot].remove(key);
+        let removed = self.groups[slot].remove(key, self.holds.is_held(slot));
         if removed.is_some() {
             self.removed(slot, key);
         }
@@ -318,7 +320,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
 
     /// Keys held.
     pub fn len(&self) -> usize {
-        self.groups.iter().map(HashMap::len).sum()
+        self.groups.iter().map(Group::len).sum()
     }
 
     /// Whether it holds no key.
@@ -328,16 +330,27 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
 
     /// Every key and value, in no order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.groups.iter().flat_map(HashMap::iter)
+        self.groups.iter().flat_map(Group::iter)
     }
 
-    /// A snapshot: one pointer copy per key group.
-    pub fn snapshot(&self) -> TableSnapshot<K, V> {
+    /// A snapshot: one pointer copy per key group (what was written while
+    /// an earlier snapshot held a group is merged in first). Until it lets
+    /// a group go (its encoding has written it, or it is dropped), writes
+    /// to that group copy the entries they change, not the map's nodes.
+    pub fn snapshot(&mut self) -> TableSnapshot<K, V> {
         TableSnapshot {
             name: self.name.clone(),
             range: self.range,
-            groups: self.groups.clone(),
+            groups: self.groups.iter_mut().map(|g| g.map().clone()).collect(),
+            hold: self.holds.hold_all(),
         }
+    }
+
+    /// Keys of the group at `slot` written while a snapshot held it, not
+    /// merged into its map yet.
+    #[cfg(test)]
+    pub(crate) fn unmerged(&self, slot: usize) -> usize {
+        self.groups[slot].written_len()
     }
 }
 
@@ -523,7 +536,7 @@ where
             });
         }
         let slot = (group.0 - self.range.start) as usize;
-        self.groups[slot].insert(key, value);
+        self.groups[slot].insert(key, value, self.holds.is_held(slot));
         Ok(())
     }
 
@@ -601,9 +614,11 @@ where
         self.encode_group(slot)
     }
     fn release(&mut self, slot: usize) {
-        // Dropping the snapshot's handle on the group's nodes: those the
-        // table has not copied yet are its own again.
-        self.groups[slot] = HashMap::with_hasher(FxBuildHasher);
+        // Dropping the snapshot's handle on the group's nodes, then its
+        // hold: the table's next write to the group merges what was
+        // written meanwhile into a map its own again.
+        self.groups[slot] = empty();
+        self.hold.release(slot);
     }
 }
 
@@ -613,7 +628,7 @@ where
     V: Clone + Serialize + Send + Sync + 'static,
 {
     type Snapshot = TableSnapshot<K, V>;
-    fn snapshot_now(&self) -> TableSnapshot<K, V> {
+    fn snapshot_now(&mut self) -> TableSnapshot<K, V> {
         self.snapshot()
     }
     fn is_tracking_changes(&self) -> bool {
@@ -708,3 +723,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "held_tests.rs"]
+mod held_tests;

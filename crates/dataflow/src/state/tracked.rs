@@ -52,7 +52,7 @@ pub(crate) trait TrackedTable<K> {
     /// Its snapshot.
     type Snapshot: GroupSnapshot<K>;
     /// A snapshot now.
-    fn snapshot_now(&self) -> Self::Snapshot;
+    fn snapshot_now(&mut self) -> Self::Snapshot;
     /// Whether changes are tracked.
     fn is_tracking_changes(&self) -> bool;
     /// Keeps, from now on, which keys of each group change.
