@@ -170,27 +170,25 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
             return match self.map.entry(key) {
                 MapEntry::Occupied(entry) => entry.into_mut(),
                 MapEntry::Vacant(entry) => {
+                    let value = entry.insert(make());
                     self.len += 1;
-                    entry.insert(make())
+                    value
                 }
             };
         }
-        match self.written.entry(key) {
-            Entry::Occupied(entry) => {
-                let value = entry.into_mut();
-                if value.is_none() {
-                    self.len += 1;
-                }
-                value.get_or_insert_with(make)
-            }
+        let value = match self.written.entry(key) {
+            Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
                 let value = self.map.get(entry.key()).cloned();
-                if value.is_none() {
-                    self.len += 1;
-                }
-                entry.insert(value).get_or_insert_with(make)
+                entry.insert(value)
             }
+        };
+        let made = value.is_none();
+        let value = value.get_or_insert_with(make);
+        if made {
+            self.len += 1;
         }
+        value
     }
 
     /// Removes `key`; returns its value.

@@ -23,6 +23,9 @@ enum Op {
     Release(usize, usize),
     /// Drops the `n`th snapshot held (modulo).
     Drop(usize),
+    /// Clones the `n`th snapshot held (modulo): the copy holds what the
+    /// original holds, until it lets go itself.
+    CloneSnapshot(usize),
     Drain,
     Clone,
 }
@@ -37,6 +40,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Snapshot),
         3 => (0usize..4, 0usize..MAX as usize).prop_map(|(s, g)| Op::Release(s, g)),
         1 => (0usize..4).prop_map(Op::Drop),
+        1 => (0usize..4).prop_map(Op::CloneSnapshot),
         1 => Just(Op::Drain),
         1 => Just(Op::Clone),
     ]
@@ -120,8 +124,14 @@ proptest! {
                 Op::Drop(n) if !held.is_empty() => {
                     held.remove(n % held.len());
                 }
+                Op::CloneSnapshot(n) if !held.is_empty() => {
+                    let (snapshot, then, released) = &held[n % held.len()];
+                    held.push((snapshot.clone(), then.clone(), released.clone()));
+                }
                 Op::Drain => {
-                    let mut drained: Model = table.drain().into_iter().collect();
+                    let all = table.drain();
+                    prop_assert_eq!(all.len(), model.len(), "a key drained twice");
+                    let mut drained: Model = all.into_iter().collect();
                     prop_assert_eq!(&drained, &model);
                     drained.clear();
                     model.clear();
@@ -133,7 +143,7 @@ proptest! {
                     table = copy;
                     held.clear();
                 }
-                Op::Release(..) | Op::Drop(_) => {}
+                Op::Release(..) | Op::Drop(_) | Op::CloneSnapshot(_) => {}
             }
             check(&table, &model)?;
             for (snapshot, then, released) in &held {

@@ -145,8 +145,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> TableChains<K> {
     }
 
     /// The part of `table` for checkpoint `id` of `kind` (on the task
-    /// thread: a pointer copy per key group and a swap of the change
-    /// lists; the rest is encoded later).
+    /// thread: a pointer copy per key group, after merging what was
+    /// written beside a group an earlier snapshot held, and a swap of the
+    /// change lists; the rest is encoded later).
     pub(crate) fn part<T: TrackedTable<K>>(
         &mut self,
         table: &mut T,
@@ -274,6 +275,7 @@ fn own_part<K, S: GroupSnapshot<K>>(
         };
         for (slot, group) in snapshot.range().iter().enumerate() {
             if snapshot.group_is_empty(slot) {
+                snapshot.release(slot);
                 continue;
             }
             chains.insert(group.0, Vec::new());

@@ -661,4 +661,10 @@ fn encodings_let_go_of_each_group_once_written() {
     own.own
         .iter()
         .for_each(holdfast_executor::SharedFile::discard);
+
+    // Empty groups are let go too, with nothing to write.
+    watched.table.drain();
+    let empty = encode(spilling.part(&mut watched, CheckpointId(11), SnapshotKind::Full));
+    released_once(&take(&log));
+    assert!(empty.own.is_empty());
 }

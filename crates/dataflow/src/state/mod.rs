@@ -7,7 +7,9 @@
 //! shared) map per key group it owns, so that:
 //!
 //! - a **snapshot** is a copy of one pointer per key group — the task
-//!   thread pauses for that, not for the state's size — and until the
+//!   thread pauses for that (and to merge what was written beside a group
+//!   an earlier snapshot held and no write has merged since), not for the
+//!   state's size — and until the
 //!   encoding has written a group and let it go, writes to that group go
 //!   beside its map, one entry copied per key (`group.rs`), and are merged
 //!   in once it is let go;

@@ -185,7 +185,7 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         self.changed.is_some()
     }
 
-    /// A snapshot (one pointer copy per key group) and the keys changed
+    /// A snapshot (as [`snapshot`](Self::snapshot) takes it) and the keys changed
     /// since the last call (or since tracking began), which start anew:
     /// the lists are swapped, not copied. `None` without tracking.
     pub fn take_changes(&mut self) -> Option<TableChanges<K, V>> {
@@ -333,10 +333,14 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         self.groups.iter().flat_map(Group::iter)
     }
 
-    /// A snapshot: one pointer copy per key group (what was written while
-    /// an earlier snapshot held a group is merged in first). Until it lets
-    /// a group go (its encoding has written it, or it is dropped), writes
-    /// to that group copy the entries they change, not the map's nodes.
+    /// A snapshot: one pointer copy per key group, after merging into its
+    /// map what was written beside a group while an earlier snapshot held
+    /// it and has not been merged yet (a group let go is merged at its
+    /// next write, so this is what was written to groups not written
+    /// since; where a snapshot still holds the group, the merge copies
+    /// the paths it writes). Until the snapshot lets a group go (its
+    /// encoding has written it, or it is dropped), writes to that group
+    /// copy the entries they change, not the map's nodes.
     pub fn snapshot(&mut self) -> TableSnapshot<K, V> {
         TableSnapshot {
             name: self.name.clone(),
