@@ -12,6 +12,7 @@
 //! write once every snapshot has let it go — when the map is the table's
 //! alone again and takes them in place.
 
+use std::collections::hash_map::Entry;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,7 +21,6 @@ use imbl::GenericHashMap;
 use imbl::hashmap::Entry as MapEntry;
 use imbl::shared_ptr::DefaultSharedPtr;
 use rustc_hash::{FxBuildHasher, FxHashMap};
-use std::collections::hash_map::Entry;
 
 /// One key group's persistent map (cloning it copies a pointer), hashed
 /// with the fast hasher the rest of the dataflow uses. An entry is the
