@@ -333,14 +333,13 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
         self.groups.iter().flat_map(Group::iter)
     }
 
-    /// A snapshot: one pointer copy per key group, after merging into its
-    /// map what was written beside a group while an earlier snapshot held
-    /// it and has not been merged yet (a group let go is merged at its
-    /// next write, so this is what was written to groups not written
-    /// since; where a snapshot still holds the group, the merge copies
-    /// the paths it writes). Until the snapshot lets a group go (its
-    /// encoding has written it, or it is dropped), writes to that group
-    /// copy the entries they change, not the map's nodes.
+    /// A snapshot: one pointer copy per key group. A group's side map not
+    /// merged yet (written while an earlier snapshot held the group, and
+    /// the group not written since it was let go) is merged first,
+    /// copying the paths it writes if a snapshot still holds the group.
+    /// Until this snapshot lets a group go (its encoding has written it,
+    /// or it is dropped), writes to that group copy the entries they
+    /// change into its side map, not the map's nodes.
     pub fn snapshot(&mut self) -> TableSnapshot<K, V> {
         TableSnapshot {
             name: self.name.clone(),
