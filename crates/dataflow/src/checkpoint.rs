@@ -23,7 +23,9 @@ use serde::{Deserialize, Serialize};
 
 /// The first bytes of every state file.
 const MAGIC: &[u8; 8] = b"HFSTATE1";
-/// The state file's format version: 5 as 4, a keyed table's part possibly
+/// The state file's format version: 6 as 5, with a process function's
+/// timers a keyed table's part too (each timer a key of its key's group:
+/// inline or chains, incremental); 5 as 4, a keyed table's part possibly
 /// sections in run files of the snapshot's own, beside the state file (a
 /// full snapshot of the disk-backed state; a build that reads 4 would not
 /// know the part); 4 as 3, with a process function's
@@ -32,7 +34,10 @@ const MAGIC: &[u8; 8] = b"HFSTATE1";
 /// shared files (incremental checkpoints); 2 files each operator's part
 /// under its id (`uid`, else its name); version 1 filed it under its
 /// position in the plan. All are read.
-const FORMAT: u32 = 5;
+const FORMAT: u32 = 6;
+/// A process function's timers a list of their own (its states keyed
+/// tables' parts, run files of a snapshot's own possible).
+pub(crate) const FORMAT_5: u32 = 5;
 /// A keyed table's part inline or chains, a process function's states too.
 const FORMAT_4: u32 = 4;
 /// A keyed state's part inline or chains; a process function's states
@@ -249,7 +254,7 @@ impl StateFile {
             .ok_or(StateDecodeError::Truncated)?;
         let format = u32::from_le_bytes(*format);
         match format {
-            FORMAT | FORMAT_4 | FORMAT_3 | FORMAT_2 => {
+            FORMAT | FORMAT_5 | FORMAT_4 | FORMAT_3 | FORMAT_2 => {
                 let mut file: StateFile =
                     postcard::from_bytes(body).map_err(StateDecodeError::Undecodable)?;
                 file.format = format;
@@ -314,7 +319,7 @@ pub struct RestoredPart {
     /// The operator's own encoding.
     pub bytes: Vec<u8>,
     /// The state file's format (a keyed state's part changed in 3, a
-    /// process function's states in 4).
+    /// process function's states in 4, its timers in 6).
     pub format: u32,
     /// The state file it came from (an incremental keyed state reads its
     /// shared files beside it).
@@ -648,12 +653,12 @@ mod tests {
         );
         // A future format is refused, naming both.
         let mut next = MAGIC.to_vec();
-        next.extend_from_slice(&6u32.to_le_bytes());
+        next.extend_from_slice(&7u32.to_le_bytes());
         let error = read(&next, 2).unwrap_err();
         assert!(
             error
                 .message()
-                .contains("format version is 6; this build reads versions 1 to 5"),
+                .contains("format version is 7; this build reads versions 1 to 6"),
             "{}",
             error.message()
         );

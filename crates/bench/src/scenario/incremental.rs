@@ -11,7 +11,9 @@
 //! and the bytes of the state it holds, and the longest pause of the task
 //! thread; per run, the updates applied per second against the rate asked
 //! for and per second of the process's CPU time (both from the end of the
-//! first checkpoint on), and its resident memory.
+//! first checkpoint on), and its resident memory. With `--timers` the
+//! keyed operator is a process function that also moves its key's
+//! event-time timer with each update (every key holds one).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,9 +23,11 @@ use clap::Args;
 use holdfast_dataflow::jobs::datagen::Record;
 use holdfast_dataflow::local::LocalCheckpoints;
 use holdfast_dataflow::plan::CompiledPlan;
+use holdfast_dataflow::process::{KeyedProcessFunction, ProcessContext, StateRegistry, ValueState};
 use holdfast_dataflow::sink::Discard;
 use holdfast_dataflow::source::Generator;
 use holdfast_dataflow::{Dataflow, LocalRun};
+use holdfast_executor::TaskFailure;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
 use serde_json::{Value, json};
@@ -56,6 +60,12 @@ pub struct IncrementalArgs {
     /// Throughput rounds per setting; medians are reported.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// The keyed operator a process function that keeps a count per key
+    /// and moves the key's event-time timer with every record (deletes
+    /// the old one, registers the next): every key holds a timer, and
+    /// each update changes one (no watermark comes, so none fires).
+    #[arg(long)]
+    pub timers: bool,
     /// Run only this kind of checkpoints (`off`, `full` or `incremental`;
     /// all three by default): at 100 million keys each needs the machine's
     /// memory to itself, so run them as processes of their own.
@@ -129,6 +139,52 @@ pub(crate) fn flow(name: &str, keys: u64, rate: Option<u64>) -> Dataflow {
     flow
 }
 
+/// Counts per key and keeps one event-time timer per key, at a
+/// million past its count: each record moves it one on.
+#[derive(Clone, Default)]
+struct MovingTimer {
+    count: Option<ValueState<u64>>,
+}
+
+impl KeyedProcessFunction<u32, Record, u64> for MovingTimer {
+    fn open(&mut self, states: &mut StateRegistry<u32>) -> Result<(), TaskFailure> {
+        self.count = Some(states.value("count")?);
+        Ok(())
+    }
+
+    fn process(
+        &mut self,
+        _: Record,
+        ctx: &mut ProcessContext<'_, u32, u64>,
+    ) -> Result<(), TaskFailure> {
+        let state = self.count.ok_or_else(|| TaskFailure::new("not opened"))?;
+        let count = ctx.value(state)?.copied().unwrap_or(0);
+        ctx.set_value(state, count + 1)?;
+        ctx.delete_event_time_timer(1_000_000 + count as i64);
+        ctx.register_event_time_timer(1_000_001 + count as i64);
+        Ok(())
+    }
+}
+
+/// [`flow`] with [`MovingTimer`] as its keyed operator.
+fn timers_flow(name: &str, keys: u64, rate: u64) -> Dataflow {
+    let flow = Dataflow::new(name);
+    let generator = Generator::new(None, move |i| Record {
+        id: i,
+        key: (i % keys) as u32,
+        value: 1,
+    })
+    .rate(rate);
+    flow.source("generate", generator.warm_up(keys))
+        .uid("source")
+        .key_by(|r: &Record| r.key)
+        .process("count", MovingTimer::default())
+        .uid("count")
+        .sink("discard", Discard::new())
+        .uid("discard");
+    flow
+}
+
 /// Records the source vertex made so far.
 pub(crate) fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
     job.meters()
@@ -140,10 +196,12 @@ pub(crate) fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
 
 fn one_run(args: &IncrementalArgs, kind: Kind) -> Result<RunResult> {
     let rate = ((args.keys as f64) * args.update_percent / 100.0).max(1.0) as u64;
-    let compiled = Arc::new(CompiledPlan::compile(
-        flow("incremental-bench", args.keys, Some(rate)).build()?,
-        1,
-    )?);
+    let flow = if args.timers {
+        timers_flow("incremental-bench", args.keys, rate)
+    } else {
+        flow("incremental-bench", args.keys, Some(rate))
+    };
+    let compiled = Arc::new(CompiledPlan::compile(flow.build()?, 1)?);
     let run = LocalRun {
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
         ..LocalRun::default()
@@ -292,8 +350,14 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
         bail!("--only {only}: expected off, full or incremental");
     }
     let rate = (args.keys as f64) * args.update_percent / 100.0;
+    let job = if args.timers {
+        "a count with a timer per key, moved by each update"
+    } else {
+        "a keyed sum"
+    };
+    let title = format!("checkpoints of {job}: none, full, incremental (every 1 s)");
     let mut table = Table::new(
-        "checkpoints of a keyed sum: none, full, incremental (every 1 s)",
+        &title,
         &[
             "checkpoints",
             "keys",
@@ -377,8 +441,9 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
     if let Some((_, rows)) = &throughput {
         results.insert("throughput".to_owned(), rows.clone());
     }
-    let mut report =
-        Report::new(json!({"scenario": "incremental-checkpoints", "results": results}));
+    let mut report = Report::new(
+        json!({"scenario": "incremental-checkpoints", "timers": args.timers, "results": results}),
+    );
     report.table(table);
     if let Some((rows, _)) = throughput {
         report.table(rows);

@@ -13,7 +13,8 @@
 //!
 //! All of it is checkpointed with the job: state by key group in
 //! copy-on-write tables (a snapshot copies a pointer per key group), timers
-//! in persistent maps, encoded off the task thread; a restore brings back
+//! in persistent maps by key group, encoded off the task thread (both
+//! incrementally, with incremental checkpoints); a restore brings back
 //! every state and timer of the subtask's keys.
 //!
 //! ```
@@ -60,6 +61,9 @@
 mod context;
 mod op;
 mod states;
+mod timer_checkpoint;
+#[cfg(test)]
+mod timer_tests;
 mod timers;
 
 pub use context::ProcessContext;

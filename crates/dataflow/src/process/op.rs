@@ -11,22 +11,24 @@ use serde::{Deserialize, Serialize};
 
 use super::KeyedProcessFunction;
 use super::context::ProcessContext;
-use super::states::{AnyTable, RestoredState, StateRegistry};
-use super::timers::{TimeDomainOf, Timer, Timers};
-use crate::checkpoint::{Part, Snapshot, StateEncodeError, decode_part};
+use super::states::{AnyTable, RestoredState, StateRegistry, cannot_restore, foreign_key};
+use super::timer_checkpoint::TIMERS;
+use super::timers::{TimeDomainOf, Timer, TimerId, Timers};
+use crate::checkpoint::{FORMAT_3, FORMAT_5, Part, Snapshot, StateEncodeError, decode_part};
 use crate::context::OperatorContext;
 use crate::data::{Data, Key, MAX_WATERMARK, MIN_WATERMARK, Timestamp};
-use crate::keys::key_hash;
 use crate::ops::keyed::KeyFn;
 use crate::push::{BoxPush, Push};
-use crate::state::incremental::TableChains;
-use crate::state::{KeyGroup, KeyGroupRange};
+use crate::state::incremental::{TableChains, restore_table};
+use crate::state::{KeyGroupRange, StateBackend};
 
 /// What a checkpoint keeps of the operator.
 #[derive(Serialize, Deserialize)]
 struct Saved {
     /// Each state's part, by name.
     states: Vec<(String, Vec<u8>)>,
+    /// The timers' part: a keyed table's (format 6 on), or a list of
+    /// their own.
     timers: Vec<u8>,
 }
 
@@ -38,6 +40,8 @@ pub(crate) struct KeyedProcessOp<T, K: Key, O, F> {
     /// Per table, what its incremental checkpoints keep.
     chains: Vec<TableChains<K>>,
     timers: Timers<K>,
+    /// What the timers' incremental checkpoints keep.
+    timer_chains: TableChains<TimerId<K>>,
     watermark: Timestamp,
     ctx: OperatorContext,
     out: Vec<O>,
@@ -57,7 +61,10 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         // Every old subtask's part (at an unchanged parallelism just this
         // subtask's): states and timers keep this subtask's key groups.
         let mut states: BTreeMap<String, Vec<RestoredState>> = BTreeMap::new();
-        let mut timers_parts = Vec::new();
+        // The timers' parts: keyed tables' from format 6 on (restored as
+        // a keyed state's of format 3 on), lists of their own before.
+        let mut timer_tables = Vec::new();
+        let mut timer_lists = Vec::new();
         for part in ctx.restored_parts() {
             let saved = decode_part::<Saved>(ctx.operator(), &part.bytes)?;
             for (name, bytes) in saved.states {
@@ -66,7 +73,11 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
                     .or_default()
                     .push((bytes, part.format, part.source.clone()));
             }
-            timers_parts.push(saved.timers);
+            if part.format > FORMAT_5 {
+                timer_tables.push((saved.timers, FORMAT_3, part.source.clone()));
+            } else {
+                timer_lists.push(saved.timers);
+            }
         }
         let mut registry = StateRegistry::new(ctx, states);
         f.open(&mut registry)?;
@@ -79,17 +90,36 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         }
         let max = ctx.max_parallelism();
         let range = KeyGroupRange::of_subtask(max, ctx.parallelism(), ctx.subtask());
-        let timers = Timers::restore(
-            ctx.operator(),
-            timers_parts.iter().map(Vec::as_slice),
-            |k: &K| range.contains(KeyGroup::of_hash(key_hash(k), max)),
-        )?;
+        // Named apart from the states' (`<uid>/<state>`) and keyed
+        // operators' (`<uid>`) in shared files: no uid holds a NUL. With
+        // the disk-backed state, runs are spilled as the states' are.
+        let mut timer_chains =
+            TableChains::new(ctx.attempt_tag(), &format!("{}\u{0}timers", ctx.uid()));
+        if let StateBackend::Disk(store) = ctx.state_backend() {
+            timer_chains = timer_chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
+        }
+        let parts: Vec<_> = timer_tables
+            .iter()
+            .map(|(bytes, format, source)| (bytes.clone(), *format, source))
+            .collect();
+        let mut timers = restore_table(
+            Timers::new(max, range),
+            range,
+            ctx.restored_from(),
+            &parts,
+            &mut timer_chains,
+        )
+        .map_err(|e| cannot_restore(ctx.operator(), TIMERS, e))?;
+        for bytes in &timer_lists {
+            timers.restore_listed(ctx.operator(), bytes)?;
+        }
         Ok(KeyedProcessOp {
             key,
             f,
             tables: registry.tables,
             chains: registry.chains,
             timers,
+            timer_chains,
             watermark: MIN_WATERMARK,
             ctx: ctx.clone(),
             out: Vec::new(),
@@ -132,7 +162,10 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
             watermark: self.watermark,
             now,
         };
-        let called = call(&mut self.f, &mut ctx);
+        let mut called = call(&mut self.f, &mut ctx);
+        if std::mem::take(&mut self.timers.foreign) && called.is_ok() {
+            called = Err(foreign_key(TIMERS));
+        }
         for table in &mut self.tables {
             table
                 .settle()
@@ -197,21 +230,23 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
         let kind = snapshot.kind();
-        let (tables, chains, timers) = (&mut self.tables, &mut self.chains, &self.timers);
+        let (tables, chains) = (&mut self.tables, &mut self.chains);
+        let (timers, timer_chains) = (&mut self.timers, &mut self.timer_chains);
         snapshot.take(self.ctx.uid(), || {
-            let states: Vec<(String, Part)> = tables
+            let mut parts: Vec<(String, Part)> = tables
                 .iter_mut()
                 .zip(chains.iter_mut())
                 .map(|(t, c)| (t.name().to_owned(), t.part(c, id, kind)))
                 .collect();
-            let timers = timers.clone();
+            // The timers' part last, encoded as the states' are.
+            parts.push((TIMERS.to_owned(), timer_chains.part(timers, id, kind)));
             Ok(Some(Part::Deferred(Box::new(move || {
                 let mut saved = Saved {
-                    states: Vec::with_capacity(states.len()),
-                    timers: timers.encode()?,
+                    states: Vec::with_capacity(parts.len()),
+                    timers: Vec::new(),
                 };
                 let (mut own, mut shared, mut reused) = (Vec::new(), Vec::new(), Vec::new());
-                for (name, part) in states {
+                for (name, part) in parts {
                     let encoded = match part {
                         Part::Bytes(bytes) => bytes.into(),
                         Part::Deferred(encode) => match encode() {
@@ -226,6 +261,9 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> Push<T> for KeyedProc
                     own.extend(encoded.own);
                     shared.extend(encoded.shared);
                     reused.extend(encoded.reused);
+                }
+                if let Some((_, timers)) = saved.states.pop() {
+                    saved.timers = timers;
                 }
                 let bytes = match postcard::to_allocvec(&saved) {
                     Ok(bytes) => bytes,
@@ -334,6 +372,104 @@ mod tests {
         op.push(&mut vec![(3, 1)]).unwrap();
         op.finish().unwrap();
         assert_eq!(records(&log), [(1, 2)]);
+    }
+
+    /// Registers a processing-time timer for each record's key, nothing
+    /// else.
+    #[derive(Clone)]
+    struct TimerOnly;
+
+    impl KeyedProcessFunction<u8, (u8, u8), (u8, u64)> for TimerOnly {
+        fn process(
+            &mut self,
+            _: (u8, u8),
+            ctx: &mut ProcessContext<'_, u8, (u8, u64)>,
+        ) -> Result<(), TaskFailure> {
+            ctx.register_processing_time_timer(2_000);
+            Ok(())
+        }
+    }
+
+    /// A timer for a key of another subtask's key groups (a record the
+    /// partitioner would never send here) fails the call by name, as a
+    /// state's write does, rather than being lost.
+    #[test]
+    fn a_timer_for_another_subtasks_key_fails_the_call() {
+        let ctx = OperatorContext::new(
+            "j",
+            "timers",
+            0,
+            2,
+            ManualClock::at(1_000),
+            &DataflowMetrics::default(),
+        );
+        let theirs = KeyGroupRange::of_subtask(ctx.max_parallelism(), 2, 1);
+        let group = |k: &u8| {
+            crate::state::KeyGroup::of_hash(crate::keys::key_hash(k), ctx.max_parallelism())
+        };
+        let foreign = (0..=u8::MAX).find(|k| theirs.contains(group(k))).unwrap();
+        let own = (0..=u8::MAX).find(|k| !theirs.contains(group(k))).unwrap();
+        let (rec, _) = Recorder::new();
+        let mut op =
+            KeyedProcessOp::new(&ctx, Arc::new(|r: &(u8, u8)| r.0), TimerOnly, Box::new(rec))
+                .unwrap();
+        op.push(&mut vec![(own, 1)]).unwrap();
+        assert_eq!(op.next_timer(), Some(2_000));
+        let error = op.push(&mut vec![(foreign, 1)]).unwrap_err();
+        assert!(
+            error.to_string().contains("another subtask's key groups"),
+            "{error}"
+        );
+    }
+
+    /// A checkpoint of format 5 kept the timers as a list of their own:
+    /// they are restored (those of this subtask's keys) and fire.
+    #[test]
+    fn timers_listed_by_a_format_5_checkpoint_are_restored() {
+        let clock = ManualClock::at(1_000);
+        let ctx = |subtask, parallelism| {
+            OperatorContext::new(
+                "j",
+                "delayed",
+                subtask,
+                parallelism,
+                clock.clone(),
+                &DataflowMetrics::default(),
+            )
+        };
+        let listed = super::super::timers::Listed::<u8> {
+            event: Vec::new(),
+            processing: vec![(1_100, (0..20).collect()), (1_200, vec![3])],
+        };
+        let saved = Saved {
+            states: Vec::new(),
+            timers: postcard::to_allocvec(&listed).unwrap(),
+        };
+        let part = crate::checkpoint::RestoredPart {
+            format: crate::checkpoint::FORMAT_5,
+            ..crate::checkpoint::RestoredPart::new(0, 1, postcard::to_allocvec(&saved).unwrap())
+        };
+        let mut fired = Vec::new();
+        // Restored at parallelism 2: each subtask fires its own keys' timers.
+        for subtask in 0..2 {
+            let restored = ctx(subtask, 2).restored_with(CheckpointId(1), vec![part.clone()]);
+            let (rec, log) = Recorder::new();
+            let mut op = KeyedProcessOp::new(
+                &restored,
+                Arc::new(|r: &(u8, u8)| r.0),
+                Delayed { count: None },
+                Box::new(rec),
+            )
+            .unwrap();
+            op.on_time(1_200).unwrap();
+            fired.extend(records(&log).into_iter().map(|(key, _)| key));
+            assert_eq!(op.next_timer(), None);
+        }
+        fired.sort_unstable();
+        let mut expected: Vec<u8> = (0..20).collect();
+        expected.push(3);
+        expected.sort_unstable();
+        assert_eq!(fired, expected);
     }
 
     /// The operator's one part of checkpoint `id` of `kind`, encoded; its

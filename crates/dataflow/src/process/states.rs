@@ -375,7 +375,7 @@ impl<K: Key> StateRegistry<K> {
 }
 
 /// Why `operator`'s state `name` cannot be restored.
-fn cannot_restore(
+pub(super) fn cannot_restore(
     operator: &str,
     name: &str,
     source: impl std::error::Error + Send + Sync + 'static,

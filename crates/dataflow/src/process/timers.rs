@@ -1,14 +1,27 @@
-//! Timers of a keyed process operator: per time domain, the keys due at
-//! each time, in persistent maps (a snapshot copies a pointer).
+//! Timers of a keyed process operator: per key group and clock, the keys
+//! due at each time, in persistent maps (a snapshot copies a pointer per
+//! group), and per clock each group's earliest time, so that the timer
+//! due next is found among the groups' firsts.
+//!
+//! A checkpoint keeps the timers as it keeps a keyed state: each timer
+//! (its clock, time and key) one key, of its key's group, with no value —
+//! whole, or incrementally as a delta of the timers registered or deleted
+//! since the base (`timer_checkpoint.rs`). A job with millions of timers
+//! writes the timers that changed, and a restore at another parallelism
+//! takes the key groups of its range.
+
+use std::collections::BTreeSet;
 
 use holdfast_executor::TaskFailure;
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::decode_part;
 use crate::data::{Key, Timestamp};
+use crate::keys::key_hash;
+use crate::state::{KeyGroup, KeyGroupRange, list_changed};
 
 /// Which clock a timer follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TimeDomainOf {
     /// The watermark: fires once the watermark reaches its time (and at the
     /// end of input).
@@ -16,6 +29,18 @@ pub enum TimeDomainOf {
     /// The processing-time clock.
     ProcessingTime,
 }
+
+impl TimeDomainOf {
+    fn index(self) -> usize {
+        match self {
+            TimeDomainOf::EventTime => 0,
+            TimeDomainOf::ProcessingTime => 1,
+        }
+    }
+}
+
+/// Both clocks, in the order of [`TimeDomainOf::index`].
+const DOMAINS: [TimeDomainOf; 2] = [TimeDomainOf::EventTime, TimeDomainOf::ProcessingTime];
 
 /// A timer that came due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,57 +51,217 @@ pub struct Timer {
     pub domain: TimeDomainOf,
 }
 
-type Due<K> = imbl::OrdMap<Timestamp, imbl::HashSet<K>>;
-
-/// Every registered timer of one subtask.
-#[derive(Clone)]
-pub(super) struct Timers<K: Key> {
-    event: Due<K>,
-    processing: Due<K>,
+/// A registered timer, as a checkpoint keeps it: a key of its key's group.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(crate) struct TimerId<K> {
+    pub(super) domain: TimeDomainOf,
+    pub(super) at: Timestamp,
+    pub(super) key: K,
 }
 
-/// What a checkpoint keeps of the timers.
-#[derive(Serialize, Deserialize)]
-struct Encoded<K> {
-    event: Vec<(Timestamp, Vec<K>)>,
-    processing: Vec<(Timestamp, Vec<K>)>,
+/// The keys due at each time.
+pub(super) type Due<K> = imbl::OrdMap<Timestamp, imbl::HashSet<K>>;
+
+/// One key group's timers, per clock.
+#[derive(Clone)]
+pub(super) struct GroupTimers<K: Key> {
+    due: [Due<K>; 2],
+    /// Per clock, the earliest time `due` holds.
+    first: [Option<Timestamp>; 2],
+    len: usize,
+}
+
+impl<K: Key> Default for GroupTimers<K> {
+    fn default() -> Self {
+        GroupTimers {
+            due: [Due::new(), Due::new()],
+            first: [None, None],
+            len: 0,
+        }
+    }
+}
+
+impl<K: Key> GroupTimers<K> {
+    /// Timers held, of both clocks.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn first(&self, domain: TimeDomainOf) -> Option<Timestamp> {
+        self.first[domain.index()]
+    }
+
+    /// Adds the timer; whether it is new.
+    fn insert(&mut self, domain: TimeDomainOf, at: Timestamp, key: K) -> bool {
+        let d = domain.index();
+        let new = self.due[d].entry(at).or_default().insert(key).is_none();
+        if new {
+            self.len += 1;
+            if self.first[d].is_none_or(|first| at < first) {
+                self.first[d] = Some(at);
+            }
+        }
+        new
+    }
+
+    /// Removes the timer; whether it was there.
+    fn remove(&mut self, domain: TimeDomainOf, at: Timestamp, key: &K) -> bool {
+        let d = domain.index();
+        let due = &mut self.due[d];
+        let Some(keys) = due.get_mut(&at) else {
+            return false;
+        };
+        let removed = keys.remove(key).is_some();
+        if keys.is_empty() {
+            due.remove(&at);
+            if self.first[d] == Some(at) {
+                self.first[d] = due.get_min().map(|(first, _)| *first);
+            }
+        }
+        if removed {
+            self.len -= 1;
+        }
+        removed
+    }
+
+    /// The keys due at each time, of `domain`.
+    pub(super) fn due(&self, domain: TimeDomainOf) -> &Due<K> {
+        &self.due[domain.index()]
+    }
+
+    /// Whether the timer is registered.
+    pub(super) fn contains(&self, domain: TimeDomainOf, at: Timestamp, key: &K) -> bool {
+        self.due[domain.index()]
+            .get(&at)
+            .is_some_and(|keys| keys.contains(key))
+    }
+
+    /// Every timer: its clock, time and key.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (TimeDomainOf, Timestamp, &K)> {
+        DOMAINS.into_iter().flat_map(move |domain| {
+            self.due[domain.index()]
+                .iter()
+                .flat_map(move |(at, keys)| keys.iter().map(move |key| (domain, *at, key)))
+        })
+    }
+}
+
+/// Every registered timer of one subtask, by key group.
+pub(super) struct Timers<K: Key> {
+    max_parallelism: u32,
+    pub(super) range: KeyGroupRange,
+    pub(super) groups: Vec<GroupTimers<K>>,
+    /// Per clock, the earliest time of each group that has a timer.
+    firsts: [BTreeSet<(Timestamp, usize)>; 2],
+    /// Per group, the timers registered or deleted since the last take
+    /// (while tracked, for incremental checkpoints).
+    pub(super) changed: Option<Vec<Vec<TimerId<K>>>>,
+    /// Per group, the length at which its list is deduplicated next.
+    pub(super) dedupe_at: Vec<usize>,
+    /// Whether a timer was registered for a key of another subtask's
+    /// groups since the operator last looked (it fails the call).
+    pub(super) foreign: bool,
 }
 
 impl<K: Key> Timers<K> {
-    pub(super) fn new() -> Timers<K> {
+    /// No timer, for the key groups of `range`.
+    pub(super) fn new(max_parallelism: u32, range: KeyGroupRange) -> Timers<K> {
         Timers {
-            event: Due::new(),
-            processing: Due::new(),
+            max_parallelism,
+            range,
+            groups: (0..range.len()).map(|_| GroupTimers::default()).collect(),
+            firsts: [BTreeSet::new(), BTreeSet::new()],
+            changed: None,
+            dedupe_at: vec![0; range.len()],
+            foreign: false,
         }
     }
 
-    fn of(&mut self, domain: TimeDomainOf) -> &mut Due<K> {
-        match domain {
-            TimeDomainOf::EventTime => &mut self.event,
-            TimeDomainOf::ProcessingTime => &mut self.processing,
+    /// The key group of `key`.
+    pub(super) fn group_of(&self, key: &K) -> KeyGroup {
+        KeyGroup::of_hash(key_hash(key), self.max_parallelism)
+    }
+
+    /// The slot of `group` in the range.
+    pub(super) fn slot_of(&self, group: KeyGroup) -> Option<usize> {
+        self.range
+            .contains(group)
+            .then(|| (group.0 - self.range.start) as usize)
+    }
+
+    /// Changes the group at `slot` with `change`, keeping its clock's first
+    /// time in `firsts`, and lists the timer if `change` says it changed.
+    fn change(
+        &mut self,
+        slot: usize,
+        domain: TimeDomainOf,
+        change: impl FnOnce(&mut GroupTimers<K>) -> Option<TimerId<K>>,
+    ) {
+        let group = &mut self.groups[slot];
+        let before = group.first(domain);
+        let changed = change(group);
+        let after = group.first(domain);
+        if before != after {
+            let firsts = &mut self.firsts[domain.index()];
+            if let Some(before) = before {
+                firsts.remove(&(before, slot));
+            }
+            if let Some(after) = after {
+                firsts.insert((after, slot));
+            }
+        }
+        if let (Some(id), Some(lists)) = (changed, &mut self.changed) {
+            let len = self.groups[slot].len();
+            list_changed(&mut lists[slot], id, len, &mut self.dedupe_at[slot]);
         }
     }
 
     /// Registers `key`'s timer at `at` (once: registering it again changes
-    /// nothing).
+    /// nothing). The operator registers timers for the key of the record
+    /// or timer at hand, which the partitioner sent to this subtask: a key
+    /// of another subtask's groups is not registered, and marks the timers
+    /// `foreign` for the operator to fail the call.
     pub(super) fn register(&mut self, domain: TimeDomainOf, at: Timestamp, key: K) {
-        self.of(domain).entry(at).or_default().insert(key);
+        let Some(slot) = self.slot_of(self.group_of(&key)) else {
+            self.foreign = true;
+            return;
+        };
+        self.change(slot, domain, |group| {
+            group
+                .insert(domain, at, key.clone())
+                .then_some(TimerId { domain, at, key })
+        });
     }
 
     /// Deletes `key`'s timer at `at`, if there is one.
     pub(super) fn delete(&mut self, domain: TimeDomainOf, at: Timestamp, key: &K) {
-        let due = self.of(domain);
-        if let Some(keys) = due.get_mut(&at) {
-            keys.remove(key);
-            if keys.is_empty() {
-                due.remove(&at);
-            }
-        }
+        let Some(slot) = self.slot_of(self.group_of(key)) else {
+            return;
+        };
+        self.change(slot, domain, |group| {
+            group.remove(domain, at, key).then(|| TimerId {
+                domain,
+                at,
+                key: key.clone(),
+            })
+        });
+    }
+
+    /// A timer of a checkpoint, into the group at `slot` (not listed as a
+    /// change: the checkpoint has it).
+    pub(super) fn restore(&mut self, slot: usize, id: TimerId<K>) {
+        let TimerId { domain, at, key } = id;
+        self.change(slot, domain, |group| {
+            group.insert(domain, at, key);
+            None
+        });
     }
 
     /// The earliest processing-time timer.
     pub(super) fn next_processing(&self) -> Option<Timestamp> {
-        self.processing.get_min().map(|(at, _)| *at)
+        self.firsts[TimeDomainOf::ProcessingTime.index()]
+            .first()
+            .map(|(at, _)| *at)
     }
 
     /// Takes the earliest timer of `domain` due at `time` (at or before),
@@ -86,55 +271,57 @@ impl<K: Key> Timers<K> {
         domain: TimeDomainOf,
         time: Timestamp,
     ) -> Option<(Timestamp, K)> {
-        let due = self.of(domain);
-        let (at, keys) = due.get_min()?;
-        let at = *at;
+        let (at, slot) = *self.firsts[domain.index()].first()?;
         if at > time {
             return None;
         }
-        let key = keys.iter().next()?.clone();
-        let keys = due.get_mut(&at)?;
-        keys.remove(&key);
-        if keys.is_empty() {
-            due.remove(&at);
-        }
+        let key = self.groups[slot].due[domain.index()]
+            .get(&at)?
+            .iter()
+            .next()?
+            .clone();
+        self.delete(domain, at, &key);
         Some((at, key))
     }
 
-    /// Encodes a snapshot (run off the task thread).
-    pub(super) fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
-        let flat = |due: &Due<K>| -> Vec<(Timestamp, Vec<K>)> {
-            due.iter()
-                .map(|(at, keys)| (*at, keys.iter().cloned().collect()))
-                .collect()
-        };
-        postcard::to_allocvec(&Encoded {
-            event: flat(&self.event),
-            processing: flat(&self.processing),
-        })
-    }
-
-    /// The timers of a checkpoint, of the keys `mine` says this subtask
-    /// owns.
-    pub(super) fn restore<'a>(
+    /// Registers the timers of a part of a checkpoint before format 6 (a
+    /// list of its own), of the keys of this subtask's groups.
+    pub(super) fn restore_listed(
+        &mut self,
         operator: &str,
-        parts: impl IntoIterator<Item = &'a [u8]>,
-        mine: impl Fn(&K) -> bool,
-    ) -> Result<Timers<K>, TaskFailure> {
-        let mut timers = Timers::new();
-        for bytes in parts {
-            let encoded: Encoded<K> = decode_part(&format!("{operator} (timers)"), bytes)?;
-            for (domain, list) in [
-                (TimeDomainOf::EventTime, encoded.event),
-                (TimeDomainOf::ProcessingTime, encoded.processing),
-            ] {
-                for (at, keys) in list {
-                    for key in keys.into_iter().filter(|k| mine(k)) {
-                        timers.register(domain, at, key);
-                    }
-                }
+        bytes: &[u8],
+    ) -> Result<(), TaskFailure> {
+        let listed: Listed<K> = decode_part(&format!("{operator} (timers)"), bytes)?;
+        for id in listed.into_timers() {
+            if let Some(slot) = self.slot_of(self.group_of(&id.key)) {
+                self.restore(slot, id);
             }
         }
-        Ok(timers)
+        Ok(())
+    }
+}
+
+/// What a checkpoint kept of the timers before format 6, and since of a
+/// key group in a full snapshot (inline): per clock, the keys due at each
+/// time.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Listed<K> {
+    pub(super) event: Vec<(Timestamp, Vec<K>)>,
+    pub(super) processing: Vec<(Timestamp, Vec<K>)>,
+}
+
+impl<K> Listed<K> {
+    /// Every timer listed.
+    pub(super) fn into_timers(self) -> impl Iterator<Item = TimerId<K>> {
+        [
+            (TimeDomainOf::EventTime, self.event),
+            (TimeDomainOf::ProcessingTime, self.processing),
+        ]
+        .into_iter()
+        .flat_map(|(domain, list)| {
+            list.into_iter().flat_map(move |(at, keys)| {
+                keys.into_iter().map(move |key| TimerId { domain, at, key })
+            })
+        })
     }
 }

@@ -594,18 +594,9 @@ where
         if !range.contains(group) {
             continue;
         }
-        let entries: Vec<(K, V)> = postcard::from_bytes(&bytes).map_err(|e| {
-            RestoreError::State(StateError::Corrupt {
-                state: table.state_name().to_owned(),
-                group,
-                reason: e.to_string(),
-            })
-        })?;
-        for (key, value) in entries {
-            table
-                .restore_entry(group, key, value)
-                .map_err(RestoreError::State)?;
-        }
+        table
+            .restore_inline(group, &bytes)
+            .map_err(RestoreError::State)?;
     }
     for (group, chain) in restored.iter().chain(&own).filter(|_| staging.is_none()) {
         for (key, value) in merged(chain, &reads)? {

@@ -34,4 +34,5 @@ pub use disk::{
     DiskSnapshot, DiskTable, DrainError, MAX_PARALLELISM as DISK_MAX_PARALLELISM, TableBudget,
 };
 pub use key_groups::{KeyGroup, KeyGroupRange};
+pub(crate) use table::list as list_changed;
 pub use table::{KeyedTable, StateError, TableChanges, TableSnapshot};

@@ -103,7 +103,12 @@ pub struct TableChanges<K: Hash + Eq + Clone, V: Clone> {
 
 /// Lists `key` in `list`, the change list of a group of `len` keys (see
 /// [`bound`]).
-fn list<K: Hash + Eq + Clone>(list: &mut Vec<K>, key: K, len: usize, dedupe_at: &mut usize) {
+pub(crate) fn list<K: Hash + Eq + Clone>(
+    list: &mut Vec<K>,
+    key: K,
+    len: usize,
+    dedupe_at: &mut usize,
+) {
     list.push(key);
     bound(list, len, dedupe_at);
 }

@@ -2,7 +2,8 @@
 //! in-memory [`KeyedTable`](super::KeyedTable) (`state.backend.type: hashmap`) or the
 //! disk-backed [`DiskTable`](super::DiskTable). `incremental.rs` writes
 //! and restores both through these traits, in the same formats, so a
-//! checkpoint of one restores into the other.
+//! checkpoint of one restores into the other. A process function's timers
+//! (`process/timer_checkpoint.rs`) are such a table too, with no values.
 
 use super::run::{Pair, RunWriter};
 use super::{KeyGroup, KeyGroupRange, StateError};
@@ -24,7 +25,8 @@ pub(crate) trait GroupSnapshot<K>: Send + 'static {
     /// the snapshot or a removal, as its delta section of `run`.
     fn write_delta(&self, slot: usize, keys: &[&K], run: &mut RunWriter) -> Result<(), StateError>;
     /// The non-empty group at `slot` as a full snapshot's inline part: its
-    /// keys and values as a postcard sequence of pairs.
+    /// keys and values as a postcard sequence of pairs (or what the table's
+    /// [`RestoreTarget::restore_inline`] reads).
     fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError>;
     /// Lets go of the group at `slot`, its section written: the encoder
     /// calls it as it goes, so that an in-memory table's writes to that
@@ -75,6 +77,26 @@ pub(crate) trait RestoreTarget<K, V> {
     fn state_name(&self) -> &str;
     /// `key` and `value` of an inline group `group`.
     fn restore_entry(&mut self, group: KeyGroup, key: K, value: V) -> Result<(), StateError>;
+    /// An inline group `group` of a full snapshot, as the snapshot's
+    /// [`GroupSnapshot::encode_group_inline`] wrote it (by default a
+    /// postcard sequence of pairs, each put with
+    /// [`restore_entry`](Self::restore_entry)).
+    fn restore_inline(&mut self, group: KeyGroup, bytes: &[u8]) -> Result<(), StateError>
+    where
+        K: serde::de::DeserializeOwned,
+        V: serde::de::DeserializeOwned,
+    {
+        let entries: Vec<(K, V)> =
+            postcard::from_bytes(bytes).map_err(|e| StateError::Corrupt {
+                state: self.state_name().to_owned(),
+                group,
+                reason: e.to_string(),
+            })?;
+        for (key, value) in entries {
+            self.restore_entry(group, key, value)?;
+        }
+        Ok(())
+    }
     /// A key and value encoded as runs hold them, of group `group`.
     fn restore_encoded(
         &mut self,

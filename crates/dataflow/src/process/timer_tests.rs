@@ -1,0 +1,227 @@
+//! The timers against a model — an ordered set of (clock, time, key) —
+//! under random registrations, deletions and firings between random
+//! checkpoints (full, or incremental on a completed one, or on none):
+//! the timer due next is always the model's earliest, and every completed
+//! checkpoint restores (at its parallelism and split in two) to the
+//! timers at its take.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use holdfast_executor::{SharedFile, StateSource, StoredState};
+use holdfast_types::sync::lock;
+use holdfast_types::{CheckpointId, SnapshotKind};
+use proptest::prelude::*;
+
+use super::timers::{TimeDomainOf, TimerId, Timers};
+use crate::data::Timestamp;
+use crate::state::KeyGroupRange;
+use crate::state::incremental::tests::{Files, encode};
+use crate::state::incremental::{TableChains, restore_table};
+
+const MAX: u32 = 16;
+
+type Model = BTreeSet<(usize, Timestamp, u16)>;
+
+fn domain(index: usize) -> TimeDomainOf {
+    [TimeDomainOf::EventTime, TimeDomainOf::ProcessingTime][index]
+}
+
+/// Every timer held, as the model keeps them.
+fn contents(timers: &Timers<u16>) -> Model {
+    timers
+        .groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .map(|(d, at, key)| (d as usize, at, *key))
+        .collect()
+}
+
+fn restore(
+    part: &[u8],
+    files: &Arc<Files>,
+    range: KeyGroupRange,
+    from: CheckpointId,
+) -> Timers<u16> {
+    let source = StateSource::Stored(Arc::clone(files) as Arc<dyn StoredState>);
+    let mut chains = TableChains::new("restored", "op#timers");
+    restore_table(
+        Timers::new(MAX, range),
+        range,
+        Some(from),
+        &[(part.to_vec(), 3, &source)],
+        &mut chains,
+    )
+    .unwrap()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Register(usize, Timestamp, u16),
+    Delete(usize, Timestamp, u16),
+    /// Fires the timers of a clock due at a time.
+    Fire(usize, Timestamp),
+    /// A checkpoint: full, incremental on the newest completed one, or on
+    /// none; completed or not.
+    Checkpoint {
+        kind: u8,
+        completes: bool,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0usize..2, 0i64..30, 0u16..40).prop_map(|(d, at, k)| Op::Register(d, at, k)),
+        3 => (0usize..2, 0i64..30, 0u16..40).prop_map(|(d, at, k)| Op::Delete(d, at, k)),
+        2 => (0usize..2, 0i64..30).prop_map(|(d, at)| Op::Fire(d, at)),
+        3 => (0u8..6, proptest::bool::weighted(0.8))
+            .prop_map(|(kind, completes)| Op::Checkpoint { kind, completes }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn timers_fire_in_order_and_every_completed_checkpoint_restores_them(
+        ops in proptest::collection::vec(op(), 1..150),
+    ) {
+        let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+        let mut timers = Timers::<u16>::new(MAX, range);
+        let mut chains = TableChains::<TimerId<u16>>::new("0-0-0", "op#timers");
+        let files = Arc::new(Files::default());
+        let mut model = Model::new();
+        let mut completed: Option<CheckpointId> = None;
+        let mut taken: Vec<(CheckpointId, Vec<u8>, Model)> = Vec::new();
+        let mut id = 0;
+        for op in ops {
+            match op {
+                Op::Register(d, at, key) => {
+                    timers.register(domain(d), at, key);
+                    model.insert((d, at, key));
+                }
+                Op::Delete(d, at, key) => {
+                    timers.delete(domain(d), at, &key);
+                    model.remove(&(d, at, key));
+                }
+                Op::Fire(d, time) => {
+                    while let Some((at, key)) = timers.pop_due(domain(d), time) {
+                        let first = model.range((d, Timestamp::MIN, 0)..(d + 1, Timestamp::MIN, 0)).next().copied();
+                        prop_assert_eq!(first.map(|(_, t, _)| t), Some(at), "fired {} at {} before the earliest", key, at);
+                        prop_assert!(at <= time);
+                        prop_assert!(model.remove(&(d, at, key)), "fired {} at {}, never registered", key, at);
+                    }
+                    let next = model.range((d, Timestamp::MIN, 0)..(d + 1, Timestamp::MIN, 0)).next();
+                    prop_assert!(next.is_none_or(|(_, t, _)| *t > time), "{next:?} was due at {time}");
+                }
+                Op::Checkpoint { kind, completes } => {
+                    id += 1;
+                    let n = CheckpointId(id);
+                    let kind = match kind {
+                        0 => SnapshotKind::Full,
+                        1 => SnapshotKind::Incremental { base: None },
+                        _ => SnapshotKind::Incremental { base: completed },
+                    };
+                    let encoded = encode(chains.part(&mut timers, n, kind));
+                    for file in encoded.shared {
+                        prop_assert!(lock(&files.files).insert(file.name.clone(), file.read().unwrap()).is_none(),
+                            "{} written twice", file.name);
+                    }
+                    if completes {
+                        completed = Some(n);
+                        taken.push((n, encoded.bytes, model.clone()));
+                    }
+                }
+            }
+            prop_assert_eq!(&contents(&timers), &model);
+            let next = model.range((1, Timestamp::MIN, 0)..).next().map(|(_, t, _)| *t);
+            prop_assert_eq!(timers.next_processing(), next);
+        }
+        for (n, part, expected) in &taken {
+            let mut restored = restore(part, &files, range, *n);
+            prop_assert_eq!(&contents(&restored), expected, "checkpoint {}", n);
+            // Restored, the timers come due in order, as they were.
+            let next = expected.range((1, Timestamp::MIN, 0)..).next().map(|(_, t, _)| *t);
+            prop_assert_eq!(restored.next_processing(), next);
+            let mut fired = Vec::new();
+            while let Some((at, key)) = restored.pop_due(TimeDomainOf::EventTime, Timestamp::MAX) {
+                fired.push((0, at, key));
+            }
+            let due: Vec<_> = expected.range(..(1, Timestamp::MIN, 0)).copied().collect();
+            prop_assert!(fired.is_sorted_by_key(|(_, at, _)| *at), "{fired:?}");
+            fired.sort_unstable();
+            prop_assert_eq!(fired, due, "checkpoint {} fired", n);
+            let mut halves = Model::new();
+            for subtask in 0..2 {
+                let half = KeyGroupRange::of_subtask(MAX, 2, subtask);
+                halves.extend(contents(&restore(part, &files, half, *n)));
+            }
+            prop_assert_eq!(&halves, expected, "checkpoint {} split in two", n);
+        }
+    }
+}
+
+/// Of a million timers, a checkpoint on a base writes the one that
+/// changed (and the groups' chains reuse the base's runs): timers cost
+/// a checkpoint what changed, not what is held.
+#[test]
+fn a_checkpoint_on_a_base_writes_the_timers_that_changed() {
+    let range = KeyGroupRange::of_subtask(128, 1, 0);
+    let mut timers = Timers::<u32>::new(128, range);
+    let mut chains = TableChains::<TimerId<u32>>::new("0-0-0", "op#timers");
+    for key in 0..1_000_000u32 {
+        timers.register(TimeDomainOf::EventTime, i64::from(key % 1_000), key);
+    }
+    let written = |encoded: &holdfast_executor::EncodedState| -> u64 {
+        encoded.shared.iter().map(SharedFile::len).sum()
+    };
+    let first = encode(chains.part(
+        &mut timers,
+        CheckpointId(1),
+        SnapshotKind::Incremental { base: None },
+    ));
+    timers.register(TimeDomainOf::ProcessingTime, 5, 17);
+    timers.delete(TimeDomainOf::EventTime, 3, &3);
+    let second = encode(chains.part(
+        &mut timers,
+        CheckpointId(2),
+        SnapshotKind::Incremental {
+            base: Some(CheckpointId(1)),
+        },
+    ));
+    assert!(written(&first) > 1_000_000, "{} bytes", written(&first));
+    assert!(
+        (1..200).contains(&written(&second)),
+        "two changed timers wrote {} bytes",
+        written(&second)
+    );
+    assert!(!second.reused.is_empty());
+    // The second checkpoint holds both changes.
+    let files = Arc::new(Files::default());
+    for file in first.shared.iter().chain(&second.shared) {
+        lock(&files.files).insert(file.name.clone(), file.read().unwrap());
+    }
+    let source = StateSource::Stored(Arc::clone(&files) as Arc<dyn StoredState>);
+    let mut restored_chains = TableChains::new("restored", "op#timers");
+    let mut restored = restore_table(
+        Timers::<u32>::new(128, range),
+        range,
+        Some(CheckpointId(2)),
+        &[(second.bytes.clone(), 3, &source)],
+        &mut restored_chains,
+    )
+    .unwrap();
+    assert_eq!(restored.next_processing(), Some(5));
+    assert_eq!(
+        restored.pop_due(TimeDomainOf::ProcessingTime, 5),
+        Some((5, 17))
+    );
+    let mut due_at_3 = Vec::new();
+    while let Some((at, key)) = restored.pop_due(TimeDomainOf::EventTime, 3) {
+        if at == 3 {
+            due_at_3.push(key);
+        }
+    }
+    assert_eq!(due_at_3.len(), 999, "key 3's timer at 3 was deleted");
+    assert!(!due_at_3.contains(&3));
+}
