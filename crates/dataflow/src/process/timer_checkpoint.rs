@@ -8,12 +8,20 @@ use serde::Serialize;
 
 use super::timers::{GroupTimers, Listed, TimeDomainOf, TimerId, Timers};
 use crate::data::{Key, Timestamp};
-use crate::state::run::{RunWriter, SectionKind};
+use crate::state::run::{EntryWriter, RunError, RunWriter, SectionKind};
 use crate::state::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
 use crate::state::{KeyGroup, KeyGroupRange, StateError};
 
 /// What the timers are called in errors.
 pub(super) const TIMERS: &str = "(timers)";
+
+/// A run section of the timers could not be written.
+fn run_failed(source: RunError) -> StateError {
+    StateError::Run {
+        state: TIMERS.to_owned(),
+        source,
+    }
+}
 
 /// A timer to encode, borrowing its key: encoded as its [`TimerId`].
 #[derive(Serialize)]
@@ -38,6 +46,19 @@ pub(super) struct TimersSnapshot<K: Key> {
 }
 
 impl<K: Key> TimersSnapshot<K> {
+    /// Begins the section of `kind` and `count` timers of the group at
+    /// `slot`.
+    fn section<'r>(
+        &self,
+        slot: usize,
+        kind: SectionKind,
+        count: usize,
+        run: &'r mut RunWriter,
+    ) -> Result<EntryWriter<'r>, StateError> {
+        run.begin_section(KeyGroup(self.range.start + slot as u32), kind, count)
+            .map_err(run_failed)
+    }
+
     fn encode_error(&self, slot: usize, reason: String) -> StateError {
         StateError::Encode {
             state: TIMERS.to_owned(),
@@ -58,23 +79,13 @@ impl<K: Key> GroupSnapshot<TimerId<K>> for TimersSnapshot<K> {
 
     fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError> {
         let group = &self.groups[slot];
-        let failed = |e| StateError::Run {
-            state: TIMERS.to_owned(),
-            source: e,
-        };
-        let mut entries = run
-            .begin_section(
-                KeyGroup(self.range.start + slot as u32),
-                SectionKind::Base,
-                group.len(),
-            )
-            .map_err(failed)?;
+        let mut entries = self.section(slot, SectionKind::Base, group.len(), run)?;
         for (domain, at, key) in group.iter() {
             entries
                 .put(&TimerRef { domain, at, key }, Some(&()))
-                .map_err(failed)?;
+                .map_err(run_failed)?;
         }
-        entries.finish().map_err(failed)
+        entries.finish().map_err(run_failed)
     }
 
     fn write_delta(
@@ -84,22 +95,12 @@ impl<K: Key> GroupSnapshot<TimerId<K>> for TimersSnapshot<K> {
         run: &mut RunWriter,
     ) -> Result<(), StateError> {
         let group = &self.groups[slot];
-        let failed = |e| StateError::Run {
-            state: TIMERS.to_owned(),
-            source: e,
-        };
-        let mut entries = run
-            .begin_section(
-                KeyGroup(self.range.start + slot as u32),
-                SectionKind::Delta,
-                keys.len(),
-            )
-            .map_err(failed)?;
+        let mut entries = self.section(slot, SectionKind::Delta, keys.len(), run)?;
         for id in keys {
             let held = group.contains(id.domain, id.at, &id.key);
-            entries.put(*id, held.then_some(&())).map_err(failed)?;
+            entries.put(*id, held.then_some(&())).map_err(run_failed)?;
         }
-        entries.finish().map_err(failed)
+        entries.finish().map_err(run_failed)
     }
 
     fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError> {
