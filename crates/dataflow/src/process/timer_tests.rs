@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use super::timers::{TimeDomainOf, TimerId, Timers};
 use crate::data::Timestamp;
 use crate::state::KeyGroupRange;
-use crate::state::incremental::tests::{Files, encode};
+use crate::state::incremental::tests::{Files, encode, snapshot_kind};
 use crate::state::incremental::{TableChains, restore_table};
 
 const MAX: u32 = 16;
@@ -117,11 +117,7 @@ proptest! {
                 Op::Checkpoint { kind, completes } => {
                     id += 1;
                     let n = CheckpointId(id);
-                    let kind = match kind {
-                        0 => SnapshotKind::Full,
-                        1 => SnapshotKind::Incremental { base: None },
-                        _ => SnapshotKind::Incremental { base: completed },
-                    };
+                    let kind = snapshot_kind(kind, completed);
                     let encoded = encode(chains.part(&mut timers, n, kind));
                     for file in encoded.shared {
                         prop_assert!(lock(&files.files).insert(file.name.clone(), file.read().unwrap()).is_none(),

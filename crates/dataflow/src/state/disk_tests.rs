@@ -12,7 +12,7 @@ use holdfast_types::{CheckpointId, SnapshotKind};
 use proptest::prelude::*;
 
 use super::super::engine::{FjallStore, MemoryEngine, StateEngine};
-use super::super::incremental::tests::{Files, MAX, encode};
+use super::super::incremental::tests::{Files, MAX, encode, snapshot_kind};
 use super::super::incremental::{TableChains, TablePart, restore_table};
 use super::super::tracked::GroupSnapshot;
 use super::*;
@@ -172,11 +172,7 @@ proptest! {
                 Op::Checkpoint { kind, completes } => {
                     id += 1;
                     let n = CheckpointId(id);
-                    let kind = match kind {
-                        0 => SnapshotKind::Full,
-                        1 => SnapshotKind::Incremental { base: None },
-                        _ => SnapshotKind::Incremental { base: completed },
-                    };
+                    let kind = snapshot_kind(kind, completed);
                     let heap_part = encode(heap_chains.part(&mut heap, n, kind));
                     let disk_part = encode(disk_chains.part(&mut disk, n, kind));
                     let disk_files = || disk_part.own.iter().chain(&disk_part.shared);

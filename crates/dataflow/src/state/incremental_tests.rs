@@ -62,6 +62,16 @@ pub(crate) fn encode(part: Part) -> EncodedState {
     }
 }
 
+/// A random checkpoint's kind (`kind` drawn from 0..6): full, incremental
+/// on none, or (most often) incremental on the newest `completed` one.
+pub(crate) fn snapshot_kind(kind: u8, completed: Option<CheckpointId>) -> SnapshotKind {
+    match kind {
+        0 => SnapshotKind::Full,
+        1 => SnapshotKind::Incremental { base: None },
+        _ => SnapshotKind::Incremental { base: completed },
+    }
+}
+
 fn contents(table: &Table) -> BTreeMap<String, u64> {
     table.iter().map(|(k, v)| (k.clone(), *v)).collect()
 }
@@ -128,11 +138,7 @@ proptest! {
                 Op::Checkpoint { kind, completes } => {
                     id += 1;
                     let n = CheckpointId(id);
-                    let kind = match kind {
-                        0 => SnapshotKind::Full,
-                        1 => SnapshotKind::Incremental { base: None },
-                        _ => SnapshotKind::Incremental { base: completed },
-                    };
+                    let kind = snapshot_kind(kind, completed);
                     let encoded = encode(chains.part(&mut table, n, kind));
                     // Reused files are the base's own: never one of a
                     // checkpoint that did not complete.
