@@ -221,3 +221,67 @@ fn a_checkpoint_on_a_base_writes_the_timers_that_changed() {
     assert_eq!(due_at_3.len(), 999, "key 3's timer at 3 was deleted");
     assert!(!due_at_3.contains(&3));
 }
+
+/// A restored attempt's next checkpoint goes on from the chains it
+/// restored: it writes what changed since, reuses the rest, and restores
+/// to the timers at its take.
+#[test]
+fn a_restored_attempt_checkpoints_on_the_chains_it_restored() {
+    let range = KeyGroupRange::of_subtask(MAX, 1, 0);
+    let files = Arc::new(Files::default());
+    let keep = |encoded: &holdfast_executor::EncodedState| {
+        for file in &encoded.shared {
+            lock(&files.files).insert(file.name.clone(), file.read().unwrap());
+        }
+    };
+    let mut timers = Timers::<u16>::new(MAX, range);
+    let mut chains = TableChains::<TimerId<u16>>::new("0-0-0", "op\u{0}timers");
+    for key in 0..1_000u16 {
+        timers.register(TimeDomainOf::EventTime, i64::from(key % 10), key);
+    }
+    let first = encode(chains.part(
+        &mut timers,
+        CheckpointId(1),
+        SnapshotKind::Incremental { base: None },
+    ));
+    keep(&first);
+    // The next attempt restores checkpoint 1 and goes on.
+    let source = StateSource::Stored(Arc::clone(&files) as Arc<dyn StoredState>);
+    let mut chains = TableChains::<TimerId<u16>>::new("1-0-0", "op\u{0}timers");
+    let mut timers = restore_table(
+        Timers::<u16>::new(MAX, range),
+        range,
+        Some(CheckpointId(1)),
+        &[(first.bytes.clone(), 3, &source)],
+        &mut chains,
+    )
+    .unwrap();
+    timers.delete(TimeDomainOf::EventTime, 4, &4);
+    timers.register(TimeDomainOf::ProcessingTime, 7, 4);
+    let second = encode(chains.part(
+        &mut timers,
+        CheckpointId(2),
+        SnapshotKind::Incremental {
+            base: Some(CheckpointId(1)),
+        },
+    ));
+    keep(&second);
+    let reused: Vec<&str> = second.reused.iter().map(|r| r.name.as_str()).collect();
+    assert!(
+        !reused.is_empty()
+            && first
+                .shared
+                .iter()
+                .all(|f| reused.contains(&f.name.as_str())),
+        "checkpoint 2 reuses {reused:?}"
+    );
+    let written: u64 = second.shared.iter().map(SharedFile::len).sum();
+    let whole: u64 = first.shared.iter().map(SharedFile::len).sum();
+    assert!(written * 10 < whole, "{written} of {whole} bytes written");
+    let expected = contents(&timers);
+    assert!(expected.contains(&(1, 7, 4)) && !expected.contains(&(0, 4, 4)));
+    assert_eq!(
+        contents(&restore(&second.bytes, &files, range, CheckpointId(2))),
+        expected
+    );
+}
