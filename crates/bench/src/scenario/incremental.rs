@@ -26,7 +26,7 @@ use holdfast_dataflow::plan::CompiledPlan;
 use holdfast_dataflow::process::{KeyedProcessFunction, ProcessContext, StateRegistry, ValueState};
 use holdfast_dataflow::sink::Discard;
 use holdfast_dataflow::source::Generator;
-use holdfast_dataflow::{Dataflow, LocalRun};
+use holdfast_dataflow::{Dataflow, KeyedStream, LocalRun};
 use holdfast_executor::TaskFailure;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
@@ -116,11 +116,10 @@ impl Kind {
     }
 }
 
-/// A keyed sum over `keys` keys: the first `keys` records write every key
-/// once as fast as they go; then records go round the keys again, at
+/// The records of [`flow`], keyed: the first `keys` records write every
+/// key once as fast as they go; then records go round the keys again, at
 /// `rate` a second (as fast as they go without one).
-pub(crate) fn flow(name: &str, keys: u64, rate: Option<u64>) -> Dataflow {
-    let flow = Dataflow::new(name);
+fn keyed_records(flow: &Dataflow, keys: u64, rate: Option<u64>) -> KeyedStream<Record, u32> {
     let mut generator = Generator::new(None, move |i| Record {
         id: i,
         key: (i % keys) as u32,
@@ -132,6 +131,13 @@ pub(crate) fn flow(name: &str, keys: u64, rate: Option<u64>) -> Dataflow {
     flow.source("generate", generator.warm_up(keys))
         .uid("source")
         .key_by(|r: &Record| r.key)
+}
+
+/// A keyed sum over `keys` keys, updated at `rate` a second after every
+/// key is written once ([`keyed_records`]).
+pub(crate) fn flow(name: &str, keys: u64, rate: Option<u64>) -> Dataflow {
+    let flow = Dataflow::new(name);
+    keyed_records(&flow, keys, rate)
         .sum("sum", |r: &Record| r.value)
         .uid("sum")
         .sink("discard", Discard::new())
@@ -169,15 +175,7 @@ impl KeyedProcessFunction<u32, Record, u64> for MovingTimer {
 /// [`flow`] with [`MovingTimer`] as its keyed operator.
 fn timers_flow(name: &str, keys: u64, rate: u64) -> Dataflow {
     let flow = Dataflow::new(name);
-    let generator = Generator::new(None, move |i| Record {
-        id: i,
-        key: (i % keys) as u32,
-        value: 1,
-    })
-    .rate(rate);
-    flow.source("generate", generator.warm_up(keys))
-        .uid("source")
-        .key_by(|r: &Record| r.key)
+    keyed_records(&flow, keys, Some(rate))
         .process("count", MovingTimer::default())
         .uid("count")
         .sink("discard", Discard::new())

@@ -63,7 +63,7 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         let mut states: BTreeMap<String, Vec<RestoredState>> = BTreeMap::new();
         // The timers' parts: keyed tables' from format 6 on (restored as
         // a keyed state's of format 3 on), lists of their own before.
-        let mut timer_tables = Vec::new();
+        let (mut timer_tables, mut timer_sources) = (Vec::new(), Vec::new());
         let mut timer_lists = Vec::new();
         for part in ctx.restored_parts() {
             let saved = decode_part::<Saved>(ctx.operator(), &part.bytes)?;
@@ -74,7 +74,8 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
                     .push((bytes, part.format, part.source.clone()));
             }
             if part.format > FORMAT_5 {
-                timer_tables.push((saved.timers, FORMAT_3, part.source.clone()));
+                timer_tables.push(saved.timers);
+                timer_sources.push(part.source.clone());
             } else {
                 timer_lists.push(saved.timers);
             }
@@ -99,8 +100,9 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
             timer_chains = timer_chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
         }
         let parts: Vec<_> = timer_tables
-            .iter()
-            .map(|(bytes, format, source)| (bytes.clone(), *format, source))
+            .into_iter()
+            .zip(&timer_sources)
+            .map(|(bytes, source)| (bytes, FORMAT_3, source))
             .collect();
         let mut timers = restore_table(
             Timers::new(max, range),
