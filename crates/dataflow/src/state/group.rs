@@ -1,45 +1,44 @@
 //! [`Group`]: one key group's values in a [`KeyedTable`](super::KeyedTable),
 //! and [`Holds`]: which groups a snapshot still holds.
 //!
-//! A snapshot shares each group's persistent map with the table. A write
-//! to a map a snapshot still shares copies the path of nodes it touches
-//! (copy-on-write): at 100 M keys, with a checkpoint every second, nearly
-//! every write lands on a leaf no write has copied yet, and those copies
-//! cost the task thread more than the writes (session 22's profile). So
-//! while a snapshot holds a group, its writes go to a side map of their
-//! own, one entry copied per key written (as Flink's heap state copies an
-//! entry, not a path), and are merged into the map at the group's first
-//! write once every snapshot has let it go — when the map is the table's
-//! alone again and takes them in place.
+//! A group's values are a plain hash map behind a reference count: a
+//! snapshot shares it (a pointer copy) and the table writes it in place
+//! once no snapshot does. While a snapshot holds the group, its writes go
+//! to a side map of their own, one entry copied per key written (as
+//! Flink's heap state copies an entry), merged into the map at the
+//! group's first write once every snapshot has let it go. A snapshot
+//! taken while an earlier one still holds the group takes a copy of the
+//! side map with the shared map: what was written since the merge, never
+//! the group.
+//!
+//! Until session 25 the map was a persistent hash trie (`imbl`), whose
+//! every lookup walks four or five nodes, each a likely cache miss: at
+//! 100 M keys without checkpoints the keyed sum applied 1.00 M updates per
+//! CPU second in 6.0 GiB with it, 2.42 M in 2.2 GiB with a hash map
+//! (`docs/BENCHMARKS.md`). The side map already kept every write off a
+//! held map, so the trie's sharing had nothing left to do.
 
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use imbl::GenericHashMap;
-use imbl::hashmap::Entry as MapEntry;
-use imbl::shared_ptr::DefaultSharedPtr;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::FxHashMap;
 
-/// One key group's persistent map (cloning it copies a pointer), hashed
-/// with the fast hasher the rest of the dataflow uses. An entry is the
-/// key and the value alone: change tracking keeps nothing in it, so a
-/// job without incremental checkpoints pays nothing for them (a 4-byte
+/// One key group's values, hashed with the fast hasher the rest of the
+/// dataflow uses; shared with the snapshots that hold it. An entry is
+/// the key and the value alone: change tracking keeps nothing in it, so
+/// a job without incremental checkpoints pays nothing for them (a 4-byte
 /// stamp in every entry cost the keyed aggregation 15 % of its records
 /// per CPU second).
-pub(super) type HashMap<K, V> = GenericHashMap<K, V, FxBuildHasher, DefaultSharedPtr>;
-
-/// An empty map.
-pub(super) fn empty<K: Hash + Eq + Clone, V: Clone>() -> HashMap<K, V> {
-    HashMap::with_hasher(FxBuildHasher)
-}
+type Map<K, V> = Arc<FxHashMap<K, V>>;
 
 /// One key group's values. Every write says whether a snapshot holds the
-/// group (`held`, from [`Holds::is_held`]).
+/// group (`held`, from [`Holds::is_held`]). A snapshot's copy of a group
+/// is a `Group` too ([`Group::snapshot`]), only read.
 #[derive(Clone, Debug)]
 pub(super) struct Group<K: Hash + Eq + Clone, V: Clone> {
-    map: HashMap<K, V>,
+    map: Map<K, V>,
     /// The keys written while a snapshot held `map`, each with its value
     /// (`None`: removed, and in `map`): what the group holds is `map`
     /// overlaid with them.
@@ -51,7 +50,7 @@ pub(super) struct Group<K: Hash + Eq + Clone, V: Clone> {
 impl<K: Hash + Eq + Clone, V: Clone> Default for Group<K, V> {
     fn default() -> Self {
         Group {
-            map: empty(),
+            map: Arc::default(),
             written: FxHashMap::default(),
             len: 0,
         }
@@ -64,10 +63,21 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
         self.len
     }
 
+    /// Whether it holds no key.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Keys written while a snapshot held the group, not merged yet.
     #[cfg(test)]
     pub(super) fn written_len(&self) -> usize {
         self.written.len()
+    }
+
+    /// Whether it shares its map with `other`'s.
+    #[cfg(test)]
+    pub(super) fn shares_map_with(&self, other: &Group<K, V>) -> bool {
+        Arc::ptr_eq(&self.map, &other.map)
     }
 
     /// The value of `key`.
@@ -81,6 +91,14 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
         }
     }
 
+    /// The map to write in place: the group's alone once no snapshot
+    /// holds it (a snapshot drops its pointer before its hold), so this
+    /// copies nothing; were it shared anyway, it is copied, not changed
+    /// under the sharer.
+    fn own(&mut self) -> &mut FxHashMap<K, V> {
+        Arc::make_mut(&mut self.map)
+    }
+
     /// Merges what was written while held, once no snapshot holds the map.
     fn settle(&mut self, held: bool) {
         if !held && !self.written.is_empty() {
@@ -88,34 +106,47 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
         }
     }
 
-    /// Puts what was written while held into the map (copying the paths
-    /// a snapshot still shares, if one does).
+    /// Puts what was written while held into the map, which no snapshot
+    /// holds.
     fn merge(&mut self) {
         let merged = self.written.len();
-        for (key, value) in self.written.drain() {
+        let mut written = std::mem::take(&mut self.written);
+        let map = self.own();
+        for (key, value) in written.drain() {
             match value {
                 Some(value) => {
-                    self.map.insert(key, value);
+                    map.insert(key, value);
                 }
                 None => {
-                    self.map.remove(&key);
+                    map.remove(&key);
                 }
             }
         }
-        debug_assert_eq!(self.map.len(), self.len);
+        debug_assert_eq!(map.len(), self.len);
         // Room kept for about as many next time: a long hold (the first
         // checkpoint writes everything) does not keep its room for good.
-        if self.written.capacity() > 4 * merged.max(16) {
-            self.written.shrink_to(2 * merged);
+        if written.capacity() > 4 * merged.max(16) {
+            written.shrink_to(2 * merged);
         }
+        self.written = written;
     }
 
-    /// The map, everything written merged in: what a snapshot takes.
-    pub(super) fn map(&mut self) -> &HashMap<K, V> {
-        if !self.written.is_empty() {
-            self.merge();
+    /// What a snapshot taken now holds of the group: the map shared,
+    /// everything written merged in first if no snapshot holds it, or else
+    /// with a copy of the side map.
+    pub(super) fn snapshot(&mut self, held: bool) -> Group<K, V> {
+        self.settle(held);
+        Group {
+            map: Arc::clone(&self.map),
+            // Not `clone`: an empty side map keeps its room, which a clone
+            // would allocate again.
+            written: if self.written.is_empty() {
+                FxHashMap::default()
+            } else {
+                self.written.clone()
+            },
+            len: self.len,
         }
-        &self.map
     }
 
     /// Sets the value of `key`; returns the old one.
@@ -131,13 +162,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
                 }
             }
         } else {
-            match self.map.entry(key) {
-                MapEntry::Occupied(entry) => Some(std::mem::replace(entry.into_mut(), value)),
-                MapEntry::Vacant(entry) => {
-                    entry.insert(value);
-                    None
-                }
-            }
+            self.own().insert(key, value)
         };
         if old.is_none() {
             self.len += 1;
@@ -149,7 +174,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     pub(super) fn get_mut(&mut self, key: &K, held: bool) -> Option<&mut V> {
         self.settle(held);
         if !held {
-            return self.map.get_mut(key);
+            return self.own().get_mut(key);
         }
         if !self.written.contains_key(key) {
             let value = self.map.get(key)?.clone();
@@ -167,14 +192,13 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     ) -> &mut V {
         self.settle(held);
         if !held {
-            return match self.map.entry(key) {
-                MapEntry::Occupied(entry) => entry.into_mut(),
-                MapEntry::Vacant(entry) => {
-                    let value = entry.insert(make());
-                    self.len += 1;
-                    value
-                }
-            };
+            let len = &mut self.len;
+            return Arc::make_mut(&mut self.map)
+                .entry(key)
+                .or_insert_with(|| {
+                    *len += 1;
+                    make()
+                });
         }
         let value = match self.written.entry(key) {
             Entry::Occupied(entry) => entry.into_mut(),
@@ -214,7 +238,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
                 }
             }
         } else {
-            self.map.remove(key)
+            self.own().remove(key)
         };
         if old.is_some() {
             self.len -= 1;
@@ -238,13 +262,18 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     /// Empties the group, returning what it held (the map is dropped, not
     /// written: a snapshot holding it keeps it whole).
     pub(super) fn drain(&mut self) -> Vec<(K, V)> {
-        let map = std::mem::replace(&mut self.map, empty());
+        let map = std::mem::take(&mut self.map);
         let written = std::mem::take(&mut self.written);
         self.len = 0;
-        let mut all: Vec<(K, V)> = map
-            .into_iter()
-            .filter(|(key, _)| !written.contains_key(key))
-            .collect();
+        let keep = |key: &K| !written.contains_key(key);
+        let mut all: Vec<(K, V)> = match Arc::try_unwrap(map) {
+            Ok(map) => map.into_iter().filter(|(key, _)| keep(key)).collect(),
+            Err(shared) => shared
+                .iter()
+                .filter(|(key, _)| keep(key))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        };
         all.extend(
             written
                 .into_iter()

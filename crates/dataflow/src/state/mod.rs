@@ -3,13 +3,14 @@
 //!
 //! A key hashes into one of `max_parallelism` key groups
 //! ([`crate::keys`]), and each subtask owns a contiguous
-//! [`KeyGroupRange`]. A [`KeyedTable`] keeps one persistent (structurally
-//! shared) map per key group it owns, so that:
+//! [`KeyGroupRange`]. A [`KeyedTable`] keeps one hash map per key group it
+//! owns, shared by reference count with the snapshots, so that:
 //!
 //! - a **snapshot** is a copy of one pointer per key group — the task
 //!   thread pauses for that (and to merge what was written beside a group
-//!   an earlier snapshot held and no write has merged since), not for the
-//!   state's size — and until the
+//!   an earlier snapshot held and no write has merged since, or to copy
+//!   it if a snapshot still holds the group), not for the state's size —
+//!   and until the
 //!   encoding has written a group and let it go, writes to that group go
 //!   beside its map, one entry copied per key (`group.rs`), and are merged
 //!   in once it is let go;

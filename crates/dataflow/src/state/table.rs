@@ -6,7 +6,7 @@ use std::hash::Hash;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::group::{Group, HashMap, Hold, Holds, empty};
+use super::group::{Group, Hold, Holds};
 use super::key_groups::{KeyGroup, KeyGroupRange};
 use super::run::{RunError, RunWriter, SectionKind};
 use super::tracked::{GroupSnapshot, TrackedTable};
@@ -137,7 +137,7 @@ pub struct TableSnapshot<K: Hash + Eq + Clone, V: Clone> {
     range: KeyGroupRange,
     /// Dropped before `hold` (declared first): a group let go is the
     /// table's alone.
-    groups: Vec<HashMap<K, V>>,
+    groups: Vec<Group<K, V>>,
     hold: Hold,
 }
 
@@ -340,16 +340,21 @@ impl<K: Hash + Eq + Clone, V: Clone> KeyedTable<K, V> {
 
     /// A snapshot: one pointer copy per key group. A group's side map not
     /// merged yet (written while an earlier snapshot held the group, and
-    /// the group not written since it was let go) is merged first,
-    /// copying the paths it writes if a snapshot still holds the group.
+    /// the group not written since it was let go) is merged first, or,
+    /// if a snapshot still holds the group, copied with the pointer.
     /// Until this snapshot lets a group go (its encoding has written it,
     /// or it is dropped), writes to that group copy the entries they
-    /// change into its side map, not the map's nodes.
+    /// change into its side map, not the map.
     pub fn snapshot(&mut self) -> TableSnapshot<K, V> {
         TableSnapshot {
             name: self.name.clone(),
             range: self.range,
-            groups: self.groups.iter_mut().map(|g| g.map().clone()).collect(),
+            groups: self
+                .groups
+                .iter_mut()
+                .enumerate()
+                .map(|(slot, g)| g.snapshot(self.holds.is_held(slot)))
+                .collect(),
             hold: self.holds.hold_all(),
         }
     }
@@ -592,7 +597,7 @@ where
 
     /// Keys held.
     pub fn len(&self) -> usize {
-        self.groups.iter().map(HashMap::len).sum()
+        self.groups.iter().map(Group::len).sum()
     }
 
     /// Whether it holds no key.
@@ -625,7 +630,7 @@ where
         // Dropping the snapshot's handle on the group's nodes, then its
         // hold: the table's next write to the group merges what was
         // written meanwhile into a map its own again.
-        self.groups[slot] = empty();
+        self.groups[slot] = Group::default();
         self.hold.release(slot);
     }
 }
