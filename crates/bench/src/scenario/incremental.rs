@@ -13,7 +13,8 @@
 //! for and per second of the process's CPU time (both from the end of the
 //! first checkpoint on), and its resident memory. With `--timers` the
 //! keyed operator is a process function that also moves its key's
-//! event-time timer with each update (every key holds one).
+//! event-time timer with each update (every key holds one); with
+//! `--windows` it counts per key in an event-time window that stays open.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +27,8 @@ use holdfast_dataflow::plan::CompiledPlan;
 use holdfast_dataflow::process::{KeyedProcessFunction, ProcessContext, StateRegistry, ValueState};
 use holdfast_dataflow::sink::Discard;
 use holdfast_dataflow::source::Generator;
-use holdfast_dataflow::{Dataflow, KeyedStream, LocalRun};
+use holdfast_dataflow::window::WindowSpec;
+use holdfast_dataflow::{Dataflow, KeyedStream, LocalRun, Stream};
 use holdfast_executor::TaskFailure;
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
@@ -66,6 +68,12 @@ pub struct IncrementalArgs {
     /// each update changes one (no watermark comes, so none fires).
     #[arg(long)]
     pub timers: bool,
+    /// The keyed operator an event-time window counting per key, with
+    /// every record in one window that never fires: every key is in an
+    /// open window, which checkpoints write whole (windows have no
+    /// incremental checkpoints), so the task pause is what to read.
+    #[arg(long, conflicts_with = "timers")]
+    pub windows: bool,
     /// Run only this kind of checkpoints (`off`, `full` or `incremental`;
     /// all three by default): at 100 million keys each needs the machine's
     /// memory to itself, so run them as processes of their own.
@@ -120,6 +128,11 @@ impl Kind {
 /// key once as fast as they go; then records go round the keys again, at
 /// `rate` a second (as fast as they go without one).
 fn keyed_records(flow: &Dataflow, keys: u64, rate: Option<u64>) -> KeyedStream<Record, u32> {
+    records(flow, keys, rate).key_by(|r: &Record| r.key)
+}
+
+/// The records of [`keyed_records`], before they are keyed.
+fn records(flow: &Dataflow, keys: u64, rate: Option<u64>) -> Stream<Record> {
     let mut generator = Generator::new(None, move |i| Record {
         id: i,
         key: (i % keys) as u32,
@@ -130,7 +143,6 @@ fn keyed_records(flow: &Dataflow, keys: u64, rate: Option<u64>) -> KeyedStream<R
     }
     flow.source("generate", generator.warm_up(keys))
         .uid("source")
-        .key_by(|r: &Record| r.key)
 }
 
 /// A keyed sum over `keys` keys, updated at `rate` a second after every
@@ -183,6 +195,23 @@ fn timers_flow(name: &str, keys: u64, rate: u64) -> Dataflow {
     flow
 }
 
+/// [`flow`] with a count per key in an event-time window of a day as
+/// its keyed operator: every record is at time 0 and no watermark comes,
+/// so the one window stays open and holds every key (a checkpoint copies
+/// all of them).
+fn windows_flow(name: &str, keys: u64, rate: u64) -> Dataflow {
+    let flow = Dataflow::new(name);
+    records(&flow, keys, Some(rate))
+        .with_timestamps(|_: &Record| 0)
+        .key_by(|r: &Record| r.key)
+        .window(WindowSpec::tumbling(86_400_000))
+        .count("count")
+        .uid("count")
+        .sink("discard", Discard::new())
+        .uid("discard");
+    flow
+}
+
 /// Records the source vertex made so far.
 pub(crate) fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
     job.meters()
@@ -196,6 +225,8 @@ fn one_run(args: &IncrementalArgs, kind: Kind) -> Result<RunResult> {
     let rate = ((args.keys as f64) * args.update_percent / 100.0).max(1.0) as u64;
     let flow = if args.timers {
         timers_flow("incremental-bench", args.keys, rate)
+    } else if args.windows {
+        windows_flow("incremental-bench", args.keys, rate)
     } else {
         flow("incremental-bench", args.keys, Some(rate))
     };
@@ -350,6 +381,8 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
     let rate = (args.keys as f64) * args.update_percent / 100.0;
     let job = if args.timers {
         "a count with a timer per key, moved by each update"
+    } else if args.windows {
+        "a count per key in a window that stays open"
     } else {
         "a keyed sum"
     };
@@ -440,7 +473,8 @@ pub fn run(args: &IncrementalArgs) -> Result<Report> {
         results.insert("throughput".to_owned(), rows.clone());
     }
     let mut report = Report::new(
-        json!({"scenario": "incremental-checkpoints", "timers": args.timers, "results": results}),
+        json!({"scenario": "incremental-checkpoints", "timers": args.timers,
+               "windows": args.windows, "results": results}),
     );
     report.table(table);
     if let Some((rows, _)) = throughput {

@@ -146,11 +146,11 @@ impl<T, K: Key, A: Aggregate<T>> Push<T> for WindowOp<T, K, A> {
     }
 
     fn barrier(&mut self, id: CheckpointId, snapshot: &mut Snapshot) -> Result<(), TaskFailure> {
-        let core = &self.core;
+        let core = &mut self.core;
         snapshot.take(self.ctx.uid(), || {
-            let state = core.state();
+            let taken = core.snapshot();
             Ok(Some(Part::Deferred(Box::new(move || {
-                Ok(postcard::to_allocvec(&state)?.into())
+                Ok(postcard::to_allocvec(&taken.state())?.into())
             }))))
         })?;
         self.next.barrier(id, snapshot)

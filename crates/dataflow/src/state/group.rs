@@ -1,9 +1,9 @@
 //! [`Group`]: one key group's values in a [`KeyedTable`](super::KeyedTable),
 //! and [`Holds`]: which groups a snapshot still holds.
 //!
-//! A group's values are a plain hash map behind a reference count: a
-//! snapshot shares it (a pointer copy) and the table writes it in place
-//! once no snapshot does. While a snapshot holds the group, its writes go
+//! A group's values are a plain hash map, which a snapshot shares by
+//! reference count (a pointer copy, `shared.rs`) and the table writes in
+//! place once no snapshot does. While a snapshot holds the group, its writes go
 //! to a side map of their own, one entry copied per key written (as
 //! Flink's heap state copies an entry), merged into the map at the
 //! group's first write once every snapshot has let it go. A snapshot
@@ -25,20 +25,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use rustc_hash::FxHashMap;
 
-/// One key group's values, hashed with the fast hasher the rest of the
-/// dataflow uses; shared with the snapshots that hold it. An entry is
-/// the key and the value alone: change tracking keeps nothing in it, so
-/// a job without incremental checkpoints pays nothing for them (a 4-byte
-/// stamp in every entry cost the keyed aggregation 15 % of its records
-/// per CPU second).
-type Map<K, V> = Arc<FxHashMap<K, V>>;
+use super::shared::SharedMap;
 
 /// One key group's values. Every write says whether a snapshot holds the
 /// group (`held`, from [`Holds::is_held`]). A snapshot's copy of a group
 /// is a `Group` too ([`Group::snapshot`]), only read.
 #[derive(Clone, Debug)]
 pub(super) struct Group<K: Hash + Eq + Clone, V: Clone> {
-    map: Map<K, V>,
+    /// Hashed with the fast hasher the rest of the dataflow uses. An
+    /// entry is the key and the value alone: change tracking keeps nothing
+    /// in it, so a job without incremental checkpoints pays nothing for
+    /// them (a 4-byte stamp in every entry cost the keyed aggregation 15 %
+    /// of its records per CPU second).
+    map: SharedMap<K, V>,
     /// The keys written while a snapshot held `map`, each with its value
     /// (`None`: removed, and in `map`): what the group holds is `map`
     /// overlaid with them.
@@ -50,7 +49,7 @@ pub(super) struct Group<K: Hash + Eq + Clone, V: Clone> {
 impl<K: Hash + Eq + Clone, V: Clone> Default for Group<K, V> {
     fn default() -> Self {
         Group {
-            map: Arc::default(),
+            map: SharedMap::default(),
             written: FxHashMap::default(),
             len: 0,
         }
@@ -77,17 +76,20 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     /// Whether it shares its map with `other`'s.
     #[cfg(test)]
     pub(super) fn shares_map_with(&self, other: &Group<K, V>) -> bool {
-        Arc::ptr_eq(&self.map, &other.map)
+        match (&self.map, &other.map) {
+            (SharedMap::Shared(mine), SharedMap::Shared(theirs)) => Arc::ptr_eq(mine, theirs),
+            _ => false,
+        }
     }
 
     /// The value of `key`.
     pub(super) fn get(&self, key: &K) -> Option<&V> {
         if self.written.is_empty() {
-            return self.map.get(key);
+            return self.map.get().get(key);
         }
         match self.written.get(key) {
             Some(value) => value.as_ref(),
-            None => self.map.get(key),
+            None => self.map.get().get(key),
         }
     }
 
@@ -96,7 +98,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     /// copies nothing; were it shared anyway, it is copied, not changed
     /// under the sharer.
     fn own(&mut self) -> &mut FxHashMap<K, V> {
-        Arc::make_mut(&mut self.map)
+        self.map.make_mut()
     }
 
     /// Merges what was written while held, once no snapshot holds the map.
@@ -137,7 +139,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     pub(super) fn snapshot(&mut self, held: bool) -> Group<K, V> {
         self.settle(held);
         Group {
-            map: Arc::clone(&self.map),
+            map: SharedMap::Shared(self.map.share()),
             // Not `clone`: an empty side map keeps its room, which a clone
             // would allocate again.
             written: if self.written.is_empty() {
@@ -156,7 +158,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
             match self.written.entry(key) {
                 Entry::Occupied(mut entry) => entry.insert(Some(value)),
                 Entry::Vacant(entry) => {
-                    let old = self.map.get(entry.key()).cloned();
+                    let old = self.map.get().get(entry.key()).cloned();
                     entry.insert(Some(value));
                     old
                 }
@@ -177,7 +179,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
             return self.own().get_mut(key);
         }
         if !self.written.contains_key(key) {
-            let value = self.map.get(key)?.clone();
+            let value = self.map.get().get(key)?.clone();
             self.written.insert(key.clone(), Some(value));
         }
         self.written.get_mut(key)?.as_mut()
@@ -193,7 +195,9 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
         self.settle(held);
         if !held {
             let len = &mut self.len;
-            return Arc::make_mut(&mut self.map)
+            return self
+                .map
+                .make_mut()
                 .entry(key)
                 .or_insert_with(|| {
                     *len += 1;
@@ -203,7 +207,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
         let value = match self.written.entry(key) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let value = self.map.get(entry.key()).cloned();
+                let value = self.map.get().get(entry.key()).cloned();
                 entry.insert(value)
             }
         };
@@ -219,7 +223,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     pub(super) fn remove(&mut self, key: &K, held: bool) -> Option<V> {
         self.settle(held);
         let old = if held {
-            let in_map = self.map.get(key);
+            let in_map = self.map.get().get(key);
             match self.written.get_mut(key) {
                 Some(value) => {
                     let old = value.take();
@@ -250,6 +254,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         let written = &self.written;
         self.map
+            .get()
             .iter()
             .filter(move |(key, _)| written.is_empty() || !written.contains_key(*key))
             .chain(
@@ -262,18 +267,13 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
     /// Empties the group, returning what it held (the map is dropped, not
     /// written: a snapshot holding it keeps it whole).
     pub(super) fn drain(&mut self) -> Vec<(K, V)> {
-        let map = std::mem::take(&mut self.map);
+        let map = std::mem::take(&mut self.map).into_map();
         let written = std::mem::take(&mut self.written);
         self.len = 0;
-        let keep = |key: &K| !written.contains_key(key);
-        let mut all: Vec<(K, V)> = match Arc::try_unwrap(map) {
-            Ok(map) => map.into_iter().filter(|(key, _)| keep(key)).collect(),
-            Err(shared) => shared
-                .iter()
-                .filter(|(key, _)| keep(key))
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        };
+        let mut all: Vec<(K, V)> = map
+            .into_iter()
+            .filter(|(key, _)| !written.contains_key(key))
+            .collect();
         all.extend(
             written
                 .into_iter()

@@ -27,6 +27,7 @@ pub(crate) mod incremental;
 mod key_groups;
 pub(crate) mod operator;
 pub mod run;
+pub(crate) mod shared;
 mod table;
 pub(crate) mod tracked;
 

@@ -15,7 +15,7 @@ use super::aggregate::Aggregate;
 use super::assign::WindowAssigner;
 use super::error::WindowError;
 use super::interval::Window;
-use super::pane::Pane;
+use super::pane::{Pane, PaneSnapshot};
 use super::result::{Firing, RecordOutcome, WindowResult};
 use super::spec::{TimeDomain, WindowSpec};
 
@@ -301,7 +301,7 @@ fn emit_owned<K, T, A: Aggregate<T>>(
     pane: Pane<K, A::Acc>,
     out: &mut Vec<WindowResult<K, A::Out>>,
 ) where
-    K: Hash + Eq,
+    K: Hash + Eq + Clone,
 {
     for (key, acc) in pane.into_ordered() {
         out.push(WindowResult {
@@ -341,14 +341,20 @@ pub(crate) struct WindowState<K, Acc> {
     panes: Vec<(PaneKey, Vec<(K, Acc)>)>,
 }
 
-impl<K, T, A> WindowCore<K, T, A>
-where
-    K: Hash + Eq + Clone,
-    A: Aggregate<T>,
-{
-    /// A copy of the state, for a checkpoint (it takes time in proportion
-    /// to the state: windows hold what they have not fired yet).
-    pub(crate) fn state(&self) -> WindowState<K, A::Acc> {
+/// A checkpoint's copy of a [`WindowCore`]: taken on the task thread for
+/// a pointer per open window ([`WindowCore::snapshot`]), made into its
+/// [`WindowState`] off it.
+pub(crate) struct WindowSnapshot<K, Acc> {
+    watermark: i64,
+    late_dropped: u64,
+    panes: Vec<(PaneKey, PaneSnapshot<K, Acc>)>,
+}
+
+impl<K: Hash + Eq + Clone, Acc: Clone> WindowSnapshot<K, Acc> {
+    /// What the checkpoint keeps: every pane's accumulators, copied, in
+    /// the order their keys entered (in proportion to the state: run it
+    /// off the task thread).
+    pub(crate) fn state(&self) -> WindowState<K, Acc> {
         WindowState {
             watermark: self.watermark,
             late_dropped: self.late_dropped,
@@ -363,6 +369,27 @@ where
                         .collect();
                     (*key, entries)
                 })
+                .collect(),
+        }
+    }
+}
+
+impl<K, T, A> WindowCore<K, T, A>
+where
+    K: Hash + Eq + Clone,
+    A: Aggregate<T>,
+{
+    /// A copy of the state for a checkpoint, at the cost of a pointer per
+    /// open window: until the copy is dropped, a key written to a window
+    /// has its accumulator copied once (`pane.rs`).
+    pub(crate) fn snapshot(&mut self) -> WindowSnapshot<K, A::Acc> {
+        WindowSnapshot {
+            watermark: self.watermark,
+            late_dropped: self.late_dropped,
+            panes: self
+                .panes
+                .iter_mut()
+                .map(|(key, pane)| (*key, pane.snapshot()))
                 .collect(),
         }
     }
