@@ -195,14 +195,10 @@ impl<K: Hash + Eq + Clone, V: Clone> Group<K, V> {
         self.settle(held);
         if !held {
             let len = &mut self.len;
-            return self
-                .map
-                .make_mut()
-                .entry(key)
-                .or_insert_with(|| {
-                    *len += 1;
-                    make()
-                });
+            return self.map.make_mut().entry(key).or_insert_with(|| {
+                *len += 1;
+                make()
+            });
         }
         let value = match self.written.entry(key) {
             Entry::Occupied(entry) => entry.into_mut(),

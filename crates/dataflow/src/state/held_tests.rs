@@ -190,7 +190,11 @@ fn writes_to_a_held_group_wait_beside_its_map_until_it_is_let_go() {
         second.groups[slot].shares_map_with(&first.groups[slot]),
         "a snapshot of a held group shares its map, not a copy"
     );
-    assert_eq!(second.groups[slot].written_len(), 1, "and copies the side map");
+    assert_eq!(
+        second.groups[slot].written_len(),
+        1,
+        "and copies the side map"
+    );
     assert_eq!(table.unmerged(slot), 1, "which the table keeps writing");
     assert_eq!(second.groups[slot].get(&key), Some(&1));
     assert_eq!(first.groups[slot].get(&key), Some(&0));

@@ -239,7 +239,10 @@ mod tests {
         assert_eq!(owned(pane.ordered()), [(1, 2), (2, 1), (3, 1)]);
         assert_eq!(pane.len(), 3);
         let second = pane.snapshot();
-        assert!(Arc::ptr_eq(&first.slots, &second.slots), "the map is shared, not copied");
+        assert!(
+            Arc::ptr_eq(&first.slots, &second.slots),
+            "the map is shared, not copied"
+        );
         assert_eq!(second.written.len(), 2, "the side map is copied");
         bump(&mut pane, 2);
         assert_eq!(owned(second.ordered()), [(1, 2), (2, 1), (3, 1)]);
@@ -248,7 +251,10 @@ mod tests {
         assert_eq!(pane.written.len(), 3, "still shared with the second");
         drop(second);
         bump(&mut pane, 4);
-        assert!(pane.written.is_empty(), "merged at the first write once let go");
+        assert!(
+            pane.written.is_empty(),
+            "merged at the first write once let go"
+        );
         assert_eq!(owned(pane.ordered()), [(1, 2), (2, 3), (3, 1), (4, 1)]);
     }
 
