@@ -320,20 +320,26 @@ impl<K: Key> StateRegistry<K> {
                 self.operator
             )));
         }
-        // Before format 4 a state's part was its groups inline, as a keyed
-        // table's before format 3: read as such.
-        let parts: Vec<(Vec<u8>, u32, &StateSource)> = self
+        // The parts are taken, their bytes moved, not copied. Before format
+        // 4 a state's part was its groups inline, as a keyed table's before
+        // format 3: read as such.
+        let (bytes, read): (Vec<Vec<u8>>, Vec<(u32, StateSource)>) = self
             .restored
-            .get(name)
+            .remove(name)
+            .unwrap_or_default()
             .into_iter()
-            .flatten()
-            .map(|(bytes, format, source)| {
+            .map(|(bytes, format, source)| (bytes, (format, source)))
+            .unzip();
+        let parts: Vec<(Vec<u8>, u32, &StateSource)> = bytes
+            .into_iter()
+            .zip(&read)
+            .map(|(bytes, (format, source))| {
                 let format = if *format > FORMAT_3 {
                     FORMAT_3
                 } else {
                     FORMAT_3 - 1
                 };
-                (bytes.clone(), format, source)
+                (bytes, format, source)
             })
             .collect();
         // The table keeps the key groups of its own range; its shared files
@@ -362,7 +368,6 @@ impl<K: Key> StateRegistry<K> {
                 )
             }
         };
-        self.restored.remove(name);
         self.chains.push(chains);
         self.tables.push(table);
         Ok(self.tables.len() - 1)
