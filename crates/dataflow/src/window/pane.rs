@@ -3,11 +3,12 @@
 //!
 //! A pane's accumulators are a hash map that a snapshot shares by
 //! reference count (a pointer copy on the task thread,
-//! `state/shared.rs`) and is encoded off it; while a snapshot shares the map, the keys written go to a side
-//! map of the pane, their accumulator copied once, and are merged into the
-//! map at the pane's first write once the snapshot has let it go (as a
-//! keyed table's groups do, `state/group.rs`). So a checkpoint's pause
-//! does not grow with the keys in open windows.
+//! `state/shared.rs`) and is encoded off it. While a snapshot shares the
+//! map, the keys written go to a side map of the pane, their accumulator
+//! copied once, and are merged into the map at the pane's first write
+//! once the snapshot has let it go (as a keyed table's groups do,
+//! `state/group.rs`). So a checkpoint's pause does not grow with the keys
+//! in open windows.
 
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
@@ -102,52 +103,40 @@ impl<K: Hash + Eq + Clone, Acc: Clone> Pane<K, Acc> {
     /// The accumulator of `key`, created with `create` if it has none
     /// (then the flag is true).
     pub(crate) fn upsert(&mut self, key: K, create: impl FnOnce() -> Acc) -> (&mut Acc, bool) {
-        if self.written.is_empty() && matches!(self.slots, SharedMap::Owned(_)) {
-            // No snapshot has the map, and nothing waits beside it: the
-            // way every record goes between checkpoints.
-            let seq = self.next_seq;
-            let (slot, created) = match self.slots.make_mut().entry(key) {
-                Entry::Occupied(slot) => (slot.into_mut(), false),
-                Entry::Vacant(vacant) => (vacant.insert(Slot { seq, acc: create() }), true),
-            };
-            if created {
-                self.next_seq += 1;
-                self.len += 1;
-            }
-            return (&mut slot.acc, created);
+        // Between checkpoints the map is owned and nothing waits beside
+        // it: no more is asked (`own` takes a map back once its snapshots
+        // are gone, merging what was written beside it).
+        let owned = self.written.is_empty() && matches!(self.slots, SharedMap::Owned(_));
+        if !owned && self.own().is_none() {
+            return self.upsert_beside(key, create);
         }
-        let Pane {
-            slots,
-            written,
-            len,
-            next_seq,
-        } = self;
-        let fresh = |seq: &mut u64, len: &mut usize| {
-            *len += 1;
-            *seq += 1;
-            Slot {
-                seq: *seq - 1,
-                acc: create(),
-            }
-        };
-        if slots.owned().is_none() {
-            // A snapshot shares the map: the key's accumulator is copied
-            // beside it, once.
-            let (slot, created) = match written.entry(key) {
-                Entry::Occupied(slot) => (slot.into_mut(), false),
-                Entry::Vacant(vacant) => match slots.get().get(vacant.key()) {
-                    Some(shared) => (vacant.insert(shared.clone()), false),
-                    None => (vacant.insert(fresh(next_seq, len)), true),
-                },
-            };
-            return (&mut slot.acc, created);
-        }
-        let map = slots.make_mut();
-        merge(map, written);
-        let (slot, created) = match map.entry(key) {
+        let seq = self.next_seq;
+        let (slot, created) = match self.slots.make_mut().entry(key) {
             Entry::Occupied(slot) => (slot.into_mut(), false),
-            Entry::Vacant(vacant) => (vacant.insert(fresh(next_seq, len)), true),
+            Entry::Vacant(vacant) => (vacant.insert(Slot { seq, acc: create() }), true),
         };
+        if created {
+            self.next_seq += 1;
+            self.len += 1;
+        }
+        (&mut slot.acc, created)
+    }
+
+    /// [`upsert`](Self::upsert) while a snapshot shares the map: the key's
+    /// accumulator is copied beside it, once.
+    fn upsert_beside(&mut self, key: K, create: impl FnOnce() -> Acc) -> (&mut Acc, bool) {
+        let seq = self.next_seq;
+        let (slot, created) = match self.written.entry(key) {
+            Entry::Occupied(slot) => (slot.into_mut(), false),
+            Entry::Vacant(vacant) => match self.slots.get().get(vacant.key()) {
+                Some(shared) => (vacant.insert(shared.clone()), false),
+                None => (vacant.insert(Slot { seq, acc: create() }), true),
+            },
+        };
+        if created {
+            self.next_seq += 1;
+            self.len += 1;
+        }
         (&mut slot.acc, created)
     }
 
