@@ -373,3 +373,46 @@ fn extreme_times_do_not_panic() {
         assert!(out.iter().all(|r| r.window.max_timestamp() < i64::MAX));
     }
 }
+
+/// A snapshot keeps the state it was taken with while the core goes on
+/// (keys updated and added, a window fired and another opened), and the
+/// core's own results are as if no snapshot had been taken.
+#[test]
+fn a_snapshot_keeps_its_state_while_the_core_goes_on() {
+    let spec = WindowSpec::tumbling(10);
+    let mut core = counting(spec.clone(), 0);
+    let mut twin = counting(spec, 0);
+    for c in [&mut core, &mut twin] {
+        feed(c, "a", &[1, 2]);
+        feed(c, "b", &[3, 12]);
+    }
+    let snapshot = core.snapshot();
+    let expected = twin.snapshot().state();
+    let mut out = Vec::new();
+    let mut twin_out = Vec::new();
+    for (c, out) in [(&mut core, &mut out), (&mut twin, &mut twin_out)] {
+        feed(c, "a", &[4, 13]);
+        feed(c, "c", &[5]);
+        c.on_watermark(9, out);
+        feed(c, "b", &[14, 25]);
+    }
+    assert_eq!(
+        snapshot.state(),
+        expected,
+        "the snapshot is as it was taken"
+    );
+    assert_eq!(out, twin_out);
+    assert_eq!(
+        out,
+        [
+            result("a", 0, 10, 3, Firing::OnTime),
+            result("b", 0, 10, 1, Firing::OnTime),
+            result("c", 0, 10, 1, Firing::OnTime),
+        ]
+    );
+    drop(snapshot);
+    core.on_watermark(30, &mut out);
+    twin.on_watermark(30, &mut twin_out);
+    assert_eq!(out, twin_out, "and after the snapshot is dropped");
+    assert_eq!(core.pending_windows(), 0);
+}
