@@ -380,7 +380,7 @@ fn extreme_times_do_not_panic() {
 #[test]
 fn a_snapshot_keeps_its_state_while_the_core_goes_on() {
     let spec = WindowSpec::tumbling(10);
-    let mut core = counting(spec.clone(), 0);
+    let mut core = counting(spec, 0);
     let mut twin = counting(spec, 0);
     for c in [&mut core, &mut twin] {
         feed(c, "a", &[1, 2]);
