@@ -182,6 +182,8 @@ fn writes_to_a_held_group_wait_beside_its_map_until_it_is_let_go() {
     let group_of = |t: &KeyedTable<u8, u32>, k: u8| t.group_of(&k).0 as usize;
     let key = 5;
     let slot = group_of(&table, key);
+    let copies = || crate::state::shared::COPIES.with(|c| c.get());
+    let copied_before = copies();
     let mut first = table.snapshot();
     *table.get_mut(&key).unwrap() += 1;
     assert_eq!(table.unmerged(slot), 1, "written beside the held map");
@@ -207,6 +209,11 @@ fn writes_to_a_held_group_wait_beside_its_map_until_it_is_let_go() {
     *table.get_mut(&key).unwrap() += 1;
     assert_eq!(table.unmerged(slot), 0);
     assert_eq!(table.get(&key), Some(&4));
+    assert_eq!(
+        copies(),
+        copied_before,
+        "a map let go is taken back, not copied"
+    );
     let other = (0..24).find(|k| group_of(&table, *k) != slot).unwrap();
     table.insert(other, 9).unwrap();
     assert_eq!(

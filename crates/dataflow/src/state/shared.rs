@@ -15,6 +15,18 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+#[cfg(test)]
+thread_local! {
+    /// Maps copied because a snapshot still had a pointer to them.
+    pub(crate) static COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a copy (in tests).
+fn copied() {
+    #[cfg(test)]
+    COPIES.with(|c| c.set(c.get() + 1));
+}
+
 /// A hash map with the fast hasher the dataflow uses.
 pub(crate) type Map<K, V> = FxHashMap<K, V>;
 
@@ -71,7 +83,10 @@ impl<K: Hash + Eq + Clone, V: Clone> SharedMap<K, V> {
         if let SharedMap::Shared(shared) = self {
             let map = match Arc::get_mut(shared) {
                 Some(map) => std::mem::take(map),
-                None => Map::clone(shared),
+                None => {
+                    copied();
+                    Map::clone(shared)
+                }
             };
             *self = SharedMap::Owned(map);
         }
@@ -98,7 +113,10 @@ impl<K: Hash + Eq + Clone, V: Clone> SharedMap<K, V> {
     pub(crate) fn into_map(self) -> Map<K, V> {
         match self {
             SharedMap::Owned(map) => map,
-            SharedMap::Shared(map) => Arc::try_unwrap(map).unwrap_or_else(|map| Map::clone(&map)),
+            SharedMap::Shared(map) => Arc::try_unwrap(map).unwrap_or_else(|map| {
+                copied();
+                Map::clone(&map)
+            }),
         }
     }
 }

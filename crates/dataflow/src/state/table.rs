@@ -1,5 +1,5 @@
 //! [`KeyedTable`]: one keyed state's values, by key group, with
-//! copy-on-write snapshots.
+//! snapshots that share each group's map (writes meanwhile go beside it).
 
 use std::hash::Hash;
 
@@ -627,9 +627,9 @@ where
         self.encode_group(slot)
     }
     fn release(&mut self, slot: usize) {
-        // Dropping the snapshot's handle on the group's nodes, then its
-        // hold: the table's next write to the group merges what was
-        // written meanwhile into a map its own again.
+        // Dropping the snapshot's pointer to the group's map, then its
+        // hold: the table's next write to the group takes the map back
+        // (no copy) and merges what was written meanwhile.
         self.groups[slot] = Group::default();
         self.hold.release(slot);
     }

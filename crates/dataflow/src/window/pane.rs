@@ -8,7 +8,10 @@
 //! copied once, and are merged into the map at the pane's first write
 //! once the snapshot has let it go (as a keyed table's groups do,
 //! `state/group.rs`). So a checkpoint's pause does not grow with the keys
-//! in open windows.
+//! in open windows. The merge does, with the keys written while the
+//! snapshot was encoded, all at once: about 60 ms for a million into a
+//! pane of ten million (a keyed table spreads the same over its key
+//! groups). Splitting a pane by key hash would bound it; not done.
 
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
