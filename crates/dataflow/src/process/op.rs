@@ -342,6 +342,23 @@ mod tests {
         }
     }
 
+    /// The operator running [`Delayed`].
+    type DelayedOp = KeyedProcessOp<(u8, u8), u8, (u8, u64), Delayed>;
+
+    /// A [`Delayed`] operator keyed by the record's first field, on
+    /// `ctx`, and the log of what it emits.
+    fn delayed(ctx: &OperatorContext) -> (DelayedOp, crate::push::testing::Log<(u8, u64)>) {
+        let (rec, log) = Recorder::new();
+        let op = KeyedProcessOp::new(
+            ctx,
+            Arc::new(|r: &(u8, u8)| r.0),
+            Delayed { count: None },
+            Box::new(rec),
+        )
+        .unwrap();
+        (op, log)
+    }
+
     #[test]
     fn processing_time_timers_fire_on_the_clock_and_can_be_deleted() {
         let clock = ManualClock::at(1_000);
@@ -353,14 +370,7 @@ mod tests {
             clock.clone(),
             &DataflowMetrics::default(),
         );
-        let (rec, log) = Recorder::new();
-        let mut op = KeyedProcessOp::new(
-            &ctx,
-            Arc::new(|r: &(u8, u8)| r.0),
-            Delayed { count: None },
-            Box::new(rec),
-        )
-        .unwrap();
+        let (mut op, log) = delayed(&ctx);
         op.push(&mut vec![(1, 5), (2, 5), (1, 6)]).unwrap();
         assert_eq!(op.next_timer(), Some(1_100));
         op.push(&mut vec![(2, 0)]).unwrap(); // deletes key 2's timer at 1100
@@ -455,14 +465,7 @@ mod tests {
         // Restored at parallelism 2: each subtask fires its own keys' timers.
         for subtask in 0..2 {
             let restored = ctx(subtask, 2).restored_with(CheckpointId(1), vec![part.clone()]);
-            let (rec, log) = Recorder::new();
-            let mut op = KeyedProcessOp::new(
-                &restored,
-                Arc::new(|r: &(u8, u8)| r.0),
-                Delayed { count: None },
-                Box::new(rec),
-            )
-            .unwrap();
+            let (mut op, log) = delayed(&restored);
             op.on_time(1_200).unwrap();
             fired.extend(records(&log).into_iter().map(|(key, _)| key));
             assert_eq!(op.next_timer(), None);
@@ -476,12 +479,7 @@ mod tests {
 
     /// The operator's one part of checkpoint `id` of `kind`, encoded; its
     /// shared files stored in `files`.
-    fn checkpoint(
-        op: &mut KeyedProcessOp<(u8, u8), u8, (u8, u64), Delayed>,
-        id: u64,
-        kind: SnapshotKind,
-        files: &Files,
-    ) -> EncodedState {
+    fn checkpoint(op: &mut DelayedOp, id: u64, kind: SnapshotKind, files: &Files) -> EncodedState {
         let mut snapshot = Snapshot::new(kind);
         op.barrier(CheckpointId(id), &mut snapshot).unwrap();
         let mut parts = snapshot.into_parts();
@@ -513,17 +511,7 @@ mod tests {
         )
         .checkpointed();
         let files = Arc::new(Files::default());
-        let make = |ctx: &OperatorContext, rec| {
-            KeyedProcessOp::new(
-                ctx,
-                Arc::new(|r: &(u8, u8)| r.0),
-                Delayed { count: None },
-                Box::new(rec),
-            )
-            .unwrap()
-        };
-        let (rec, _) = Recorder::new();
-        let mut op = make(&ctx, rec);
+        let (mut op, _) = delayed(&ctx);
         for key in 0..100u8 {
             op.push(&mut vec![(key, 1), (key, 2)]).unwrap();
         }
@@ -560,8 +548,7 @@ mod tests {
             ..crate::checkpoint::RestoredPart::new(0, 1, second.bytes)
         };
         let restored_ctx = ctx.clone().restored_with(CheckpointId(2), vec![part]);
-        let (rec, log) = Recorder::new();
-        let mut restored = make(&restored_ctx, rec);
+        let (mut restored, log) = delayed(&restored_ctx);
         clock.set(1_100);
         restored.on_time(1_100).unwrap();
         let mut counts = records(&log);
