@@ -90,6 +90,13 @@ pub struct ClusterConfig {
     pub local_state_dir: Option<PathBuf>,
     /// `state.backend.type` (default `hashmap`).
     pub state_backend: StateBackendKind,
+    /// `state.backend.rocksdb.timer-service.factory` (default `ROCKSDB`):
+    /// whether the disk-backed state keeps timers on disk.
+    pub timers_on_disk: bool,
+    /// `state.backend.rocksdb.timer-service.cache-size` (default 128):
+    /// timers of each key group and clock the disk-backed timers hold in
+    /// memory.
+    pub timer_cache_size: u32,
     /// `taskmanager.memory.managed.size` (default 512 MiB), in bytes.
     pub managed_memory: u64,
     /// `io.tmp.dirs` (the first; default the system's temporary
@@ -139,6 +146,8 @@ impl Default for ClusterConfig {
             local_backup: false,
             local_state_dir: None,
             state_backend: StateBackendKind::HashMap,
+            timers_on_disk: true,
+            timer_cache_size: 128,
             managed_memory: 512 << 20,
             tmp_dir: None,
             ha: HaConfig::default(),

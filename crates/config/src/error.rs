@@ -225,6 +225,12 @@ pub enum ValueError {
         "expected hashmap (in memory) or fjall (on local disk; Flink's rocksdb is read as fjall)"
     )]
     UnknownStateBackend,
+    /// `state.backend.rocksdb.timer-service.factory` names no store.
+    #[error("expected ROCKSDB (timers on local disk, in the state's engine) or HEAP (in memory)")]
+    UnknownTimerService,
+    /// Not a count of at least 1.
+    #[error("expected a whole number of at least 1")]
+    NotAPositiveCount,
     /// Not a memory size.
     #[error("expected a size such as 512 mb, 1 gb or 268435456 (bytes), of at least 1 mb")]
     NotAMemorySize,

@@ -202,6 +202,10 @@ pub const LOCAL_BACKUP_ALIAS: &str = "state.backend.local-recovery";
 pub const LOCAL_STATE_DIRS: &str = "taskmanager.state.local.root-dirs";
 /// `state.backend.type`.
 pub const STATE_BACKEND: &str = "state.backend.type";
+/// `state.backend.rocksdb.timer-service.factory`.
+pub const TIMER_SERVICE: &str = "state.backend.rocksdb.timer-service.factory";
+/// `state.backend.rocksdb.timer-service.cache-size`.
+pub const TIMER_CACHE_SIZE: &str = "state.backend.rocksdb.timer-service.cache-size";
 /// `state.backend`: Flink's older name of [`STATE_BACKEND`].
 pub const STATE_BACKEND_ALIAS: &str = "state.backend";
 /// `taskmanager.memory.managed.size`.
@@ -928,6 +932,20 @@ pub const KEYS: &[KeySpec] = &[
         "enum",
         Checkpointing,
         "Flink's older name of `state.backend.type`",
+    ),
+    key(
+        TIMER_SERVICE,
+        "ROCKSDB",
+        "enum",
+        Checkpointing,
+        "with `state.backend.type: fjall`, where a process function's timers are kept: `ROCKSDB` in the state's engine on local disk (as many as the disk holds; each registration and deletion a write), or `HEAP` in memory (faster, as many as memory holds); the timers' checkpoints are the same either way",
+    ),
+    key(
+        TIMER_CACHE_SIZE,
+        "128",
+        "count",
+        Checkpointing,
+        "with timers on disk, how many of each key group's earliest timers of each clock are held in memory (at least 1): the engine is read again each time that many have fired",
     ),
     key(
         MANAGED_MEMORY,

@@ -138,6 +138,23 @@ fn state_backend(text: &str) -> Result<StateBackendKind, ValueError> {
     }
 }
 
+/// `state.backend.rocksdb.timer-service.factory`: whether timers go on
+/// disk.
+fn timers_on_disk(text: &str) -> Result<bool, ValueError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "rocksdb" => Ok(true),
+        "heap" => Ok(false),
+        _ => Err(ValueError::UnknownTimerService),
+    }
+}
+
+fn positive_count(text: &str) -> Result<u32, ValueError> {
+    match count(text) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ValueError::NotAPositiveCount),
+    }
+}
+
 /// A memory size as Flink writes one: a whole number and an optional unit
 /// (`b`, `k`/`kb`, `m`/`mb`, `g`/`gb`, `t`/`tb`, or spelled out as
 /// `kibibytes` …; powers of 1024), at least 1 MiB.
@@ -419,6 +436,12 @@ impl ClusterConfig {
             state_backend,
         )?;
         reader.set(&mut config.state_backend, STATE_BACKEND, state_backend)?;
+        reader.set(&mut config.timers_on_disk, TIMER_SERVICE, timers_on_disk)?;
+        reader.set(
+            &mut config.timer_cache_size,
+            TIMER_CACHE_SIZE,
+            positive_count,
+        )?;
         reader.set(&mut config.managed_memory, MANAGED_MEMORY, memory_size)?;
         reader.set(&mut config.tmp_dir, IO_TMP_DIRS, |text| {
             path(text.split(',').next().unwrap_or_default())
@@ -569,6 +592,51 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(conflict.contains("state.backend"), "{conflict}");
+    }
+
+    /// Flink's timer-service keys (its enum read in any case); a value
+    /// that is neither is named with what is expected.
+    #[test]
+    fn the_timer_service_keys_are_read_as_flink_writes_them() {
+        let read = |pairs: &[(&str, &str)]| {
+            let mut source = ConfigSource::new();
+            for (k, v) in pairs {
+                source.apply_define(&format!("{k}={v}")).unwrap();
+            }
+            ClusterConfig::from_source(&source).map(|(c, _)| c)
+        };
+        let default = read(&[]).unwrap();
+        assert!(default.timers_on_disk);
+        assert_eq!(default.timer_cache_size, 128);
+        let heap = read(&[
+            ("state.backend.rocksdb.timer-service.factory", "HEAP"),
+            ("state.backend.rocksdb.timer-service.cache-size", "16"),
+        ])
+        .unwrap();
+        assert!(!heap.timers_on_disk);
+        assert_eq!(heap.timer_cache_size, 16);
+        let disk = read(&[("state.backend.rocksdb.timer-service.factory", "rocksdb")]).unwrap();
+        assert!(disk.timers_on_disk);
+        for (key, value, expected) in [
+            (
+                "state.backend.rocksdb.timer-service.factory",
+                "disk",
+                "expected ROCKSDB",
+            ),
+            (
+                "state.backend.rocksdb.timer-service.cache-size",
+                "0",
+                "at least 1",
+            ),
+            (
+                "state.backend.rocksdb.timer-service.cache-size",
+                "many",
+                "at least 1",
+            ),
+        ] {
+            let bad = read(&[(key, value)]).unwrap_err().to_string();
+            assert!(bad.contains(key) && bad.contains(expected), "{bad}");
+        }
     }
 
     #[test]

@@ -322,12 +322,15 @@ impl LocalRun {
                 })
                 .expect("every task of the graph is placed");
                 let backend = match &self.state_backend {
-                    holdfast_executor::KeyedStateBackend::Disk { dir, memory_bytes } => {
-                        holdfast_executor::KeyedStateBackend::Disk {
-                            dir: dir.join(format!("{v}-{s}")),
-                            memory_bytes: *memory_bytes,
-                        }
-                    }
+                    holdfast_executor::KeyedStateBackend::Disk {
+                        dir,
+                        memory_bytes,
+                        timers,
+                    } => holdfast_executor::KeyedStateBackend::Disk {
+                        dir: dir.join(format!("{v}-{s}")),
+                        memory_bytes: *memory_bytes,
+                        timers: *timers,
+                    },
                     other => other.clone(),
                 };
                 let mut info = TaskInfo::new(vertex.name.clone(), vertex.parallelism)

@@ -99,6 +99,7 @@ fn first_run_then_restore(mode: CheckpointingMode, taskmanagers: u32, stop: bool
         state_backend: holdfast_executor::KeyedStateBackend::Disk {
             dir: dir.path().join(run),
             memory_bytes: 1 << 20,
+            timers: holdfast_executor::TimerStore::default(),
         },
         shared_dir: Some(dir.path().join("shared")),
         ..run_options(mode)

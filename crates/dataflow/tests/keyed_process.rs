@@ -18,8 +18,8 @@ use holdfast_dataflow::process::{
 use holdfast_dataflow::sink::FileSink;
 use holdfast_dataflow::source::Generator;
 use holdfast_dataflow::{Dataflow, LocalRun};
-use holdfast_executor::KeyedStateBackend;
 use holdfast_executor::TaskFailure;
+use holdfast_executor::{KeyedStateBackend, TimerStore};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
 use support::committed;
@@ -154,11 +154,13 @@ fn value_map_and_list_state_with_event_time_timers_match_a_plain_computation() {
 
 /// The disk-backed state (`state.backend.type: fjall`) with no memory to
 /// speak of: each table's buffer holds 64 entries, so the states of the
-/// 211 keys go to disk and back all the time.
+/// 211 keys go to disk and back all the time; the timers too, with two of
+/// each key group's in memory.
 fn on_disk(dir: &Path) -> KeyedStateBackend {
     KeyedStateBackend::Disk {
         dir: dir.to_owned(),
         memory_bytes: 0,
+        timers: TimerStore::Disk { cache: 2 },
     }
 }
 
@@ -177,6 +179,25 @@ fn the_disk_backed_states_match_a_plain_computation() {
         std::fs::read_dir(state.path()).unwrap().next().is_none(),
         "the ended tasks left their state directories"
     );
+}
+
+/// The same with the timers in memory
+/// (`state.backend.rocksdb.timer-service.factory: HEAP`).
+#[test]
+fn the_disk_backed_states_with_timers_in_memory_match_a_plain_computation() {
+    let (out, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    LocalRun {
+        parallelism: 2,
+        state_backend: KeyedStateBackend::Disk {
+            dir: state.path().to_owned(),
+            memory_bytes: 0,
+            timers: TimerStore::Heap,
+        },
+        ..LocalRun::default()
+    }
+    .run_compiled(job(out.path(), None))
+    .unwrap();
+    assert_eq!(committed(out.path()), expected());
 }
 
 #[test]

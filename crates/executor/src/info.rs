@@ -39,7 +39,31 @@ pub enum KeyedStateBackend {
         dir: std::path::PathBuf,
         /// The attempt's memory budget for its keyed state.
         memory_bytes: u64,
+        /// Where its process functions' timers are kept.
+        timers: TimerStore,
     },
+}
+
+/// Where the disk-backed state keeps a process function's timers
+/// (`state.backend.rocksdb.timer-service.factory`, Flink's key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerStore {
+    /// In memory (`HEAP`): fast, as many as memory holds.
+    Heap,
+    /// In the state's engine on local disk (`ROCKSDB`, the default), the
+    /// earliest `cache` of each key group and clock in memory
+    /// (`state.backend.rocksdb.timer-service.cache-size`).
+    Disk {
+        /// Timers of each key group and clock held in memory at most.
+        cache: usize,
+    },
+}
+
+impl Default for TimerStore {
+    /// On disk, with Flink's cache of 128 timers a key group.
+    fn default() -> Self {
+        TimerStore::Disk { cache: 128 }
+    }
 }
 
 impl TaskInfo {

@@ -61,7 +61,7 @@ pub use connector_status::{ConnectorStatus, SplitStatus, TransactionState, Trans
 pub use context::{CancelHandle, CheckpointInbox, TaskContext};
 pub use error::{ForgetError, StartError};
 pub use executor::TaskExecutor;
-pub use info::{KeyedStateBackend, TaskInfo};
+pub use info::{KeyedStateBackend, TaskInfo, TimerStore};
 pub use meters::{MetersSnapshot, TaskMeters};
 pub use options::{ExecutorOptions, OptionsError, TaskPriority};
 pub use registry::{RegisterError, TaskFactory, TaskRegistry};

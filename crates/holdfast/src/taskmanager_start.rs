@@ -129,6 +129,13 @@ impl Setup {
                         .join(place.id),
                     memory_per_slot: self.config.managed_memory
                         / u64::from(self.config.task_slots.max(1)),
+                    timers: if self.config.timers_on_disk {
+                        holdfast_executor::TimerStore::Disk {
+                            cache: self.config.timer_cache_size as usize,
+                        }
+                    } else {
+                        holdfast_executor::TimerStore::Heap
+                    },
                 },
             },
             registry,

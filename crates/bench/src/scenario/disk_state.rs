@@ -2,6 +2,8 @@
 //! parallelism 1): a keyed sum over `keys` keys on the disk-backed state
 //! (`state.backend.type: fjall`) with a memory budget far below the
 //! state, against the in-memory state (`hashmap`) on the same keys.
+//! With `--timers`, a process function keeps a count and an event-time
+//! timer per key, and each update moves the key's timer.
 //!
 //! Per run: the fill (every key written once, as fast as it goes); then
 //! `seconds` of updates as fast as they go, going round all the keys (no
@@ -26,7 +28,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use holdfast_dataflow::LocalRun;
 use holdfast_dataflow::plan::CompiledPlan;
-use holdfast_executor::KeyedStateBackend;
+use holdfast_executor::{KeyedStateBackend, TimerStore};
 use holdfast_runtime::checkpoint::CheckpointingMode;
 use holdfast_types::CheckpointId;
 use serde_json::{Value, json};
@@ -34,7 +36,7 @@ use serde_json::{Value, json};
 use crate::output::{Report, Table};
 use crate::scenario::checkpoints::millions;
 use crate::scenario::cluster::process::Memory;
-use crate::scenario::incremental::{flow, records_out};
+use crate::scenario::incremental::{flow, records_out, timers_flow};
 use crate::stats::{Summary, ms, summary_json};
 
 /// Options of the `disk-state` scenario.
@@ -59,6 +61,16 @@ pub struct DiskStateArgs {
     /// memory of that type alone.
     #[arg(long)]
     pub only: Option<String>,
+    /// The keyed operator a process function that keeps a count per key
+    /// and moves the key's event-time timer with every record (deletes
+    /// the old one, registers the next): every key holds a timer as well
+    /// as its count, and each update changes both (none fires).
+    #[arg(long)]
+    pub timers: bool,
+    /// With `--timers`, the disk-backed state keeps the timers in memory
+    /// (`state.backend.rocksdb.timer-service.factory: HEAP`), not on disk.
+    #[arg(long, requires = "timers")]
+    pub heap_timers: bool,
 }
 
 /// Bytes of the files under `dir`.
@@ -105,11 +117,16 @@ fn reset_peak() -> Result<()> {
 }
 
 /// The state type `name`'s backend, its state in `dir`.
-fn backend(name: &str, dir: &Path, memory_mib: u64) -> KeyedStateBackend {
+fn backend(name: &str, dir: &Path, args: &DiskStateArgs) -> KeyedStateBackend {
     match name {
         "fjall" => KeyedStateBackend::Disk {
             dir: dir.to_owned(),
-            memory_bytes: memory_mib << 20,
+            memory_bytes: args.memory_mib << 20,
+            timers: if args.heap_timers {
+                TimerStore::Heap
+            } else {
+                TimerStore::default()
+            },
         },
         _ => KeyedStateBackend::HashMap,
     }
@@ -117,15 +134,17 @@ fn backend(name: &str, dir: &Path, memory_mib: u64) -> KeyedStateBackend {
 
 fn one_run(args: &DiskStateArgs, name: &str, work: &Path) -> Result<RunResult> {
     let before = Memory::of(std::process::id())?;
-    let compiled = Arc::new(CompiledPlan::compile(
-        flow("disk-state-bench", args.keys, None).build()?,
-        1,
-    )?);
+    let flow = if args.timers {
+        timers_flow("disk-state-bench", args.keys, None)
+    } else {
+        flow("disk-state-bench", args.keys, None)
+    };
+    let compiled = Arc::new(CompiledPlan::compile(flow.build()?, 1)?);
     let state = work.join("state");
     let dir = (name == "fjall").then(|| state.clone());
     let run = LocalRun {
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
-        state_backend: backend(name, &state, args.memory_mib),
+        state_backend: backend(name, &state, args),
         shared_dir: Some(work.join("shared")),
         ..LocalRun::default()
     };
@@ -195,7 +214,7 @@ fn one_run(args: &DiskStateArgs, name: &str, work: &Path) -> Result<RunResult> {
     let restore_before = Memory::of(std::process::id())?;
     let again = LocalRun {
         checkpointing: Some(CheckpointingMode::ExactlyOnce),
-        state_backend: backend(name, &work.join("again"), args.memory_mib),
+        state_backend: backend(name, &work.join("again"), args),
         shared_dir: Some(work.join("shared")),
         restore: Some(last),
         ..LocalRun::default()
@@ -249,7 +268,11 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let dir = base.join(format!("holdfast-disk-state-bench-{}", std::process::id()));
     let mut table = Table::new(
-        "a keyed sum with state larger than memory, against the in-memory state",
+        if args.timers {
+            "a count and a timer per key with state larger than memory, against the in-memory state"
+        } else {
+            "a keyed sum with state larger than memory, against the in-memory state"
+        },
         &[
             "state type",
             "keys",
@@ -279,10 +302,11 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
         let d = Summary::of(&result.durations).context("no checkpoint")?;
         let w = Summary::of(&result.written).context("no checkpoint")?;
         let p = Summary::of(&result.pauses).context("no checkpoint")?;
-        let budget = if name == "fjall" {
-            format!("{} MiB", args.memory_mib)
-        } else {
-            "-".to_owned()
+        let budget = match (name, args.timers, args.heap_timers) {
+            ("fjall", true, true) => format!("{} MiB, timers in memory", args.memory_mib),
+            ("fjall", true, false) => format!("{} MiB, timers on disk", args.memory_mib),
+            ("fjall", false, _) => format!("{} MiB", args.memory_mib),
+            _ => "-".to_owned(),
         };
         table.row(vec![
             name.to_owned(),
@@ -340,8 +364,8 @@ pub fn run(args: &DiskStateArgs) -> Result<Report> {
                    "restore_peak_rss_mib": result.restore_peak_mib}),
         );
     }
-    let mut report =
-        Report::new(json!({"scenario": "disk-state", "results": Value::Object(results)}));
+    let mut report = Report::new(json!({"scenario": "disk-state", "timers": args.timers,
+                           "results": Value::Object(results)}));
     report.table(table);
     report.note(
         "fill = every key written once, as fast as it goes; updates/s = after the fill, going round \

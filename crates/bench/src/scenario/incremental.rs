@@ -185,9 +185,9 @@ impl KeyedProcessFunction<u32, Record, u64> for MovingTimer {
 }
 
 /// [`flow`] with [`MovingTimer`] as its keyed operator.
-fn timers_flow(name: &str, keys: u64, rate: u64) -> Dataflow {
+pub(crate) fn timers_flow(name: &str, keys: u64, rate: Option<u64>) -> Dataflow {
     let flow = Dataflow::new(name);
-    keyed_records(&flow, keys, Some(rate))
+    keyed_records(&flow, keys, rate)
         .process("count", MovingTimer::default())
         .uid("count")
         .sink("discard", Discard::new())
@@ -224,7 +224,7 @@ pub(crate) fn records_out(job: &holdfast_dataflow::local::LocalJob) -> u64 {
 fn one_run(args: &IncrementalArgs, kind: Kind) -> Result<RunResult> {
     let rate = ((args.keys as f64) * args.update_percent / 100.0).max(1.0) as u64;
     let flow = if args.timers {
-        timers_flow("incremental-bench", args.keys, rate)
+        timers_flow("incremental-bench", args.keys, Some(rate))
     } else if args.windows {
         windows_flow("incremental-bench", args.keys, rate)
     } else {

@@ -8,7 +8,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use holdfast_executor::KeyedStateBackend;
+use holdfast_executor::{KeyedStateBackend, TimerStore};
 use holdfast_runtime::ids::AttemptRef;
 
 use super::owned_dir;
@@ -27,6 +27,8 @@ pub enum KeyedStateOptions {
         root: PathBuf,
         /// `taskmanager.memory.managed.size` over the slots.
         memory_per_slot: u64,
+        /// Where process functions' timers are kept.
+        timers: TimerStore,
     },
 }
 
@@ -61,9 +63,11 @@ impl KeyedStateOptions {
             KeyedStateOptions::Disk {
                 root,
                 memory_per_slot,
+                timers,
             } => KeyedStateBackend::Disk {
                 dir: root.join(file_safe(&key.to_string())),
                 memory_bytes: *memory_per_slot,
+                timers: *timers,
             },
         }
     }
@@ -116,6 +120,7 @@ mod tests {
         let options = KeyedStateOptions::Disk {
             root: mine.clone(),
             memory_per_slot: 64 << 20,
+            timers: TimerStore::default(),
         };
         let lock = options.prepare().unwrap();
         assert!(

@@ -205,9 +205,18 @@ pub async fn start<B: Backend>(
     if let KeyedStateOptions::Disk {
         root,
         memory_per_slot,
+        timers,
     } = &options.keyed_state
     {
-        tracing::info!(dir = %root.display(), memory_per_slot,
+        let timers = match timers {
+            holdfast_executor::TimerStore::Heap => {
+                "in memory (state.backend.rocksdb.timer-service.factory: HEAP)".to_owned()
+            }
+            holdfast_executor::TimerStore::Disk { cache } => {
+                format!("on disk with the state, {cache} of each key group's earliest in memory")
+            }
+        };
+        tracing::info!(dir = %root.display(), memory_per_slot, timers = %timers,
             "keyed state on local disk (state.backend.type: fjall): each task's state is kept here, its memory within the slot's share of taskmanager.memory.managed.size");
     }
     if let Some(local) = &local {

@@ -59,6 +59,7 @@
 //! ```
 
 mod context;
+mod disk_timers;
 mod op;
 mod states;
 mod timer_checkpoint;

@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-use holdfast_executor::{EncodedState, SharedFile, TaskFailure};
+use holdfast_executor::{EncodedState, SharedFile, TaskFailure, TimerStore};
 use holdfast_types::CheckpointId;
 use serde::{Deserialize, Serialize};
 
 use super::KeyedProcessFunction;
 use super::context::ProcessContext;
+use super::disk_timers::DiskTimers;
 use super::states::{AnyTable, RestoredState, StateRegistry, cannot_restore, foreign_key};
 use super::timer_checkpoint::TIMERS;
 use super::timers::{TimeDomainOf, Timer, TimerId, Timers};
@@ -94,24 +95,38 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         // Named apart from the states' (`<uid>/<state>`) and keyed
         // operators' (`<uid>`) in shared files: no uid holds a NUL. With
         // the disk-backed state, runs are spilled as the states' are.
-        let mut timer_chains =
-            TableChains::new(ctx.attempt_tag(), &format!("{}\u{0}timers", ctx.uid()));
-        if let StateBackend::Disk(store) = ctx.state_backend() {
-            timer_chains = timer_chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
-        }
+        let timers_id = format!("{}\u{0}timers", ctx.uid());
+        let mut timer_chains = TableChains::new(ctx.attempt_tag(), &timers_id);
+        let empty = match ctx.state_backend() {
+            StateBackend::HashMap => Timers::new(max, range),
+            StateBackend::Disk(store) => {
+                timer_chains =
+                    timer_chains.spilling_to(&store.spill_dir(), store.spill_part_bytes());
+                match store.timers() {
+                    TimerStore::Heap => Timers::new(max, range),
+                    TimerStore::Disk { cache } => {
+                        // The timers' keyspace is named as their shared
+                        // files are.
+                        let disk = store
+                            .engine(TIMERS, &timers_id)
+                            .and_then(|engine| {
+                                DiskTimers::new(max, range, Box::new(engine), store.budget())
+                            })
+                            .map_err(|e| cannot_restore(ctx.operator(), TIMERS, e))?;
+                        let disk = disk.staging_in(store.restore_dir()).with_head(cache);
+                        Timers::on_disk(max, range, disk)
+                    }
+                }
+            }
+        };
         let parts: Vec<_> = timer_tables
             .into_iter()
             .zip(&timer_sources)
             .map(|(bytes, source)| (bytes, FORMAT_3, source))
             .collect();
-        let mut timers = restore_table(
-            Timers::new(max, range),
-            range,
-            ctx.restored_from(),
-            &parts,
-            &mut timer_chains,
-        )
-        .map_err(|e| cannot_restore(ctx.operator(), TIMERS, e))?;
+        let mut timers =
+            restore_table(empty, range, ctx.restored_from(), &parts, &mut timer_chains)
+                .map_err(|e| cannot_restore(ctx.operator(), TIMERS, e))?;
         for bytes in &timer_lists {
             timers.restore_listed(ctx.operator(), bytes)?;
         }
@@ -133,7 +148,11 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
     /// Fires the timers of `domain` due at `time`, in time order.
     fn fire(&mut self, domain: TimeDomainOf, time: Timestamp) -> Result<(), TaskFailure> {
         let now = self.ctx.clock().now();
-        while let Some((at, key)) = self.timers.pop_due(domain, time) {
+        while let Some((at, key)) = self
+            .timers
+            .pop_due(domain, time)
+            .map_err(|e| super::states::failed(TIMERS, e))?
+        {
             self.call(&key, now, |f, ctx| {
                 f.on_timer(Timer { time: at, domain }, ctx)
             })?;
@@ -167,6 +186,11 @@ impl<T, K: Key, O: Data, F: KeyedProcessFunction<K, T, O>> KeyedProcessOp<T, K, 
         let mut called = call(&mut self.f, &mut ctx);
         if std::mem::take(&mut self.timers.foreign) && called.is_ok() {
             called = Err(foreign_key(TIMERS));
+        }
+        if let Some(e) = self.timers.failed.take()
+            && called.is_ok()
+        {
+            called = Err(super::states::failed(TIMERS, e));
         }
         for table in &mut self.tables {
             table

@@ -3,10 +3,13 @@
 //! keyed state — each timer a key of its key's group, with no value
 //! ([`TimerId`]), its changes listed while tracked — so that a checkpoint
 //! on a base writes a delta of the timers registered or deleted since.
+//! The disk-backed timers write the same bytes (`disk_timers.rs`), so
+//! each restores the other's checkpoints.
 
 use serde::Serialize;
 
-use super::timers::{GroupTimers, Listed, TimeDomainOf, TimerId, Timers};
+use super::disk_timers::DiskTimersSnapshot;
+use super::timers::{GroupTimers, Listed, Store, TimeDomainOf, TimerId, Timers};
 use crate::data::{Key, Timestamp};
 use crate::state::run::{EntryWriter, RunError, RunWriter, SectionKind};
 use crate::state::tracked::{GroupSnapshot, RestoreTarget, TrackedTable};
@@ -39,13 +42,77 @@ struct ListedRef<'a, K> {
     processing: Vec<(Timestamp, Vec<&'a K>)>,
 }
 
-/// The timers at a checkpoint: a pointer copy per key group.
-pub(super) struct TimersSnapshot<K: Key> {
+/// The timers at a checkpoint, of the store they are kept in.
+pub(super) enum TimersSnapshot<K: Key> {
+    /// In memory.
+    Heap(HeapSnapshot<K>),
+    /// In the disk-backed state's engine.
+    Disk(DiskTimersSnapshot<K>),
+}
+
+/// The in-memory timers at a checkpoint: a pointer copy per key group.
+pub(super) struct HeapSnapshot<K: Key> {
     range: KeyGroupRange,
     groups: Vec<GroupTimers<K>>,
 }
 
-impl<K: Key> TimersSnapshot<K> {
+impl<K: Key> GroupSnapshot<TimerId<K>> for TimersSnapshot<K> {
+    fn range(&self) -> KeyGroupRange {
+        match self {
+            TimersSnapshot::Heap(s) => s.range(),
+            TimersSnapshot::Disk(s) => s.range(),
+        }
+    }
+
+    fn group_len(&self, slot: usize) -> usize {
+        match self {
+            TimersSnapshot::Heap(s) => s.group_len(slot),
+            TimersSnapshot::Disk(s) => s.group_len(slot),
+        }
+    }
+
+    fn group_is_empty(&self, slot: usize) -> bool {
+        match self {
+            TimersSnapshot::Heap(s) => s.group_is_empty(slot),
+            TimersSnapshot::Disk(s) => s.group_is_empty(slot),
+        }
+    }
+
+    fn write_base(&self, slot: usize, run: &mut RunWriter) -> Result<(), StateError> {
+        match self {
+            TimersSnapshot::Heap(s) => s.write_base(slot, run),
+            TimersSnapshot::Disk(s) => s.write_base(slot, run),
+        }
+    }
+
+    fn write_delta(
+        &self,
+        slot: usize,
+        keys: &[&TimerId<K>],
+        run: &mut RunWriter,
+    ) -> Result<(), StateError> {
+        match self {
+            TimersSnapshot::Heap(s) => s.write_delta(slot, keys, run),
+            TimersSnapshot::Disk(s) => s.write_delta(slot, keys, run),
+        }
+    }
+
+    fn encode_group_inline(&self, slot: usize) -> Result<Vec<u8>, StateError> {
+        match self {
+            TimersSnapshot::Heap(s) => s.encode_group_inline(slot),
+            TimersSnapshot::Disk(s) => s.encode_group_inline(slot),
+        }
+    }
+
+    fn release(&mut self, slot: usize) {
+        match self {
+            TimersSnapshot::Heap(s) => s.release(slot),
+            TimersSnapshot::Disk(s) => s.release(slot),
+        }
+    }
+}
+
+impl<K: Key> HeapSnapshot<K> {
     /// Begins the section of `kind` and `count` timers of the group at
     /// `slot`.
     fn section<'r>(
@@ -68,7 +135,7 @@ impl<K: Key> TimersSnapshot<K> {
     }
 }
 
-impl<K: Key> GroupSnapshot<TimerId<K>> for TimersSnapshot<K> {
+impl<K: Key> GroupSnapshot<TimerId<K>> for HeapSnapshot<K> {
     fn range(&self) -> KeyGroupRange {
         self.range
     }
@@ -130,9 +197,12 @@ impl<K: Key> TrackedTable<TimerId<K>> for Timers<K> {
     type Snapshot = TimersSnapshot<K>;
 
     fn snapshot_now(&mut self) -> TimersSnapshot<K> {
-        TimersSnapshot {
-            range: self.range,
-            groups: self.groups.clone(),
+        match &self.store {
+            Store::Heap(groups) => TimersSnapshot::Heap(HeapSnapshot {
+                range: self.range,
+                groups: groups.clone(),
+            }),
+            Store::Disk(disk) => TimersSnapshot::Disk(disk.snapshot()),
         }
     }
 
@@ -145,17 +215,27 @@ impl<K: Key> TrackedTable<TimerId<K>> for Timers<K> {
             self.changed = Some(vec![Vec::new(); self.range.len()]);
             self.dedupe_at.fill(0);
         }
+        if let Store::Disk(disk) = &mut self.store {
+            disk.track(true);
+        }
     }
 
     fn untrack_changes(&mut self) {
         self.changed = None;
+        if let Store::Disk(disk) = &mut self.store {
+            disk.track(false);
+        }
     }
 
     fn take_changed(&mut self) -> Option<(TimersSnapshot<K>, Vec<Vec<TimerId<K>>>)> {
         let fresh = vec![Vec::new(); self.range.len()];
         let changed = std::mem::replace(self.changed.as_mut()?, fresh);
         self.dedupe_at.fill(0);
-        Some((self.snapshot_now(), changed))
+        let snapshot = match &mut self.store {
+            Store::Disk(disk) => TimersSnapshot::Disk(disk.snapshot_taking_changes()),
+            Store::Heap(_) => self.snapshot_now(),
+        };
+        Some((snapshot, changed))
     }
 }
 
@@ -167,10 +247,7 @@ impl<K: Key> RestoreTarget<TimerId<K>, ()> for Timers<K> {
     fn restore_entry(&mut self, group: KeyGroup, id: TimerId<K>, _: ()) -> Result<(), StateError> {
         let found = self.group_of(&id.key);
         match self.slot_of(group).filter(|_| found == group) {
-            Some(slot) => {
-                self.restore(slot, id);
-                Ok(())
-            }
+            Some(slot) => self.restore(slot, id),
             None => Err(StateError::WrongGroup {
                 state: TIMERS.to_owned(),
                 group,
@@ -202,6 +279,13 @@ impl<K: Key> RestoreTarget<TimerId<K>, ()> for Timers<K> {
             reason: format!("a timer does not decode: {e}"),
         })?;
         self.restore_entry(group, id, ())
+    }
+
+    fn staging_dir(&self) -> Option<std::path::PathBuf> {
+        match &self.store {
+            Store::Heap(_) => None,
+            Store::Disk(disk) => disk.staging(),
+        }
     }
 
     fn track(&mut self) {

@@ -3,7 +3,9 @@
 //! checkpoints (full, or incremental on a completed one, or on none):
 //! the timer due next is always the model's earliest, and every completed
 //! checkpoint restores (at its parallelism and split in two) to the
-//! timers at its take.
+//! timers at its take. The same for the in-memory timers and the
+//! disk-backed ones (with heads and pending changes small enough to be
+//! read and flushed often), and each restores the other's checkpoints.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,11 +15,13 @@ use holdfast_types::sync::lock;
 use holdfast_types::{CheckpointId, SnapshotKind};
 use proptest::prelude::*;
 
-use super::timers::{TimeDomainOf, TimerId, Timers};
-use crate::data::Timestamp;
-use crate::state::KeyGroupRange;
+use super::disk_timers::DiskTimers;
+use super::timers::{Store, TimeDomainOf, TimerId, Timers};
+use crate::data::{Key, Timestamp};
+use crate::state::engine::MemoryEngine;
 use crate::state::incremental::tests::{Files, encode, snapshot_kind};
 use crate::state::incremental::{TableChains, restore_table};
+use crate::state::{KeyGroupRange, TableBudget};
 
 const MAX: u32 = 16;
 
@@ -27,17 +31,64 @@ fn domain(index: usize) -> TimeDomainOf {
     [TimeDomainOf::EventTime, TimeDomainOf::ProcessingTime][index]
 }
 
+/// Where the timers under test are kept.
+#[derive(Clone, Copy, Debug)]
+enum Kept {
+    Heap,
+    /// On disk (a memory engine), with heads of `head` timers and room
+    /// for `pending` changes.
+    Disk {
+        head: usize,
+        pending: usize,
+    },
+}
+
+impl Kept {
+    fn empty<K: Key>(self, max: u32, range: KeyGroupRange) -> Timers<K> {
+        match self {
+            Kept::Heap => Timers::new(max, range),
+            Kept::Disk { head, pending } => {
+                let disk = DiskTimers::new(
+                    max,
+                    range,
+                    Box::new(MemoryEngine::new()),
+                    TableBudget::new(1 << 20),
+                )
+                .unwrap()
+                .tuned(head, pending);
+                Timers::on_disk(max, range, disk)
+            }
+        }
+    }
+}
+
+fn kept() -> impl Strategy<Value = Kept> {
+    prop_oneof![
+        Just(Kept::Heap),
+        (1usize..4, 1usize..8).prop_map(|(head, pending)| Kept::Disk { head, pending }),
+    ]
+}
+
 /// Every timer held, as the model keeps them.
-fn contents(timers: &Timers<u16>) -> Model {
-    timers
-        .groups
-        .iter()
-        .flat_map(|g| g.iter())
-        .map(|(d, at, key)| (d as usize, at, *key))
-        .collect()
+fn contents<K: Key + Ord + Copy>(timers: &Timers<K>) -> BTreeSet<(usize, Timestamp, K)> {
+    match &timers.store {
+        Store::Heap(groups) => groups
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(|(d, at, key)| (d as usize, at, *key))
+            .collect(),
+        Store::Disk(disk) => {
+            let snapshot = disk.snapshot();
+            (0..timers.range.len())
+                .flat_map(|slot| snapshot.timers(slot).unwrap())
+                .map(|id| (id.domain.index(), id.at, id.key))
+                .collect()
+        }
+    }
 }
 
 fn restore(
+    into: Kept,
     part: &[u8],
     files: &Arc<Files>,
     range: KeyGroupRange,
@@ -46,7 +97,7 @@ fn restore(
     let source = StateSource::Stored(Arc::clone(files) as Arc<dyn StoredState>);
     let mut chains = TableChains::new("restored", "op#timers");
     restore_table(
-        Timers::new(MAX, range),
+        into.empty(MAX, range),
         range,
         Some(from),
         &[(part.to_vec(), 3, &source)],
@@ -84,10 +135,12 @@ proptest! {
 
     #[test]
     fn timers_fire_in_order_and_every_completed_checkpoint_restores_them(
+        kept in kept(),
+        restored_into in kept(),
         ops in proptest::collection::vec(op(), 1..150),
     ) {
         let range = KeyGroupRange::of_subtask(MAX, 1, 0);
-        let mut timers = Timers::<u16>::new(MAX, range);
+        let mut timers = kept.empty::<u16>(MAX, range);
         let mut chains = TableChains::<TimerId<u16>>::new("0-0-0", "op#timers");
         let files = Arc::new(Files::default());
         let mut model = Model::new();
@@ -105,7 +158,7 @@ proptest! {
                     model.remove(&(d, at, key));
                 }
                 Op::Fire(d, time) => {
-                    while let Some((at, key)) = timers.pop_due(domain(d), time) {
+                    while let Some((at, key)) = timers.pop_due(domain(d), time).unwrap() {
                         let first = model.range((d, Timestamp::MIN, 0)..(d + 1, Timestamp::MIN, 0)).next().copied();
                         prop_assert_eq!(first.map(|(_, t, _)| t), Some(at), "fired {} at {} before the earliest", key, at);
                         prop_assert!(at <= time);
@@ -129,18 +182,19 @@ proptest! {
                     }
                 }
             }
+            prop_assert!(timers.failed.is_none(), "{:?}", timers.failed);
             prop_assert_eq!(&contents(&timers), &model);
             let next = model.range((1, Timestamp::MIN, 0)..).next().map(|(_, t, _)| *t);
             prop_assert_eq!(timers.next_processing(), next);
         }
         for (n, part, expected) in &taken {
-            let mut restored = restore(part, &files, range, *n);
+            let mut restored = restore(restored_into, part, &files, range, *n);
             prop_assert_eq!(&contents(&restored), expected, "checkpoint {}", n);
             // Restored, the timers come due in order, as they were.
             let next = expected.range((1, Timestamp::MIN, 0)..).next().map(|(_, t, _)| *t);
             prop_assert_eq!(restored.next_processing(), next);
             let mut fired = Vec::new();
-            while let Some((at, key)) = restored.pop_due(TimeDomainOf::EventTime, Timestamp::MAX) {
+            while let Some((at, key)) = restored.pop_due(TimeDomainOf::EventTime, Timestamp::MAX).unwrap() {
                 fired.push((0, at, key));
             }
             let due: Vec<_> = expected.range(..(1, Timestamp::MIN, 0)).copied().collect();
@@ -150,7 +204,7 @@ proptest! {
             let mut halves = Model::new();
             for subtask in 0..2 {
                 let half = KeyGroupRange::of_subtask(MAX, 2, subtask);
-                halves.extend(contents(&restore(part, &files, half, *n)));
+                halves.extend(contents(&restore(restored_into, part, &files, half, *n)));
             }
             prop_assert_eq!(&halves, expected, "checkpoint {} split in two", n);
         }
@@ -162,8 +216,20 @@ proptest! {
 /// a checkpoint what changed, not what is held.
 #[test]
 fn a_checkpoint_on_a_base_writes_the_timers_that_changed() {
+    for kept in [
+        Kept::Heap,
+        Kept::Disk {
+            head: 32,
+            pending: 50_000,
+        },
+    ] {
+        a_checkpoint_on_a_base_writes_the_timers_that_changed_when(kept);
+    }
+}
+
+fn a_checkpoint_on_a_base_writes_the_timers_that_changed_when(kept: Kept) {
     let range = KeyGroupRange::of_subtask(128, 1, 0);
-    let mut timers = Timers::<u32>::new(128, range);
+    let mut timers = kept.empty::<u32>(128, range);
     let mut chains = TableChains::<TimerId<u32>>::new("0-0-0", "op#timers");
     for key in 0..1_000_000u32 {
         timers.register(TimeDomainOf::EventTime, i64::from(key % 1_000), key);
@@ -185,10 +251,14 @@ fn a_checkpoint_on_a_base_writes_the_timers_that_changed() {
             base: Some(CheckpointId(1)),
         },
     ));
-    assert!(written(&first) > 1_000_000, "{} bytes", written(&first));
+    assert!(
+        written(&first) > 1_000_000,
+        "{kept:?}: {} bytes",
+        written(&first)
+    );
     assert!(
         (1..200).contains(&written(&second)),
-        "two changed timers wrote {} bytes",
+        "{kept:?}: two changed timers wrote {} bytes",
         written(&second)
     );
     assert!(!second.reused.is_empty());
@@ -200,7 +270,7 @@ fn a_checkpoint_on_a_base_writes_the_timers_that_changed() {
     let source = StateSource::Stored(Arc::clone(&files) as Arc<dyn StoredState>);
     let mut restored_chains = TableChains::new("restored", "op#timers");
     let mut restored = restore_table(
-        Timers::<u32>::new(128, range),
+        kept.empty::<u32>(128, range),
         range,
         Some(CheckpointId(2)),
         &[(second.bytes.clone(), 3, &source)],
@@ -209,16 +279,21 @@ fn a_checkpoint_on_a_base_writes_the_timers_that_changed() {
     .unwrap();
     assert_eq!(restored.next_processing(), Some(5));
     assert_eq!(
-        restored.pop_due(TimeDomainOf::ProcessingTime, 5),
-        Some((5, 17))
+        restored.pop_due(TimeDomainOf::ProcessingTime, 5).unwrap(),
+        Some((5, 17)),
+        "{kept:?}"
     );
     let mut due_at_3 = Vec::new();
-    while let Some((at, key)) = restored.pop_due(TimeDomainOf::EventTime, 3) {
+    while let Some((at, key)) = restored.pop_due(TimeDomainOf::EventTime, 3).unwrap() {
         if at == 3 {
             due_at_3.push(key);
         }
     }
-    assert_eq!(due_at_3.len(), 999, "key 3's timer at 3 was deleted");
+    assert_eq!(
+        due_at_3.len(),
+        999,
+        "{kept:?}: key 3's timer at 3 was deleted"
+    );
     assert!(!due_at_3.contains(&3));
 }
 
@@ -281,7 +356,13 @@ fn a_restored_attempt_checkpoints_on_the_chains_it_restored() {
     let expected = contents(&timers);
     assert!(expected.contains(&(1, 7, 4)) && !expected.contains(&(0, 4, 4)));
     assert_eq!(
-        contents(&restore(&second.bytes, &files, range, CheckpointId(2))),
+        contents(&restore(
+            Kept::Heap,
+            &second.bytes,
+            &files,
+            range,
+            CheckpointId(2)
+        )),
         expected
     );
 }

@@ -1,7 +1,9 @@
 //! Timers of a keyed process operator: per key group and clock, the keys
-//! due at each time, in persistent maps (a snapshot copies a pointer per
-//! group), and per clock each group's earliest time, so that the timer
-//! due next is found among the groups' firsts.
+//! due at each time — in memory, in persistent maps (a snapshot copies a
+//! pointer per group), or with the disk-backed state in its engine, the
+//! earliest few in memory (`disk_timers.rs`) — and per clock each group's
+//! earliest time, so that the timer due next is found among the groups'
+//! firsts.
 //!
 //! A checkpoint keeps the timers as it keeps a keyed state: each timer
 //! (its clock, time and key) one key, of its key's group, with no value —
@@ -15,10 +17,11 @@ use std::collections::BTreeSet;
 use holdfast_executor::TaskFailure;
 use serde::{Deserialize, Serialize};
 
+use super::disk_timers::DiskTimers;
 use crate::checkpoint::decode_part;
 use crate::data::{Key, Timestamp};
 use crate::keys::key_hash;
-use crate::state::{KeyGroup, KeyGroupRange, list_changed};
+use crate::state::{KeyGroup, KeyGroupRange, StateError, list_changed};
 
 /// Which clock a timer follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,7 +34,7 @@ pub enum TimeDomainOf {
 }
 
 impl TimeDomainOf {
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         match self {
             TimeDomainOf::EventTime => 0,
             TimeDomainOf::ProcessingTime => 1,
@@ -146,13 +149,24 @@ impl<K: Key> GroupTimers<K> {
     }
 }
 
+/// Where one subtask's timers are kept.
+pub(super) enum Store<K: Key> {
+    /// In memory, per key group (`state.backend.type: hashmap`).
+    Heap(Vec<GroupTimers<K>>),
+    /// In the disk-backed state's engine, the earliest of each group in
+    /// memory.
+    Disk(DiskTimers<K>),
+}
+
 /// Every registered timer of one subtask, by key group.
 pub(super) struct Timers<K: Key> {
     max_parallelism: u32,
     pub(super) range: KeyGroupRange,
-    pub(super) groups: Vec<GroupTimers<K>>,
+    pub(super) store: Store<K>,
     /// Per clock, the earliest time of each group that has a timer.
     firsts: [BTreeSet<(Timestamp, usize)>; 2],
+    /// Per group and clock, its earliest time (as `firsts` holds it).
+    group_firsts: Vec<[Option<Timestamp>; 2]>,
     /// Per group, the timers registered or deleted since the last take
     /// (while tracked, for incremental checkpoints).
     pub(super) changed: Option<Vec<Vec<TimerId<K>>>>,
@@ -161,19 +175,38 @@ pub(super) struct Timers<K: Key> {
     /// Whether a timer was registered for a key of another subtask's
     /// groups since the operator last looked (it fails the call).
     pub(super) foreign: bool,
+    /// The first failure of the disk-backed timers in a registration or
+    /// deletion since the operator last looked (it fails the call).
+    pub(super) failed: Option<StateError>,
 }
 
 impl<K: Key> Timers<K> {
-    /// No timer, for the key groups of `range`.
+    /// No timer, for the key groups of `range`, in memory.
     pub(super) fn new(max_parallelism: u32, range: KeyGroupRange) -> Timers<K> {
+        let groups = (0..range.len()).map(|_| GroupTimers::default()).collect();
+        Timers::in_store(max_parallelism, range, Store::Heap(groups))
+    }
+
+    /// No timer, for the key groups of `range`, in `disk` (empty).
+    pub(super) fn on_disk(
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        disk: DiskTimers<K>,
+    ) -> Timers<K> {
+        Timers::in_store(max_parallelism, range, Store::Disk(disk))
+    }
+
+    fn in_store(max_parallelism: u32, range: KeyGroupRange, store: Store<K>) -> Timers<K> {
         Timers {
             max_parallelism,
             range,
-            groups: (0..range.len()).map(|_| GroupTimers::default()).collect(),
+            store,
             firsts: [BTreeSet::new(), BTreeSet::new()],
+            group_firsts: vec![[None, None]; range.len()],
             changed: None,
             dedupe_at: vec![0; range.len()],
             foreign: false,
+            failed: None,
         }
     }
 
@@ -189,18 +222,22 @@ impl<K: Key> Timers<K> {
             .then(|| (group.0 - self.range.start) as usize)
     }
 
-    /// Changes the group at `slot` with `change`, keeping its clock's first
-    /// time in `firsts`, and lists the timer if `change` says it changed.
-    fn change(
-        &mut self,
-        slot: usize,
-        domain: TimeDomainOf,
-        change: impl FnOnce(&mut GroupTimers<K>) -> Option<TimerId<K>>,
-    ) {
-        let group = &mut self.groups[slot];
-        let before = group.first(domain);
-        let changed = change(group);
-        let after = group.first(domain);
+    /// Timers of the group at `slot`, of both clocks.
+    pub(super) fn len(&self, slot: usize) -> usize {
+        match &self.store {
+            Store::Heap(groups) => groups[slot].len(),
+            Store::Disk(disk) => disk.len(slot),
+        }
+    }
+
+    /// Reads the earliest time of clock `domain` of the group at `slot`
+    /// again, after a change, and keeps it in `firsts`.
+    fn refirst(&mut self, slot: usize, domain: TimeDomainOf) -> Result<(), StateError> {
+        let after = match &mut self.store {
+            Store::Heap(groups) => groups[slot].first(domain),
+            Store::Disk(disk) => disk.first(slot, domain)?.map(|(at, _)| at),
+        };
+        let before = std::mem::replace(&mut self.group_firsts[slot][domain.index()], after);
         if before != after {
             let firsts = &mut self.firsts[domain.index()];
             if let Some(before) = before {
@@ -210,27 +247,82 @@ impl<K: Key> Timers<K> {
                 firsts.insert((after, slot));
             }
         }
-        if let (Some(id), Some(lists)) = (changed, &mut self.changed) {
-            let len = self.groups[slot].len();
+        Ok(())
+    }
+
+    /// Lists `id`, of the group at `slot`, as changed (while tracked).
+    fn list(&mut self, slot: usize, id: TimerId<K>) {
+        let len = self.len(slot);
+        if let Some(lists) = &mut self.changed {
             list_changed(&mut lists[slot], id, len, &mut self.dedupe_at[slot]);
         }
+    }
+
+    /// Adds the timer to the group at `slot`, `listed` as a change or not
+    /// (a checkpoint has it). The disk-backed timers do not look it up:
+    /// it is listed whether it was there or not (a checkpoint writes the
+    /// timers listed as they are).
+    fn insert(
+        &mut self,
+        slot: usize,
+        domain: TimeDomainOf,
+        at: Timestamp,
+        key: K,
+        listed: bool,
+    ) -> Result<(), StateError> {
+        let new = match &mut self.store {
+            Store::Heap(groups) => groups[slot].insert(domain, at, key.clone()),
+            Store::Disk(disk) => disk.insert(slot, domain, at, &key).map(|()| true)?,
+        };
+        if new {
+            self.refirst(slot, domain)?;
+            if listed {
+                self.list(slot, TimerId { domain, at, key });
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the timer from the group at `slot`, listed as a change.
+    fn remove(
+        &mut self,
+        slot: usize,
+        domain: TimeDomainOf,
+        at: Timestamp,
+        key: &K,
+    ) -> Result<(), StateError> {
+        let removed = match &mut self.store {
+            Store::Heap(groups) => groups[slot].remove(domain, at, key),
+            Store::Disk(disk) => disk.remove(slot, domain, at, key).map(|()| true)?,
+        };
+        if removed {
+            self.refirst(slot, domain)?;
+            self.list(
+                slot,
+                TimerId {
+                    domain,
+                    at,
+                    key: key.clone(),
+                },
+            );
+        }
+        Ok(())
     }
 
     /// Registers `key`'s timer at `at` (once: registering it again changes
     /// nothing). The operator registers timers for the key of the record
     /// or timer at hand, which the partitioner sent to this subtask: a key
     /// of another subtask's groups is not registered, and marks the timers
-    /// `foreign` for the operator to fail the call.
+    /// `foreign` for the operator to fail the call. A failure of the
+    /// disk-backed timers is kept in `failed`, for the same.
     pub(super) fn register(&mut self, domain: TimeDomainOf, at: Timestamp, key: K) {
         let Some(slot) = self.slot_of(self.group_of(&key)) else {
             self.foreign = true;
             return;
         };
-        self.change(slot, domain, |group| {
-            group
-                .insert(domain, at, key.clone())
-                .then_some(TimerId { domain, at, key })
-        });
+        if let Err(e) = self.insert(slot, domain, at, key, true) {
+            self.failed.get_or_insert(e);
+        }
     }
 
     /// Deletes `key`'s timer at `at`, if there is one.
@@ -238,23 +330,16 @@ impl<K: Key> Timers<K> {
         let Some(slot) = self.slot_of(self.group_of(key)) else {
             return;
         };
-        self.change(slot, domain, |group| {
-            group.remove(domain, at, key).then(|| TimerId {
-                domain,
-                at,
-                key: key.clone(),
-            })
-        });
+        if let Err(e) = self.remove(slot, domain, at, key) {
+            self.failed.get_or_insert(e);
+        }
     }
 
     /// A timer of a checkpoint, into the group at `slot` (not listed as a
     /// change: the checkpoint has it).
-    pub(super) fn restore(&mut self, slot: usize, id: TimerId<K>) {
+    pub(super) fn restore(&mut self, slot: usize, id: TimerId<K>) -> Result<(), StateError> {
         let TimerId { domain, at, key } = id;
-        self.change(slot, domain, |group| {
-            group.insert(domain, at, key);
-            None
-        });
+        self.insert(slot, domain, at, key, false)
     }
 
     /// The earliest processing-time timer.
@@ -270,18 +355,26 @@ impl<K: Key> Timers<K> {
         &mut self,
         domain: TimeDomainOf,
         time: Timestamp,
-    ) -> Option<(Timestamp, K)> {
-        let (at, slot) = *self.firsts[domain.index()].first()?;
+    ) -> Result<Option<(Timestamp, K)>, StateError> {
+        let Some(&(at, slot)) = self.firsts[domain.index()].first() else {
+            return Ok(None);
+        };
         if at > time {
-            return None;
+            return Ok(None);
         }
-        let key = self.groups[slot].due[domain.index()]
-            .get(&at)?
-            .iter()
-            .next()?
-            .clone();
-        self.delete(domain, at, &key);
-        Some((at, key))
+        let key = match &mut self.store {
+            Store::Heap(groups) => groups[slot]
+                .due(domain)
+                .get(&at)
+                .and_then(|keys| keys.iter().next())
+                .cloned(),
+            Store::Disk(disk) => disk.first(slot, domain)?.map(|(_, key)| key.clone()),
+        };
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        self.remove(slot, domain, at, &key)?;
+        Ok(Some((at, key)))
     }
 
     /// Registers the timers of a part of a checkpoint before format 6 (a
@@ -294,7 +387,8 @@ impl<K: Key> Timers<K> {
         let listed: Listed<K> = decode_part(&format!("{operator} (timers)"), bytes)?;
         for id in listed.into_timers() {
             if let Some(slot) = self.slot_of(self.group_of(&id.key)) {
-                self.restore(slot, id);
+                self.restore(slot, id)
+                    .map_err(|e| super::states::failed(super::timer_checkpoint::TIMERS, e))?;
             }
         }
         Ok(())

@@ -7,12 +7,12 @@ use std::hash::Hash;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use holdfast_executor::KeyedStateBackend;
+use holdfast_executor::{KeyedStateBackend, TimerStore};
 use holdfast_types::sync::lock;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::engine::{EngineError, FjallStore};
+use super::engine::{EngineError, FjallEngine, FjallStore};
 use super::{DiskTable, KeyGroupRange, KeyedTable, StateError, TableBudget};
 
 /// The task's keyed-state type, shared by its operators.
@@ -30,14 +30,17 @@ impl StateBackend {
     pub fn of(spec: &KeyedStateBackend) -> StateBackend {
         match spec {
             KeyedStateBackend::HashMap => StateBackend::HashMap,
-            KeyedStateBackend::Disk { dir, memory_bytes } => {
-                StateBackend::Disk(Arc::new(DiskStore {
-                    dir: dir.clone(),
-                    memory_bytes: *memory_bytes,
-                    store: Mutex::new(None),
-                    budget: TableBudget::new(FjallStore::table_budget(*memory_bytes)),
-                }))
-            }
+            KeyedStateBackend::Disk {
+                dir,
+                memory_bytes,
+                timers,
+            } => StateBackend::Disk(Arc::new(DiskStore {
+                dir: dir.clone(),
+                memory_bytes: *memory_bytes,
+                timers: *timers,
+                store: Mutex::new(None),
+                budget: TableBudget::new(FjallStore::table_budget(*memory_bytes)),
+            })),
         }
     }
 }
@@ -48,6 +51,7 @@ impl StateBackend {
 pub struct DiskStore {
     dir: PathBuf,
     memory_bytes: u64,
+    timers: TimerStore,
     store: Mutex<Option<FjallStore>>,
     budget: Arc<TableBudget>,
 }
@@ -80,6 +84,20 @@ impl DiskStore {
         K: Hash + Eq + Clone + Serialize + DeserializeOwned,
         V: Clone + Serialize + DeserializeOwned,
     {
+        let engine = self.engine(name, id)?;
+        Ok(DiskTable::new(
+            name,
+            max_parallelism,
+            range,
+            Box::new(engine),
+            Arc::clone(&self.budget),
+        )?
+        .staging_in(self.restore_dir()))
+    }
+
+    /// An empty engine for the state `name`, in a keyspace of its own
+    /// named after `id` (unique in the job), the store opened at the first.
+    pub(crate) fn engine(&self, name: &str, id: &str) -> Result<FjallEngine, StateError> {
         let failed = |source: EngineError| StateError::Engine {
             state: name.to_owned(),
             source,
@@ -97,15 +115,22 @@ impl DiskStore {
         };
         // A keyspace name unique in the job (as `id` is), short.
         let keyspace = format!("{:08x}", crc32fast::hash(id.as_bytes()));
-        let engine = store.engine(&keyspace).map_err(failed)?;
-        Ok(DiskTable::new(
-            name,
-            max_parallelism,
-            range,
-            Box::new(engine),
-            Arc::clone(&self.budget),
-        )?
-        .staging_in(self.dir.join("restore")))
+        store.engine(&keyspace).map_err(failed)
+    }
+
+    /// Where process functions' timers are kept.
+    pub(crate) fn timers(&self) -> TimerStore {
+        self.timers
+    }
+
+    /// What the tables' buffers and the timers' pending changes share.
+    pub(crate) fn budget(&self) -> Arc<TableBudget> {
+        Arc::clone(&self.budget)
+    }
+
+    /// Where a restore stages the shared files it fetches.
+    pub(crate) fn restore_dir(&self) -> PathBuf {
+        self.dir.join("restore")
     }
 }
 

@@ -61,8 +61,18 @@ impl TableBudget {
     }
 
     /// One table's share now.
-    fn share(&self) -> u64 {
+    pub(crate) fn share(&self) -> u64 {
         self.bytes / self.tables.load(Ordering::Relaxed).max(1) as u64
+    }
+
+    /// One more table shares the budget (until it [`leave`](Self::leave)s).
+    pub(crate) fn join(&self) {
+        self.tables.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A table that joined is gone.
+    pub(crate) fn leave(&self) {
+        self.tables.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -170,7 +180,7 @@ where
                 },
             });
         }
-        budget.tables.fetch_add(1, Ordering::Relaxed);
+        budget.join();
         let mut table = DiskTable {
             name: name.to_owned(),
             max_parallelism,
@@ -593,7 +603,7 @@ where
 
 impl<K: Hash + Eq + Clone, V: Clone> Drop for DiskTable<K, V> {
     fn drop(&mut self) {
-        self.budget.tables.fetch_sub(1, Ordering::Relaxed);
+        self.budget.leave();
     }
 }
 

@@ -96,6 +96,82 @@ fn a_scan_sees_exactly_its_prefix_in_key_order() {
     }
 }
 
+/// Every key with `prefix` from `from` on, as the engine is now, at most
+/// `most` of them.
+fn scan_live(
+    engine: &dyn StateEngine,
+    prefix: &[u8],
+    from: &[u8],
+    most: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    engine
+        .scan_from(prefix, from, &mut |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            Ok(out.len() < most)
+        })
+        .unwrap();
+    out
+}
+
+#[test]
+fn a_live_scan_starts_where_it_is_told_sees_the_latest_writes_and_stops_when_told() {
+    for (mut engine, _dir) in engines() {
+        let name = engine.describe();
+        engine
+            .write(vec![
+                put(&[0, 1, 5], b"a"),
+                put(&[0, 1, 7], b"b"),
+                put(&[0, 1, 9], b"c"),
+                put(&[0, 2], b"x"),
+                put(&[0, 0, 9], b"y"),
+            ])
+            .unwrap();
+        engine
+            .write(vec![(vec![0, 1, 7], None), put(&[0, 1, 8], b"d")])
+            .unwrap();
+        let keys = |seen: Vec<(Vec<u8>, Vec<u8>)>| -> Vec<Vec<u8>> {
+            seen.into_iter().map(|(k, _)| k).collect()
+        };
+        // From below the prefix: the whole prefix, without what was removed.
+        assert_eq!(
+            keys(scan_live(&*engine, &[0, 1], &[0], usize::MAX)),
+            vec![vec![0, 1, 5], vec![0, 1, 8], vec![0, 1, 9]],
+            "{name}"
+        );
+        // From a key between two: the keys not below it.
+        assert_eq!(
+            keys(scan_live(&*engine, &[0, 1], &[0, 1, 6], usize::MAX)),
+            vec![vec![0, 1, 8], vec![0, 1, 9]],
+            "{name}"
+        );
+        // From a key of its own: it included.
+        assert_eq!(
+            scan_live(&*engine, &[0, 1], &[0, 1, 8], usize::MAX),
+            vec![
+                (vec![0, 1, 8], b"d".to_vec()),
+                (vec![0, 1, 9], b"c".to_vec())
+            ],
+            "{name}"
+        );
+        // Told to stop after one: one.
+        assert_eq!(
+            keys(scan_live(&*engine, &[0, 1], &[0, 1], 1)),
+            vec![vec![0, 1, 5]],
+            "{name}"
+        );
+        // Past the prefix's last key: nothing.
+        assert!(
+            scan_live(&*engine, &[0, 1], &[0, 1, 10], usize::MAX).is_empty(),
+            "{name}"
+        );
+        assert!(
+            scan_live(&*engine, &[0, 1], &[0, 2], usize::MAX).is_empty(),
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn a_snapshot_is_not_changed_by_later_writes_and_is_read_on_another_thread() {
     for (mut engine, _dir) in engines() {
@@ -302,6 +378,14 @@ proptest! {
             }
             for k in 0u8..24 {
                 prop_assert_eq!(engine.get(&key(k)).unwrap(), model.get(&key(k)).cloned());
+                // A live scan of its prefix from the key on.
+                let from = key(k);
+                let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+                    .range(from.clone()..)
+                    .take_while(|(key, _)| key[0] == from[0])
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                prop_assert_eq!(scan_live(&*engine, &from[..1], &from, usize::MAX), expected);
             }
         }
     }

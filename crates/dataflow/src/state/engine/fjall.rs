@@ -11,7 +11,8 @@ use fjall::config::{PartitioningPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, Readable, Snapshot};
 
 use super::{
-    BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine, fill_ascending,
+    BatchEntry, EngineError, EngineSnapshot, RangeFn, ScanFn, SortedFill, StateEngine,
+    fill_ascending, scan_start,
 };
 
 /// A fjall database in a directory of its own, deleted when the store is
@@ -283,6 +284,21 @@ impl StateEngine for FjallEngine {
         if warned {
             tracing::info!(engine = %engine, waited_s = halted.elapsed().as_secs(),
                 "compaction caught up: the disk-backed state writes again");
+        }
+        Ok(())
+    }
+
+    fn scan_from(
+        &self,
+        prefix: &[u8],
+        from: &[u8],
+        each: &mut RangeFn<'_>,
+    ) -> Result<(), EngineError> {
+        for guard in self.keyspace.range(scan_start(prefix, from)..) {
+            let (key, value) = guard.into_inner().map_err(|e| self.error(e))?;
+            if !key.starts_with(prefix) || !each(&key, &value)? {
+                break;
+            }
         }
         Ok(())
     }

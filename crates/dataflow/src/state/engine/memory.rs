@@ -6,7 +6,8 @@ use std::sync::Arc;
 use imbl::OrdMap;
 
 use super::{
-    BatchEntry, EngineError, EngineSnapshot, ScanFn, SortedFill, StateEngine, fill_ascending,
+    BatchEntry, EngineError, EngineSnapshot, RangeFn, ScanFn, SortedFill, StateEngine,
+    fill_ascending, scan_start,
 };
 
 type Map = OrdMap<Arc<[u8]>, Arc<[u8]>>;
@@ -51,6 +52,21 @@ impl StateEngine for MemoryEngine {
             Ok(())
         })?;
         self.write(batch)
+    }
+
+    fn scan_from(
+        &self,
+        prefix: &[u8],
+        from: &[u8],
+        each: &mut RangeFn<'_>,
+    ) -> Result<(), EngineError> {
+        let start: Arc<[u8]> = Arc::from(scan_start(prefix, from));
+        for (key, value) in self.map.range(start..) {
+            if !key.starts_with(prefix) || !each(key, value)? {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn snapshot(&self) -> Box<dyn EngineSnapshot> {

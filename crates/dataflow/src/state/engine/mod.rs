@@ -23,6 +23,11 @@ mod conformance;
 pub use self::fjall::{FjallEngine, FjallStore};
 pub use memory::MemoryEngine;
 
+/// Where a scan of the keys starting with `prefix`, from `from` on, starts.
+fn scan_start<'a>(prefix: &'a [u8], from: &'a [u8]) -> &'a [u8] {
+    if from > prefix { from } else { prefix }
+}
+
 /// An engine failed (a disk error, a full disk, a damaged file).
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("the state engine {engine} failed: {reason}")]
@@ -35,6 +40,10 @@ pub struct EngineError {
 
 /// What a scan calls with each key and value.
 pub type ScanFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), EngineError> + 'a;
+
+/// What a live scan ([`StateEngine::scan_from`]) calls with each key and
+/// value: `Ok(true)` to go on, `Ok(false)` to stop there.
+pub type RangeFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<bool, EngineError> + 'a;
 
 /// One write of a batch: a value, or `None` to remove the key.
 pub type BatchEntry = (Vec<u8>, Option<Vec<u8>>);
@@ -65,6 +74,17 @@ pub trait StateEngine: Send {
     /// straight into a table on disk, so no memtable holds them and no
     /// snapshot open meanwhile keeps one in memory.
     fn write_sorted(&mut self, fill: &mut SortedFill<'_>) -> Result<(), EngineError>;
+
+    /// Calls `each` with every key that starts with `prefix` and is not
+    /// below `from`, and its value, in key order, as the engine is now,
+    /// until `each` says stop (what the disk-backed timers read the
+    /// earliest of a key group's timers with, from where they left off).
+    fn scan_from(
+        &self,
+        prefix: &[u8],
+        from: &[u8],
+        each: &mut RangeFn<'_>,
+    ) -> Result<(), EngineError>;
 
     /// A view of the engine now, unchanged by later writes, readable from
     /// any thread (what a checkpoint encodes off the task thread).
