@@ -35,7 +35,7 @@ use crate::data::{Key, Timestamp};
 use crate::state::engine::{EngineError, EngineSnapshot, StateEngine};
 use crate::state::run::{RunError, RunWriter, SectionKind};
 use crate::state::tracked::GroupSnapshot;
-use crate::state::{DISK_MAX_PARALLELISM, KeyGroup, KeyGroupRange, StateError, TableBudget};
+use crate::state::{KeyGroup, KeyGroupRange, StateError, TableBudget, within_max_parallelism};
 
 /// Timers of each key group and clock held in memory at most, unless
 /// configured (`state.backend.rocksdb.timer-service.cache-size`, whose
@@ -217,18 +217,7 @@ impl<K: Key> DiskTimers<K> {
         engine: Box<dyn StateEngine>,
         budget: Arc<TableBudget>,
     ) -> Result<DiskTimers<K>, StateError> {
-        if max_parallelism > DISK_MAX_PARALLELISM {
-            return Err(StateError::Engine {
-                state: TIMERS.to_owned(),
-                source: EngineError {
-                    engine: engine.describe(),
-                    reason: format!(
-                        "the disk-backed state takes a max parallelism of at most \
-                         {DISK_MAX_PARALLELISM}, not {max_parallelism}"
-                    ),
-                },
-            });
-        }
+        within_max_parallelism(TIMERS, &*engine, max_parallelism)?;
         budget.join();
         let mut timers = DiskTimers {
             range,

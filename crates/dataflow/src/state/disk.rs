@@ -137,6 +137,28 @@ pub struct DiskTable<K: Hash + Eq + Clone, V: Clone> {
     _value: PhantomData<fn() -> V>,
 }
 
+/// Refuses a `max_parallelism` above [`MAX_PARALLELISM`] for the state
+/// `name` kept in `engine` (a key group's number is 2 bytes of its keys).
+pub(crate) fn within_max_parallelism(
+    name: &str,
+    engine: &dyn StateEngine,
+    max_parallelism: u32,
+) -> Result<(), StateError> {
+    if max_parallelism <= MAX_PARALLELISM {
+        return Ok(());
+    }
+    Err(StateError::Engine {
+        state: name.to_owned(),
+        source: EngineError {
+            engine: engine.describe(),
+            reason: format!(
+                "the disk-backed state takes a max parallelism of at most \
+                 {MAX_PARALLELISM}, not {max_parallelism}"
+            ),
+        },
+    })
+}
+
 /// The engine key of `key` in `group`: the group (2 bytes, big endian),
 /// then the key's postcard encoding.
 fn engine_key<K: Serialize>(group: KeyGroup, key: &K) -> Result<Vec<u8>, postcard::Error> {
@@ -168,18 +190,7 @@ where
         engine: Box<dyn StateEngine>,
         budget: Arc<TableBudget>,
     ) -> Result<DiskTable<K, V>, StateError> {
-        if max_parallelism > MAX_PARALLELISM {
-            return Err(StateError::Engine {
-                state: name.to_owned(),
-                source: EngineError {
-                    engine: engine.describe(),
-                    reason: format!(
-                        "the disk-backed state takes a max parallelism of at most \
-                         {MAX_PARALLELISM}, not {max_parallelism}"
-                    ),
-                },
-            });
-        }
+        within_max_parallelism(name, &*engine, max_parallelism)?;
         budget.join();
         let mut table = DiskTable {
             name: name.to_owned(),

@@ -32,6 +32,7 @@ mod table;
 pub(crate) mod tracked;
 
 pub use backend::{DiskStore, StateBackend};
+pub(crate) use disk::within_max_parallelism;
 pub use disk::{
     DiskSnapshot, DiskTable, DrainError, MAX_PARALLELISM as DISK_MAX_PARALLELISM, TableBudget,
 };
