@@ -15,7 +15,11 @@
 //! copy-on-write tables (a snapshot copies a pointer per key group), timers
 //! in persistent maps by key group, encoded off the task thread (both
 //! incrementally, with incremental checkpoints); a restore brings back
-//! every state and timer of the subtask's keys.
+//! every state and timer of the subtask's keys. With the disk-backed state
+//! (`state.backend.type: fjall`) the states and, unless
+//! `state.backend.rocksdb.timer-service.factory: HEAP`, the timers are on
+//! local disk (`disk_timers.rs`: ordered by time, each key group's earliest
+//! in memory).
 //!
 //! ```
 //! use holdfast_dataflow::process::{KeyedProcessFunction, ProcessContext, StateRegistry, Timer, ValueState};
