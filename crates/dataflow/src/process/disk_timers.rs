@@ -15,8 +15,9 @@
 //! start, over the timers fired since, whose removals an LSM tree keeps
 //! until it compacts them.
 //!
-//! A registration or deletion is written without a look-up (the engine
-//! keeps a key once however often it is written), so the task thread
+//! A registration or deletion is written without reading the engine (it
+//! keeps a key once however often it is written; one known to change
+//! nothing, by the head or pending, is not written), so the task thread
 //! reads the engine only for a head; what a group holds is counted by the
 //! checkpoint that writes it, off the task thread. A checkpoint writes
 //! the same bytes as the in-memory timers' (`timer_checkpoint.rs`), so
@@ -143,6 +144,9 @@ pub(super) struct DiskTimers<K: Key> {
     /// How many changed timers `since` holds at most (`None`: from the
     /// budget's share).
     since_most: Option<usize>,
+    /// How many changes `pending` holds at most, if not from the budget
+    /// (tests).
+    tuned_capacity: Option<usize>,
 }
 
 /// Whether each timer changed since a take is there, by engine key.
@@ -231,6 +235,7 @@ impl<K: Key> DiskTimers<K> {
             staging: None,
             since: None,
             since_most: None,
+            tuned_capacity: None,
         };
         timers.capacity = timers.capacity_now();
         Ok(timers)
@@ -261,12 +266,16 @@ impl<K: Key> DiskTimers<K> {
     #[cfg(test)]
     pub(super) fn tuned(mut self, head_len: usize, capacity: usize) -> DiskTimers<K> {
         self.head_len = head_len.max(1);
+        self.tuned_capacity = Some(capacity);
         self.capacity = capacity;
         self.since_most = Some(capacity);
         self
     }
 
     fn capacity_now(&self) -> usize {
+        if let Some(capacity) = self.tuned_capacity {
+            return capacity;
+        }
         let entry = PENDING_OVERHEAD + KEY_AT + std::mem::size_of::<K>();
         (self.budget.share() / entry as u64).max(64) as usize
     }
@@ -301,27 +310,30 @@ impl<K: Key> DiskTimers<K> {
 
     /// About how many timers the group at `slot` holds, of both clocks:
     /// at least as many, not looked up — a registration counts unless the
-    /// timer is known to be there (in the head or pending), a deletion
-    /// only if it is. An estimate above the truth makes the incremental
+    /// timer is known to be there, a deletion only if it is known to be
+    /// (see [`known`](Self::known)). An estimate above the truth makes the incremental
     /// checkpoints rebase later (they also weigh what their deltas wrote),
     /// one below it would rebase every checkpoint.
     pub(super) fn len(&self, slot: usize) -> usize {
         self.counts[slot]
     }
 
-    /// Adds the timer to the group at `slot`, without looking it up: the
-    /// engine keeps a key once however often it is written.
+    /// Adds the timer to the group at `slot`, without reading the engine
+    /// (it keeps a key once however often it is written); `false` if the
+    /// timer is known to be there already (in the head, or registered in
+    /// pending), and nothing is written.
     pub(super) fn insert(
         &mut self,
         slot: usize,
         domain: TimeDomainOf,
         at: Timestamp,
         key: &K,
-    ) -> Result<(), StateError> {
+    ) -> Result<bool, StateError> {
         let engine_key = Self::engine_key(self.group(slot), domain, at, key)?;
-        if !self.known(slot, domain, &engine_key) {
-            self.counts[slot] += 1;
+        if self.known(slot, domain, &engine_key) == Some(true) {
+            return Ok(false);
         }
+        self.counts[slot] += 1;
         let head = &mut self.heads[slot][domain.index()];
         if head.covers(&engine_key) {
             head.cache.insert(engine_key.clone(), key.clone());
@@ -336,37 +348,45 @@ impl<K: Key> DiskTimers<K> {
             since.record(slot, &engine_key, true);
         }
         self.pending.insert(engine_key, true);
-        self.flush_if_full()
+        self.flush_if_full()?;
+        Ok(true)
     }
 
-    /// Whether the timer at `engine_key` is known to be there without a
-    /// read: in the head, or registered in pending.
-    fn known(&self, slot: usize, domain: TimeDomainOf, engine_key: &[u8]) -> bool {
-        self.heads[slot][domain.index()]
-            .cache
-            .contains_key(engine_key)
-            || self.pending.get(engine_key) == Some(&true)
+    /// Whether the timer at `engine_key` is there, if that is known
+    /// without reading the engine: below its head's bound the head has
+    /// every timer; pending has what changed since its last flush.
+    fn known(&self, slot: usize, domain: TimeDomainOf, engine_key: &[u8]) -> Option<bool> {
+        let head = &self.heads[slot][domain.index()];
+        if head.covers(engine_key) {
+            return Some(head.cache.contains_key(engine_key));
+        }
+        self.pending.get(engine_key).copied()
     }
 
-    /// Removes the timer from the group at `slot`, if it is there (not
-    /// looked up either).
+    /// Removes the timer from the group at `slot` if it is there, without
+    /// reading the engine; `false` if it is known not to be (below its
+    /// head's bound and not in the head, or deleted in pending), and
+    /// nothing is written.
     pub(super) fn remove(
         &mut self,
         slot: usize,
         domain: TimeDomainOf,
         at: Timestamp,
         key: &K,
-    ) -> Result<(), StateError> {
+    ) -> Result<bool, StateError> {
         let engine_key = Self::engine_key(self.group(slot), domain, at, key)?;
-        if self.known(slot, domain, &engine_key) {
-            self.counts[slot] = self.counts[slot].saturating_sub(1);
+        match self.known(slot, domain, &engine_key) {
+            Some(false) => return Ok(false),
+            Some(true) => self.counts[slot] = self.counts[slot].saturating_sub(1),
+            None => {}
         }
         self.heads[slot][domain.index()].cache.remove(&engine_key);
         if let Some(since) = &mut self.since {
             since.record(slot, &engine_key, false);
         }
         self.pending.insert(engine_key, false);
-        self.flush_if_full()
+        self.flush_if_full()?;
+        Ok(true)
     }
 
     /// The earliest timer of `domain` in the group at `slot` (its head
@@ -846,6 +866,30 @@ mod tests {
         assert_eq!(fired, vec![10, 20, 40, 50, 60]);
         assert_eq!(t.snapshot().timers(0).unwrap(), Vec::new());
         assert_eq!(t.first(0, TimeDomainOf::ProcessingTime).unwrap(), None);
+    }
+
+    /// A registration of a timer known to be there, or a deletion of one
+    /// known not to be, writes nothing; one not known is written.
+    #[test]
+    fn what_is_known_to_change_nothing_is_not_written() {
+        let d = TimeDomainOf::EventTime;
+        // A head of 4 that holds every timer, pending flushed at 100.
+        let mut t = timers(4, 100);
+        assert!(t.insert(0, d, 5, &1).unwrap());
+        assert!(!t.insert(0, d, 5, &1).unwrap(), "registered twice");
+        assert!(!t.remove(0, d, 6, &1).unwrap(), "never registered");
+        assert!(t.remove(0, d, 5, &1).unwrap());
+        assert!(!t.remove(0, d, 5, &1).unwrap(), "deleted twice");
+        assert_eq!(t.pending.len(), 1);
+        // Past the head's bound and flushed, nothing is known: written.
+        for at in 10..16 {
+            t.insert(0, d, at, &1).unwrap();
+        }
+        t.flush().unwrap();
+        assert!(t.heads[0][0].below.is_some());
+        assert!(t.remove(0, d, 100, &1).unwrap(), "not known: a tombstone");
+        assert!(t.insert(0, d, 15, &1).unwrap(), "not known: written again");
+        assert_eq!(t.snapshot().timers(0).unwrap().len(), 6);
     }
 
     /// A garbage key in the engine is an error that names the timers, not

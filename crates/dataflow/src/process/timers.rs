@@ -259,9 +259,9 @@ impl<K: Key> Timers<K> {
     }
 
     /// Adds the timer to the group at `slot`, `listed` as a change or not
-    /// (a checkpoint has it). The disk-backed timers do not look it up:
-    /// it is listed whether it was there or not (a checkpoint writes the
-    /// timers listed as they are).
+    /// (a checkpoint has it). The disk-backed timers do not read the
+    /// engine: unless they know it was there, it is listed whether it was
+    /// or not (a checkpoint writes the timers listed as they are).
     fn insert(
         &mut self,
         slot: usize,
@@ -272,7 +272,7 @@ impl<K: Key> Timers<K> {
     ) -> Result<(), StateError> {
         let new = match &mut self.store {
             Store::Heap(groups) => groups[slot].insert(domain, at, key.clone()),
-            Store::Disk(disk) => disk.insert(slot, domain, at, &key).map(|()| true)?,
+            Store::Disk(disk) => disk.insert(slot, domain, at, &key)?,
         };
         if new {
             self.refirst(slot, domain)?;
@@ -293,7 +293,7 @@ impl<K: Key> Timers<K> {
     ) -> Result<(), StateError> {
         let removed = match &mut self.store {
             Store::Heap(groups) => groups[slot].remove(domain, at, key),
-            Store::Disk(disk) => disk.remove(slot, domain, at, key).map(|()| true)?,
+            Store::Disk(disk) => disk.remove(slot, domain, at, key)?,
         };
         if removed {
             self.refirst(slot, domain)?;
