@@ -228,9 +228,11 @@ pub enum ValueError {
     /// `state.backend.rocksdb.timer-service.factory` names no store.
     #[error("expected ROCKSDB (timers on local disk, in the state's engine) or HEAP (in memory)")]
     UnknownTimerService,
-    /// Not a count of at least 1.
-    #[error("expected a whole number of at least 1")]
-    NotAPositiveCount,
+    /// Not a timer cache size.
+    #[error(
+        "expected a whole number from 1 to 65536 (timers of each key group and clock kept in memory)"
+    )]
+    NotATimerCacheSize,
     /// Not a memory size.
     #[error("expected a size such as 512 mb, 1 gb or 268435456 (bytes), of at least 1 mb")]
     NotAMemorySize,

@@ -945,7 +945,7 @@ pub const KEYS: &[KeySpec] = &[
         "128",
         "count",
         Checkpointing,
-        "with timers on disk, how many of each key group's earliest timers of each clock are held in memory (at least 1): the engine is read again each time that many have fired",
+        "with timers on disk, how many of each key group's earliest timers of each clock are held in memory (from 1 to 65536; the heads are not counted in `taskmanager.memory.managed.size`): the engine is read again each time that many have fired",
     ),
     key(
         MANAGED_MEMORY,

@@ -148,12 +148,19 @@ fn timers_on_disk(text: &str) -> Result<bool, ValueError> {
     }
 }
 
-fn positive_count(text: &str) -> Result<u32, ValueError> {
+/// `state.backend.rocksdb.timer-service.cache-size`: from 1 to
+/// [`MAX_TIMER_CACHE`].
+fn timer_cache_size(text: &str) -> Result<u32, ValueError> {
     match count(text) {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(ValueError::NotAPositiveCount),
+        Ok(n) if (1..=MAX_TIMER_CACHE).contains(&n) => Ok(n),
+        _ => Err(ValueError::NotATimerCacheSize),
     }
 }
+
+/// The most timers of a key group and clock held in memory: past it the
+/// heads, one per group and clock, would hold state larger than memory
+/// in memory.
+pub(crate) const MAX_TIMER_CACHE: u32 = 1 << 16;
 
 /// A memory size as Flink writes one: a whole number and an optional unit
 /// (`b`, `k`/`kb`, `m`/`mb`, `g`/`gb`, `t`/`tb`, or spelled out as
@@ -440,7 +447,7 @@ impl ClusterConfig {
         reader.set(
             &mut config.timer_cache_size,
             TIMER_CACHE_SIZE,
-            positive_count,
+            timer_cache_size,
         )?;
         reader.set(&mut config.managed_memory, MANAGED_MEMORY, memory_size)?;
         reader.set(&mut config.tmp_dir, IO_TMP_DIRS, |text| {
@@ -626,12 +633,17 @@ mod tests {
             (
                 "state.backend.rocksdb.timer-service.cache-size",
                 "0",
-                "at least 1",
+                "from 1 to 65536",
             ),
             (
                 "state.backend.rocksdb.timer-service.cache-size",
                 "many",
-                "at least 1",
+                "from 1 to 65536",
+            ),
+            (
+                "state.backend.rocksdb.timer-service.cache-size",
+                "4294967295",
+                "from 1 to 65536",
             ),
         ] {
             let bad = read(&[(key, value)]).unwrap_err().to_string();

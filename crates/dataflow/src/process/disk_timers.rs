@@ -19,7 +19,8 @@
 //! keeps a key once however often it is written; one known to change
 //! nothing, by the head or pending, is not written), so the task thread
 //! reads the engine only for a head; what a group holds is counted by the
-//! checkpoint that writes it, off the task thread. A checkpoint writes
+//! checkpoint that writes it whole (a scan, off the task thread), and
+//! only estimated on the task thread. A checkpoint writes
 //! the same bytes as the in-memory timers' (`timer_checkpoint.rs`), so
 //! each restores the other's.
 
@@ -130,9 +131,16 @@ pub(super) struct DiskTimers<K: Key> {
     budget: Arc<TableBudget>,
     /// Per group, per clock.
     heads: Vec<[Head<K>; 2]>,
-    /// About how many timers each group holds, of both clocks (see
-    /// [`len`](Self::len)): for the incremental checkpoints' choice of
-    /// rebases; a checkpoint counts what it writes.
+    /// About how many timers each group holds, of both clocks, for the
+    /// incremental checkpoints' choice of rebases (a base section counts
+    /// its timers by a scan instead): at least as many, not looked up — a
+    /// registration counts unless the timer is known to be there, a
+    /// deletion only if it is known to be (see [`known`](Self::known)), so
+    /// it drifts up with deletions of timers only the engine knows of,
+    /// and nothing corrects it. An estimate above the truth makes the
+    /// incremental checkpoints rebase later, when their deltas' own bytes
+    /// reach the base's or the chain its longest (a restore reads at most
+    /// about twice the base); one below it would rebase every checkpoint.
     counts: Vec<usize>,
     /// How many timers a head holds at most.
     head_len: usize,
@@ -147,6 +155,10 @@ pub(super) struct DiskTimers<K: Key> {
     /// How many changes `pending` holds at most, if not from the budget
     /// (tests).
     tuned_capacity: Option<usize>,
+    /// Whether the timers share the budget: from their first write, so
+    /// that a process function without timers leaves its states' buffers
+    /// the whole of it.
+    joined: bool,
 }
 
 /// Whether each timer changed since a take is there, by engine key.
@@ -222,7 +234,6 @@ impl<K: Key> DiskTimers<K> {
         budget: Arc<TableBudget>,
     ) -> Result<DiskTimers<K>, StateError> {
         within_max_parallelism(TIMERS, &*engine, max_parallelism)?;
-        budget.join();
         let mut timers = DiskTimers {
             range,
             engine,
@@ -236,6 +247,7 @@ impl<K: Key> DiskTimers<K> {
             since: None,
             since_most: None,
             tuned_capacity: None,
+            joined: false,
         };
         timers.capacity = timers.capacity_now();
         Ok(timers)
@@ -306,16 +318,6 @@ impl<K: Key> DiskTimers<K> {
             group,
             reason: e.to_string(),
         })
-    }
-
-    /// About how many timers the group at `slot` holds, of both clocks:
-    /// at least as many, not looked up — a registration counts unless the
-    /// timer is known to be there, a deletion only if it is known to be
-    /// (see [`known`](Self::known)). An estimate above the truth makes the incremental
-    /// checkpoints rebase later (they also weigh what their deltas wrote),
-    /// one below it would rebase every checkpoint.
-    pub(super) fn len(&self, slot: usize) -> usize {
-        self.counts[slot]
     }
 
     /// Adds the timer to the group at `slot`, without reading the engine
@@ -422,7 +424,12 @@ impl<K: Key> DiskTimers<K> {
         let group = self.group(slot);
         let prefix = prefix(group, domain);
         let want = self.head_len;
-        let mut found: Vec<Vec<u8>> = Vec::with_capacity(want + 1);
+        let mut found: Vec<Vec<u8>> = Vec::with_capacity(want.min(1024) + 1);
+        let from = if from.as_slice() < prefix.as_slice() {
+            prefix.to_vec()
+        } else {
+            from
+        };
         // The engine's keys merged with pending's, in order; pending's
         // change wins.
         let mut pending = self
@@ -462,7 +469,8 @@ impl<K: Key> DiskTimers<K> {
             }
             _ => None,
         };
-        let head = &mut self.heads[slot][domain.index()];
+        // Decoded first: a head is changed whole or not at all.
+        let mut read = Vec::with_capacity(found.len());
         for engine_key in found {
             let key = split(&engine_key)
                 .and_then(|(_, key)| postcard::from_bytes::<K>(key).map_err(|e| e.to_string()))
@@ -471,13 +479,21 @@ impl<K: Key> DiskTimers<K> {
                     group,
                     reason: format!("a timer in the engine does not decode: {reason}"),
                 })?;
-            head.cache.insert(engine_key, key);
+            read.push((engine_key, key));
         }
+        let head = &mut self.heads[slot][domain.index()];
+        head.cache.extend(read);
         head.below = below;
         Ok(())
     }
 
     fn flush_if_full(&mut self) -> Result<(), StateError> {
+        if !self.joined {
+            // The first write: the timers take their share from now on.
+            self.joined = true;
+            self.budget.join();
+            self.capacity = self.capacity_now();
+        }
         if self.pending.len() >= self.capacity {
             self.flush()?;
         }
@@ -509,6 +525,8 @@ impl<K: Key> DiskTimers<K> {
     pub(super) fn track(&mut self, on: bool) {
         match (on, &self.since) {
             (true, None) => {
+                // As much as pending: the part of the budget left for
+                // checkpoints in progress holds it (STATE-ENGINES.md).
                 let share = self.budget.share() as usize / (SINCE_OVERHEAD + KEY_AT + 8);
                 let most = self.since_most.unwrap_or(share.max(1024));
                 self.since = Some(Tracked::new(self.range.len(), most));
@@ -543,7 +561,9 @@ impl<K: Key> DiskTimers<K> {
 
 impl<K: Key> Drop for DiskTimers<K> {
     fn drop(&mut self) {
-        self.budget.leave();
+        if self.joined {
+            self.budget.leave();
+        }
     }
 }
 

@@ -155,7 +155,7 @@ pub(super) enum Store<K: Key> {
     Heap(Vec<GroupTimers<K>>),
     /// In the disk-backed state's engine, the earliest of each group in
     /// memory.
-    Disk(DiskTimers<K>),
+    Disk(Box<DiskTimers<K>>),
 }
 
 /// Every registered timer of one subtask, by key group.
@@ -193,7 +193,7 @@ impl<K: Key> Timers<K> {
         range: KeyGroupRange,
         disk: DiskTimers<K>,
     ) -> Timers<K> {
-        Timers::in_store(max_parallelism, range, Store::Disk(disk))
+        Timers::in_store(max_parallelism, range, Store::Disk(Box::new(disk)))
     }
 
     fn in_store(max_parallelism: u32, range: KeyGroupRange, store: Store<K>) -> Timers<K> {
@@ -222,14 +222,6 @@ impl<K: Key> Timers<K> {
             .then(|| (group.0 - self.range.start) as usize)
     }
 
-    /// Timers of the group at `slot`, of both clocks.
-    pub(super) fn len(&self, slot: usize) -> usize {
-        match &self.store {
-            Store::Heap(groups) => groups[slot].len(),
-            Store::Disk(disk) => disk.len(slot),
-        }
-    }
-
     /// Reads the earliest time of clock `domain` of the group at `slot`
     /// again, after a change, and keeps it in `firsts`.
     fn refirst(&mut self, slot: usize, domain: TimeDomainOf) -> Result<(), StateError> {
@@ -252,7 +244,13 @@ impl<K: Key> Timers<K> {
 
     /// Lists `id`, of the group at `slot`, as changed (while tracked).
     fn list(&mut self, slot: usize, id: TimerId<K>) {
-        let len = self.len(slot);
+        // The list is deduplicated past twice the group's size: the
+        // disk-backed timers' count only estimates it (from above, and it
+        // drifts), so their lists are deduplicated whenever they double.
+        let len = match &self.store {
+            Store::Heap(groups) => groups[slot].len(),
+            Store::Disk(_) => 0,
+        };
         if let Some(lists) = &mut self.changed {
             list_changed(&mut lists[slot], id, len, &mut self.dedupe_at[slot]);
         }
@@ -362,15 +360,15 @@ impl<K: Key> Timers<K> {
         if at > time {
             return Ok(None);
         }
-        let key = match &mut self.store {
+        let first = match &mut self.store {
             Store::Heap(groups) => groups[slot]
                 .due(domain)
                 .get(&at)
                 .and_then(|keys| keys.iter().next())
-                .cloned(),
-            Store::Disk(disk) => disk.first(slot, domain)?.map(|(_, key)| key.clone()),
+                .map(|key| (at, key.clone())),
+            Store::Disk(disk) => disk.first(slot, domain)?.map(|(at, key)| (at, key.clone())),
         };
-        let Some(key) = key else {
+        let Some((at, key)) = first else {
             return Ok(None);
         };
         self.remove(slot, domain, at, &key)?;
