@@ -525,8 +525,8 @@ impl<K: Key> DiskTimers<K> {
     pub(super) fn track(&mut self, on: bool) {
         match (on, &self.since) {
             (true, None) => {
-                // As much as pending: the part of the budget left for
-                // checkpoints in progress holds it (STATE-ENGINES.md).
+                // The same share as pending's, in the part of the budget
+                // left for checkpoints in progress (STATE-ENGINES.md).
                 let share = self.budget.share() as usize / (SINCE_OVERHEAD + KEY_AT + 8);
                 let most = self.since_most.unwrap_or(share.max(1024));
                 self.since = Some(Tracked::new(self.range.len(), most));
