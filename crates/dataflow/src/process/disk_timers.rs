@@ -37,7 +37,9 @@ use crate::data::{Key, Timestamp};
 use crate::state::engine::{EngineError, EngineSnapshot, StateEngine};
 use crate::state::run::{RunError, RunWriter, SectionKind};
 use crate::state::tracked::GroupSnapshot;
-use crate::state::{KeyGroup, KeyGroupRange, StateError, TableBudget, within_max_parallelism};
+use crate::state::{
+    KeyGroup, KeyGroupRange, StateError, TableBudget, stopped, within_max_parallelism,
+};
 
 /// Timers of each key group and clock held in memory at most, unless
 /// configured (`state.backend.rocksdb.timer-service.cache-size`, whose
@@ -80,15 +82,6 @@ fn split(key: &[u8]) -> Result<(Timestamp, &[u8]), String> {
             "an engine key of {} bytes is too short for a timer",
             key.len()
         )),
-    }
-}
-
-/// What a scan's callback returns to stop it for a reason of its own,
-/// kept aside.
-fn stopped() -> EngineError {
-    EngineError {
-        engine: String::new(),
-        reason: "stopped by the timers".into(),
     }
 }
 

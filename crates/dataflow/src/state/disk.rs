@@ -85,9 +85,9 @@ impl TableBudget {
 const ENTRY_OVERHEAD: usize = 192;
 
 /// What a callback the engine calls (a flush's `fill`, a scan's `each`)
-/// returns when it stopped on a failure of its own, kept aside and
-/// returned instead of this.
-fn stopped() -> EngineError {
+/// returns when it stopped for a reason of its own (a failure, or enough
+/// read), kept aside and acted on instead of this.
+pub(crate) fn stopped() -> EngineError {
     EngineError {
         engine: String::new(),
         reason: "stopped by a failure outside the engine".into(),

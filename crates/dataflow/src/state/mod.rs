@@ -32,10 +32,10 @@ mod table;
 pub(crate) mod tracked;
 
 pub use backend::{DiskStore, StateBackend};
-pub(crate) use disk::within_max_parallelism;
 pub use disk::{
     DiskSnapshot, DiskTable, DrainError, MAX_PARALLELISM as DISK_MAX_PARALLELISM, TableBudget,
 };
+pub(crate) use disk::{stopped, within_max_parallelism};
 pub use key_groups::{KeyGroup, KeyGroupRange};
 pub(crate) use table::list as list_changed;
 pub use table::{KeyedTable, StateError, TableChanges, TableSnapshot};
